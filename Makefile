@@ -1,0 +1,97 @@
+# tilekit - one entry point. `make` builds build/libtilekit.{so,a}, the CLI
+# build/tilekit and the tests; `make test` runs the CPU suite, `make gpu-test`
+# the GPU suite, `make bench` the main job (needs an NVIDIA GPU).
+#
+# ARCHS: the GPU targets of the fat binary. sm_90a is Hopper with its
+# architecture-specific features (wgmma, setmaxnreg); the -gencode form is
+# used because the -arch=sm_90a shorthand also runs a plain sm_90 pass.
+CUDA     ?= /usr/local/cuda
+NVCC     ?= $(CUDA)/bin/nvcc
+CC       ?= gcc
+ARCHS    ?= 80 90a
+PREFIX   ?= /usr/local
+BUILD    ?= build
+PYTHON   ?= python3
+
+VERSION  := 0.1.0
+SOMAJOR  := 0
+
+GENCODE  := $(foreach a,$(ARCHS),-gencode=arch=compute_$(a),code=sm_$(a))
+CPPFLAGS := -Iinclude -Isrc -I$(CUDA)/include
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE
+NVFLAGS  ?= -O3 -lineinfo
+NVFLAGS  += -std=c++17 $(GENCODE) -Xcompiler -fPIC,-Wall -Xptxas -v --expt-relaxed-constexpr
+LDLIBS   := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcublas -lcudart -lstdc++ -lpthread -lm -ldl
+
+HOST_SRCS   := $(wildcard src/host/*.c)
+KERNEL_C    := $(wildcard src/kernels/*.c)
+KERNEL_CU   := $(wildcard src/kernels/*.cu)
+DEV_HEADERS := $(wildcard src/tiles/*.cuh src/ptx/*.cuh src/kernels/*.cuh) src/host/kernel.h include/tilekit.h
+LIB_OBJS    := $(HOST_SRCS:%.c=$(BUILD)/obj/%.o) $(KERNEL_C:%.c=$(BUILD)/obj/%.o) $(KERNEL_CU:%.cu=$(BUILD)/obj/%.o)
+
+CLI         := $(BUILD)/tilekit
+CPU_TESTS   := $(patsubst tests/host/%.c,$(BUILD)/tests/%,$(wildcard tests/host/test_*.c))
+GPU_TESTS   := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu_%,$(wildcard tests/gpu/*.c)) \
+               $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpucu_%,$(wildcard tests/gpu/*.cu))
+
+.PHONY: all lib test gpu-test bench install clean
+all: lib $(CLI) $(CPU_TESTS) $(GPU_TESTS)
+lib: $(BUILD)/libtilekit.so $(BUILD)/libtilekit.a
+
+$(BUILD)/obj/%.o: %.c $(wildcard src/host/*.h) include/tilekit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# ptxas -v output (registers, spills, shared memory) is kept beside each object.
+$(BUILD)/obj/%.o: %.cu $(DEV_HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(CPPFLAGS) $(NVFLAGS) -c $< -o $@ 2> $@.ptxas || { cat $@.ptxas; exit 1; }
+	@! grep -E 'error|warning' $@.ptxas || { echo "nvcc warnings in $<"; exit 1; }
+
+$(BUILD)/libtilekit.so.$(VERSION): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,libtilekit.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
+$(BUILD)/libtilekit.so: $(BUILD)/libtilekit.so.$(VERSION)
+	ln -sf libtilekit.so.$(VERSION) $(BUILD)/libtilekit.so.$(SOMAJOR)
+	ln -sf libtilekit.so.$(VERSION) $@
+$(BUILD)/libtilekit.a: $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+# Programs link the static library so they run from the build tree as-is.
+$(CLI): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/*.c)) $(BUILD)/libtilekit.a
+	$(CC) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/host/%.o $(BUILD)/obj/tests/host/check.o $(BUILD)/libtilekit.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/gpu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(BUILD)/libtilekit.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/gpucu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(BUILD)/libtilekit.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDLIBS)
+$(BUILD)/obj/tests/host/check.o: tests/host/check.c tests/host/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+test: all
+	@bash tests/run_cpu.sh $(BUILD)
+
+gpu-test: all
+	@bash tests/run_gpu.sh $(BUILD)
+
+bench: all
+	$(CLI) bench --kernel all --m 8192 --n 8192 --k 8192 --out fp32
+
+install: lib $(CLI)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/tilekit.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/libtilekit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libtilekit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libtilekit.so.$(SOMAJOR)
+	ln -sf libtilekit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libtilekit.so
+	install -m 644 $(BUILD)/libtilekit.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@CUDA@|$(CUDA)|' tilekit.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tilekit.pc
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,119 @@
+/* tilekit.h - the one public C header of tilekit.
+ *
+ * tilekit computes C = alpha * op(A) * op(B) + beta * C with bf16 A and B,
+ * fp32 accumulation, and fp32 or bf16 C, on NVIDIA GPUs (sm_80 and newer;
+ * Hopper kernels on sm_90a). Every call names a CUDA stream and returns a
+ * status; the library never prints and never exits.
+ *
+ *   tk_handle h;  tk_create(&h);
+ *   tk_gemm(h, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, M, N, K, 1.0f, A, K, B, N,
+ *           0.0f, C, TK_F32, N, NULL, stream);
+ *   if (st != TK_SUCCESS) fprintf(stderr, "%s\n", tk_last_error(h));
+ *   tk_destroy(h);
+ */
+#ifndef TILEKIT_H
+#define TILEKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILEKIT_VERSION_MAJOR 0
+#define TILEKIT_VERSION_MINOR 1
+#define TILEKIT_VERSION_PATCH 0
+#define TILEKIT_VERSION \
+    (TILEKIT_VERSION_MAJOR * 10000 + TILEKIT_VERSION_MINOR * 100 + TILEKIT_VERSION_PATCH)
+
+/* Returns TILEKIT_VERSION of the library actually loaded. */
+int tk_version(void);
+
+typedef enum tk_status {
+    TK_SUCCESS = 0,
+    TK_ERR_INVALID_VALUE = 1,     /* a bad argument: the message names it */
+    TK_ERR_NOT_SUPPORTED = 2,     /* valid problem the chosen kernel cannot do */
+    TK_ERR_ARCH_MISMATCH = 3,     /* kernel needs a newer GPU than this one */
+    TK_ERR_NO_DEVICE = 4,         /* no CUDA device (or no driver) */
+    TK_ERR_CUDA = 5,              /* a CUDA runtime call failed */
+    TK_ERR_CUBLAS = 6,            /* a cuBLAS call failed */
+    TK_ERR_OUT_OF_RESOURCES = 7,  /* threads/shared memory/registers over the device limit */
+    TK_ERR_ALLOC = 8,             /* host or device allocation failed */
+    TK_ERR_INTERNAL = 9           /* a bug in tilekit */
+} tk_status;
+
+/* A static English name for a status ("TK_ERR_INVALID_VALUE: invalid value"). */
+const char *tk_status_string(tk_status s);
+
+typedef struct tk_handle_s *tk_handle;
+
+/* Creates a handle bound to the current CUDA device. Succeeds without a GPU
+ * (calls that need one then return TK_ERR_NO_DEVICE), so argument checks can
+ * be used and tested anywhere. A handle must not be used by two host threads
+ * at once. */
+tk_status tk_create(tk_handle *out);
+tk_status tk_destroy(tk_handle h);
+
+/* The detailed message of the last failed call on h (which argument, what
+ * was expected). With h == NULL: the last failure of this host thread on
+ * any handle, or of a call that had no usable handle. "" if none. */
+const char *tk_last_error(tk_handle h);
+
+typedef enum tk_layout { TK_ROW_MAJOR = 0, TK_COL_MAJOR = 1 } tk_layout;
+typedef enum tk_op { TK_OP_N = 0, TK_OP_T = 1 } tk_op;
+typedef enum tk_dtype { TK_F32 = 0, TK_BF16 = 1 } tk_dtype;
+
+/* One GEMM problem. op(A) is M x K, op(B) is K x N, C is M x N; all three
+ * stored in `layout` (CBLAS convention). With TK_OP_T the stored matrix is
+ * the transpose: e.g. row-major B with TK_OP_T is stored N x K (the seeds'
+ * mma_ABt). Leading dimensions count elements. M or N == 0 is a no-op;
+ * K == 0 gives C = beta * C. With beta == 0, C is never read (may hold NaN). */
+typedef struct tk_gemm_problem {
+    tk_layout layout;
+    tk_op op_a, op_b;
+    int64_t m, n, k;
+    float alpha, beta;
+    const void *a; int64_t lda;   /* bf16 */
+    const void *b; int64_t ldb;   /* bf16 */
+    void *c; int64_t ldc;         /* c_type */
+    tk_dtype c_type;
+} tk_gemm_problem;
+
+/* Runs the problem on `stream` (a cudaStream_t; NULL = legacy default).
+ * kernel: a registry name ("cublas", "k01_naive", ...) or NULL/"auto" for
+ * the best supported kernel. Asynchronous: returns after the launch. */
+tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel,
+                     void *stream);
+
+/* The same, CBLAS-style. */
+tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b,
+                  int64_t m, int64_t n, int64_t k, float alpha,
+                  const void *a, int64_t lda, const void *b, int64_t ldb,
+                  float beta, void *c, tk_dtype c_type, int64_t ldc,
+                  const char *kernel, void *stream);
+
+/* ---- registry introspection ---- */
+typedef struct tk_kernel_props {
+    const char *name;         /* e.g. "k01_naive" */
+    const char *description;  /* one line */
+    int min_sm;               /* e.g. 80 for sm_80, 90 for sm_90a */
+    int bm, bn;               /* output block tile (for error maps); 0 if n/a */
+} tk_kernel_props;
+
+int tk_kernel_count(void);
+tk_status tk_kernel_get(int index, tk_kernel_props *out);
+
+/* TK_SUCCESS if `kernel` can run p on h's device; otherwise the refusal
+ * status (NOT_SUPPORTED, ARCH_MISMATCH, OUT_OF_RESOURCES, ...) with the
+ * reason in tk_last_error(h). p's pointers may be NULL here: alignment is
+ * then judged on the leading dimensions alone. */
+tk_status tk_kernel_supports(tk_handle h, const char *kernel, const tk_gemm_problem *p);
+
+/* The name auto-dispatch would choose for p, or NULL (see tk_last_error). */
+const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TILEKIT_H */

@@ -1,0 +1,232 @@
+/* gemm.c - argument checks, normalization to row-major, kernel choice,
+ * resource check, launch. Every refusal names the argument and what was
+ * expected; nothing is launched (and C is not touched) unless all checks
+ * pass. */
+#include <stdio.h>
+#include <inttypes.h>
+#include <string.h>
+#include "internal.h"
+
+static const char *op_name(tk_op op) { return op == TK_OP_N ? "N" : "T"; }
+
+/* Checks one stored matrix: `what` has op(X) of r x c (logical), stored as
+ * r x c (op N) or c x r (op T) in `layout` with leading dimension ld. */
+static tk_status check_matrix(tk_handle h, const char *what, const char *ldname, tk_layout layout,
+                              tk_op op, int64_t r, int64_t c, int64_t ld, const void *ptr, int used)
+{
+    int64_t sr = op == TK_OP_N ? r : c;   /* stored rows */
+    int64_t sc = op == TK_OP_N ? c : r;   /* stored cols */
+    int64_t need = layout == TK_ROW_MAJOR ? sc : sr;
+    if (need < 1)
+        need = 1;
+    if (ld < need)
+        return tk_fail(h, TK_ERR_INVALID_VALUE,
+                       "%s: %" PRId64 " is too small: %s is stored %" PRId64 " x %" PRId64 " (%s-major, op %s), "
+                       "so %s must be >= %" PRId64,
+                       ldname, ld, what, sr, sc, layout == TK_ROW_MAJOR ? "row" : "column", op_name(op),
+                       ldname, need);
+    /* The largest element offset must fit in int64 with room to spare. */
+    int64_t outer = layout == TK_ROW_MAJOR ? sr : sc;
+    if (outer > 0 && ld > (INT64_C(1) << 62) / outer)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "%s: %s is too large (%" PRId64 " x %" PRId64 ")", ldname,
+                       what, outer, ld);
+    if (used && !ptr)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "%s: pointer is NULL (expected device memory)", what);
+    return TK_SUCCESS;
+}
+
+tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, int *noop)
+{
+    if (!p)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "problem: pointer is NULL");
+    if (p->layout != TK_ROW_MAJOR && p->layout != TK_COL_MAJOR)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "layout: %d is not TK_ROW_MAJOR (0) or TK_COL_MAJOR (1)",
+                       (int)p->layout);
+    if (p->op_a != TK_OP_N && p->op_a != TK_OP_T)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "op_a: %d is not TK_OP_N (0) or TK_OP_T (1)", (int)p->op_a);
+    if (p->op_b != TK_OP_N && p->op_b != TK_OP_T)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "op_b: %d is not TK_OP_N (0) or TK_OP_T (1)", (int)p->op_b);
+    if (p->c_type != TK_F32 && p->c_type != TK_BF16)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "c_type: %d is not TK_F32 (0) or TK_BF16 (1)", (int)p->c_type);
+    if (p->m < 0)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "m: %" PRId64 " is negative (expected >= 0)", p->m);
+    if (p->n < 0)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "n: %" PRId64 " is negative (expected >= 0)", p->n);
+    if (p->k < 0)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "k: %" PRId64 " is negative (expected >= 0)", p->k);
+    int mn = p->m > 0 && p->n > 0;
+    int mnk = mn && p->k > 0;
+    tk_status st;
+    if ((st = check_matrix(h, "A", "lda", p->layout, p->op_a, p->m, p->k, p->lda, p->a, mnk)) ||
+        (st = check_matrix(h, "B", "ldb", p->layout, p->op_b, p->k, p->n, p->ldb, p->b, mnk)) ||
+        (st = check_matrix(h, "C", "ldc", p->layout, TK_OP_N, p->m, p->n, p->ldc, p->c, mn)))
+        return st;
+    memset(o, 0, sizeof *o);
+    o->k = p->k;
+    o->c = p->c;
+    o->ldc = p->ldc;
+    o->c_type = p->c_type;
+    o->alpha = p->alpha;
+    o->beta = p->beta;
+    if (p->layout == TK_ROW_MAJOR) {
+        o->m = p->m; o->n = p->n;
+        o->a = p->a; o->lda = p->lda; o->op_a = p->op_a;
+        o->b = p->b; o->ldb = p->ldb; o->op_b = p->op_b;
+    } else {
+        /* column-major C = op(A) op(B)  <=>  row-major C^T = op(B)^T op(A)^T */
+        o->m = p->n; o->n = p->m;
+        o->a = p->b; o->lda = p->ldb; o->op_a = p->op_b;
+        o->b = p->a; o->ldb = p->lda; o->op_b = p->op_a;
+    }
+    *noop = !mn;
+    return TK_SUCCESS;
+}
+
+static tk_status find_kernel(tk_handle h, const char *name, const tk_kernel **out)
+{
+    *out = tk_registry_find(name);
+    if (*out)
+        return TK_SUCCESS;
+    char known[TK_MSG_LEN] = "";
+    size_t used = 0;
+    for (int i = 0; i < tk_registry_count() && used + 2 < sizeof known; i++) {
+        int w = snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "", tk_registry_at(i)->name);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    return tk_fail(h, TK_ERR_INVALID_VALUE, "kernel: unknown kernel '%s' (expected \"auto\" or one of: %s)", name,
+                   known);
+}
+
+/* Support + resource check of one kernel on h's device; message on h. */
+static tk_status kernel_fits(tk_handle h, const tk_kernel *k, const tk_args *a)
+{
+    char why[TK_MSG_LEN] = "";
+    if (h->dev.sm < k->min_sm)
+        return tk_fail(h, TK_ERR_ARCH_MISMATCH, "kernel %s needs sm_%d or newer; this GPU (%s) is sm_%d", k->name,
+                       k->min_sm, h->dev.name, h->dev.sm);
+    tk_status st = k->supports(a, &h->dev, why, sizeof why);
+    if (st != TK_SUCCESS)
+        return tk_fail(h, st, "kernel %s: %s", k->name, why);
+    tk_resources r;
+    k->resources(a, &h->dev, &r);
+    st = tk_check_resources(k, &r, &h->dev, NULL, why, sizeof why);
+    if (st != TK_SUCCESS)
+        return tk_fail(h, st, "kernel %s: %s", k->name, why);
+    return TK_SUCCESS;
+}
+
+/* Auto-dispatch: the highest auto_rank kernel that fits. */
+static tk_status select_kernel(tk_handle h, const tk_args *a, const tk_kernel **out)
+{
+    const tk_kernel *best = NULL;
+    for (int i = 0; i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (k->auto_rank <= 0 || (best && k->auto_rank <= best->auto_rank))
+            continue;
+        if (kernel_fits(h, k, a) == TK_SUCCESS)
+            best = k;
+    }
+    if (!best)
+        return tk_fail(h, TK_ERR_NOT_SUPPORTED, "auto: no kernel supports this problem on %s (sm_%d)", h->dev.name,
+                       h->dev.sm);
+    *out = best;
+    return TK_SUCCESS;
+}
+
+static int is_auto(const char *name) { return !name || !*name || !strcmp(name, "auto"); }
+
+/* Shared front half of tk_gemm_ex, tk_kernel_supports and tk_select_kernel. */
+static tk_status prepare(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
+                         const tk_kernel **k)
+{
+    if (!h)
+        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
+    h->err[0] = '\0';
+    tk_status st = tk_problem_normalize(h, p, a, noop);
+    if (st)
+        return st;
+    *k = NULL;
+    if (!is_auto(name) && (st = find_kernel(h, name, k)))
+        return st;
+    if (!h->have_device)
+        return tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
+    return TK_SUCCESS;
+}
+
+tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, void *stream)
+{
+    tk_args a;
+    int noop = 0;
+    const tk_kernel *k = NULL;
+    tk_status st = prepare(h, p, kernel, &a, &noop, &k);
+    if (st || noop)
+        return st;
+    char why[TK_MSG_LEN] = "";
+    if (a.k == 0) {
+        st = tk_launch_scale_c(&a, (cudaStream_t)stream, why, sizeof why);
+        return st ? tk_fail(h, st, "scale C by beta (K = 0): %s", why) : TK_SUCCESS;
+    }
+    st = k ? kernel_fits(h, k, &a) : select_kernel(h, &a, &k);
+    if (st)
+        return st;
+    if (!strcmp(k->name, "cublas")) {
+        if ((st = tk_handle_cublas(h)))
+            return st;
+        a.cublas = h->cublas;
+        a.workspace = h->workspace;
+        a.workspace_bytes = h->workspace_bytes;
+    }
+    st = k->launch(&a, &h->dev, (cudaStream_t)stream, why, sizeof why);
+    return st ? tk_fail(h, st, "kernel %s: %s", k->name, why) : TK_SUCCESS;
+}
+
+tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k,
+                  float alpha, const void *a, int64_t lda, const void *b, int64_t ldb, float beta, void *c,
+                  tk_dtype c_type, int64_t ldc, const char *kernel, void *stream)
+{
+    tk_gemm_problem p = { layout, op_a, op_b, m, n, k, alpha, beta, a, lda, b, ldb, c, ldc, c_type };
+    return tk_gemm_ex(h, &p, kernel, stream);
+}
+
+tk_status tk_kernel_supports(tk_handle h, const char *kernel, const tk_gemm_problem *p)
+{
+    tk_args a;
+    int noop = 0;
+    const tk_kernel *k = NULL;
+    tk_status st = prepare(h, p, kernel, &a, &noop, &k);
+    if (st || noop || a.k == 0)   /* no-ops and C = beta*C never reach a kernel */
+        return st;
+    if (!k)
+        return select_kernel(h, &a, &k);
+    return kernel_fits(h, k, &a);
+}
+
+const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p)
+{
+    tk_args a;
+    int noop = 0;
+    const tk_kernel *k = NULL;
+    if (prepare(h, p, NULL, &a, &noop, &k))
+        return NULL;
+    return select_kernel(h, &a, &k) ? NULL : k->name;
+}
+
+int tk_kernel_count(void) { return tk_registry_count(); }
+
+tk_status tk_kernel_get(int index, tk_kernel_props *out)
+{
+    if (!out)
+        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "out: pointer is NULL");
+    if (index < 0 || index >= tk_registry_count())
+        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "index: %d is out of range (expected 0..%d)", index,
+                       tk_registry_count() - 1);
+    const tk_kernel *k = tk_registry_at(index);
+    out->name = k->name;
+    out->description = k->description;
+    out->min_sm = k->min_sm;
+    out->bm = k->bm;
+    out->bn = k->bn;
+    return TK_SUCCESS;
+}

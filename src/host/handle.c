@@ -1,0 +1,68 @@
+/* handle.c - the handle: device description, cuBLAS handle, workspace. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+#include "internal.h"
+
+/* cuBLAS recommends 32 MiB of workspace on Hopper for its fastest kernels. */
+#define TK_CUBLAS_WORKSPACE (32u << 20)
+
+tk_status tk_create(tk_handle *out)
+{
+    if (!out)
+        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "tk_create: out is NULL (expected a tk_handle* to fill)");
+    *out = NULL;
+    tk_handle h = calloc(1, sizeof *h);
+    if (!h)
+        return tk_fail(NULL, TK_ERR_ALLOC, "tk_create: out of host memory");
+    tk_status st = tk_device_query(&h->dev, h->device_error, sizeof h->device_error);
+    h->have_device = (st == TK_SUCCESS);
+    if (st != TK_SUCCESS && st != TK_ERR_NO_DEVICE) {
+        tk_status r = tk_fail(NULL, st, "tk_create: %s", h->device_error);
+        free(h);
+        return r;
+    }
+    *out = h;
+    return TK_SUCCESS;
+}
+
+tk_status tk_destroy(tk_handle h)
+{
+    if (!h)
+        return TK_SUCCESS;
+    if (h->cublas)
+        cublasDestroy((cublasHandle_t)h->cublas);
+    if (h->workspace)
+        cudaFree(h->workspace);
+    free(h);
+    return TK_SUCCESS;
+}
+
+tk_status tk_handle_cublas(tk_handle h)
+{
+    if (h->cublas)
+        return TK_SUCCESS;
+    cublasHandle_t cb = NULL;
+    cublasStatus_t s = cublasCreate(&cb);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return tk_fail(h, TK_ERR_CUBLAS, "cublasCreate: %s", cublasGetStatusString(s));
+    void *ws = NULL;
+    cudaError_t e = cudaMalloc(&ws, TK_CUBLAS_WORKSPACE);
+    if (e != cudaSuccess) {
+        cublasDestroy(cb);
+        return tk_fail(h, TK_ERR_ALLOC, "cudaMalloc(cuBLAS workspace, %u bytes): %s",
+                       TK_CUBLAS_WORKSPACE, cudaGetErrorString(e));
+    }
+    s = cublasSetWorkspace(cb, ws, TK_CUBLAS_WORKSPACE);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        cudaFree(ws);
+        cublasDestroy(cb);
+        return tk_fail(h, TK_ERR_CUBLAS, "cublasSetWorkspace: %s", cublasGetStatusString(s));
+    }
+    h->cublas = cb;
+    h->workspace = ws;
+    h->workspace_bytes = TK_CUBLAS_WORKSPACE;
+    return TK_SUCCESS;
+}

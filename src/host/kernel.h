@@ -1,0 +1,112 @@
+/* kernel.h - the one launch contract every GEMM kernel fills in.
+ *
+ * Included by host C (src/host) and by CUDA C (the .cu files of src/kernels), so it is
+ * plain C. The public problem (tilekit.h) is checked and normalized to a
+ * row-major problem (tk_args) by src/host/gemm.c before any kernel sees it:
+ * a column-major C = op(A) op(B) is the row-major C^T = op(B)^T op(A)^T, so
+ * normalization swaps the operands and M/N and keeps each op. Kernels
+ * therefore only ever see row-major A (M x K, or K x M if op_a is T),
+ * B (K x N, or N x K if op_b is T) and C (M x N).
+ */
+#ifndef TK_KERNEL_H
+#define TK_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include "tilekit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a kernel's support check and the resource check need to know about
+ * the GPU. Filled once per handle by tk_device_query (device.c); tests fill
+ * it by hand to model other GPUs. */
+typedef struct tk_device {
+    int id;                      /* CUDA ordinal, -1 if none */
+    int sm;                      /* 10*major + minor: 80, 86, 89, 90 */
+    int sm_count;
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    int regs_per_block;
+    int regs_per_sm;
+    size_t smem_per_block_optin; /* bytes a block may opt in to */
+    size_t smem_per_sm;
+    int l2_bytes;
+    int clock_khz;               /* max SM clock */
+    int mem_clock_khz;
+    int mem_bus_bits;
+    char name[256];
+} tk_device;
+
+/* A problem after normalization: row-major, all sizes > 0 unless noted. */
+typedef struct tk_args {
+    int64_t m, n, k;             /* k may be 0 only for kernels never reached with it */
+    const void *a; int64_t lda; tk_op op_a;   /* bf16 */
+    const void *b; int64_t ldb; tk_op op_b;   /* bf16 */
+    void *c; int64_t ldc; tk_dtype c_type;
+    float alpha, beta;
+    void *cublas;                /* cublasHandle_t owned by the handle (cublas entry only) */
+    void *workspace; size_t workspace_bytes;  /* owned by the handle */
+} tk_args;
+
+/* What one launch needs; checked against tk_device before launching. */
+typedef struct tk_resources {
+    const void *func;            /* the __global__ entry, or NULL for library calls */
+    int threads;                 /* threads per block */
+    size_t dyn_smem;             /* dynamic shared memory per block, bytes */
+} tk_resources;
+
+/* Size of the message buffer support checks and launchers write into. */
+#define TK_MSG_LEN 512
+
+typedef struct tk_kernel {
+    const char *name;            /* kNN_snake_case; the registry key */
+    const char *description;     /* one line */
+    int min_sm;                  /* 80, 90, ... */
+    int bm, bn;                  /* output block tile (error maps); 0 = n/a */
+    int wm, wn;                  /* warp tile inside it; 0 = n/a */
+    int auto_rank;               /* auto-dispatch preference, higher first; 0 = never auto */
+    /* TK_SUCCESS, or the refusal status with the reason written to why.
+     * a's pointers may be NULL (introspection): then judge alignment on the
+     * leading dimensions alone. dev->sm >= min_sm is checked by the caller. */
+    tk_status (*supports)(const tk_args *a, const tk_device *dev, char *why, size_t len);
+    /* The launch's resources. a may be NULL: report the default configuration. */
+    void (*resources)(const tk_args *a, const tk_device *dev, tk_resources *r);
+    /* Enqueue on stream. Returns TK_SUCCESS or an error with why filled. */
+    tk_status (*launch)(const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                        char *why, size_t len);
+} tk_kernel;
+
+/* Registry (registry.c): kernels listed in src/kernels/kernels.def. */
+int tk_registry_count(void);
+const tk_kernel *tk_registry_at(int i);
+const tk_kernel *tk_registry_find(const char *name);
+
+/* Device description of the current CUDA device. */
+tk_status tk_device_query(tk_device *dev, char *why, size_t len);
+
+/* Checks r against dev (threads, static + dynamic shared memory, registers
+ * as compiled for this GPU). Pure apart from cudaFuncGetAttributes on
+ * r->func when func_attrs is NULL; tests pass attributes directly. */
+typedef struct tk_func_attrs {
+    int num_regs;
+    size_t static_smem;
+    size_t local_bytes;          /* spills / stack */
+    int max_threads;             /* as the compiled function allows */
+} tk_func_attrs;
+tk_status tk_check_resources(const tk_kernel *k, const tk_resources *r, const tk_device *dev,
+                             const tk_func_attrs *func_attrs, char *why, size_t len);
+tk_status tk_func_attrs_get(const void *func, tk_func_attrs *out, char *why, size_t len);
+
+/* Shared support-check helpers. Each returns TK_SUCCESS or writes why. */
+tk_status tk_check_align(const tk_args *a, int elems, char *why, size_t len);
+
+/* C = beta * C on stream (the K == 0 case); util.cu. */
+tk_status tk_launch_scale_c(const tk_args *a, cudaStream_t stream, char *why, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TK_KERNEL_H */

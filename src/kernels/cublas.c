@@ -1,0 +1,60 @@
+/* cublas - the vendor reference: cublasGemmEx, bf16 inputs, fp32 compute,
+ * fp32 or bf16 output, every layout. Never auto-picked: it is what tilekit's
+ * own kernels are measured against. */
+#include <stdio.h>
+#include <cublas_v2.h>
+#include "../host/kernel.h"
+
+static tk_status cublas_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+{
+    (void)dev;
+    /* cuBLAS takes 32-bit sizes and leading dimensions. */
+    if (a->m > INT32_MAX || a->n > INT32_MAX || a->k > INT32_MAX || a->lda > INT32_MAX || a->ldb > INT32_MAX ||
+        a->ldc > INT32_MAX) {
+        snprintf(why, len, "sizes and leading dimensions must fit in 32 bits for cuBLAS");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    return TK_SUCCESS;
+}
+
+static void cublas_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)a; (void)dev;
+    r->func = NULL;
+    r->threads = 0;
+    r->dyn_smem = 0;
+}
+
+static tk_status cublas_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+{
+    (void)dev;
+    cublasHandle_t h = (cublasHandle_t)a->cublas;
+    cublasStatus_t s = cublasSetStream(h, stream);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasSetWorkspace(h, a->workspace, a->workspace_bytes);
+    /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
+     * stored row-major B read as column-major is already B^T, so each op is
+     * passed through unchanged with the operands swapped. */
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasGemmEx(h, a->op_b == TK_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N,
+                         a->op_a == TK_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N, (int)a->n, (int)a->m, (int)a->k, &a->alpha,
+                         a->b, CUDA_R_16BF, (int)a->ldb, a->a, CUDA_R_16BF, (int)a->lda, &a->beta, a->c,
+                         a->c_type == TK_F32 ? CUDA_R_32F : CUDA_R_16BF, (int)a->ldc, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(why, len, "cublasGemmEx: %s", cublasGetStatusString(s));
+        return TK_ERR_CUBLAS;
+    }
+    return TK_SUCCESS;
+}
+
+const tk_kernel tk_kernel_cublas = {
+    .name = "cublas",
+    .description = "cuBLAS cublasGemmEx (bf16 in, fp32 compute): the reference",
+    .min_sm = 80,
+    .bm = 128, .bn = 128,
+    .auto_rank = 0,
+    .supports = cublas_supports,
+    .resources = cublas_resources,
+    .launch = cublas_launch,
+};

@@ -1,0 +1,69 @@
+/* k01_naive - one thread per element of C, fp32 accumulation.
+ *
+ * The always-correct fallback: any M, N, K, every layout and op, any
+ * alignment and leading dimension, sm_80 and newer. Each thread walks a row
+ * of op(A) and a column of op(B) straight from global memory; a 16x16 block
+ * of threads lets the 16 threads of a half-warp that share a row of C read
+ * neighbouring elements of B (coalesced for op_b = N). Grid-stride loops
+ * cover shapes beyond the grid limits.
+ *
+ * Tile configuration: BM = BN = 16 (one thread per element), no shared memory.
+ * Figure: far below cuBLAS by design; see the README table.
+ * Reproduce: build/tilekit bench --kernel k01_naive
+ */
+#include <stdio.h>
+#include "../host/kernel.h"
+#include "../tiles/epilogue.cuh"
+
+#define NAIVE_BLOCK 16
+
+static __global__ void k01_naive_kernel(tk_args p)
+{
+    const uint16_t *A = (const uint16_t *)p.a;
+    const uint16_t *B = (const uint16_t *)p.b;
+    /* Strides of op(A)(i, kk) and op(B)(kk, j) in elements. */
+    int64_t a_si = p.op_a == TK_OP_N ? p.lda : 1, a_sk = p.op_a == TK_OP_N ? 1 : p.lda;
+    int64_t b_sk = p.op_b == TK_OP_N ? p.ldb : 1, b_sj = p.op_b == TK_OP_N ? 1 : p.ldb;
+    for (int64_t i = (int64_t)blockIdx.y * NAIVE_BLOCK + threadIdx.y; i < p.m; i += (int64_t)gridDim.y * NAIVE_BLOCK)
+        for (int64_t j = (int64_t)blockIdx.x * NAIVE_BLOCK + threadIdx.x; j < p.n;
+             j += (int64_t)gridDim.x * NAIVE_BLOCK) {
+            float acc = 0.0f;
+            for (int64_t kk = 0; kk < p.k; kk++)
+                acc = fmaf(tk_bf16_to_f32(A[i * a_si + kk * a_sk]), tk_bf16_to_f32(B[kk * b_sk + j * b_sj]), acc);
+            tk_epilogue_store(p.c, i * p.ldc + j, p.c_type, acc, p.alpha, p.beta);
+        }
+}
+
+static tk_status naive_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+{
+    (void)a; (void)dev; (void)why; (void)len;
+    return TK_SUCCESS;
+}
+
+static void naive_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)a; (void)dev;
+    r->func = (const void *)k01_naive_kernel;
+    r->threads = NAIVE_BLOCK * NAIVE_BLOCK;
+    r->dyn_smem = 0;
+}
+
+static tk_status naive_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+{
+    (void)dev;
+    int64_t gx = (a->n + NAIVE_BLOCK - 1) / NAIVE_BLOCK, gy = (a->m + NAIVE_BLOCK - 1) / NAIVE_BLOCK;
+    dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535));
+    k01_naive_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        snprintf(why, len, "launch: %s", cudaGetErrorString(e));
+        return TK_ERR_CUDA;
+    }
+    return TK_SUCCESS;
+}
+
+extern "C" const tk_kernel tk_kernel_k01_naive = {
+    "k01_naive", "one thread per C element, fp32 accumulate: the always-correct fallback",
+    80, NAIVE_BLOCK, NAIVE_BLOCK, 0, 0, 1,
+    naive_supports, naive_resources, naive_launch,
+};

@@ -1,0 +1,27 @@
+/* check.h - the tests' tiny framework. A test file defines
+ * `void tk_tests(void)` calling TK_TEST(fn) for each test function; inside,
+ * CHECK(cond, fmt, ...) records a failure with its message and location.
+ * The runner prints "N passed, N failed" last and exits non-zero on any
+ * failure. */
+#ifndef TK_TESTS_CHECK_H
+#define TK_TESTS_CHECK_H
+
+#include <stdio.h>
+
+extern int tk_check_failures;   /* failures inside the current test */
+
+void tk_check_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void tk_run_test(const char *name, void (*fn)(void));
+
+/* Defined by each test file. */
+void tk_tests(void);
+
+#define CHECK(cond, ...)                                   \
+    do {                                                   \
+        if (!(cond))                                       \
+            tk_check_fail(__FILE__, __LINE__, __VA_ARGS__); \
+    } while (0)
+
+#define TK_TEST(fn) tk_run_test(#fn, fn)
+
+#endif
