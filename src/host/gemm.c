@@ -35,7 +35,9 @@ static tk_status check_matrix(tk_handle h, const char *what, const char *ldname,
     return TK_SUCCESS;
 }
 
-tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, int *noop)
+/* need_ptrs = 0 for introspection (tk_kernel_supports, tk_select_kernel),
+ * whose problems may carry NULL pointers. */
+static tk_status normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, int *noop, int need_ptrs)
 {
     if (!p)
         return tk_fail(h, TK_ERR_INVALID_VALUE, "problem: pointer is NULL");
@@ -54,7 +56,7 @@ tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o
         return tk_fail(h, TK_ERR_INVALID_VALUE, "n: %" PRId64 " is negative (expected >= 0)", p->n);
     if (p->k < 0)
         return tk_fail(h, TK_ERR_INVALID_VALUE, "k: %" PRId64 " is negative (expected >= 0)", p->k);
-    int mn = p->m > 0 && p->n > 0;
+    int mn = need_ptrs && p->m > 0 && p->n > 0;
     int mnk = mn && p->k > 0;
     tk_status st;
     if ((st = check_matrix(h, "A", "lda", p->layout, p->op_a, p->m, p->k, p->lda, p->a, mnk)) ||
@@ -78,8 +80,13 @@ tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o
         o->a = p->b; o->lda = p->ldb; o->op_a = p->op_b;
         o->b = p->a; o->ldb = p->lda; o->op_b = p->op_a;
     }
-    *noop = !mn;
+    *noop = p->m == 0 || p->n == 0;
     return TK_SUCCESS;
+}
+
+tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, int *noop)
+{
+    return normalize(h, p, o, noop, 1);
 }
 
 static tk_status find_kernel(tk_handle h, const char *name, const tk_kernel **out)
@@ -137,19 +144,22 @@ static tk_status select_kernel(tk_handle h, const tk_args *a, const tk_kernel **
 
 static int is_auto(const char *name) { return !name || !*name || !strcmp(name, "auto"); }
 
-/* Shared front half of tk_gemm_ex, tk_kernel_supports and tk_select_kernel. */
+/* Shared front half of tk_gemm_ex, tk_kernel_supports and tk_select_kernel.
+ * A no-op (M or N == 0) succeeds here even without a GPU: it needs none. */
 static tk_status prepare(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
-                         const tk_kernel **k)
+                         const tk_kernel **k, int need_ptrs)
 {
     if (!h)
         return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
     h->err[0] = '\0';
-    tk_status st = tk_problem_normalize(h, p, a, noop);
+    tk_status st = normalize(h, p, a, noop, need_ptrs);
     if (st)
         return st;
     *k = NULL;
     if (!is_auto(name) && (st = find_kernel(h, name, k)))
         return st;
+    if (*noop)
+        return TK_SUCCESS;
     if (!h->have_device)
         return tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
     return TK_SUCCESS;
@@ -160,7 +170,7 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
     tk_args a;
     int noop = 0;
     const tk_kernel *k = NULL;
-    tk_status st = prepare(h, p, kernel, &a, &noop, &k);
+    tk_status st = prepare(h, p, kernel, &a, &noop, &k, 1);
     if (st || noop)
         return st;
     char why[TK_MSG_LEN] = "";
@@ -195,7 +205,7 @@ tk_status tk_kernel_supports(tk_handle h, const char *kernel, const tk_gemm_prob
     tk_args a;
     int noop = 0;
     const tk_kernel *k = NULL;
-    tk_status st = prepare(h, p, kernel, &a, &noop, &k);
+    tk_status st = prepare(h, p, kernel, &a, &noop, &k, 0);
     if (st || noop || a.k == 0)   /* no-ops and C = beta*C never reach a kernel */
         return st;
     if (!k)
@@ -208,8 +218,12 @@ const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p)
     tk_args a;
     int noop = 0;
     const tk_kernel *k = NULL;
-    if (prepare(h, p, NULL, &a, &noop, &k))
+    if (prepare(h, p, NULL, &a, &noop, &k, 0))
         return NULL;
+    if (!h->have_device) {   /* a no-op passes prepare without one, but choosing needs the GPU */
+        tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
+        return NULL;
+    }
     return select_kernel(h, &a, &k) ? NULL : k->name;
 }
 
