@@ -1,7 +1,70 @@
-/* test_api.c - the public API's argument checks, without a GPU. */
+/* test_api.c - every argument check of the public API that needs no GPU,
+ * and the host internals behind them (normalization, resource and alignment
+ * checks) driven with hand-made devices.
+ *
+ * Safe on a GPU machine too: a problem with fake pointers is only ever
+ * passed where a check must refuse it before any launch, or to
+ * tk_kernel_supports, which launches nothing. Calls that would reach the
+ * GPU are made only when cudaGetDeviceCount finds none. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <cuda_runtime_api.h>
 #include "tilekit.h"
+#include "host/internal.h"
 #include "check.h"
+
+/* Stand-ins for device pointers: never dereferenced (every call using them
+ * is refused first, or made only without a GPU). 256-byte aligned. */
+#define FAKE_A ((const void *)(uintptr_t)0x100000)
+#define FAKE_B ((const void *)(uintptr_t)0x200000)
+#define FAKE_C ((void *)(uintptr_t)0x300000)
+
+static int have_gpu(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    cudaGetLastError();
+    return e == cudaSuccess && n > 0;
+}
+
+static tk_handle make_handle(void)
+{
+    tk_handle h = NULL;
+    tk_status st = tk_create(&h);
+    CHECK(st == TK_SUCCESS && h, "tk_create: %s (%s)", tk_status_string(st), tk_last_error(NULL));
+    return h;
+}
+
+static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
+
+/* A valid 8 x 6 x 4 row-major NN problem with fp32 C. */
+static tk_gemm_problem base_problem(void)
+{
+    tk_gemm_problem p = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 8, 6, 4, 1.0f, 0.0f, FAKE_A, 4, FAKE_B, 6, FAKE_C, 6,
+                          TK_F32 };
+    return p;
+}
+
+/* Expects tk_gemm_ex to refuse p with st and a message containing each of
+ * the NULL-terminated words. */
+static void expect_refusal(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_status want,
+                           const char *label, const char *const *words)
+{
+    tk_status st = tk_gemm_ex(h, p, kernel, NULL);
+    CHECK(st == want, "%s: got %s, want %s (%s)", label, tk_status_string(st), tk_status_string(want),
+          tk_last_error(h));
+    for (const char *const *w = words; *w; w++)
+        CHECK(contains(tk_last_error(h), *w), "%s: message '%s' lacks '%s'", label, tk_last_error(h), *w);
+}
+
+#define EXPECT(h, p, kernel, want, label, ...)                                    \
+    do {                                                                          \
+        const char *const words_[] = { __VA_ARGS__, NULL };                       \
+        expect_refusal((h), (p), (kernel), (want), (label), words_);              \
+    } while (0)
 
 static void test_status_strings(void)
 {
@@ -10,16 +73,493 @@ static void test_status_strings(void)
     CHECK(strstr(tk_status_string((tk_status)999), "unknown") != NULL, "unknown status not flagged");
 }
 
+static void test_version(void)
+{
+    CHECK(tk_version() == TILEKIT_VERSION, "library %d, header %d", tk_version(), TILEKIT_VERSION);
+}
+
 static void test_null_handle(void)
 {
-    tk_status st = tk_gemm(NULL, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 4, 4, 4, 1.0f, (void *)16, 4, (void *)16, 4, 0.0f,
-                           (void *)16, TK_F32, 4, NULL, NULL);
+    tk_status st = tk_gemm(NULL, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 4, 4, 4, 1.0f, FAKE_A, 4, FAKE_B, 4, 0.0f,
+                           FAKE_C, TK_F32, 4, NULL, NULL);
     CHECK(st == TK_ERR_INVALID_VALUE, "got %d", st);
-    CHECK(strstr(tk_last_error(NULL), "handle") != NULL, "message: %s", tk_last_error(NULL));
+    CHECK(contains(tk_last_error(NULL), "handle"), "message: %s", tk_last_error(NULL));
+    tk_gemm_problem p = base_problem();
+    st = tk_kernel_supports(NULL, "k01_naive", &p);
+    CHECK(st == TK_ERR_INVALID_VALUE, "supports with NULL handle: %d", st);
+    CHECK(tk_select_kernel(NULL, &p) == NULL, "select with NULL handle returned a kernel");
+    CHECK(contains(tk_last_error(NULL), "handle"), "message: %s", tk_last_error(NULL));
+}
+
+static void test_create_destroy(void)
+{
+    CHECK(tk_create(NULL) == TK_ERR_INVALID_VALUE, "tk_create(NULL) accepted");
+    CHECK(contains(tk_last_error(NULL), "out"), "message: %s", tk_last_error(NULL));
+    CHECK(tk_destroy(NULL) == TK_SUCCESS, "tk_destroy(NULL) failed");
+    tk_handle h = make_handle();
+    CHECK(strcmp(tk_last_error(h), "") == 0, "fresh handle has an error: %s", tk_last_error(h));
+    tk_destroy(h);
+}
+
+static void test_null_problem(void)
+{
+    tk_handle h = make_handle();
+    CHECK(tk_gemm_ex(h, NULL, NULL, NULL) == TK_ERR_INVALID_VALUE, "NULL problem accepted");
+    CHECK(contains(tk_last_error(h), "problem"), "message: %s", tk_last_error(h));
+    CHECK(tk_kernel_supports(h, NULL, NULL) == TK_ERR_INVALID_VALUE, "supports: NULL problem accepted");
+    CHECK(tk_select_kernel(h, NULL) == NULL, "select: NULL problem accepted");
+    tk_destroy(h);
+}
+
+static void test_bad_enums(void)
+{
+    tk_handle h = make_handle();
+    tk_gemm_problem p = base_problem();
+    p.layout = (tk_layout)2;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "layout 2", "layout", "2");
+    p = base_problem();
+    p.op_a = (tk_op)5;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "op_a 5", "op_a", "5");
+    p = base_problem();
+    p.op_b = (tk_op)-1;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "op_b -1", "op_b", "-1");
+    p = base_problem();
+    p.c_type = (tk_dtype)7;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "c_type 7", "c_type", "7");
+    tk_destroy(h);
+}
+
+static void test_negative_dims(void)
+{
+    tk_handle h = make_handle();
+    tk_gemm_problem p = base_problem();
+    p.m = -1;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "m -1", "m:", "negative");
+    p = base_problem();
+    p.n = -7;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "n -7", "n:", "-7");
+    p = base_problem();
+    p.k = INT64_MIN;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "k min", "k:", "negative");
+    tk_destroy(h);
+}
+
+/* The smallest valid leading dimensions of an M x N x K problem. */
+static int64_t need_lda(tk_layout l, tk_op op, int64_t m, int64_t k)
+{
+    /* stored M x K (op N) or K x M (op T); row-major needs the column count */
+    int64_t rows = op == TK_OP_N ? m : k, cols = op == TK_OP_N ? k : m;
+    return l == TK_ROW_MAJOR ? cols : rows;
+}
+
+static void test_leading_dims(void)
+{
+    const int64_t M = 8, N = 6, K = 4;   /* all different, so each need is distinct per case */
+    tk_handle h = make_handle();
+    for (int l = 0; l < 2; l++)
+        for (int oa = 0; oa < 2; oa++)
+            for (int ob = 0; ob < 2; ob++) {
+                tk_layout lay = (tk_layout)l;
+                int64_t lda = need_lda(lay, (tk_op)oa, M, K);
+                int64_t ldb = need_lda(lay, (tk_op)ob, K, N);   /* B is K x N: same rule */
+                int64_t ldc = lay == TK_ROW_MAJOR ? N : M;
+                float c_host[4] = { 1, 2, 3, 4 };   /* must stay untouched by a refused call */
+                tk_gemm_problem p = { lay, (tk_op)oa, (tk_op)ob, M, N, K, 1.0f, 0.5f, FAKE_A, lda, FAKE_B, ldb,
+                                      c_host, ldc, TK_F32 };
+                char label[96], need[32];
+                snprintf(label, sizeof label, "%s op_a=%c op_b=%c", l ? "col" : "row", "NT"[oa], "NT"[ob]);
+                p.lda = lda - 1;
+                snprintf(need, sizeof need, ">= %" PRId64, lda);
+                EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, label, "lda", need, l ? "column-major" : "row-major");
+                p.lda = lda;
+                p.ldb = ldb - 1;
+                snprintf(need, sizeof need, ">= %" PRId64, ldb);
+                EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, label, "ldb", need);
+                p.ldb = ldb;
+                p.ldc = ldc - 1;
+                snprintf(need, sizeof need, ">= %" PRId64, ldc);
+                EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, label, "ldc", need);
+                p.ldc = ldc;
+                CHECK(c_host[0] == 1 && c_host[3] == 4, "%s: C was written by a refused call", label);
+                /* the minimal leading dimensions pass every argument check */
+                tk_status st = tk_kernel_supports(h, "k01_naive", &p);
+                CHECK(st != TK_ERR_INVALID_VALUE, "%s: minimal lds refused: %s", label, tk_last_error(h));
+            }
+    /* leading dimension 0 is refused even for an empty matrix (BLAS: ld >= max(1, rows)) */
+    tk_gemm_problem p = base_problem();
+    p.m = 0;
+    p.ldc = 0;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "ldc 0", "ldc", ">= 6");
+    /* an offset that cannot be represented is refused, not wrapped */
+    p = base_problem();
+    p.lda = INT64_MAX / 2;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "huge lda", "lda", "too large");
+    tk_destroy(h);
+}
+
+static void test_null_pointers(void)
+{
+    tk_handle h = make_handle();
+    tk_gemm_problem p = base_problem();
+    p.a = NULL;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "A NULL", "A", "NULL");
+    p = base_problem();
+    p.b = NULL;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "B NULL", "B", "NULL");
+    p = base_problem();
+    p.c = NULL;
+    EXPECT(h, &p, "k01_naive", TK_ERR_INVALID_VALUE, "C NULL", "C", "NULL");
+    /* K == 0: A and B are not read, so NULL is fine; C is still needed */
+    p = base_problem();
+    p.k = 0;
+    p.a = p.b = NULL;
+    p.c = NULL;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "K=0, C NULL", "C", "NULL");
+    /* introspection (tilekit.h): tk_kernel_supports takes NULL pointers and
+     * judges alignment on the leading dimensions alone */
+    p = base_problem();
+    p.a = p.b = NULL;
+    p.c = NULL;
+    tk_status st = tk_kernel_supports(h, "k01_naive", &p);
+    CHECK(st == (have_gpu() ? TK_SUCCESS : TK_ERR_NO_DEVICE), "supports with NULL pointers: %s (%s)",
+          tk_status_string(st), tk_last_error(h));
+    tk_destroy(h);
+}
+
+static void test_noop(void)
+{
+    tk_handle h = make_handle();
+    for (int which = 0; which < 2; which++) {
+        /* M or N == 0: nothing is read or written, every pointer may be NULL, no GPU needed */
+        tk_gemm_problem p = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, which ? 5 : 0, which ? 0 : 5, 3, 1.0f, 1.0f, NULL,
+                              3, NULL, which ? 1 : 5, NULL, which ? 1 : 5, TK_BF16 };
+        tk_status st = tk_gemm_ex(h, &p, NULL, NULL);
+        CHECK(st == TK_SUCCESS, "%s = 0: %s (%s)", which ? "N" : "M", tk_status_string(st), tk_last_error(h));
+        CHECK(strcmp(tk_last_error(h), "") == 0, "success left a message: %s", tk_last_error(h));
+        st = tk_gemm_ex(h, &p, "k01_naive", NULL);
+        CHECK(st == TK_SUCCESS, "named kernel no-op: %s (%s)", tk_status_string(st), tk_last_error(h));
+        /* the kernel name is still checked */
+        EXPECT(h, &p, "no_such_kernel", TK_ERR_INVALID_VALUE, "no-op, bad kernel", "no_such_kernel");
+    }
+    tk_destroy(h);
+}
+
+static void test_k_zero(void)
+{
+    /* K == 0 is C = beta * C: A and B may be NULL. It needs the GPU to scale C,
+     * so without one it must get past the argument checks to NO_DEVICE. */
+    tk_handle h = make_handle();
+    tk_gemm_problem p = base_problem();
+    p.k = 0;
+    p.a = p.b = NULL;
+    p.lda = 1;   /* A is stored 8 x 0: any lda >= 1 */
+    tk_status st = tk_kernel_supports(h, "k01_naive", &p);
+    CHECK(st == (have_gpu() ? TK_SUCCESS : TK_ERR_NO_DEVICE), "supports K=0: %s (%s)", tk_status_string(st),
+          tk_last_error(h));
+    if (!have_gpu()) {
+        st = tk_gemm_ex(h, &p, NULL, NULL);
+        CHECK(st == TK_ERR_NO_DEVICE, "gemm K=0 without GPU: %s (%s)", tk_status_string(st), tk_last_error(h));
+    }
+    tk_destroy(h);
+}
+
+static void test_unknown_kernel(void)
+{
+    tk_handle h = make_handle();
+    tk_gemm_problem p = base_problem();
+    EXPECT(h, &p, "k99_missing", TK_ERR_INVALID_VALUE, "unknown kernel", "kernel", "k99_missing", "cublas",
+           "k01_naive", "auto");
+    CHECK(tk_kernel_supports(h, "k99_missing", &p) == TK_ERR_INVALID_VALUE, "supports: unknown kernel accepted");
+    tk_destroy(h);
+}
+
+static void test_no_device(void)
+{
+    if (have_gpu())
+        return;   /* only meaningful, and only safe with fake pointers, without a GPU */
+    tk_handle h = make_handle();
+    tk_gemm_problem p = base_problem();
+    const char *names[] = { NULL, "auto", "", "cublas", "k01_naive" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        tk_status st = tk_gemm_ex(h, &p, names[i], NULL);
+        CHECK(st == TK_ERR_NO_DEVICE, "kernel %s: %s (%s)", names[i] ? names[i] : "NULL", tk_status_string(st),
+              tk_last_error(h));
+        CHECK(contains(tk_last_error(h), "CUDA") || contains(tk_last_error(h), "device"), "message: %s",
+              tk_last_error(h));
+    }
+    CHECK(tk_kernel_supports(h, "k01_naive", &p) == TK_ERR_NO_DEVICE, "supports without GPU");
+    CHECK(tk_select_kernel(h, &p) == NULL, "select without GPU returned a kernel");
+    tk_destroy(h);
+}
+
+static void test_registry(void)
+{
+    int n = tk_kernel_count();
+    CHECK(n >= 2, "only %d kernels", n);
+    tk_kernel_props kp;
+    CHECK(tk_kernel_get(-1, &kp) == TK_ERR_INVALID_VALUE, "index -1 accepted");
+    CHECK(contains(tk_last_error(NULL), "index"), "message: %s", tk_last_error(NULL));
+    CHECK(tk_kernel_get(n, &kp) == TK_ERR_INVALID_VALUE, "index %d accepted", n);
+    CHECK(tk_kernel_get(0, NULL) == TK_ERR_INVALID_VALUE, "NULL out accepted");
+    int seen_cublas = 0, seen_naive = 0, last_number = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(tk_kernel_get(i, &kp) == TK_SUCCESS, "get(%d) failed", i);
+        CHECK(kp.name && *kp.name && kp.description && *kp.description, "kernel %d lacks a name or description", i);
+        CHECK(kp.min_sm >= 80, "%s: min_sm %d", kp.name, kp.min_sm);
+        seen_cublas += !strcmp(kp.name, "cublas");
+        seen_naive += !strcmp(kp.name, "k01_naive");
+        /* kNN_snake_case, listed in number order (STYLE.md), names unique */
+        int num = 0;
+        if (strcmp(kp.name, "cublas")) {
+            CHECK(kp.name[0] == 'k' && kp.name[1] >= '0' && kp.name[1] <= '9' && kp.name[2] >= '0' &&
+                      kp.name[2] <= '9' && kp.name[3] == '_',
+                  "name %s is not kNN_...", kp.name);
+            num = (kp.name[1] - '0') * 10 + (kp.name[2] - '0');
+            CHECK(num >= last_number, "%s listed after k%02d", kp.name, last_number);
+            last_number = num;
+        }
+        for (int j = 0; j < i; j++) {
+            tk_kernel_props other;
+            tk_kernel_get(j, &other);
+            CHECK(strcmp(other.name, kp.name), "name %s appears twice", kp.name);
+        }
+    }
+    CHECK(seen_cublas == 1 && seen_naive == 1, "cublas x%d, k01_naive x%d", seen_cublas, seen_naive);
+}
+
+/* ---- last error: per handle and per thread ---- */
+
+static void *fail_in_thread(void *arg)
+{
+    tk_gemm_problem p = base_problem();
+    p.m = -3;
+    tk_gemm_ex((tk_handle)arg, &p, NULL, NULL);
+    return NULL;
+}
+
+static void test_last_error_scopes(void)
+{
+    tk_handle h1 = make_handle(), h2 = make_handle();
+    tk_gemm_problem p = base_problem();
+    p.lda = 1;
+    tk_gemm_ex(h1, &p, NULL, NULL);
+    CHECK(contains(tk_last_error(h1), "lda"), "h1: %s", tk_last_error(h1));
+    CHECK(contains(tk_last_error(NULL), "lda"), "thread: %s", tk_last_error(NULL));
+    p = base_problem();
+    p.ldb = 1;
+    tk_gemm_ex(h2, &p, NULL, NULL);
+    CHECK(contains(tk_last_error(h1), "lda"), "h1 overwritten by h2's failure: %s", tk_last_error(h1));
+    CHECK(contains(tk_last_error(h2), "ldb"), "h2: %s", tk_last_error(h2));
+    CHECK(contains(tk_last_error(NULL), "ldb"), "thread: %s", tk_last_error(NULL));
+    /* another thread's failure (on its own handle h2) does not touch this thread's message */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fail_in_thread, h2) == 0, "pthread_create");
+    pthread_join(t, NULL);
+    CHECK(contains(tk_last_error(h2), "m:"), "h2 after the thread: %s", tk_last_error(h2));
+    CHECK(contains(tk_last_error(NULL), "ldb"), "this thread's message changed: %s", tk_last_error(NULL));
+    /* a successful call clears its handle's message */
+    p = base_problem();
+    p.m = 0;
+    CHECK(tk_gemm_ex(h1, &p, NULL, NULL) == TK_SUCCESS, "no-op failed: %s", tk_last_error(h1));
+    CHECK(strcmp(tk_last_error(h1), "") == 0, "h1 not cleared: %s", tk_last_error(h1));
+    tk_destroy(h1);
+    tk_destroy(h2);
+}
+
+/* ---- internals ---- */
+
+static void test_normalize(void)
+{
+    tk_gemm_problem p = { TK_ROW_MAJOR, TK_OP_T, TK_OP_N, 8, 6, 4, 2.0f, 0.5f, FAKE_A, 8, FAKE_B, 6, FAKE_C, 6,
+                          TK_BF16 };
+    tk_args a;
+    int noop = -1;
+    CHECK(tk_problem_normalize(NULL, &p, &a, &noop) == TK_SUCCESS, "row: %s", tk_last_error(NULL));
+    CHECK(noop == 0, "noop %d", noop);
+    CHECK(a.m == 8 && a.n == 6 && a.k == 4, "row: sizes %" PRId64 " %" PRId64 " %" PRId64, a.m, a.n, a.k);
+    CHECK(a.a == FAKE_A && a.lda == 8 && a.op_a == TK_OP_T, "row: A changed");
+    CHECK(a.b == FAKE_B && a.ldb == 6 && a.op_b == TK_OP_N, "row: B changed");
+    CHECK(a.c == FAKE_C && a.ldc == 6 && a.c_type == TK_BF16 && a.alpha == 2.0f && a.beta == 0.5f, "row: C changed");
+
+    /* column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T: the
+     * operands and M/N swap, each keeps its op */
+    tk_gemm_problem q = { TK_COL_MAJOR, TK_OP_T, TK_OP_N, 8, 6, 4, 2.0f, 0.5f, FAKE_A, 4, FAKE_B, 4, FAKE_C, 8,
+                          TK_F32 };
+    CHECK(tk_problem_normalize(NULL, &q, &a, &noop) == TK_SUCCESS, "col: %s", tk_last_error(NULL));
+    CHECK(a.m == 6 && a.n == 8 && a.k == 4, "col: sizes %" PRId64 " %" PRId64 " %" PRId64, a.m, a.n, a.k);
+    CHECK(a.a == FAKE_B && a.lda == 4 && a.op_a == TK_OP_N, "col: new A is not old B with its op");
+    CHECK(a.b == FAKE_A && a.ldb == 4 && a.op_b == TK_OP_T, "col: new B is not old A with its op");
+    CHECK(a.c == FAKE_C && a.ldc == 8 && a.c_type == TK_F32, "col: C changed");
+
+    q.n = 0;
+    CHECK(tk_problem_normalize(NULL, &q, &a, &noop) == TK_SUCCESS && noop == 1, "N = 0 is not a no-op");
+}
+
+/* An H100-like device, filled by hand. */
+static tk_device fake_device(int sm)
+{
+    tk_device d;
+    memset(&d, 0, sizeof d);
+    d.id = 0;
+    d.sm = sm;
+    d.sm_count = 132;
+    d.max_threads_per_block = 1024;
+    d.max_threads_per_sm = 2048;
+    d.regs_per_block = 65536;
+    d.regs_per_sm = 65536;
+    d.smem_per_block_optin = 227 * 1024;
+    d.smem_per_sm = 228 * 1024;
+    d.l2_bytes = 50 << 20;
+    d.clock_khz = 1980000;
+    snprintf(d.name, sizeof d.name, "fake sm_%d", sm);
+    return d;
+}
+
+static int dummy_func;   /* stands for a __global__ entry; the attributes are passed in */
+
+static void test_check_resources(void)
+{
+    tk_device d = fake_device(90);
+    tk_func_attrs fa = { 64, 1024, 0, 1024 };
+    tk_resources r = { &dummy_func, 256, 64 * 1024 };
+    char why[TK_MSG_LEN];
+    tk_status st = tk_check_resources(NULL, &r, &d, &fa, why, sizeof why);
+    CHECK(st == TK_SUCCESS, "fits: %s", why);
+
+    r.threads = 1025;
+    st = tk_check_resources(NULL, &r, &d, &fa, why, sizeof why);
+    CHECK(st == TK_ERR_OUT_OF_RESOURCES && contains(why, "threads") && contains(why, "1024"), "threads: %d %s", st,
+          why);
+
+    r.threads = 256;
+    r.dyn_smem = d.smem_per_block_optin - fa.static_smem + 1;   /* one byte over, counting static smem */
+    st = tk_check_resources(NULL, &r, &d, &fa, why, sizeof why);
+    CHECK(st == TK_ERR_OUT_OF_RESOURCES && contains(why, "shared memory"), "smem: %d %s", st, why);
+    r.dyn_smem -= 1;
+    st = tk_check_resources(NULL, &r, &d, &fa, why, sizeof why);
+    CHECK(st == TK_SUCCESS, "smem exactly at the limit refused: %s", why);
+
+    r.dyn_smem = 0;
+    r.threads = 1024;
+    fa.num_regs = 255;
+    fa.max_threads = 256;   /* what the compiler allows at 255 registers */
+    st = tk_check_resources(NULL, &r, &d, &fa, why, sizeof why);
+    CHECK(st == TK_ERR_OUT_OF_RESOURCES && contains(why, "registers"), "regs/max threads: %d %s", st, why);
+    fa.max_threads = 1024;   /* registers alone over the per-block file */
+    st = tk_check_resources(NULL, &r, &d, &fa, why, sizeof why);
+    CHECK(st == TK_ERR_OUT_OF_RESOURCES && contains(why, "registers"), "regs: %d %s", st, why);
+
+    /* a library call (no __global__ entry) is only checked for threads */
+    tk_resources lib = { NULL, 0, 0 };
+    st = tk_check_resources(NULL, &lib, &d, NULL, why, sizeof why);
+    CHECK(st == TK_SUCCESS, "library call refused: %s", why);
+}
+
+static void test_check_align(void)
+{
+    char why[TK_MSG_LEN];
+    tk_args a;
+    memset(&a, 0, sizeof a);
+    a.m = a.n = a.k = 64;
+    a.a = FAKE_A; a.lda = 64;
+    a.b = FAKE_B; a.ldb = 64;
+    a.c = FAKE_C; a.ldc = 64; a.c_type = TK_F32;
+    CHECK(tk_check_align(&a, 8, why, sizeof why) == TK_SUCCESS, "aligned refused: %s", why);
+    a.ldb = 60;
+    CHECK(tk_check_align(&a, 8, why, sizeof why) == TK_ERR_NOT_SUPPORTED && contains(why, "B") &&
+              contains(why, "multiple of 8"),
+          "ldb 60: %s", why);
+    a.ldb = 64;
+    a.a = (const char *)FAKE_A + 2;   /* bf16-aligned, not 16-byte aligned */
+    CHECK(tk_check_align(&a, 8, why, sizeof why) == TK_ERR_NOT_SUPPORTED && contains(why, "A") &&
+              contains(why, "16-byte"),
+          "A + 2 bytes: %s", why);
+    a.a = NULL;   /* introspection: pointers unknown, judge the leading dimensions */
+    a.b = NULL;
+    a.c = NULL;
+    CHECK(tk_check_align(&a, 8, why, sizeof why) == TK_SUCCESS, "NULL pointers refused: %s", why);
+}
+
+/* A kernel of a newer architecture than the (fake) GPU is refused with
+ * ARCH_MISMATCH before its own checks run. The handle is made by hand from
+ * internal.h so the device can be any SM version. */
+static tk_status fake_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+{
+    (void)dev;
+    return tk_check_align(a, 8, why, len);
+}
+
+static void fake_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)a; (void)dev;
+    r->func = &dummy_func;
+    r->threads = 384;
+    r->dyn_smem = 200 * 1024;
+}
+
+static void test_arch_mismatch(void)
+{
+    struct tk_handle_s fake;
+    memset(&fake, 0, sizeof fake);
+    fake.have_device = 1;
+    fake.dev = fake_device(80);
+    tk_gemm_problem p = base_problem();
+    for (int i = 0; i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (k->min_sm <= 80)
+            continue;
+        tk_status st = tk_kernel_supports(&fake, k->name, &p);
+        CHECK(st == TK_ERR_ARCH_MISMATCH, "%s (min sm_%d) on sm_80: %s", k->name, k->min_sm, tk_status_string(st));
+    }
+    /* (no registered kernel may need more than sm_80 yet: the local sm_90 kernel below always runs) */
+    fake.dev = fake_device(75);
+    tk_status st = tk_kernel_supports(&fake, "k01_naive", &p);
+    CHECK(st == TK_ERR_ARCH_MISMATCH, "k01_naive on sm_75: %s", tk_status_string(st));
+    CHECK(contains(tk_last_error(&fake), "sm_80") && contains(tk_last_error(&fake), "sm_75"), "message: %s",
+          tk_last_error(&fake));
+
+    /* A local sm_90 kernel, checked the way gemm.c checks one: arch first,
+     * then its support check, then resources. */
+    const tk_kernel k90 = { "k99_fake_sm90", "test-only", 90, 128, 256, 64, 256, 0, fake_supports, fake_resources,
+                            NULL };
+    tk_device d80 = fake_device(80), d90 = fake_device(90);
+    CHECK(d80.sm < k90.min_sm && d90.sm >= k90.min_sm, "fake devices");
+    tk_args a;
+    memset(&a, 0, sizeof a);
+    a.m = a.n = a.k = 256;
+    a.lda = a.ldb = a.ldc = 256;
+    char why[TK_MSG_LEN];
+    CHECK(k90.supports(&a, &d90, why, sizeof why) == TK_SUCCESS, "fake kernel refused: %s", why);
+    a.lda = 250;
+    CHECK(k90.supports(&a, &d90, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "fake kernel took lda 250");
+    tk_resources r;
+    k90.resources(&a, &d90, &r);
+    tk_func_attrs fa = { 168, 0, 0, 384 };
+    CHECK(tk_check_resources(&k90, &r, &d90, &fa, why, sizeof why) == TK_SUCCESS, "sm_90 resources: %s", why);
+    d80.smem_per_block_optin = 163 * 1024;   /* A100: 200 KiB does not fit */
+    CHECK(tk_check_resources(&k90, &r, &d80, &fa, why, sizeof why) == TK_ERR_OUT_OF_RESOURCES,
+          "200 KiB on an A100-sized device accepted");
 }
 
 void tk_tests(void)
 {
     TK_TEST(test_status_strings);
+    TK_TEST(test_version);
     TK_TEST(test_null_handle);
+    TK_TEST(test_create_destroy);
+    TK_TEST(test_null_problem);
+    TK_TEST(test_bad_enums);
+    TK_TEST(test_negative_dims);
+    TK_TEST(test_leading_dims);
+    TK_TEST(test_null_pointers);
+    TK_TEST(test_noop);
+    TK_TEST(test_k_zero);
+    TK_TEST(test_unknown_kernel);
+    TK_TEST(test_no_device);
+    TK_TEST(test_registry);
+    TK_TEST(test_last_error_scopes);
+    TK_TEST(test_normalize);
+    TK_TEST(test_check_resources);
+    TK_TEST(test_check_align);
+    TK_TEST(test_arch_mismatch);
 }
