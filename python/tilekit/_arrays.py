@@ -1,0 +1,202 @@
+"""Describing the caller's matrices, in pure Python (no GPU, no library).
+
+A matrix is a torch CUDA tensor or any object with __cuda_array_interface__
+(CAI, versions 2 and 3). Each is reduced to a Matrix: data pointer, shape,
+strides in elements, dtype ("bf16" or "fp32"), and where known its device and
+stream. Everything wrong with an argument is found here, before the library is
+loaded or the GPU touched: TypeError for what the argument is (type, dtype,
+device), ValueError for how it is shaped (rank, strides, NULL data).
+"""
+import sys
+
+# CAI type strings. bfloat16 has no numpy type code; producers export it as
+# a 2-byte opaque value ("<V2": torch, ml_dtypes), so that is read as bf16.
+_TYPESTRS = {"<f4": "fp32", "=f4": "fp32", "<V2": "bf16", "|V2": "bf16", "bfloat16": "bf16"}
+_ITEMSIZE = {"bf16": 2, "fp32": 4}
+_TYPE_HINTS = {"<f2": "float16", "<f8": "float64", "<i2": "int16", "<i4": "int32", "<i8": "int64", "|i1": "int8",
+               "|u1": "uint8", "<u2": "uint16"}
+
+_DTYPE_NAMES = {"fp32": "fp32", "float32": "fp32", "f32": "fp32", "bf16": "bf16", "bfloat16": "bf16"}
+
+
+def _torch():
+    """The torch module if the caller imported it (tilekit never imports it itself)."""
+    return sys.modules.get("torch")
+
+
+def is_torch_tensor(x):
+    t = _torch()
+    return t is not None and isinstance(x, t.Tensor)
+
+
+def parse_dtype(d, what="out_dtype"):
+    """"fp32" or "bf16" from a string or a torch dtype; TypeError otherwise."""
+    if isinstance(d, str):
+        key = d.lower()
+        if key.startswith("torch."):
+            key = key[6:]
+        if key in _DTYPE_NAMES:
+            return _DTYPE_NAMES[key]
+        raise TypeError("%s: %r is not a supported output type (expected 'fp32' or 'bf16')" % (what, d))
+    t = _torch()
+    if t is not None and isinstance(d, t.dtype):
+        if d == t.float32:
+            return "fp32"
+        if d == t.bfloat16:
+            return "bf16"
+        raise TypeError("%s: %s is not supported (expected torch.float32 or torch.bfloat16)" % (what, d))
+    raise TypeError("%s: %r is not a dtype (expected torch.float32, torch.bfloat16, 'fp32' or 'bf16')" % (what, d))
+
+
+class Matrix:
+    """One 2-D operand: ptr (int), rows, cols, row/col strides in elements,
+    dtype ("bf16"/"fp32"), device (int or None if unknown), stream (int or
+    None), readonly, obj (the caller's object), torch (bool)."""
+
+    __slots__ = ("name", "ptr", "rows", "cols", "srow", "scol", "dtype", "device", "stream", "readonly", "obj",
+                 "torch")
+
+    def __init__(self, name, ptr, rows, cols, srow, scol, dtype, device, stream, readonly, obj, torch):
+        self.name, self.ptr, self.rows, self.cols = name, ptr, rows, cols
+        self.srow, self.scol, self.dtype, self.device = srow, scol, dtype, device
+        self.stream, self.readonly, self.obj, self.torch = stream, readonly, obj, torch
+
+    def t(self):
+        """The transposed view (same memory, strides swapped)."""
+        return Matrix(self.name + ".T", self.ptr, self.cols, self.rows, self.scol, self.srow, self.dtype,
+                      self.device, self.stream, self.readonly, self.obj, self.torch)
+
+    def byte_range(self):
+        """[first, last] byte addresses touched, or None when empty."""
+        if self.rows == 0 or self.cols == 0:
+            return None
+        size = _ITEMSIZE[self.dtype]
+        last = self.ptr + ((self.rows - 1) * self.srow + (self.cols - 1) * self.scol) * size + size - 1
+        return self.ptr, last
+
+    def storage(self, prefer="row"):
+        """("row", ld) if rows are contiguous (unit column stride) and do not
+        overlap, ("col", ld) if columns are; `prefer` decides when both hold
+        (a dimension of size 1); None if neither. A dimension of size 1
+        accepts any stride, and the leading dimension then reported is the
+        smallest valid one, so size-1 views of larger tensors still work."""
+        r, c = self.rows, self.cols
+        if r == 0 or c == 0:   # nothing is addressed: any strides will do
+            return prefer, (max(c, 1) if prefer == "row" else max(r, 1))
+        found = {}
+        if (c <= 1 or self.scol == 1) and (r <= 1 or self.srow >= max(c, 1)):
+            found["row"] = self.srow if r > 1 else max(c, 1)
+        if (r <= 1 or self.srow == 1) and (c <= 1 or self.scol >= max(r, 1)):
+            found["col"] = self.scol if c > 1 else max(r, 1)
+        for kind in (prefer, "col" if prefer == "row" else "row"):
+            if kind in found:
+                return kind, found[kind]
+        return None
+
+
+def _int(v, what):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError("%s: %r is not an integer" % (what, v))
+    return v
+
+
+def _from_torch(x, name):
+    t = _torch()
+    if x.layout != t.strided:
+        raise TypeError("%s: %s tensors are not supported (expected a dense, strided CUDA tensor)"
+                        % (name, x.layout))
+    if not x.is_cuda:
+        raise TypeError("%s: tensor is on %s; tilekit needs CUDA tensors (move it with .cuda())" % (name, x.device))
+    if x.dtype == t.bfloat16:
+        dtype = "bf16"
+    elif x.dtype == t.float32:
+        dtype = "fp32"
+    else:
+        raise TypeError("%s: dtype %s is not supported (expected torch.bfloat16, or torch.float32 for out)"
+                        % (name, x.dtype))
+    if x.dim() != 2:
+        raise ValueError("%s: expected a 2-D matrix, got %d dimensions (shape %s)" % (name, x.dim(),
+                                                                                       tuple(x.shape)))
+    rows, cols = x.shape
+    srow, scol = x.stride()
+    return Matrix(name, x.data_ptr(), rows, cols, srow, scol, dtype, x.device.index, None, False, x, True)
+
+
+def _from_cai(x, name):
+    try:
+        cai = x.__cuda_array_interface__
+    except Exception as e:   # a producer may refuse (e.g. torch for a tensor that requires grad)
+        raise TypeError("%s: __cuda_array_interface__ raised %s: %s" % (name, type(e).__name__, e)) from e
+    if not isinstance(cai, dict):
+        raise TypeError("%s: __cuda_array_interface__ is a %s, expected a dict" % (name, type(cai).__name__))
+    for key in ("shape", "typestr", "data", "version"):
+        if key not in cai:
+            raise TypeError("%s: __cuda_array_interface__ has no '%s' entry" % (name, key))
+    typestr = cai["typestr"]
+    if not isinstance(typestr, str):
+        raise TypeError("%s: typestr %r is not a string" % (name, typestr))
+    dtype = _TYPESTRS.get(typestr)
+    if dtype is None:
+        hint = _TYPE_HINTS.get(typestr)
+        raise TypeError("%s: element type %r%s is not supported (expected bfloat16 '<V2', or float32 '<f4' for out)"
+                        % (name, typestr, " (%s)" % hint if hint else ""))
+    if cai.get("mask") is not None:
+        raise TypeError("%s: masked arrays are not supported" % name)
+    shape = tuple(cai["shape"])
+    for s in shape:
+        _int(s, name + ": shape entry")
+    if len(shape) != 2:
+        raise ValueError("%s: expected a 2-D matrix, got %d dimensions (shape %s)" % (name, len(shape), shape))
+    rows, cols = shape
+    if rows < 0 or cols < 0:
+        raise ValueError("%s: negative shape %s" % (name, shape))
+    data = cai["data"]
+    if not isinstance(data, tuple) or len(data) != 2:
+        raise TypeError("%s: 'data' must be a (pointer, read_only) tuple, got %r" % (name, data))
+    ptr, readonly = data
+    if ptr is None:
+        ptr = 0
+    _int(ptr, name + ": data pointer")
+    if ptr < 0:
+        raise ValueError("%s: data pointer %d is negative" % (name, ptr))
+    size = _ITEMSIZE[dtype]
+    strides = cai.get("strides")
+    if strides is None:   # C-contiguous
+        srow, scol = cols, 1
+    else:
+        strides = tuple(strides)
+        if len(strides) != 2:
+            raise ValueError("%s: %d strides for a 2-D shape" % (name, len(strides)))
+        for s in strides:
+            _int(s, name + ": stride")
+        if strides[0] % size or strides[1] % size:
+            raise ValueError("%s: strides %s (bytes) are not multiples of the %d-byte element"
+                             % (name, strides, size))
+        srow, scol = strides[0] // size, strides[1] // size
+    stream = cai.get("stream")
+    if stream is not None:
+        _int(stream, name + ": stream")
+        if stream == 0:   # CAI v3 forbids 0: ambiguous between the legacy and per-thread default streams
+            raise ValueError("%s: stream 0 is not allowed by __cuda_array_interface__ (use 1 or 2)" % name)
+    return Matrix(name, ptr, rows, cols, srow, scol, dtype, None, stream, bool(readonly), x, False)
+
+
+def describe(x, name):
+    """The Matrix for a caller's object, or TypeError/ValueError saying what is wrong."""
+    if x is None:
+        raise TypeError("%s: got None (expected a CUDA tensor or an object with __cuda_array_interface__)" % name)
+    if is_torch_tensor(x):
+        m = _from_torch(x, name)
+    elif hasattr(type(x), "__cuda_array_interface__") or hasattr(x, "__cuda_array_interface__"):
+        m = _from_cai(x, name)
+    elif hasattr(x, "__array_interface__") or hasattr(x, "__array__") or isinstance(x, (list, tuple)):
+        raise TypeError("%s: %s is host memory; tilekit needs device memory (a CUDA tensor or an object with "
+                        "__cuda_array_interface__)" % (name, type(x).__name__))
+    else:
+        raise TypeError("%s: %s is not a CUDA tensor and has no __cuda_array_interface__"
+                        % (name, type(x).__name__))
+    if m.srow < 0 or m.scol < 0:
+        raise ValueError("%s: negative strides (%d, %d) are not supported" % (name, m.srow, m.scol))
+    if m.ptr == 0 and m.rows > 0 and m.cols > 0:
+        raise ValueError("%s: data pointer is NULL for a %d x %d matrix" % (name, m.rows, m.cols))
+    return m

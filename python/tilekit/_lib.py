@@ -1,0 +1,216 @@
+"""The C ABI of libtilekit through ctypes: loading, prototypes, status codes.
+
+The library is loaded on first use, not at import, so `import tilekit` and the
+pure-Python argument checks work on a machine where it was never built.
+Every prototype is declared once, here.
+"""
+import ctypes
+import os
+import threading
+
+# Mirrors of the enums in include/tilekit.h.
+ROW_MAJOR, COL_MAJOR = 0, 1
+OP_N, OP_T = 0, 1
+F32, BF16 = 0, 1
+
+SUCCESS = 0
+INVALID_VALUE = 1
+NOT_SUPPORTED = 2
+ARCH_MISMATCH = 3
+NO_DEVICE = 4
+CUDA = 5
+CUBLAS = 6
+OUT_OF_RESOURCES = 7
+ALLOC = 8
+INTERNAL = 9
+
+
+class TilekitError(RuntimeError):
+    """A tilekit call failed. .status is the tk_status value, .status_name its
+    name (e.g. "TK_ERR_NOT_SUPPORTED"), .detail the library's message (which
+    argument, what was expected)."""
+
+    def __init__(self, status, detail, where="tilekit"):
+        self.status = status
+        self.status_name = _STATUS_NAMES.get(status, "TK_ERR_?")
+        self.detail = detail
+        super().__init__("%s: %s (%s)" % (where, detail or "(no detail)", self.status_name))
+
+
+class InvalidValueError(TilekitError, ValueError):
+    """TK_ERR_INVALID_VALUE: a bad argument (unknown kernel, bad leading dimension, ...)."""
+
+
+class NotSupportedError(TilekitError, ValueError):
+    """TK_ERR_NOT_SUPPORTED: the chosen kernel cannot do this problem (alignment, shape, ...)."""
+
+
+class ArchMismatchError(TilekitError):
+    """TK_ERR_ARCH_MISMATCH: the kernel needs a newer GPU."""
+
+
+class NoDeviceError(TilekitError):
+    """TK_ERR_NO_DEVICE: no CUDA device or driver."""
+
+
+class CudaError(TilekitError):
+    """TK_ERR_CUDA: a CUDA runtime call failed."""
+
+
+class CublasError(TilekitError):
+    """TK_ERR_CUBLAS: a cuBLAS call failed."""
+
+
+class OutOfResourcesError(TilekitError):
+    """TK_ERR_OUT_OF_RESOURCES: threads, shared memory or registers over the device limit."""
+
+
+class AllocError(TilekitError, MemoryError):
+    """TK_ERR_ALLOC: a host or device allocation failed."""
+
+
+class InternalError(TilekitError):
+    """TK_ERR_INTERNAL: a bug in tilekit."""
+
+
+class LibraryNotFound(OSError):
+    """libtilekit.so could not be loaded (not built, or $TILEKIT_LIB is wrong)."""
+
+
+_STATUS_NAMES = {
+    SUCCESS: "TK_SUCCESS", INVALID_VALUE: "TK_ERR_INVALID_VALUE", NOT_SUPPORTED: "TK_ERR_NOT_SUPPORTED",
+    ARCH_MISMATCH: "TK_ERR_ARCH_MISMATCH", NO_DEVICE: "TK_ERR_NO_DEVICE", CUDA: "TK_ERR_CUDA",
+    CUBLAS: "TK_ERR_CUBLAS", OUT_OF_RESOURCES: "TK_ERR_OUT_OF_RESOURCES", ALLOC: "TK_ERR_ALLOC",
+    INTERNAL: "TK_ERR_INTERNAL",
+}
+_STATUS_ERRORS = {
+    INVALID_VALUE: InvalidValueError, NOT_SUPPORTED: NotSupportedError, ARCH_MISMATCH: ArchMismatchError,
+    NO_DEVICE: NoDeviceError, CUDA: CudaError, CUBLAS: CublasError, OUT_OF_RESOURCES: OutOfResourcesError,
+    ALLOC: AllocError, INTERNAL: InternalError,
+}
+
+
+def error_for(status, detail, where="tilekit"):
+    """The exception object for a failed tk_status."""
+    return _STATUS_ERRORS.get(status, TilekitError)(status, detail, where)
+
+
+class GemmProblem(ctypes.Structure):
+    """tk_gemm_problem (C enums are int-sized)."""
+    _fields_ = [
+        ("layout", ctypes.c_int), ("op_a", ctypes.c_int), ("op_b", ctypes.c_int),
+        ("m", ctypes.c_int64), ("n", ctypes.c_int64), ("k", ctypes.c_int64),
+        ("alpha", ctypes.c_float), ("beta", ctypes.c_float),
+        ("a", ctypes.c_void_p), ("lda", ctypes.c_int64),
+        ("b", ctypes.c_void_p), ("ldb", ctypes.c_int64),
+        ("c", ctypes.c_void_p), ("ldc", ctypes.c_int64),
+        ("c_type", ctypes.c_int),
+    ]
+
+
+class KernelProps(ctypes.Structure):
+    """tk_kernel_props."""
+    _fields_ = [
+        ("name", ctypes.c_char_p), ("description", ctypes.c_char_p),
+        ("min_sm", ctypes.c_int), ("bm", ctypes.c_int), ("bn", ctypes.c_int),
+    ]
+
+
+_status = ctypes.c_int
+_handle = ctypes.c_void_p
+_i64 = ctypes.c_int64
+_vp = ctypes.c_void_p
+_PROTOTYPES = {
+    "tk_version": (ctypes.c_int, []),
+    "tk_status_string": (ctypes.c_char_p, [_status]),
+    "tk_create": (_status, [ctypes.POINTER(_handle)]),
+    "tk_destroy": (_status, [_handle]),
+    "tk_last_error": (ctypes.c_char_p, [_handle]),
+    "tk_gemm": (_status, [_handle, ctypes.c_int, ctypes.c_int, ctypes.c_int, _i64, _i64, _i64, ctypes.c_float,
+                          _vp, _i64, _vp, _i64, ctypes.c_float, _vp, ctypes.c_int, _i64, ctypes.c_char_p, _vp]),
+    "tk_gemm_ex": (_status, [_handle, ctypes.POINTER(GemmProblem), ctypes.c_char_p, _vp]),
+    "tk_kernel_count": (ctypes.c_int, []),
+    "tk_kernel_get": (_status, [ctypes.c_int, ctypes.POINTER(KernelProps)]),
+    "tk_kernel_supports": (_status, [_handle, ctypes.c_char_p, ctypes.POINTER(GemmProblem)]),
+    "tk_select_kernel": (ctypes.c_char_p, [_handle, ctypes.POINTER(GemmProblem)]),
+}
+
+_REPO_LIB = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                          "build", "libtilekit.so"))
+_lock = threading.Lock()
+_lib = None
+
+
+def library_path():
+    """The file load() will open: $TILEKIT_LIB, else build/libtilekit.so of this checkout."""
+    return os.environ.get("TILEKIT_LIB") or _REPO_LIB
+
+
+def load():
+    """The loaded library with its prototypes declared; raises LibraryNotFound with a hint."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            path = library_path()
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError as e:
+                how = ("$TILEKIT_LIB is set to it" if os.environ.get("TILEKIT_LIB")
+                       else "build it with `make lib` in the repository root, or set $TILEKIT_LIB")
+                raise LibraryNotFound("tilekit: cannot load %s (%s); %s" % (path, e, how)) from None
+            for name, (restype, argtypes) in _PROTOTYPES.items():
+                fn = getattr(lib, name)
+                fn.restype = restype
+                fn.argtypes = argtypes
+            _lib = lib
+    return _lib
+
+
+def last_error(handle):
+    msg = load().tk_last_error(handle)
+    return msg.decode("utf-8", "replace") if msg else ""
+
+
+def check(status, handle, where):
+    """Raises the matching TilekitError unless status is TK_SUCCESS."""
+    if status != SUCCESS:
+        raise error_for(status, last_error(handle), where)
+
+
+def current_device():
+    """The calling thread's current CUDA device, read through the CUDA runtime
+    that libtilekit itself links (so both agree); -1 when it cannot be read."""
+    lib = load()
+    try:
+        fn = lib.cudaGetDevice
+    except AttributeError:
+        return -1
+    dev = ctypes.c_int(-1)
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    return dev.value if fn(ctypes.byref(dev)) == 0 else -1
+
+
+class _Handles(threading.local):
+    def __init__(self):
+        self.by_device = {}
+
+
+_handles = _Handles()
+
+
+def handle(device):
+    """The calling thread's handle for `device` (a handle is bound to the
+    device current at its creation and must not be shared by two threads).
+    Handles live until the process exits: destroying them at interpreter
+    shutdown would race the CUDA runtime's own teardown."""
+    h = _handles.by_device.get(device)
+    if h is None:
+        lib = load()
+        out = _handle()
+        check(lib.tk_create(ctypes.byref(out)), None, "tk_create")
+        h = out.value
+        _handles.by_device[device] = h
+    return h
