@@ -1,0 +1,260 @@
+"""GPU tests of the Python wrapper with torch: tilekit.gemm against an fp32
+product of the same bf16 inputs, for every op combination, both output
+types, alpha/beta, transposed and padded views, column-major out, a shape
+that is no tile multiple, side streams; and the errors a caller can provoke.
+Needs torch with CUDA and libtilekit ($TILEKIT_LIB or build/libtilekit.so).
+Prints "N passed, N failed" last; exits non-zero on any failure.
+
+    TILEKIT_LIB=$PWD/build/libtilekit.so python3 tests/gpu/test_python.py [name-substring]
+"""
+import os
+import sys
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import torch      # noqa: E402
+import tilekit    # noqa: E402
+
+DEV = torch.device("cuda")
+KERNELS = [None, "cublas", "k01_naive"]   # None: auto-dispatch
+torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def bf16(*shape):
+    # values in [-1, 1) spread over many exponents; never zeros
+    return (torch.rand(*shape, device=DEV) * 2 - 1).to(torch.bfloat16)
+
+
+def reference(opA, opB, alpha=1.0, beta=0.0, C0=None):
+    r = alpha * (opA.double() @ opB.double())
+    if beta != 0.0:
+        r = r + beta * C0.double()
+    return r
+
+
+def assert_close(C, ref, label):
+    """Relative Frobenius error against an fp64 product of the same inputs:
+    fp32 C differs by summation order only, bf16 C by one rounding."""
+    tol = 3e-5 if C.dtype == torch.float32 else 8e-3
+    c = C.double()
+    assert bool(torch.isfinite(c).all()), "%s: NaN/Inf in C" % label
+    err = (torch.linalg.norm(c - ref) / torch.linalg.norm(ref)).item()
+    assert err < tol, "%s: relative error %.3e > %.0e" % (label, err, tol)
+
+
+def nan_like(shape, dtype):
+    return torch.full(shape, float("nan"), dtype=dtype, device=DEV)
+
+
+def raises(exc, fn, *args, match=(), **kw):
+    try:
+        fn(*args, **kw)
+    except exc as e:
+        for m in ((match,) if isinstance(match, str) else match):
+            assert m in str(e), "message %r lacks %r" % (str(e), m)
+        return e
+    except Exception as e:
+        raise AssertionError("expected %s, got %s: %s" % (exc.__name__, type(e).__name__, e)) from e
+    raise AssertionError("expected %s, nothing raised" % exc.__name__)
+
+
+# ---- correctness ----
+
+def test_ops_and_out_types():
+    """NN, NT, TN, TT through trans_a/trans_b, fp32 and bf16 out, each kernel."""
+    M, N, K = 96, 80, 72
+    for ta in (False, True):
+        for tb in (False, True):
+            A = bf16(K, M) if ta else bf16(M, K)
+            B = bf16(N, K) if tb else bf16(K, N)
+            ref = reference(A.t() if ta else A, B.t() if tb else B)
+            for dt in (torch.float32, torch.bfloat16):
+                for k in KERNELS:
+                    C = nan_like((M, N), dt)   # beta = 0 must overwrite the poison
+                    got = tilekit.gemm(A, B, out=C, trans_a=ta, trans_b=tb, kernel=k)
+                    assert got is C
+                    torch.cuda.synchronize()
+                    assert_close(C, ref, "op_a=%s op_b=%s %s %s" % ("NT"[ta], "NT"[tb], dt, k))
+
+
+def test_transposed_views():
+    """Non-contiguous transposed views are used in place (op T / column-major), not copied."""
+    M, N, K = 64, 48, 40
+    At, Bt = bf16(K, M), bf16(N, K)
+    A, B = At.t(), Bt.t()          # M x K and K x N views with unit row stride
+    assert not A.is_contiguous() and not B.is_contiguous()
+    ref = reference(A, B)
+    for k in KERNELS:
+        C = nan_like((M, N), torch.float32)
+        tilekit.gemm(A, B, out=C, kernel=k)
+        torch.cuda.synchronize()
+        assert_close(C, ref, "views, %s" % k)
+        # column-major out: a transposed view of an N x M tensor
+        Cc = nan_like((N, M), torch.float32).t()
+        tilekit.gemm(A, B, out=Cc, kernel=k)
+        torch.cuda.synchronize()
+        assert_close(Cc, ref, "column-major out, %s" % k)
+        Cc = nan_like((N, M), torch.bfloat16).t()
+        tilekit.gemm(bf16(M, K).copy_(A), B, out=Cc, kernel=k)   # row-major A in a column-major problem
+        torch.cuda.synchronize()
+        assert_close(Cc, ref, "column-major bf16 out, row-major A, %s" % k)
+
+
+def test_padded_leading_dims():
+    M, N, K = 33, 17, 29
+    A = bf16(M, K + 7)[:, :K]
+    B = bf16(K, N + 3)[:, 1:N + 1]
+    Cbig = nan_like((M, N + 5), torch.float32)
+    C = Cbig[:, 2:N + 2]
+    ref = reference(A, B)
+    tilekit.gemm(A, B, out=C, kernel="k01_naive")
+    torch.cuda.synchronize()
+    assert_close(C, ref, "padded")
+    assert bool(torch.isnan(Cbig[:, :2]).all()) and bool(torch.isnan(Cbig[:, N + 2:]).all()), \
+        "wrote outside the out view"
+
+
+def test_alpha_beta():
+    M, N, K = 130, 70, 50
+    A, B = bf16(M, K), bf16(K, N)
+    for dt in (torch.float32, torch.bfloat16):
+        C0 = bf16(M, N).to(dt)
+        ref = reference(A, B, 0.5, 0.75, C0)
+        for k in KERNELS:
+            C = C0.clone()
+            tilekit.gemm(A, B, out=C, alpha=0.5, beta=0.75, kernel=k)
+            torch.cuda.synchronize()
+            assert_close(C, ref, "alpha/beta %s %s" % (dt, k))
+
+
+def test_non_tile_multiple():
+    M, N, K = 127, 129, 65
+    A, B = bf16(M, K), bf16(N, K)
+    ref = reference(A, B.t())
+    for k in KERNELS:
+        C = tilekit.gemm(A, B, trans_b=True, kernel=k)   # out allocated, fp32 by default
+        assert C.shape == (M, N) and C.dtype == torch.float32 and C.device == A.device
+        torch.cuda.synchronize()
+        assert_close(C, ref, "127x129x65 %s" % k)
+    C = tilekit.gemm(A, B, trans_b=True, out_dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    assert C.dtype == torch.bfloat16
+    assert_close(C, ref, "127x129x65 bf16 out")
+
+
+def test_large_auto():
+    M = N = K = 1024
+    A, B = bf16(M, K), bf16(K, N)
+    C = tilekit.gemm(A, B)
+    torch.cuda.synchronize()
+    assert_close(C, reference(A, B), "1024^3 auto")
+
+
+def test_k_zero_and_empty():
+    C0 = bf16(8, 6).float()
+    C = C0.clone()
+    tilekit.gemm(bf16(8, 0), bf16(0, 6), out=C, beta=0.5)   # K = 0: C = beta * C
+    torch.cuda.synchronize()
+    assert torch.equal(C, C0 * 0.5)
+    C = nan_like((8, 6), torch.float32)
+    tilekit.gemm(bf16(8, 0), bf16(0, 6), out=C)             # beta = 0 overwrites, even NaN
+    torch.cuda.synchronize()
+    assert bool((C == 0).all())
+    E = tilekit.gemm(bf16(0, 5), bf16(5, 6))                # M = 0: nothing to do
+    assert E.shape == (0, 6)
+
+
+def test_side_stream():
+    """Runs on torch's current stream: queued after work on that stream."""
+    M = N = K = 256
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        A, B = bf16(M, K), bf16(K, N)   # produced on s
+        C = tilekit.gemm(A, B, kernel="k01_naive")
+        ref = reference(A, B)
+    s.synchronize()
+    assert_close(C, ref, "side stream")
+
+
+def test_every_kernel_that_supports():
+    """Every registered kernel that accepts a problem computes it right
+    (the wrapper's layout mapping must hold for kernels added later too)."""
+    M, N, K = 256, 192, 128
+    A, Bt = bf16(M, K), bf16(N, K)
+    ref = reference(A, Bt.t())
+    for k in tilekit.kernels():
+        for tb, B in ((False, Bt.t().contiguous()), (True, Bt)):
+            if not tilekit.supports(A, B, trans_b=tb, kernel=k["name"]):
+                continue
+            C = nan_like((M, N), torch.float32)
+            tilekit.gemm(A, B, out=C, trans_b=tb, kernel=k["name"])
+            torch.cuda.synchronize()
+            assert_close(C, ref, "%s trans_b=%s" % (k["name"], tb))
+
+
+# ---- errors ----
+
+def test_errors():
+    A, B = bf16(8, 4), bf16(4, 6)
+    raises(TypeError, tilekit.gemm, A.cpu(), B, match=("A", "cpu"))
+    raises(TypeError, tilekit.gemm, A, B.float(), match=("B", "bfloat16"))
+    raises(TypeError, tilekit.gemm, A.half(), B, match=("A", "float16"))
+    raises(ValueError, tilekit.gemm, A.unsqueeze(0), B, match="2-D")
+    raises(ValueError, tilekit.gemm, A, bf16(5, 6), match="shape mismatch")
+    raises(ValueError, tilekit.gemm, A, B, out=torch.empty(6, 8, device=DEV), match="out")
+    raises(TypeError, tilekit.gemm, A, B, out=torch.empty(8, 6, device=DEV, dtype=torch.float16), match="out")
+    raises(ValueError, tilekit.gemm, A, B, out=torch.empty(8, 6, device=DEV), out_dtype=torch.bfloat16)
+    raises(ValueError, tilekit.gemm, bf16(8, 8)[::2, ::2], B, match="neither")
+    raises(ValueError, tilekit.gemm, A, B, beta=1.0, match="beta")
+    e = raises(tilekit.InvalidValueError, tilekit.gemm, A, B, kernel="k99_nope", match=("k01_naive", "cublas"))
+    assert e.status == 1
+
+
+def test_misaligned():
+    """A view starting one element in: k01_naive takes any alignment; a
+    kernel that needs 16-byte alignment refuses with NotSupportedError (a
+    ValueError) carrying the library's reason, and C stays untouched."""
+    M, N, K = 64, 64, 64
+    A = bf16(M * K + 8).narrow(0, 1, M * K).view(M, K)
+    B = bf16(K, N)
+    assert A.data_ptr() % 16 != 0
+    C = nan_like((M, N), torch.float32)
+    tilekit.gemm(A, B, out=C, kernel="k01_naive")
+    torch.cuda.synchronize()
+    assert_close(C, reference(A, B), "misaligned A, k01_naive")
+    for k in tilekit.kernels():
+        s = tilekit.supports(A, B, out=C, kernel=k["name"])
+        if s or s.status_name != "TK_ERR_NOT_SUPPORTED":
+            continue
+        C = nan_like((M, N), torch.float32)
+        raises(tilekit.NotSupportedError, tilekit.gemm, A, B, out=C, kernel=k["name"], match=k["name"])
+        torch.cuda.synchronize()
+        assert bool(torch.isnan(C).all()), "%s: refused call wrote C" % k["name"]
+
+
+def main():
+    pattern = sys.argv[1] if len(sys.argv) > 1 else None
+    torch.manual_seed(0)
+    passed = failed = 0
+    for name, fn in list(globals().items()):
+        if not name.startswith("test_") or not callable(fn) or (pattern and pattern not in name):
+            continue
+        try:
+            fn()
+        except Exception:
+            failed += 1
+            print("FAIL %s" % name)
+            for line in traceback.format_exc().rstrip().splitlines():
+                print("    " + line)
+        else:
+            passed += 1
+            print("ok   %s" % name)
+        sys.stdout.flush()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
