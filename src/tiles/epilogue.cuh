@@ -36,4 +36,30 @@ static __device__ __forceinline__ void tk_epilogue_store(void *c, int64_t idx, t
     }
 }
 
+/* The same for two neighbours at c + idx and c + idx + 1, stored as one
+ * vector: the caller guarantees that address is aligned to two elements
+ * (idx even, ldc even, c aligned -- tk_gl_out.pairs in types.cuh). */
+static __device__ __forceinline__ void tk_epilogue_store2(void *c, int64_t idx, tk_dtype c_type, float acc0,
+                                                          float acc1, float alpha, float beta)
+{
+    float v0 = alpha * acc0, v1 = alpha * acc1;
+    if (c_type == TK_F32) {
+        float2 *p = (float2 *)((float *)c + idx);
+        if (beta != 0.0f) {
+            float2 old = *p;
+            v0 = fmaf(beta, old.x, v0);
+            v1 = fmaf(beta, old.y, v1);
+        }
+        *p = make_float2(v0, v1);
+    } else {
+        __nv_bfloat162 *p = (__nv_bfloat162 *)((uint16_t *)c + idx);
+        if (beta != 0.0f) {
+            float2 old = __bfloat1622float2(*p);
+            v0 = fmaf(beta, old.x, v0);
+            v1 = fmaf(beta, old.y, v1);
+        }
+        *p = __floats2bfloat162_rn(v0, v1);
+    }
+}
+
 #endif /* TK_TILES_EPILOGUE_CUH */

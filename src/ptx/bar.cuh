@@ -1,0 +1,20 @@
+/* bar.cuh - named CTA barriers (sm_70+).
+ *
+ * bar.sync id, nthreads
+ *   Waits until nthreads threads (a multiple of 32, whole warps) have arrived
+ *   at barrier id (0..15) and makes their earlier shared-memory writes
+ *   visible to each other. Barrier 0 with all threads is __syncthreads();
+ *   other ids let a subset of warps (say the consumer warps) synchronize
+ *   without stalling the rest of the block. Every warp that arrives must
+ *   pass the same nthreads.
+ * Clobbers: "memory", so the compiler keeps shared accesses on their side.
+ */
+#ifndef TK_PTX_BAR_CUH
+#define TK_PTX_BAR_CUH
+
+static __device__ __forceinline__ void tk_bar_sync(int id, int nthreads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
+}
+
+#endif
