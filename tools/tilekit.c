@@ -1,8 +1,360 @@
-/* tilekit CLI - placeholder until the lab lands (bench|verify|info). */
+/* tilekit - the kernel lab's command line: bench | verify | info.
+ *
+ * Every argument is checked before the GPU is touched, so a bad one exits 2
+ * with a message on any machine. Exit 1: a verify failure or a runtime error. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "tilekit.h"
-int main(void)
+#include "host/kernel.h"
+#include "host/lab.h"
+
+#define MAX_LIST 64
+
+enum { F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16 };
+
+typedef struct shape { int64_t m, n, k; } shape;
+
+typedef struct opts {
+    const char *cmd;
+    const char *kernels[MAX_LIST + 1];  /* NULL-terminated */
+    int nkernels;
+    shape shapes[MAX_LIST];
+    int nshapes, mnk_set;
+    tk_lab_case c;              /* layout, ops, out, alpha, beta, seed */
+    tk_lab_bench_opts bench;
+    int no_cublas;
+    const char *json, *csv;
+} opts;
+
+static const char *usage =
+    "usage: tilekit bench|verify|info [options]   (tilekit CMD --help for each)\n"
+    "  bench   time kernels (with cuBLAS in the same run) and print a table\n"
+    "  verify  check kernels against cuBLAS (every element) and an fp64 CPU reference\n"
+    "  info    device properties and each kernel's registers, shared memory, occupancy\n";
+
+static const char *help_problem =
+    "  --kernel NAME[,NAME..]|all   kernels (default all)\n"
+    "  --m M --n N --k K            problem size (default 8192 each)\n"
+    "  --shapes MxNxK[,MxNxK..]     several sizes instead of --m/--n/--k\n"
+    "  --layout row|col             storage of A, B, C (default row)\n"
+    "  --op-a n|t --op-b n|t        transpose A / B (default n)\n"
+    "  --out fp32|bf16              type of C (default fp32)\n"
+    "  --alpha X --beta X           C = alpha*op(A)op(B) + beta*C (default 1, 0)\n"
+    "  --seed S                     inputs' random seed (default 1)\n";
+
+static void print_help(const char *cmd)
 {
-    fprintf(stderr, "tilekit: the lab commands are not built yet\n");
+    if (!strcmp(cmd, "bench"))
+        printf("usage: tilekit bench [options]\n%s"
+               "  --hot                        do not flush L2 before each sample\n"
+               "  --no-cublas                  do not time cuBLAS (no ratio column)\n"
+               "  --budget SECONDS             sampling time per case (default 2)\n"
+               "  --json FILE --csv FILE       also write the results there\n", help_problem);
+    else if (!strcmp(cmd, "verify"))
+        printf("usage: tilekit verify [options]\n%s"
+               "  --json FILE                  also write the results there\n"
+               "exit status: 0 all passed (or skipped), 1 a case failed, 2 bad arguments\n", help_problem);
+    else
+        printf("usage: tilekit info [--kernel NAME[,NAME..]|all]\n");
+}
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tilekit: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
     return 2;
+}
+
+static int parse_i64(const char *flag, const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end)
+        return bad("%s: '%s' is not an integer", flag, s);
+    if (v < 1 || v > (1ll << 24))
+        return bad("%s: %s is out of range (expected 1..%lld)", flag, s, 1ll << 24);
+    *out = v;
+    return 0;
+}
+
+static int parse_f(const char *flag, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v))
+        return bad("%s: '%s' is not a finite number", flag, s);
+    *out = v;
+    return 0;
+}
+
+static int parse_kernels(opts *o, char *list)
+{
+    o->nkernels = 0;
+    if (!strcmp(list, "all")) {
+        for (int i = 0; i < tk_registry_count() && i < MAX_LIST; i++)
+            o->kernels[o->nkernels++] = tk_registry_at(i)->name;
+    } else {
+        for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+            if (!tk_registry_find(t)) {
+                fprintf(stderr, "tilekit: --kernel: unknown kernel '%s'; known: all", t);
+                for (int i = 0; i < tk_registry_count(); i++)
+                    fprintf(stderr, ", %s", tk_registry_at(i)->name);
+                fprintf(stderr, "\n");
+                return 2;
+            }
+            if (o->nkernels == MAX_LIST)
+                return bad("--kernel: more than %d names", MAX_LIST);
+            o->kernels[o->nkernels++] = t;
+        }
+        if (!o->nkernels)
+            return bad("--kernel: empty list");
+    }
+    o->kernels[o->nkernels] = NULL;
+    return 0;
+}
+
+static int parse_shapes(opts *o, char *list)
+{
+    o->nshapes = 0;
+    for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+        char *x1 = strchr(t, 'x'), *x2 = x1 ? strchr(x1 + 1, 'x') : NULL;
+        if (!x2 || o->nshapes == MAX_LIST)
+            return bad("--shapes: '%s' is not MxNxK (at most %d shapes)", t, MAX_LIST);
+        *x1 = *x2 = '\0';
+        shape *s = &o->shapes[o->nshapes++];
+        if (parse_i64("--shapes (M)", t, &s->m) || parse_i64("--shapes (N)", x1 + 1, &s->n) ||
+            parse_i64("--shapes (K)", x2 + 1, &s->k))
+            return 2;
+    }
+    return o->nshapes ? 0 : bad("--shapes: empty list");
+}
+
+/* One of two spellings: returns 0 or 1 in *out, or 2 on error. */
+static int parse_pick(const char *flag, const char *v, const char *w0, const char *w1, int *out)
+{
+    if (!strcmp(v, w0)) *out = 0;
+    else if (!strcmp(v, w1)) *out = 1;
+    else {
+        fprintf(stderr, "tilekit: %s: '%s' is not %s or %s\n", flag, v, w0, w1);
+        return 2;
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+    int allowed = F_KERNEL;
+    if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES;
+    if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES;
+    int64_t m = 8192, n = 8192, k = 8192;
+    char all[] = "all";
+    if (parse_kernels(o, all))
+        return 2;
+    for (int i = 2; i < argc; i++) {
+        char *flag = argv[i], *val = NULL;
+        char *eq = strchr(flag, '=');
+        static const struct { const char *name; int group, has_val; } flags[] = {
+            { "--help", F_KERNEL, 0 }, { "--kernel", F_KERNEL, 1 }, { "--m", F_SHAPE, 1 }, { "--n", F_SHAPE, 1 },
+            { "--k", F_SHAPE, 1 }, { "--shapes", F_SHAPE, 1 }, { "--layout", F_PROBLEM, 1 },
+            { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM, 1 },
+            { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM, 1 },
+            { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH, 0 }, { "--budget", F_BENCH, 1 },
+            { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 },
+        };
+        if (eq && !strncmp(flag, "--", 2)) {
+            *eq = '\0';
+            val = eq + 1;
+        }
+        int f = -1;
+        for (int j = 0; j < (int)(sizeof flags / sizeof flags[0]); j++)
+            if (!strcmp(flag, flags[j].name) && (flags[j].group & allowed))
+                f = j;
+        if (f < 0)
+            return bad("%s: unknown option for '%s' (see tilekit %s --help)", flag, o->cmd, o->cmd);
+        if (flags[f].has_val && !val) {
+            if (i + 1 >= argc)
+                return bad("%s: missing value", flag);
+            val = argv[++i];
+        } else if (!flags[f].has_val && val)
+            return bad("%s takes no value (got '%s')", flag, val);
+        const char *name = flags[f].name;
+        double d = 0;
+        int pick = 0, rc = 0;
+        if (!strcmp(name, "--help")) { print_help(o->cmd); exit(0); }
+        else if (!strcmp(name, "--kernel")) rc = parse_kernels(o, val);
+        else if (!strcmp(name, "--m")) { rc = parse_i64(name, val, &m); o->mnk_set = 1; }
+        else if (!strcmp(name, "--n")) { rc = parse_i64(name, val, &n); o->mnk_set = 1; }
+        else if (!strcmp(name, "--k")) { rc = parse_i64(name, val, &k); o->mnk_set = 1; }
+        else if (!strcmp(name, "--shapes")) rc = parse_shapes(o, val);
+        else if (!strcmp(name, "--layout")) { rc = parse_pick(name, val, "row", "col", &pick); o->c.layout = (tk_layout)pick; }
+        else if (!strcmp(name, "--op-a")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_a = (tk_op)pick; }
+        else if (!strcmp(name, "--op-b")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_b = (tk_op)pick; }
+        else if (!strcmp(name, "--out")) { rc = parse_pick(name, val, "fp32", "bf16", &pick); o->c.out = (tk_dtype)pick; }
+        else if (!strcmp(name, "--alpha")) { rc = parse_f(name, val, &d); o->c.alpha = (float)d; }
+        else if (!strcmp(name, "--beta")) { rc = parse_f(name, val, &d); o->c.beta = (float)d; }
+        else if (!strcmp(name, "--budget")) {
+            rc = parse_f(name, val, &d);
+            if (!rc && d <= 0) rc = bad("--budget: %s must be > 0 seconds", val);
+            o->bench.budget_s = d;
+        } else if (!strcmp(name, "--seed")) {
+            char *end;
+            errno = 0;
+            o->c.seed = strtoull(val, &end, 0);
+            if (errno || end == val || *end || val[0] == '-')
+                rc = bad("--seed: '%s' is not a non-negative integer", val);
+        } else if (!strcmp(name, "--hot")) o->bench.hot = 1;
+        else if (!strcmp(name, "--no-cublas")) o->no_cublas = 1;
+        else if (!strcmp(name, "--json")) o->json = val;
+        else if (!strcmp(name, "--csv")) o->csv = val;
+        if (rc)
+            return 2;
+    }
+    if (o->nshapes && o->mnk_set)
+        return bad("use either --shapes or --m/--n/--k, not both");
+    if (!o->nshapes)
+        o->shapes[o->nshapes++] = (shape){ m, n, k };
+    return 0;
+}
+
+static int cmd_verify(const opts *o)
+{
+    char why[TK_LAB_MSG_LEN];
+    tk_lab_verify *v;
+    if (tk_lab_verify_open(&v, why, sizeof why)) {
+        fprintf(stderr, "tilekit verify: %s\n", why);
+        return 1;
+    }
+    FILE *jf = o->json ? fopen(o->json, "w") : NULL;
+    if (o->json && !jf)
+        fprintf(stderr, "tilekit verify: cannot write %s: %s\n", o->json, strerror(errno));
+    if (jf)
+        fprintf(jf, "{\"tool\":\"tilekit verify\",\"version\":\"%d.%d.%d\",\"results\":[", TILEKIT_VERSION_MAJOR,
+                TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH);
+    int passed = 0, failed = 0, skipped = 0, rows = 0;
+    static const char *outcome[] = { "error", "ok", "fail", "skip" };
+    for (int s = 0; s < o->nshapes; s++)
+        for (int i = 0; i < o->nkernels; i++) {
+            tk_lab_case c = o->c;
+            c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
+            tk_lab_verify_result r;
+            tk_lab_verify_run(v, o->kernels[i], &c, &r);
+            tk_lab_verify_print(stdout, o->kernels[i], &c, &r);
+            fflush(stdout);
+            passed += r.outcome == 0;
+            failed += r.outcome == 1 || r.outcome < 0;
+            skipped += r.outcome == 2;
+            if (jf)
+                fprintf(jf, "%s\n {\"kernel\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"layout\":\"%s\",\"op_a\":\"%s\","
+                            "\"op_b\":\"%s\",\"out\":\"%s\",\"alpha\":%.9g,\"beta\":%.9g,\"status\":\"%s\","
+                            "\"max_abs\":%.6g,\"max_rel\":%.6g,\"similarity\":%.6g,\"over\":%lld,\"nan\":%lld}",
+                        rows++ ? "," : "", o->kernels[i], (long long)c.m, (long long)c.n, (long long)c.k,
+                        c.layout == TK_ROW_MAJOR ? "row" : "col", c.op_a == TK_OP_N ? "n" : "t",
+                        c.op_b == TK_OP_N ? "n" : "t", c.out == TK_F32 ? "fp32" : "bf16", (double)c.alpha,
+                        (double)c.beta, outcome[r.outcome + 1], fmax(r.vs_cublas.max_abs, r.vs_ref.max_abs),
+                        fmax(r.vs_cublas.max_rel, r.vs_ref.max_rel), r.vs_cublas.similarity,
+                        (long long)(r.vs_cublas.over + r.vs_ref.over),
+                        (long long)(r.vs_cublas.nonfinite + r.vs_ref.nonfinite));
+        }
+    if (jf) {
+        fprintf(jf, "\n]}\n");
+        fclose(jf);
+    }
+    tk_lab_verify_close(v);
+    if (skipped)
+        printf("verify: %d skipped (the kernel refused the case)\n", skipped);
+    printf("verify: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+static int cmd_bench(const opts *o)
+{
+    char why[TK_LAB_MSG_LEN];
+    tk_lab_bench *b;
+    if (tk_lab_bench_open(&b, &o->bench, why, sizeof why)) {
+        fprintf(stderr, "tilekit bench: %s\n", why);
+        return 1;
+    }
+    const tk_lab_bench_info *info = tk_lab_bench_get_info(b);
+    tk_lab_bench_print_header(stdout, info);
+    /* cuBLAS first for each shape, so every later row has its ratio. */
+    const char *order[MAX_LIST + 1];
+    int norder = 0, has_cublas = 0;
+    for (int i = 0; i < o->nkernels; i++)
+        has_cublas |= !strcmp(o->kernels[i], "cublas");
+    if (has_cublas || !o->no_cublas)
+        order[norder++] = "cublas";
+    for (int i = 0; i < o->nkernels; i++)
+        if (strcmp(o->kernels[i], "cublas"))
+            order[norder++] = o->kernels[i];
+    int total = norder * o->nshapes, nrows = 0;
+    tk_lab_bench_row *rows = calloc((size_t)total, sizeof *rows);
+    if (!rows) {
+        tk_lab_bench_close(b);
+        return 1;
+    }
+    for (int s = 0; s < o->nshapes; s++)
+        for (int i = 0; i < norder; i++) {
+            tk_lab_case c = o->c;
+            c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
+            fprintf(stderr, "bench: [%d/%d] %s %lldx%lldx%lld\n", nrows + 1, total, order[i], (long long)c.m,
+                    (long long)c.n, (long long)c.k);
+            tk_lab_bench_run(b, order[i], &c, &rows[nrows]);
+            tk_lab_bench_print_row(stdout, &rows[nrows++]);
+            fflush(stdout);
+        }
+    int rc = 0;
+    const char *path[2] = { o->json, o->csv };
+    for (int w = 0; w < 2; w++) {
+        if (!path[w])
+            continue;
+        FILE *f = fopen(path[w], "w");
+        if (!f || (w ? tk_lab_bench_write_csv(f, info, rows, nrows) : tk_lab_bench_write_json(f, info, rows, nrows))) {
+            fprintf(stderr, "tilekit bench: cannot write %s: %s\n", path[w], strerror(errno));
+            rc = 1;
+        }
+        if (f)
+            fclose(f);
+    }
+    free(rows);
+    tk_lab_bench_close(b);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("tilekit %d.%d.%d\n", TILEKIT_VERSION_MAJOR, TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH);
+        return 0;
+    }
+    opts o = { 0 };
+    o.cmd = argv[1];
+    o.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, 0, 0, 1.0f, 0.0f, TK_F32, 1 };
+    if (strcmp(o.cmd, "bench") && strcmp(o.cmd, "verify") && strcmp(o.cmd, "info")) {
+        fprintf(stderr, "tilekit: unknown command '%s'\n%s", o.cmd, usage);
+        return 2;
+    }
+    if (parse_args(argc, argv, &o))
+        return 2;
+    if (!strcmp(o.cmd, "info"))
+        return tk_lab_info(stdout, o.kernels);
+    return !strcmp(o.cmd, "verify") ? cmd_verify(&o) : cmd_bench(&o);
 }

@@ -1,0 +1,214 @@
+/* lab.h - the kernel lab's harness: random inputs, the fp64 CPU reference,
+ * the element-wise comparison with its error map, verify, bench and info.
+ *
+ * Used by the CLI (tools/tilekit.c), the GPU tests and every kernel's tests.
+ * Everything here works in the USER's view of a problem (tk_gemm_problem:
+ * row- or column-major, logical row i and column j of C); the pure host parts
+ * (numbers, reference, comparison, statistics) need no GPU.
+ */
+#ifndef TK_LAB_H
+#define TK_LAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "tilekit.h"
+
+/* ---- numbers (lab_num.c) ---- */
+float tk_lab_bf16_to_f32(uint16_t x);
+uint16_t tk_lab_f32_to_bf16(float x);          /* round to nearest even; NaN stays NaN */
+uint64_t tk_lab_mix64(uint64_t x);             /* the splitmix64 finalizer: a counter-based PRNG */
+/* Element i of the stream `seed`: uniform in [-1, 1] rounded to bf16, never 0.
+ * Counter-based, so any slice can be filled by any thread deterministically. */
+uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i);
+/* x[0..n) = elements 0..n-1 of stream seed, as bf16 or fp32 (fp32 gets the
+ * same bf16-exact values). Multi-threaded for large n. */
+void tk_lab_fill(void *x, tk_dtype type, size_t n, uint64_t seed);
+int tk_lab_threads(void);                      /* worker threads to use: online CPUs, >= 1 */
+
+/* Element (i, j) of a host matrix of type t in C's layout with leading dimension ld. */
+static inline int64_t tk_lab_index(tk_layout l, int64_t ld, int64_t i, int64_t j)
+{
+    return l == TK_ROW_MAJOR ? i * ld + j : j * ld + i;
+}
+double tk_lab_load(const void *x, tk_dtype t, int64_t idx);
+
+/* ---- the problem of one test/bench case ---- */
+typedef struct tk_lab_case {
+    tk_layout layout;
+    tk_op op_a, op_b;
+    int64_t m, n, k;
+    float alpha, beta;
+    tk_dtype out;
+    uint64_t seed;
+} tk_lab_case;
+
+/* p = the case over buffers a, b, c with tight leading dimensions. A and B
+ * have m*k and k*n elements whatever the ops: the data are i.i.d., so one
+ * buffer serves every op and layout of a shape. */
+void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc, tk_gemm_problem *p);
+/* "1000x1000x1000 row NT fp32 a=1.5 b=0.5" */
+void tk_lab_case_name(const tk_lab_case *c, char *buf, size_t len);
+
+/* ---- fp64 CPU reference (lab_cpuref.c) ---- */
+/* hp is a problem whose a, b, c point to HOST memory; c holds the initial C
+ * (read only when beta != 0). For each point (row[t], col[t]) of C's logical
+ * M x N: want[t] = alpha * sum_k op(A)_ik op(B)_kj + beta * C0_ij in fp64, and
+ * s[t] = sum_k |op(A)_ik| |op(B)_kj| (may be NULL). Uses tk_lab_threads(). */
+void tk_lab_ref_points(const tk_gemm_problem *hp, size_t npts, const int64_t *row, const int64_t *col, double *want,
+                       double *s);
+/* All M x N entries, written logical row-major (want[i*N + j]); s may be NULL. */
+void tk_lab_ref_full(const tk_gemm_problem *hp, double *want, double *s);
+
+/* ---- comparison and error map (lab_compare.c), pure host code ---- */
+/* The tolerance of one element; see the derivation in lab_compare.c.
+ * s = sum_k |a||b|, c0 = initial C value (ignored when beta == 0), want =
+ * the reference value; exact_ref: 1 if want is the fp64 reference, 0 if it
+ * is another fp32-accumulating GEMM (cuBLAS) with errors of its own. */
+double tk_lab_tolerance(int64_t k, float alpha, float beta, double s, double c0, double want, tk_dtype out,
+                        int exact_ref);
+
+typedef struct tk_lab_mat {     /* a host matrix in C's layout */
+    const void *data;
+    tk_dtype type;
+    int64_t ld;
+} tk_lab_mat;
+
+typedef struct tk_lab_cmp_spec {
+    tk_layout layout;           /* of got, want, s and c0 */
+    int64_t m, n, k;
+    float alpha, beta;
+    tk_dtype out;
+    tk_lab_mat got;             /* the kernel's C */
+    tk_lab_mat c0;              /* the initial C (used when beta != 0) */
+    /* The reference: a whole matrix (want + s, both M x N in `layout`; cuBLAS)
+     * when want.data is set, else npts sampled points (fp64 reference). */
+    tk_lab_mat want, s;
+    size_t npts;
+    const int64_t *prow, *pcol;
+    const double *pwant, *ps;
+    int exact_ref;              /* see tk_lab_tolerance */
+    /* Error-map cells in C's LOGICAL rows x cols: for a column-major problem
+     * the kernel's BM x BN tile covers BN logical rows x BM logical columns
+     * (normalization transposes C), so pass them swapped. 0 = 128. */
+    int tile_rows, tile_cols;
+    int warp_rows, warp_cols;   /* 0 = no warp map */
+} tk_lab_cmp_spec;
+
+#define TK_LAB_MAP_MAX 64       /* map cells per side before cells are merged */
+#define TK_LAB_MSG_LEN 512      /* messages kept in results */
+#define TK_LAB_SHOW 8           /* bad entries kept */
+
+typedef struct tk_lab_bad {
+    int64_t row, col;
+    double got, want, tol;
+} tk_lab_bad;
+
+typedef struct tk_lab_map {
+    int rows, cols;             /* cells */
+    int64_t cell_rows, cell_cols;   /* C elements per cell */
+    int64_t row0, col0;         /* C element of cell (0, 0) */
+    /* One char per cell, row-major: '.' ok, '0'..'9' = floor(log10(err/tol))
+     * capped at 9 ('0' = up to 10x over), 'N' NaN/Inf, ' ' nothing checked. */
+    char cell[TK_LAB_MAP_MAX * TK_LAB_MAP_MAX];
+} tk_lab_map;
+
+typedef struct tk_lab_report {
+    int64_t checked, over, nonfinite;
+    double max_abs, max_rel;    /* max_rel = |d| / max(|want|, tol) */
+    double similarity;          /* 1 - 2 sum(xy) / sum(x^2 + y^2), finite pairs */
+    double worst_ratio;         /* max |d| / tol (inf for NaN) */
+    int64_t worst_row, worst_col;
+    int nbad;
+    tk_lab_bad bad[TK_LAB_SHOW];/* the first over-tolerance entries, in storage order */
+    tk_lab_map tiles;           /* the whole C */
+    int has_warp_map;
+    tk_lab_map warps;           /* the worst tile (not merged) at warp granularity */
+} tk_lab_report;
+
+/* Compares and fills r. Returns 0 when every entry is within tolerance and
+ * finite, 1 otherwise. */
+int tk_lab_compare(const tk_lab_cmp_spec *s, tk_lab_report *r);
+/* The maps (when failed) and the first bad entries, each line led by indent. */
+void tk_lab_report_print(FILE *f, const tk_lab_report *r, const char *indent);
+
+/* ---- statistics (lab_stats.c) ---- */
+/* Percentile q in [0, 1] of x[0..n), linear interpolation between order
+ * statistics (numpy's default); x is sorted in place. n >= 1. */
+double tk_lab_percentile(double *x, int n, double q);
+double tk_lab_tflops(int64_t m, int64_t n, int64_t k, double ms);
+/* Dense bf16 tensor flop per clock per SM for sm (e.g. 90), 0 if unknown. */
+int tk_lab_flop_per_clk(int sm);
+double tk_lab_peak_tflops(int sm, int sm_count, int clock_khz);
+
+/* ---- verify (lab_verify.c) ---- */
+typedef struct tk_lab_verify tk_lab_verify;
+
+typedef struct tk_lab_verify_result {
+    int outcome;                /* 0 passed, 1 failed, 2 skipped (kernel refuses), -1 error */
+    char msg[TK_LAB_MSG_LEN];       /* the refusal or error text */
+    int ref_full;               /* 1: every entry checked against the CPU reference */
+    tk_lab_report vs_cublas, vs_ref;
+} tk_lab_verify_result;
+
+/* A verify context owns a handle, a stream and the per-shape input cache. */
+tk_status tk_lab_verify_open(tk_lab_verify **v, char *why, size_t len);
+void tk_lab_verify_close(tk_lab_verify *v);
+/* The error-map cells for kernel's C in `layout`, in logical rows x cols:
+ * the registry's BM x BN (128 x 128 if unset) and WM x WN (0 = none),
+ * swapped for column-major, whose C the kernel sees transposed. */
+void tk_lab_map_dims(const char *kernel, tk_layout layout, int *tile_rows, int *tile_cols, int *warp_rows,
+                     int *warp_cols);
+/* Runs one case of `kernel` and compares it with cuBLAS and the reference. */
+void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *c, tk_lab_verify_result *r);
+/* One summary line, then (on failure) the maps and bad entries. */
+void tk_lab_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_verify_result *r);
+
+/* ---- bench (lab_bench.c; the table, JSON and CSV in lab_report.c) ---- */
+typedef struct tk_lab_bench tk_lab_bench;
+
+typedef struct tk_lab_bench_opts {
+    int hot;                    /* 1: no L2 flush between samples */
+    double budget_s;            /* time per case after warm-up (default 2) */
+    int min_samples, max_samples;   /* defaults 10, 200 */
+    double spread;              /* stop when (p80 - p20) / median <= spread (default 0.01) */
+} tk_lab_bench_opts;
+
+typedef struct tk_lab_bench_row {
+    char kernel[64];
+    tk_lab_case c;
+    int samples;
+    double ms_min, ms_median, ms_p20, ms_p80, tflops, pct_peak;
+    double ratio_cublas;        /* cublas_ms / kernel_ms; NaN when not measured */
+    int nvml_mhz;               /* SM clock read after the samples; 0 if NVML is absent */
+    char status[TK_LAB_MSG_LEN];    /* "ok" or why there is no timing */
+} tk_lab_bench_row;
+
+typedef struct tk_lab_bench_info {
+    char name[256];
+    int sm, sm_count, clock_mhz, mem_clock_mhz, l2_bytes;
+    double peak_tflops;         /* at clock_mhz, the max SM clock */
+    int l2_flush;
+    size_t flush_bytes;
+    int nvml_mhz;               /* SM clock when opened; 0 if NVML is absent */
+} tk_lab_bench_info;
+
+tk_status tk_lab_bench_open(tk_lab_bench **b, const tk_lab_bench_opts *o, char *why, size_t len);
+void tk_lab_bench_close(tk_lab_bench *b);
+const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b);
+/* Times one case; row->status says "ok" or why not. Returns 0 when timed. */
+int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *c, tk_lab_bench_row *row);
+void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *info);
+void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *row);
+/* The files of --json / --csv (the JSON schema is read by bench/ scripts). */
+int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
+int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
+/* The SM clock in MHz via NVML (dlopen'ed), or 0 when unavailable. */
+int tk_lab_nvml_sm_clock(int cuda_device);
+
+/* ---- info (lab_info.c) ---- */
+/* Device properties and per-kernel resources; kernels = NULL for all,
+ * else a NULL-terminated list of names. Returns 0, or 1 on a CUDA error. */
+int tk_lab_info(FILE *f, const char *const *kernels);
+
+#endif /* TK_LAB_H */

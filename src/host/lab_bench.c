@@ -1,0 +1,261 @@
+/* lab_bench.c - timing one kernel on one case: warm-up, then cudaEvent
+ * samples with L2 flushed before each, until the median is stable or the
+ * time budget is spent. The output formats (table, JSON, CSV) are in
+ * lab_report.c. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cuda_runtime_api.h>
+#include "internal.h"
+#include "lab.h"
+
+#define WARMUP 2
+
+struct tk_lab_bench {
+    tk_handle h;
+    cudaStream_t stream;
+    cudaEvent_t ev0, ev1;
+    tk_lab_bench_opts o;
+    tk_lab_bench_info info;
+    void *flush;                /* written before each sample to evict A, B, C from L2 */
+    size_t flush_bytes;
+    int64_t m, n, k;            /* the shape of da/db; m = 0: none */
+    uint64_t seed;
+    void *da, *db, *dc;
+    size_t c_bytes;
+    tk_dtype c_out;
+    tk_lab_case cublas_case;    /* the last cuBLAS case timed, for the ratio */
+    double cublas_ms;           /* its median; 0 = none */
+    double *samples;
+};
+
+/* The SM clock through NVML, loaded at run time so tilekit neither links
+ * nor needs it; any failure just means "unknown" (0). */
+int tk_lab_nvml_sm_clock(int cuda_device)
+{
+    char bus[32];
+    if (cudaDeviceGetPCIBusId(bus, (int)sizeof bus, cuda_device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return 0;
+    typedef int (*init_fn)(void);
+    typedef int (*by_bus_fn)(const char *, void **);
+    typedef int (*clock_fn)(void *, int, unsigned *);
+    init_fn init = (init_fn)dlsym(lib, "nvmlInit_v2");
+    init_fn shutdown = (init_fn)dlsym(lib, "nvmlShutdown");
+    by_bus_fn by_bus = (by_bus_fn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    clock_fn clock = (clock_fn)dlsym(lib, "nvmlDeviceGetClockInfo");
+    unsigned mhz = 0;
+    void *dev = NULL;
+    if (init && shutdown && by_bus && clock && init() == 0) {
+        if (by_bus(bus, &dev) == 0 && clock(dev, 1 /* NVML_CLOCK_SM */, &mhz) != 0)
+            mhz = 0;
+        shutdown();
+    }
+    dlclose(lib);
+    return (int)mhz;
+}
+
+void tk_lab_bench_close(tk_lab_bench *b)
+{
+    if (!b)
+        return;
+    cudaFree(b->flush); cudaFree(b->da); cudaFree(b->db); cudaFree(b->dc);
+    if (b->ev0) cudaEventDestroy(b->ev0);
+    if (b->ev1) cudaEventDestroy(b->ev1);
+    if (b->stream) cudaStreamDestroy(b->stream);
+    tk_destroy(b->h);
+    free(b->samples);
+    free(b);
+}
+
+tk_status tk_lab_bench_open(tk_lab_bench **out, const tk_lab_bench_opts *o, char *why, size_t len)
+{
+    *out = NULL;
+    tk_lab_bench *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(why, len, "out of host memory");
+        return TK_ERR_ALLOC;
+    }
+    b->o = *o;
+    if (b->o.budget_s <= 0) b->o.budget_s = 2.0;
+    if (b->o.min_samples <= 0) b->o.min_samples = 10;
+    if (b->o.max_samples <= 0) b->o.max_samples = 200;
+    if (b->o.max_samples < b->o.min_samples) b->o.max_samples = b->o.min_samples;
+    if (b->o.max_samples > 1024) b->o.max_samples = 1024;   /* summarize's buffer */
+    if (b->o.min_samples > b->o.max_samples) b->o.min_samples = b->o.max_samples;
+    if (b->o.spread <= 0) b->o.spread = 0.01;
+    tk_status st = tk_create(&b->h);
+    if (st == TK_SUCCESS && !b->h->have_device) {
+        snprintf(why, len, "%s", b->h->device_error);
+        tk_lab_bench_close(b);
+        return TK_ERR_NO_DEVICE;
+    }
+    const tk_device *d = st == TK_SUCCESS ? &b->h->dev : NULL;
+    if (d) {
+        b->flush_bytes = o->hot ? 0 : 2 * (size_t)d->l2_bytes;
+        if (!(b->samples = malloc((size_t)b->o.max_samples * sizeof *b->samples)))
+            st = TK_ERR_ALLOC;
+        else if (cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking) || cudaEventCreate(&b->ev0) ||
+                 cudaEventCreate(&b->ev1) || (b->flush_bytes && cudaMalloc(&b->flush, b->flush_bytes)))
+            st = TK_ERR_CUDA;
+    }
+    if (st != TK_SUCCESS) {
+        snprintf(why, len, "%s", d ? cudaGetErrorString(cudaGetLastError()) : tk_last_error(NULL));
+        tk_lab_bench_close(b);
+        return st;
+    }
+    tk_lab_bench_info *in = &b->info;
+    snprintf(in->name, sizeof in->name, "%s", d->name);
+    in->sm = d->sm;
+    in->sm_count = d->sm_count;
+    in->clock_mhz = d->clock_khz / 1000;
+    in->mem_clock_mhz = d->mem_clock_khz / 1000;
+    in->l2_bytes = d->l2_bytes;
+    in->peak_tflops = tk_lab_peak_tflops(d->sm, d->sm_count, d->clock_khz);
+    in->l2_flush = !o->hot;
+    in->flush_bytes = b->flush_bytes;
+    in->nvml_mhz = tk_lab_nvml_sm_clock(d->id);
+    *out = b;
+    return TK_SUCCESS;
+}
+
+const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b) { return &b->info; }
+
+/* Random (never zero) A, B and C for the case, kept while the shape lasts. */
+static int ensure_data(tk_lab_bench *b, const tk_lab_case *c, char *why, size_t len)
+{
+    size_t na = (size_t)(c->m * c->k), nb = (size_t)(c->k * c->n), nc = (size_t)(c->m * c->n);
+    size_t cb = nc * (c->out == TK_F32 ? 4 : 2);
+    int new_ab = b->m != c->m || b->n != c->n || b->k != c->k || b->seed != c->seed;
+    int new_c = new_ab || b->c_out != c->out || b->c_bytes != cb;
+    size_t nh = new_ab ? (na > nb ? na : nb) : 0;
+    nh = new_c && nc * 2 > nh ? nc * 2 : nh;
+    void *host = malloc(nh * 2);
+    cudaError_t e = host ? cudaSuccess : cudaErrorMemoryAllocation;
+    if (!e && new_ab) {
+        cudaFree(b->da); cudaFree(b->db);
+        b->da = b->db = NULL;
+        b->m = 0;
+        e = cudaMalloc(&b->da, na * 2);
+        if (!e) e = cudaMalloc(&b->db, nb * 2);
+        tk_lab_fill(host, TK_BF16, na, tk_lab_mix64(c->seed) ^ 0xa);
+        if (!e) e = cudaMemcpy(b->da, host, na * 2, cudaMemcpyHostToDevice);
+        tk_lab_fill(host, TK_BF16, nb, tk_lab_mix64(c->seed) ^ 0xb);
+        if (!e) e = cudaMemcpy(b->db, host, nb * 2, cudaMemcpyHostToDevice);
+    }
+    if (!e && new_c) {
+        cudaFree(b->dc);
+        b->dc = NULL;
+        b->c_bytes = 0;
+        e = cudaMalloc(&b->dc, cb);
+        tk_lab_fill(host, c->out, nc, tk_lab_mix64(c->seed) ^ 0xc);
+        if (!e) e = cudaMemcpy(b->dc, host, cb, cudaMemcpyHostToDevice);
+    }
+    free(host);
+    if (e) {
+        cudaGetLastError();
+        snprintf(why, len, "preparing inputs: %s", cudaGetErrorString(e));
+        b->m = 0;
+        b->c_bytes = 0;
+        return -1;
+    }
+    b->m = c->m; b->n = c->n; b->k = c->k; b->seed = c->seed;
+    b->c_bytes = cb;
+    b->c_out = c->out;
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Fills p20, median, p80 and min from the samples so far. */
+static void summarize(const tk_lab_bench *b, int n, tk_lab_bench_row *row)
+{
+    double tmp[1024];
+    int nn = n < 1024 ? n : 1024;
+    memcpy(tmp, b->samples, (size_t)nn * sizeof *tmp);
+    row->ms_min = tk_lab_percentile(tmp, nn, 0.0);
+    row->ms_p20 = tk_lab_percentile(tmp, nn, 0.2);
+    row->ms_median = tk_lab_percentile(tmp, nn, 0.5);
+    row->ms_p80 = tk_lab_percentile(tmp, nn, 0.8);
+    row->samples = n;
+}
+
+static int same_case(const tk_lab_case *x, const tk_lab_case *y)
+{
+    return x->layout == y->layout && x->op_a == y->op_a && x->op_b == y->op_b && x->m == y->m && x->n == y->n &&
+           x->k == y->k && x->alpha == y->alpha && x->beta == y->beta && x->out == y->out;
+}
+
+int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *c, tk_lab_bench_row *row)
+{
+    memset(row, 0, sizeof *row);
+    snprintf(row->kernel, sizeof row->kernel, "%s", kernel);
+    row->c = *c;
+    row->ratio_cublas = NAN;
+    if (ensure_data(b, c, row->status, sizeof row->status))
+        return -1;
+    tk_gemm_problem p;
+    tk_lab_problem(c, b->da, b->db, b->dc, &p);
+    if (tk_kernel_supports(b->h, kernel, &p) != TK_SUCCESS) {
+        snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));
+        return -1;
+    }
+    cudaError_t e = cudaSuccess;
+    for (int w = 0; w < WARMUP; w++)
+        if (tk_gemm_ex(b->h, &p, kernel, b->stream) != TK_SUCCESS) {
+            snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));
+            return -1;
+        }
+    double t0 = now_s();
+    int n = 0;
+    e = cudaStreamSynchronize(b->stream);
+    while (!e && n < b->o.max_samples) {
+        /* A different byte each time, so no write can be skipped as a no-op. */
+        if (b->flush)
+            e = cudaMemsetAsync(b->flush, n & 0xff, b->flush_bytes, b->stream);
+        if (!e) e = cudaEventRecord(b->ev0, b->stream);
+        if (!e && tk_gemm_ex(b->h, &p, kernel, b->stream) != TK_SUCCESS) {
+            snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));
+            return -1;
+        }
+        if (!e) e = cudaEventRecord(b->ev1, b->stream);
+        if (!e) e = cudaEventSynchronize(b->ev1);
+        float ms = 0.0f;
+        if (!e) e = cudaEventElapsedTime(&ms, b->ev0, b->ev1);
+        if (e)
+            break;
+        b->samples[n++] = ms;
+        if (n < b->o.min_samples)
+            continue;
+        summarize(b, n, row);
+        if ((row->ms_p80 - row->ms_p20) <= b->o.spread * row->ms_median || now_s() - t0 >= b->o.budget_s)
+            break;
+    }
+    if (e) {
+        snprintf(row->status, sizeof row->status, "CUDA: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    summarize(b, n, row);
+    row->nvml_mhz = tk_lab_nvml_sm_clock(b->h->dev.id);
+    row->tflops = tk_lab_tflops(c->m, c->n, c->k, row->ms_median);
+    row->pct_peak = b->info.peak_tflops > 0 ? 100.0 * row->tflops / b->info.peak_tflops : NAN;
+    if (!strcmp(kernel, "cublas")) {
+        b->cublas_case = *c;
+        b->cublas_ms = row->ms_median;
+    }
+    if (b->cublas_ms > 0 && same_case(&b->cublas_case, c))
+        row->ratio_cublas = b->cublas_ms / row->ms_median;
+    snprintf(row->status, sizeof row->status, "ok");
+    return 0;
+}

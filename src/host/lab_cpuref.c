@@ -1,0 +1,121 @@
+/* lab_cpuref.c - the fp64 CPU reference: exact bf16 products summed in
+ * double, for any layout and op, split over all CPUs with pthreads.
+ *
+ * With bf16 inputs (8-bit significands) every product is exact in double
+ * and a sum of K <= 2^29 of them loses at most K * 2^-53 relative to
+ * sum |a||b|: far below anything a fp32-accumulating GPU kernel can show. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include "lab.h"
+
+/* Strides of op(A)(i, kk) and op(B)(kk, j) in elements of the stored
+ * matrices, in the user's layout: a transposed op or a column-major layout
+ * each swap which index walks the leading dimension. */
+typedef struct ref_view {
+    const uint16_t *a, *b;
+    int64_t a_si, a_sk, b_sk, b_sj;
+    int64_t k, n;
+    double alpha, beta;
+    const void *c0;
+    tk_dtype c_type;
+    tk_layout layout;
+    int64_t ldc;
+} ref_view;
+
+static void view_init(const tk_gemm_problem *p, ref_view *v)
+{
+    int row = p->layout == TK_ROW_MAJOR;
+    int a_ld_i = row == (p->op_a == TK_OP_N);   /* does i walk A's leading dimension? */
+    int b_ld_k = row == (p->op_b == TK_OP_N);   /* does kk walk B's leading dimension? */
+    v->a = p->a;
+    v->b = p->b;
+    v->a_si = a_ld_i ? p->lda : 1;
+    v->a_sk = a_ld_i ? 1 : p->lda;
+    v->b_sk = b_ld_k ? p->ldb : 1;
+    v->b_sj = b_ld_k ? 1 : p->ldb;
+    v->k = p->k;
+    v->n = p->n;
+    v->alpha = p->alpha;
+    v->beta = p->beta;
+    v->c0 = p->c;
+    v->c_type = p->c_type;
+    v->layout = p->layout;
+    v->ldc = p->ldc;
+}
+
+static void ref_one(const ref_view *v, int64_t i, int64_t j, double *want, double *s)
+{
+    const uint16_t *a = v->a + i * v->a_si, *b = v->b + j * v->b_sj;
+    double acc = 0.0, abs_acc = 0.0;
+    for (int64_t kk = 0; kk < v->k; kk++) {
+        double x = (double)tk_lab_bf16_to_f32(a[kk * v->a_sk]) * (double)tk_lab_bf16_to_f32(b[kk * v->b_sk]);
+        acc += x;
+        abs_acc += fabs(x);
+    }
+    double r = v->alpha * acc;
+    if (v->beta != 0.0)   /* C0 is read only when beta != 0 (it may be NaN poison) */
+        r += v->beta * tk_lab_load(v->c0, v->c_type, tk_lab_index(v->layout, v->ldc, i, j));
+    *want = r;
+    if (s)
+        *s = abs_acc;
+}
+
+typedef struct ref_job {
+    const ref_view *v;
+    const int64_t *row, *col;    /* NULL: point t is (t / n, t % n) */
+    size_t lo, hi;
+    double *want, *s;
+} ref_job;
+
+static void *ref_worker(void *arg)
+{
+    ref_job *j = arg;
+    for (size_t t = j->lo; t < j->hi; t++) {
+        int64_t r = j->row ? j->row[t] : (int64_t)t / j->v->n;
+        int64_t c = j->col ? j->col[t] : (int64_t)t % j->v->n;
+        ref_one(j->v, r, c, &j->want[t], j->s ? &j->s[t] : NULL);
+    }
+    return NULL;
+}
+
+static void ref_run(const tk_gemm_problem *hp, size_t npts, const int64_t *row, const int64_t *col, double *want,
+                    double *s)
+{
+    enum { MAXT = 256 };
+    ref_view v;
+    view_init(hp, &v);
+    /* One thread per ~64k multiply-adds at least, so tiny problems stay serial. */
+    double work = (double)npts * (double)(hp->k > 0 ? hp->k : 1);
+    int nt = tk_lab_threads();
+    if (work < 65536.0 * nt)
+        nt = (int)(work / 65536.0) + 1;
+    nt = nt > MAXT ? MAXT : nt;
+    ref_job jobs[MAXT];
+    pthread_t tid[MAXT];
+    int started[MAXT] = { 0 };
+    for (int t = 0; t < nt; t++) {
+        jobs[t] = (ref_job){ &v, row, col, npts * (size_t)t / (size_t)nt, npts * (size_t)(t + 1) / (size_t)nt,
+                             want, s };
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, ref_worker, &jobs[t]) == 0;
+    }
+    for (int t = 0; t < nt; t++)
+        if (!started[t])
+            ref_worker(&jobs[t]);
+    for (int t = 0; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+}
+
+void tk_lab_ref_points(const tk_gemm_problem *hp, size_t npts, const int64_t *row, const int64_t *col, double *want,
+                       double *s)
+{
+    if (npts)
+        ref_run(hp, npts, row, col, want, s);
+}
+
+void tk_lab_ref_full(const tk_gemm_problem *hp, double *want, double *s)
+{
+    if (hp->m > 0 && hp->n > 0)
+        ref_run(hp, (size_t)hp->m * (size_t)hp->n, NULL, NULL, want, s);
+}

@@ -1,0 +1,133 @@
+/* lab_num.c - bf16 on the host, the lab's random numbers, case helpers. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "lab.h"
+
+float tk_lab_bf16_to_f32(uint16_t x)
+{
+    uint32_t u = (uint32_t)x << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+uint16_t tk_lab_f32_to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);   /* keep NaN a (quiet) NaN */
+    /* Round to nearest even: add half an ulp of bf16, minus one on a tie
+     * whose kept part is even, then truncate. */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+uint64_t tk_lab_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i)
+{
+    /* splitmix64: element i of the stream is mix(seed' + (i + 1) * golden). */
+    uint64_t r = tk_lab_mix64(tk_lab_mix64(seed) + (i + 1) * 0x9e3779b97f4a7c15ull);
+    /* (u + 0.5) / 2^23 - 1 with u < 2^24 lies in (-1, 1) and is never 0; the
+     * smallest magnitude, 2^-24, is a normal bf16, so rounding keeps it non-zero. */
+    double x = ((double)(r >> 40) + 0.5) / 8388608.0 - 1.0;
+    return tk_lab_f32_to_bf16((float)x);
+}
+
+int tk_lab_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+typedef struct fill_job {
+    void *x;
+    tk_dtype type;
+    size_t lo, hi;
+    uint64_t seed;
+} fill_job;
+
+static void *fill_worker(void *arg)
+{
+    fill_job *j = arg;
+    for (size_t i = j->lo; i < j->hi; i++) {
+        uint16_t v = tk_lab_rand_bf16(j->seed, i);
+        if (j->type == TK_BF16)
+            ((uint16_t *)j->x)[i] = v;
+        else
+            ((float *)j->x)[i] = tk_lab_bf16_to_f32(v);
+    }
+    return NULL;
+}
+
+void tk_lab_fill(void *x, tk_dtype type, size_t n, uint64_t seed)
+{
+    enum { MAXT = 64 };
+    int nt = n < ((size_t)1 << 20) ? 1 : tk_lab_threads();
+    nt = nt > MAXT ? MAXT : nt;
+    fill_job jobs[MAXT];
+    pthread_t tid[MAXT];
+    int started[MAXT] = { 0 };
+    for (int t = 0; t < nt; t++) {
+        jobs[t] = (fill_job){ x, type, n * (size_t)t / (size_t)nt, n * (size_t)(t + 1) / (size_t)nt, seed };
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, fill_worker, &jobs[t]) == 0;
+    }
+    for (int t = 0; t < nt; t++)
+        if (!started[t])   /* thread 0, or one that could not be started */
+            fill_worker(&jobs[t]);
+    for (int t = 0; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+}
+
+double tk_lab_load(const void *x, tk_dtype t, int64_t idx)
+{
+    if (t == TK_F32)
+        return ((const float *)x)[idx];
+    return tk_lab_bf16_to_f32(((const uint16_t *)x)[idx]);
+}
+
+void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc, tk_gemm_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    p->layout = c->layout;
+    p->op_a = c->op_a;
+    p->op_b = c->op_b;
+    p->m = c->m;
+    p->n = c->n;
+    p->k = c->k;
+    p->alpha = c->alpha;
+    p->beta = c->beta;
+    p->c_type = c->out;
+    /* stored A is m x k (op N) or k x m (op T); the leading dimension is the
+     * stored column count (row-major) or row count (column-major). */
+    int64_t a_rows = c->op_a == TK_OP_N ? c->m : c->k, a_cols = c->op_a == TK_OP_N ? c->k : c->m;
+    int64_t b_rows = c->op_b == TK_OP_N ? c->k : c->n, b_cols = c->op_b == TK_OP_N ? c->n : c->k;
+    int row = c->layout == TK_ROW_MAJOR;
+    p->a = a;
+    p->lda = row ? a_cols : a_rows;
+    p->b = b;
+    p->ldb = row ? b_cols : b_rows;
+    p->c = cc;
+    p->ldc = row ? c->n : c->m;
+    if (p->lda < 1) p->lda = 1;
+    if (p->ldb < 1) p->ldb = 1;
+    if (p->ldc < 1) p->ldc = 1;
+}
+
+void tk_lab_case_name(const tk_lab_case *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%lldx%lldx%lld %s %c%c %s a=%g b=%g", (long long)c->m, (long long)c->n, (long long)c->k,
+             c->layout == TK_ROW_MAJOR ? "row" : "col", c->op_a == TK_OP_N ? 'N' : 'T',
+             c->op_b == TK_OP_N ? 'N' : 'T', c->out == TK_F32 ? "fp32" : "bf16", (double)c->alpha,
+             (double)c->beta);
+}

@@ -1,0 +1,185 @@
+/* test_lab.c - the harness's arithmetic without a GPU: bf16 rounding, the
+ * random inputs, the fp64 reference against a naive triple loop, the
+ * tolerance, percentiles and TFLOP/s. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "host/lab.h"
+#include "check.h"
+
+static void test_bf16_rounding(void)
+{
+    CHECK(tk_lab_f32_to_bf16(1.0f) == 0x3f80, "1.0 -> %04x", tk_lab_f32_to_bf16(1.0f));
+    /* ties go to even: 1 + 2^-8 is halfway between 1 and 1 + 2^-7 */
+    CHECK(tk_lab_f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80, "tie down");
+    CHECK(tk_lab_f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82, "tie up");
+    CHECK(tk_lab_f32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81, "above half");
+    CHECK(tk_lab_f32_to_bf16(-2.5f) == 0xc020, "-2.5");
+    uint16_t nan = tk_lab_f32_to_bf16(NAN);
+    CHECK(isnan(tk_lab_bf16_to_f32(nan)), "NaN lost: %04x", nan);
+    CHECK(isinf(tk_lab_bf16_to_f32(tk_lab_f32_to_bf16(INFINITY))), "inf lost");
+    for (uint32_t x = 0; x < 0x7f80; x += 7)   /* every finite positive bf16 survives a round trip */
+        CHECK(tk_lab_f32_to_bf16(tk_lab_bf16_to_f32((uint16_t)x)) == x, "round trip %04x", x);
+}
+
+static void test_random_inputs(void)
+{
+    enum { N = 3 << 20 };   /* large enough for the threaded path */
+    uint16_t *x = malloc(N * 2), *y = malloc(N * 2);
+    float *f = malloc(N * 4);
+    tk_lab_fill(x, TK_BF16, N, 7);
+    tk_lab_fill(y, TK_BF16, N, 8);
+    tk_lab_fill(f, TK_F32, N, 7);
+    double sum = 0;
+    int zeros = 0, out = 0, same = 0, mism = 0;
+    for (int i = 0; i < N; i++) {
+        float v = tk_lab_bf16_to_f32(x[i]);
+        zeros += v == 0.0f;
+        out += !(v >= -1.0f && v <= 1.0f);
+        same += x[i] == y[i];
+        mism += f[i] != v || (i % 9973 == 0 && tk_lab_rand_bf16(7, (uint64_t)i) != x[i]);
+        sum += v;
+    }
+    CHECK(zeros == 0, "%d zeros", zeros);
+    CHECK(out == 0, "%d outside [-1, 1]", out);
+    CHECK(fabs(sum / N) < 2e-3, "mean %g", sum / N);
+    CHECK(same < N / 50, "seeds 7 and 8 agree on %d of %d", same, N);
+    CHECK(mism == 0, "%d elements differ between fp32/bf16/per-element fills", mism);
+    free(x); free(y); free(f);
+}
+
+/* op(X)(r, c) of a stored matrix, written out independently of lab_cpuref.c. */
+static double naive_at(const uint16_t *x, tk_layout l, tk_op op, int64_t ld, int64_t r, int64_t c)
+{
+    int64_t sr = op == TK_OP_N ? r : c, sc = op == TK_OP_N ? c : r;   /* stored row, col */
+    return tk_lab_bf16_to_f32(x[l == TK_ROW_MAJOR ? sr * ld + sc : sc * ld + sr]);
+}
+
+static void test_reference_vs_triple_loop(void)
+{
+    const int64_t shapes[][3] = { { 1, 1, 1 }, { 5, 7, 3 }, { 17, 9, 33 }, { 40, 33, 64 } };
+    for (int sh = 0; sh < 4; sh++)
+        for (int combo = 0; combo < 16; combo++) {
+            tk_lab_case c = { (tk_layout)(combo & 1), (tk_op)(combo >> 1 & 1), (tk_op)(combo >> 2 & 1),
+                              shapes[sh][0], shapes[sh][1], shapes[sh][2], 1.5f, combo >> 3 ? 0.5f : 0.0f,
+                              combo & 8 ? TK_BF16 : TK_F32, 3 };
+            size_t pad = 3;   /* leading dimensions larger than needed */
+            uint16_t *a = malloc((size_t)((c.m + pad) * (c.k + pad)) * 2);
+            uint16_t *b = malloc((size_t)((c.k + pad) * (c.n + pad)) * 2);
+            float *c0 = malloc((size_t)((c.m + pad) * (c.n + pad)) * 4);
+            tk_lab_fill(a, TK_BF16, (size_t)((c.m + pad) * (c.k + pad)), 1);
+            tk_lab_fill(b, TK_BF16, (size_t)((c.k + pad) * (c.n + pad)), 2);
+            tk_lab_fill(c0, c.out, (size_t)((c.m + pad) * (c.n + pad)), 3);
+            tk_gemm_problem p;
+            tk_lab_problem(&c, a, b, c0, &p);
+            p.lda += (int64_t)pad; p.ldb += (int64_t)pad; p.ldc += (int64_t)pad;
+            double *want = malloc((size_t)(c.m * c.n) * 8), *s = malloc((size_t)(c.m * c.n) * 8);
+            tk_lab_ref_full(&p, want, s);
+            int bad = 0;
+            for (int64_t i = 0; i < c.m; i++)
+                for (int64_t j = 0; j < c.n; j++) {
+                    double acc = 0, sa = 0;
+                    for (int64_t kk = 0; kk < c.k; kk++) {
+                        double x = naive_at(a, c.layout, c.op_a, p.lda, i, kk) *
+                                   naive_at(b, c.layout, c.op_b, p.ldb, kk, j);
+                        acc += x;
+                        sa += fabs(x);
+                    }
+                    double cv = tk_lab_load(c0, c.out, tk_lab_index(c.layout, p.ldc, i, j));
+                    double w = 1.5 * acc + (c.beta != 0 ? 0.5 * cv : 0.0);
+                    double got = want[i * c.n + j], gs = s[i * c.n + j];
+                    double pw = 0, ps = 0;
+                    tk_lab_ref_points(&p, 1, &i, &j, &pw, &ps);
+                    bad += fabs(got - w) > 1e-12 * (1 + fabs(w)) || fabs(gs - sa) > 1e-12 * sa || pw != got ||
+                           ps != gs;
+                }
+            char name[128];
+            tk_lab_case_name(&c, name, sizeof name);
+            CHECK(bad == 0, "%s: %d entries differ from the triple loop", name, bad);
+            free(a); free(b); free(c0); free(want); free(s);
+        }
+}
+
+static void test_tolerance_formula(void)
+{
+    /* K = 4096, S = 1024: 16 sqrt(K) u S = 2^4 2^6 2^-24 2^10 = 1/16, plus 2 u S */
+    double t = tk_lab_tolerance(4096, 1.0f, 0.0f, 1024.0, 0.0, 20.0, TK_F32, 1);
+    CHECK(fabs(t - (0.0625 + 2048 * 0x1p-24)) < 1e-15, "fp32: %.17g", t);
+    CHECK(tk_lab_tolerance(4096, 1.0f, 0.0f, 1024.0, 0.0, 20.0, TK_F32, 0) == 2 * t, "cuBLAS doubles it");
+    double tb = tk_lab_tolerance(4096, 1.0f, 0.0f, 1024.0, 0.0, 20.0, TK_BF16, 1);
+    CHECK(fabs(tb - (t + (20.0 + t) / 256)) < 1e-15, "bf16: %.17g", tb);
+    CHECK(tk_lab_tolerance(4096, 2.0f, 0.0f, 1024.0, 0.0, 20.0, TK_F32, 1) == 2 * t, "alpha scales S");
+    double tc = tk_lab_tolerance(1, 1.0f, 0.5f, 1.0, 8.0, 5.0, TK_F32, 1);
+    CHECK(fabs(tc - (16 * 0x1p-24 + 2 * 0x1p-24 * 5.0)) < 1e-18, "beta*c0 term: %.17g", tc);
+    CHECK(tk_lab_tolerance(1, 1.0f, 0.0f, 1.0, NAN, 5.0, TK_F32, 1) == 18 * 0x1p-24, "C0 ignored at beta 0");
+    CHECK(tk_lab_tolerance(16384, 1, 0, 1, 0, 0, TK_F32, 1) > tk_lab_tolerance(1024, 1, 0, 1, 0, 0, TK_F32, 1),
+          "grows with K");
+}
+
+/* The tolerance must pass honest fp32 accumulation in the worst order
+ * (sequential) and still catch a single dropped product most of the time. */
+static void test_tolerance_fits_fp32(void)
+{
+    enum { K = 4096, E = 300 };
+    uint16_t *a = malloc(K * E * 2), *b = malloc(K * E * 2);
+    tk_lab_fill(a, TK_BF16, K * E, 11);
+    tk_lab_fill(b, TK_BF16, K * E, 12);
+    int over = 0, caught = 0;
+    double worst = 0;
+    for (int e = 0; e < E; e++) {
+        float acc = 0.0f, acc_drop = 0.0f;
+        double ref = 0, s = 0;
+        for (int k = 0; k < K; k++) {
+            float x = tk_lab_bf16_to_f32(a[e * K + k]) * tk_lab_bf16_to_f32(b[e * K + k]);
+            acc += x;
+            acc_drop += k == K / 2 ? 0.0f : x;
+            ref += x;
+            s += fabs(x);
+        }
+        double tol = tk_lab_tolerance(K, 1.0f, 0.0f, s, 0.0, ref, TK_F32, 1);
+        over += fabs(acc - ref) > tol;
+        caught += fabs(acc_drop - ref) > tol;
+        worst = fmax(worst, fabs(acc - ref) / tol);
+    }
+    CHECK(over == 0, "%d of %d honest fp32 sums over tolerance", over, E);
+    CHECK(worst < 0.25, "honest fp32 sums use %.2f of the tolerance", worst);
+    CHECK(caught > E / 2, "a dropped product caught in only %d of %d", caught, E);
+    free(a); free(b);
+}
+
+static void test_percentiles(void)
+{
+    double x[10] = { 7, 3, 10, 1, 9, 2, 8, 4, 6, 5 };
+    CHECK(tk_lab_percentile(x, 10, 0.5) == 5.5, "median %g", tk_lab_percentile(x, 10, 0.5));
+    CHECK(fabs(tk_lab_percentile(x, 10, 0.2) - 2.8) < 1e-12, "p20 %g", tk_lab_percentile(x, 10, 0.2));
+    CHECK(fabs(tk_lab_percentile(x, 10, 0.8) - 8.2) < 1e-12, "p80 %g", tk_lab_percentile(x, 10, 0.8));
+    CHECK(tk_lab_percentile(x, 10, 0.0) == 1 && tk_lab_percentile(x, 10, 1.0) == 10, "min/max");
+    double y[3] = { 3, 1, 2 }, z[1] = { 4 };
+    CHECK(tk_lab_percentile(y, 3, 0.5) == 2, "odd median");
+    CHECK(tk_lab_percentile(z, 1, 0.8) == 4, "one sample");
+}
+
+static void test_tflops_and_peak(void)
+{
+    double t = tk_lab_tflops(8192, 8192, 8192, 1.0);
+    CHECK(fabs(t - 1099.511627776) < 1e-9, "8192^3 in 1 ms: %.9f", t);
+    CHECK(fabs(tk_lab_tflops(4096, 4096, 4096, 0.25) - 549.755813888) < 1e-9, "4096^3 in 0.25 ms");
+    CHECK(tk_lab_flop_per_clk(90) == 4096 && tk_lab_flop_per_clk(80) == 2048 && tk_lab_flop_per_clk(89) == 1024 &&
+              tk_lab_flop_per_clk(86) == 1024 && tk_lab_flop_per_clk(75) == 0,
+          "flop/clk table");
+    /* H100 SXM: 132 SMs x 4096 x 1830 MHz = 989.4 TFLOP/s (the datasheet figure) */
+    CHECK(fabs(tk_lab_peak_tflops(90, 132, 1830000) - 989.42976) < 1e-6, "H100 peak %.5f",
+          tk_lab_peak_tflops(90, 132, 1830000));
+    CHECK(tk_lab_peak_tflops(75, 80, 1500000) == 0, "unknown arch has no peak");
+}
+
+void tk_tests(void)
+{
+    TK_TEST(test_bf16_rounding);
+    TK_TEST(test_random_inputs);
+    TK_TEST(test_reference_vs_triple_loop);
+    TK_TEST(test_tolerance_formula);
+    TK_TEST(test_tolerance_fits_fp32);
+    TK_TEST(test_percentiles);
+    TK_TEST(test_tflops_and_peak);
+}
