@@ -194,6 +194,33 @@ def test_every_kernel_that_supports():
             assert_close(C, ref, "%s trans_b=%s" % (k["name"], tb))
 
 
+class CAIView:
+    """torch memory seen only through __cuda_array_interface__ (v3), bf16 as
+    '<V2': exercises the non-torch path on real device memory."""
+    def __init__(self, t, stream=None):
+        size = t.element_size()
+        self.__cuda_array_interface__ = {
+            "shape": tuple(t.shape), "typestr": "<V2" if t.dtype == torch.bfloat16 else "<f4",
+            "strides": tuple(s * size for s in t.stride()), "data": (t.data_ptr(), False), "version": 3,
+            "stream": stream}
+
+
+def test_cuda_array_interface():
+    M, N, K = 100, 60, 40
+    A, Bt = bf16(M, K), bf16(N, K)
+    C = nan_like((M, N), torch.float32)
+    torch.cuda.synchronize()   # inputs ready before a call on another stream
+    out = CAIView(C, stream=1)   # the legacy default stream
+    got = tilekit.gemm(CAIView(A), CAIView(Bt.t()), out=out, kernel="k01_naive")
+    assert got is out
+    torch.cuda.synchronize()
+    assert_close(C, reference(A, Bt.t()), "CAI objects")
+    C16 = nan_like((N, M), torch.bfloat16).t()   # column-major bf16 out through CAI
+    tilekit.gemm(CAIView(A), CAIView(Bt), out=CAIView(C16), trans_b=True)
+    torch.cuda.synchronize()
+    assert_close(C16, reference(A, Bt.t()), "CAI objects, column-major bf16 out, auto")
+
+
 # ---- errors ----
 
 def test_errors():
