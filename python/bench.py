@@ -7,8 +7,9 @@ What the seeds' Python harness set out to do, done correctly:
 - the output is poisoned with NaN before the checked run, so a kernel that
   skips elements fails;
 - timing uses CUDA events around each call alone, after warm-up, with L2
-  flushed before each sample (--hot to skip), and reports the median (and
-  min, p20-p80) of many samples instead of a mean;
+  flushed before each sample (--hot to skip) and the GPU kept busy while the
+  host issues the call (so Python's launch cost is not timed as GPU time),
+  and reports the median (and min, p20-p80) of many samples, not a mean;
 - TFLOP/s = 2*M*N*K / (ms * 1e9): ms -> s is 1e-3 and FLOP -> TFLOP is 1e-12
   (the seed divided by ms * 1e12, a factor 1000 too small).
 
@@ -62,10 +63,19 @@ def percentile(sorted_xs, q):
     return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
 
 
+# GPU cycles of busy-waiting queued before each sample's start event (about
+# 0.25 ms): the host's Python-side cost of issuing the call (argument checks,
+# ctypes; tens of microseconds) then overlaps the wait instead of showing up
+# as idle GPU time between the events, so the events time the kernel alone.
+SLEEP_CYCLES = 500000
+
+
 def time_fn(torch, fn, args, flush_buf):
     """Median-centred timing: warm-up, then samples of fn alone between CUDA
-    events (each preceded by an L2 flush unless --hot), until --reps or the
-    time budget (with at least 5 samples)."""
+    events (each preceded by an L2 flush unless --hot, and by a GPU sleep that
+    hides the host's launch cost), until --reps or the time budget (with at
+    least 5 samples)."""
+    sleep = getattr(torch.cuda, "_sleep", None)
     for _ in range(args.warmup):
         fn()
     torch.cuda.synchronize()
@@ -73,6 +83,8 @@ def time_fn(torch, fn, args, flush_buf):
     while len(times) < args.reps:
         if flush_buf is not None:
             flush_buf.zero_()   # overwrite 2x L2 so A and B start cold, as in the C harness
+        if sleep is not None:
+            sleep(SLEEP_CYCLES)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
@@ -133,9 +145,10 @@ def main():
     print("device: %s, %d SMs, torch %s, tilekit %s (%s)" % (props.name, props.multi_processor_count,
                                                              torch.__version__, tilekit.version(),
                                                              tilekit.library_path()))
-    print("problem: C[%dx%d] %s = op(A) op(B), op_a=%s op_b=%s, K=%d, L2 %s, up to %d samples, median"
+    print("problem: C[%dx%d] %s = op(A) op(B), op_a=%s op_b=%s, K=%d, L2 %s, up to %d samples, median%s"
           % (M, N, args.out, "T" if args.trans_a else "N", "T" if args.trans_b else "N", K,
-             "hot" if args.hot else "flushed", args.reps))
+             "hot" if args.hot else "flushed", args.reps,
+             "" if hasattr(torch.cuda, "_sleep") else " (no torch.cuda._sleep: host launch cost included)"))
 
     rows, failures = [], 0
 
