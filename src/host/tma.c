@@ -1,0 +1,65 @@
+/* tma.c - TMA tensor maps, encoded through the driver entry point that the
+ * runtime hands out (no libcuda at link time).
+ *
+ * The entry point is looked up on every call rather than cached in a static:
+ * tilekit keeps no global mutable state, and the lookup plus encode cost
+ * microseconds, small next to the GEMMs that use TMA. */
+#include <stdio.h>
+#include <cuda_runtime_api.h>
+#include <cudaTypedefs.h>
+#include "tma.h"
+
+tk_status tk_tma_check(const char *name, const void *p, int64_t ld, size_t elem_bytes, char *why, size_t len)
+{
+    if (((uint64_t)ld * elem_bytes) % 16) {
+        snprintf(why, len,
+                 "TMA needs the row stride of %s to be a multiple of 16 bytes: its leading dimension %lld (elements "
+                 "of %zu bytes) is not a multiple of %zu",
+                 name, (long long)ld, elem_bytes, 16 / elem_bytes);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if ((uintptr_t)p % 16) {
+        snprintf(why, len, "TMA needs %s 16-byte aligned; %p is not", name, p);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    return TK_SUCCESS;
+}
+
+static tk_status encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn, char *why, size_t len)
+{
+    void *p = NULL;
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p) {
+        snprintf(why, len, "cuTensorMapEncodeTiled not available from the driver (%s, query result %d)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "no error", (int)q);
+        cudaGetLastError();
+        return TK_ERR_CUDA;
+    }
+    *fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+    return TK_SUCCESS;
+}
+
+tk_status tk_tma_map_2d(CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes, const void *base,
+                        uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows, uint32_t box_cols,
+                        CUtensorMapSwizzle swizzle, char *why, size_t len)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode;
+    tk_status st = encode_fn(&encode, why, len);
+    if (st)
+        return st;
+    cuuint64_t dims[2] = { cols, rows };             /* innermost first */
+    cuuint64_t strides[1] = { ld * elem_bytes };     /* bytes, of every dimension but the innermost */
+    cuuint32_t box[2] = { box_cols, box_rows };
+    cuuint32_t elem_strides[2] = { 1, 1 };
+    CUresult r = encode(map, dtype, 2, (void *)base, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, len,
+                 "cuTensorMapEncodeTiled failed (CUresult %d) for a %llu x %llu matrix, ld %llu, box %u x %u at %p",
+                 (int)r, (unsigned long long)rows, (unsigned long long)cols, (unsigned long long)ld, box_rows,
+                 box_cols, base);
+        return TK_ERR_CUDA;
+    }
+    return TK_SUCCESS;
+}

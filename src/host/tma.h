@@ -1,0 +1,35 @@
+/* tma.h - host-side creation of TMA tensor maps (CUtensorMap) for the Hopper
+ * kernels, and the alignment rules TMA imposes, for their support checks.
+ *
+ * cuTensorMapEncodeTiled is a driver API function; it is looked up through
+ * the runtime (cudaGetDriverEntryPointByVersion), so tilekit has no link-time
+ * dependency on libcuda. <cuda.h> is included for its types only.
+ */
+#ifndef TK_HOST_TMA_H
+#define TK_HOST_TMA_H
+
+#include <cuda.h>
+#include "kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* TMA's rules for a matrix `name` at p with leading dimension ld (elements of
+ * elem_bytes each): the base 16-byte aligned and the row stride a multiple of
+ * 16 bytes. p == NULL (introspection) judges ld only. TK_SUCCESS or
+ * TK_ERR_NOT_SUPPORTED with the reason in why. */
+tk_status tk_tma_check(const char *name, const void *p, int64_t ld, size_t elem_bytes, char *why, size_t len);
+
+/* Encodes the map of a row-major matrix of rows x cols elements with leading
+ * dimension ld (elements), copied in boxes of box_rows x box_cols (box_cols *
+ * elem_bytes <= 128 with the 128B swizzle). Boxes may reach past the matrix:
+ * loads zero-fill and stores clip there. L2 promotion is 256 bytes. */
+tk_status tk_tma_map_2d(CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes, const void *base,
+                        uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows, uint32_t box_cols,
+                        CUtensorMapSwizzle swizzle, char *why, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TK_HOST_TMA_H */

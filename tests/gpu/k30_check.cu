@@ -1,0 +1,464 @@
+/* k30_check - device check of the Hopper kernel k30_wgmma_tma against cuBLAS.
+ *
+ *   gpucu_k30_check [name-substring]       correctness tests (sm_90 only)
+ *   TK_K30_BENCH=1 gpucu_k30_check bench   also the timing table
+ *
+ * Correctness: A and B hold small random integers (-2..2, never all zero), so
+ * every product and fp32 sum is exact and the result must match cuBLAS bit
+ * for bit (fp32 C, and bf16 C after the same round-to-nearest); one
+ * real-valued case per output type checks with a tolerance instead. C is
+ * poisoned with NaN when beta == 0 and filled with integers when beta != 0;
+ * leading dimensions are padded and two guard rows follow C, so the
+ * comparison over whole rows also proves the kernel wrote nothing outside
+ * M x N. Timing: cudaEvents around each call, L2 flushed by a 128 MiB memset
+ * before every sample, kernels interleaved with cuBLAS, median of 20 after
+ * 3 warm-up calls.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include "tilekit.h"
+extern "C" {
+#include "../host/check.h"
+}
+
+#define KERNEL "k30_wgmma_tma"
+
+static tk_handle g_h;
+static int g_ok_device;
+
+static __device__ uint32_t hash32(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+/* mode 0: integers -2..2; mode 1: uniform reals in [-1, 1). */
+static __global__ void fill_bf16(uint16_t *p, int64_t n, uint32_t seed, int mode)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t r = hash32((uint64_t)i * 0x9E3779B97F4A7C15ULL + seed);
+        float v = mode == 0 ? (float)((int)(r % 5u) - 2) : (float)(r >> 8) * (2.0f / 16777216.0f) - 1.0f;
+        p[i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    }
+}
+
+/* poison = 1: NaN everywhere; else integers -3..3. */
+static __global__ void fill_c(void *p, int64_t n, int bf16, uint32_t seed, int poison)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float v = poison ? __int_as_float(0x7fc00000) : (float)((int)(hash32((uint64_t)i + seed) % 7u) - 3);
+        if (bf16)
+            ((uint16_t *)p)[i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+        else
+            ((float *)p)[i] = v;
+    }
+}
+
+typedef struct cmp_result {
+    unsigned long long bad;    /* elements that differ (exact) or are NaN in one only */
+    unsigned long long first;  /* smallest bad index */
+    unsigned int max_diff;     /* float bits of max |x - y| over differing elements */
+    unsigned int max_ref;      /* float bits of max |y| over finite y */
+} cmp_result;
+
+static __global__ void compare(const void *x, const void *y, int64_t n, int bf16, int exact, cmp_result *r)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float a, b;
+        uint32_t ba, bb;
+        if (bf16) {
+            ba = ((const uint16_t *)x)[i];
+            bb = ((const uint16_t *)y)[i];
+            a = __uint_as_float(ba << 16);
+            b = __uint_as_float(bb << 16);
+        } else {
+            a = ((const float *)x)[i];
+            b = ((const float *)y)[i];
+            ba = __float_as_uint(a);
+            bb = __float_as_uint(b);
+        }
+        if (isfinite(b))
+            atomicMax(&r->max_ref, __float_as_uint(fabsf(b)));
+        if (ba == bb)
+            continue;
+        float d = fabsf(a - b);
+        if (exact || isnan(d)) {
+            atomicAdd(&r->bad, 1ULL);
+            atomicMin(&r->first, (unsigned long long)i);
+        }
+        if (!isnan(d))
+            atomicMax(&r->max_diff, __float_as_uint(d));
+    }
+}
+
+typedef struct gcase {
+    int64_t m, n, k;
+    tk_op op_a, op_b;
+    tk_dtype ct;
+    float alpha, beta;
+    int real;            /* 0: integers (exact), 1: reals (tolerance) */
+    int pad;             /* extra elements per row beyond the minimum multiple of 8 */
+    tk_layout layout;
+} gcase;
+
+static int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
+
+typedef struct bufs {
+    void *a, *b, *c, *ref;
+    cmp_result *cmp;
+    size_t a_bytes, b_bytes, c_bytes;
+} bufs;
+
+static void *dev_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes) != cudaSuccess)
+        return NULL;
+    return p;
+}
+
+/* Builds the problem of c in freshly allocated buffers (freed by the caller). */
+static int setup(const gcase *c, tk_gemm_problem *p, bufs *b)
+{
+    memset(b, 0, sizeof *b);
+    memset(p, 0, sizeof *p);
+    /* Stored shapes in the problem's layout (rows x cols of the memory image). */
+    int row = c->layout == TK_ROW_MAJOR;
+    int64_t ar = c->op_a == TK_OP_N ? c->m : c->k, ac = c->op_a == TK_OP_N ? c->k : c->m;
+    int64_t br = c->op_b == TK_OP_N ? c->k : c->n, bc = c->op_b == TK_OP_N ? c->n : c->k;
+    int64_t lda = round8(row ? ac : ar) + c->pad, ldb = round8(row ? bc : br) + c->pad;
+    int64_t ldc = round8(row ? c->n : c->m) + c->pad;
+    int64_t a_outer = row ? ar : ac, b_outer = row ? br : bc, c_outer = (row ? c->m : c->n) + 2;  /* 2 guard rows */
+    size_t cs = c->ct == TK_F32 ? 4 : 2;
+    b->a_bytes = (size_t)(lda * a_outer) * 2;
+    b->b_bytes = (size_t)(ldb * b_outer) * 2;
+    b->c_bytes = (size_t)(ldc * c_outer) * cs;
+    b->a = dev_alloc(b->a_bytes);
+    b->b = dev_alloc(b->b_bytes);
+    b->c = dev_alloc(b->c_bytes);
+    b->ref = dev_alloc(b->c_bytes);
+    b->cmp = (cmp_result *)dev_alloc(sizeof(cmp_result));
+    if (!b->a || !b->b || !b->c || !b->ref || !b->cmp)
+        return 0;
+    fill_bf16<<<1024, 256>>>((uint16_t *)b->a, (int64_t)(b->a_bytes / 2), 17, c->real);
+    fill_bf16<<<1024, 256>>>((uint16_t *)b->b, (int64_t)(b->b_bytes / 2), 91, c->real);
+    fill_c<<<1024, 256>>>(b->c, (int64_t)(b->c_bytes / cs), c->ct == TK_BF16, 5, c->beta == 0.0f);
+    cudaMemcpy(b->ref, b->c, b->c_bytes, cudaMemcpyDeviceToDevice);
+    tk_gemm_problem q = { c->layout, c->op_a, c->op_b, c->m, c->n, c->k, c->alpha, c->beta,
+                          b->a, lda, b->b, ldb, b->c, ldc, c->ct };
+    *p = q;
+    return 1;
+}
+
+static void release(bufs *b)
+{
+    cudaFree(b->a);
+    cudaFree(b->b);
+    cudaFree(b->c);
+    cudaFree(b->ref);
+    cudaFree(b->cmp);
+}
+
+static void describe(const gcase *c, char *s, size_t len)
+{
+    snprintf(s, len, "%lldx%lldx%lld %s op_a=%s op_b=%s C=%s alpha=%g beta=%g %s pad=%d", (long long)c->m,
+             (long long)c->n, (long long)c->k, c->layout == TK_ROW_MAJOR ? "row" : "col",
+             c->op_a == TK_OP_N ? "N" : "T", c->op_b == TK_OP_N ? "N" : "T", c->ct == TK_F32 ? "f32" : "bf16",
+             c->alpha, c->beta, c->real ? "real" : "int", c->pad);
+}
+
+/* Runs the case with KERNEL and cuBLAS and compares; returns 1 if it passed. */
+static int run_case(const gcase *c)
+{
+    char d[256];
+    describe(c, d, sizeof d);
+    tk_gemm_problem p;
+    bufs b;
+    if (!setup(c, &p, &b)) {
+        CHECK(0, "%s: out of device memory", d);
+        release(&b);
+        return 0;
+    }
+    tk_status st = tk_gemm_ex(g_h, &p, KERNEL, NULL);
+    CHECK(st == TK_SUCCESS, "%s: %s: %s", d, KERNEL, tk_last_error(g_h));
+    tk_gemm_problem r = p;
+    r.c = b.ref;
+    tk_status sr = tk_gemm_ex(g_h, &r, "cublas", NULL);
+    CHECK(sr == TK_SUCCESS, "%s: cublas: %s", d, tk_last_error(g_h));
+    cmp_result z = { 0, ~0ULL, 0, 0 }, h;
+    cudaMemcpy(b.cmp, &z, sizeof z, cudaMemcpyHostToDevice);
+    size_t cs = c->ct == TK_F32 ? 4 : 2;
+    compare<<<1024, 256>>>(b.c, b.ref, (int64_t)(b.c_bytes / cs), c->ct == TK_BF16, !c->real, b.cmp);
+    cudaError_t e = cudaMemcpy(&h, b.cmp, sizeof h, cudaMemcpyDeviceToHost);
+    CHECK(e == cudaSuccess, "%s: %s", d, cudaGetErrorString(e));
+    float md, mr;
+    memcpy(&md, &h.max_diff, 4);
+    memcpy(&mr, &h.max_ref, 4);
+    float tol = c->ct == TK_F32 ? 1e-5f : 1e-2f;
+    int ok = st == TK_SUCCESS && sr == TK_SUCCESS && e == cudaSuccess && h.bad == 0 &&
+             (!c->real || md <= tol * mr);
+    int64_t ldc = p.ldc;
+    CHECK(ok, "%s: %llu bad elements, first at row %lld col %lld, max |diff| %g, max |ref| %g", d, h.bad,
+          h.bad ? (long long)(h.first / ldc) : -1LL, h.bad ? (long long)(h.first % ldc) : -1LL, md, mr);
+    if (!ok || c->real)
+        printf("    %-4s %s  max|diff| %g  max|ref| %g\n", ok ? "ok" : "BAD", d, md, mr);
+    release(&b);
+    return ok;
+}
+
+static int have_sm90(void)
+{
+    int dev = 0, major = 0, minor = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return major == 9 && minor == 0;
+}
+
+static void run_shapes(const int64_t (*shapes)[3], int count, int pad)
+{
+    if (!g_ok_device)
+        return;
+    int cases = 0, passed = 0;
+    for (int s = 0; s < count; s++)
+        for (int oa = 0; oa < 2; oa++)
+            for (int ob = 0; ob < 2; ob++)
+                for (int ct = 0; ct < 2; ct++)
+                    for (int bi = 0; bi < 2; bi++) {
+                        gcase c = { shapes[s][0], shapes[s][1], shapes[s][2], (tk_op)oa, (tk_op)ob, (tk_dtype)ct,
+                                    1.0f, bi ? 0.5f : 0.0f, 0, pad, TK_ROW_MAJOR };
+                        passed += run_case(&c);
+                        cases++;
+                    }
+    printf("    %d of %d cases exact (shapes x op_a x op_b x C type x beta)\n", passed, cases);
+}
+
+static void k30_small_shapes(void)
+{
+    static const int64_t shapes[][3] = {
+        { 1, 1, 1 }, { 127, 129, 65 }, { 129, 257, 63 }, { 128, 256, 64 }, { 64, 8, 8 }, { 300, 520, 16 },
+        { 1000, 1000, 1000 }, { 257, 2000, 200 },
+    };
+    run_shapes(shapes, (int)(sizeof shapes / sizeof shapes[0]), 8);
+    if (!g_ok_device)
+        return;
+    /* column-major problems go through normalization; alpha != 1 */
+    gcase c1 = { 333, 517, 129, TK_OP_N, TK_OP_N, TK_F32, -1.5f, 0.5f, 0, 0, TK_COL_MAJOR };
+    run_case(&c1);
+    gcase c2 = { 333, 517, 129, TK_OP_T, TK_OP_T, TK_BF16, 2.0f, 0.0f, 0, 16, TK_COL_MAJOR };
+    run_case(&c2);
+    /* real-valued data, tolerance */
+    gcase r1 = { 1000, 1000, 1000, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
+    run_case(&r1);
+    gcase r2 = { 1000, 1000, 1000, TK_OP_N, TK_OP_T, TK_BF16, 1.0f, 0.5f, 1, 0, TK_ROW_MAJOR };
+    run_case(&r2);
+}
+
+static void k30_large_shapes(void)
+{
+    static const int64_t shapes[][3] = { { 8191, 8193, 8190 }, { 8192, 8192, 8192 } };
+    run_shapes(shapes, 2, 0);
+}
+
+/* A few cases for compute-sanitizer: every op combination, a small and a
+ * medium shape. */
+static void k30_sanitize(void)
+{
+    if (!g_ok_device)
+        return;
+    for (int oa = 0; oa < 2; oa++)
+        for (int ob = 0; ob < 2; ob++) {
+            gcase c = { 127, 129, 65, (tk_op)oa, (tk_op)ob, oa ? TK_BF16 : TK_F32, 1.0f, 0.5f, 0, 8, TK_ROW_MAJOR };
+            run_case(&c);
+        }
+    gcase m = { 1000, 1000, 1000, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 0, 0, TK_ROW_MAJOR };
+    run_case(&m);
+}
+
+/* Refusals are clear and auto-dispatch picks the kernel where it applies. */
+static void k30_dispatch(void)
+{
+    if (!g_ok_device)
+        return;
+    tk_gemm_problem p = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 127, 129, 65, 1.0f, 0.0f,
+                          NULL, 65, NULL, 129, NULL, 129, TK_F32 };
+    tk_status st = tk_kernel_supports(g_h, KERNEL, &p);
+    CHECK(st == TK_ERR_NOT_SUPPORTED, "lda 65 should be refused, got %d", (int)st);
+    printf("    refusal (lda 65): %s\n", tk_last_error(g_h));
+    tk_gemm_problem q = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 8192, 8192, 8192, 1.0f, 0.0f,
+                          NULL, 8192, NULL, 8192, NULL, 8192, TK_F32 };
+    const char *k = tk_select_kernel(g_h, &q);
+    CHECK(k && !strcmp(k, KERNEL), "auto picks %s for 8192^3, expected %s", k ? k : "(none)", KERNEL);
+    printf("    auto-dispatch at 8192^3: %s\n", k ? k : "(none)");
+}
+
+/* 100 repeated runs give bit-identical results (no race). */
+static void k30_repeat(void)
+{
+    if (!g_ok_device)
+        return;
+    gcase c = { 4096, 4096, 4096, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
+    tk_gemm_problem p;
+    bufs b;
+    if (!setup(&c, &p, &b)) {
+        CHECK(0, "out of device memory");
+        release(&b);
+        return;
+    }
+    tk_gemm_ex(g_h, &p, KERNEL, NULL);
+    cudaMemcpy(b.ref, b.c, b.c_bytes, cudaMemcpyDeviceToDevice);
+    unsigned long long bad_runs = 0;
+    for (int i = 0; i < 100; i++) {
+        cudaMemset(b.c, 0xFF, b.c_bytes);   /* NaN poison before every run */
+        tk_status st = tk_gemm_ex(g_h, &p, KERNEL, NULL);
+        CHECK(st == TK_SUCCESS, "run %d: %s", i, tk_last_error(g_h));
+        cmp_result z = { 0, ~0ULL, 0, 0 }, h;
+        cudaMemcpy(b.cmp, &z, sizeof z, cudaMemcpyHostToDevice);
+        compare<<<1024, 256>>>(b.c, b.ref, (int64_t)(b.c_bytes / 4), 0, 1, b.cmp);
+        cudaMemcpy(&h, b.cmp, sizeof h, cudaMemcpyDeviceToHost);
+        bad_runs += h.bad != 0;
+    }
+    CHECK(bad_runs == 0, "%llu of 100 runs differ from the first", bad_runs);
+    printf("    100 runs of 4096^3 (real data): %llu differ from the first\n", bad_runs);
+    release(&b);
+}
+
+static float median(float *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            float t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[n / 2];
+}
+
+#define REPS 20
+
+static void bench_case(int64_t m, int64_t n, int64_t k, tk_op op_b, tk_dtype ct, void *flush, size_t flush_bytes)
+{
+    gcase c = { m, n, k, TK_OP_N, op_b, ct, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
+    tk_gemm_problem p;
+    bufs b;
+    if (!setup(&c, &p, &b)) {
+        printf("    %lldx%lldx%lld: out of device memory\n", (long long)m, (long long)n, (long long)k);
+        release(&b);
+        return;
+    }
+    const char *names[2] = { "cublas", KERNEL };
+    cudaEvent_t ev[2][REPS][2];
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < REPS; i++)
+            for (int j = 0; j < 2; j++)
+                cudaEventCreate(&ev[w][i][j]);
+    for (int i = 0; i < 3; i++)
+        for (int w = 0; w < 2; w++)
+            tk_gemm_ex(g_h, &p, names[w], NULL);
+    int ok = 1;
+    for (int i = 0; i < REPS; i++)
+        for (int w = 0; w < 2; w++) {
+            cudaMemsetAsync(flush, i & 0xFF, flush_bytes, NULL);
+            cudaEventRecord(ev[w][i][0], NULL);
+            ok &= tk_gemm_ex(g_h, &p, names[w], NULL) == TK_SUCCESS;
+            cudaEventRecord(ev[w][i][1], NULL);
+        }
+    cudaError_t e = cudaDeviceSynchronize();
+    float ms[2];
+    for (int w = 0; w < 2; w++) {
+        float t[REPS];
+        for (int i = 0; i < REPS; i++)
+            cudaEventElapsedTime(&t[i], ev[w][i][0], ev[w][i][1]);
+        ms[w] = median(t, REPS);
+    }
+    double flop = 2.0 * (double)m * (double)n * (double)k;
+    printf("| %5lld x %5lld x %5lld | op_b %s | %-4s | cublas %8.3f ms %6.1f TF/s | k30 %8.3f ms %6.1f TF/s | "
+           "x%.3f |%s\n",
+           (long long)m, (long long)n, (long long)k, op_b == TK_OP_N ? "N" : "T", ct == TK_F32 ? "f32" : "bf16",
+           ms[0], flop / (ms[0] * 1e9), ms[1], flop / (ms[1] * 1e9), ms[0] / ms[1],
+           ok && e == cudaSuccess ? "" : " ERROR");
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < REPS; i++)
+            for (int j = 0; j < 2; j++)
+                cudaEventDestroy(ev[w][i][j]);
+    release(&b);
+}
+
+/* Host cost of one call (argument checks, support check, tensor-map
+ * encoding, launch), averaged over 200 calls of a small problem. */
+static void host_cost(void)
+{
+    gcase c = { 256, 256, 256, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
+    tk_gemm_problem p;
+    bufs b;
+    if (!setup(&c, &p, &b)) {
+        release(&b);
+        return;
+    }
+    const char *names[2] = { "cublas", KERNEL };
+    for (int w = 0; w < 2; w++) {
+        tk_gemm_ex(g_h, &p, names[w], NULL);
+        cudaDeviceSynchronize();
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int i = 0; i < 200; i++)
+            tk_gemm_ex(g_h, &p, names[w], NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        cudaDeviceSynchronize();
+        double us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / 200;
+        printf("    host time per tk_gemm_ex call (256^3, enqueue only): %-14s %.2f us\n", names[w], us);
+    }
+    release(&b);
+}
+
+static void k30_bench(void)
+{
+    const char *env = getenv("TK_K30_BENCH");
+    if (!g_ok_device || !env || strcmp(env, "1"))
+        return;
+    size_t flush_bytes = (size_t)128 << 20;
+    void *flush = dev_alloc(flush_bytes);
+    CHECK(flush != NULL, "no memory for the L2 flush buffer");
+    if (!flush)
+        return;
+    host_cost();
+    static const int64_t shapes[][3] = {
+        { 8192, 8192, 8192 }, { 4096, 4096, 4096 }, { 2048, 2048, 2048 }, { 16384, 16384, 16384 },
+        { 4096, 14336, 4096 }, { 8192, 8192, 1024 }, { 8191, 8193, 8190 },
+    };
+    for (int s = 0; s < 7; s++) {
+        bench_case(shapes[s][0], shapes[s][1], shapes[s][2], TK_OP_T, TK_F32, flush, flush_bytes);
+        if (s < 2) {
+            bench_case(shapes[s][0], shapes[s][1], shapes[s][2], TK_OP_N, TK_F32, flush, flush_bytes);
+            bench_case(shapes[s][0], shapes[s][1], shapes[s][2], TK_OP_T, TK_BF16, flush, flush_bytes);
+        }
+    }
+    cudaFree(flush);
+}
+
+void tk_tests(void)
+{
+    if (tk_create(&g_h) != TK_SUCCESS) {
+        printf("tk_create failed: %s\n", tk_last_error(NULL));
+        return;
+    }
+    g_ok_device = have_sm90();
+    if (!g_ok_device)
+        printf("no sm_90 GPU: %s tests skipped\n", KERNEL);
+    TK_TEST(k30_dispatch);
+    TK_TEST(k30_sanitize);
+    TK_TEST(k30_small_shapes);
+    TK_TEST(k30_large_shapes);
+    TK_TEST(k30_repeat);
+    TK_TEST(k30_bench);
+    tk_destroy(g_h);
+}
