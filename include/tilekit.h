@@ -110,7 +110,8 @@ tk_status tk_kernel_get(int index, tk_kernel_props *out);
  * then judged on the leading dimensions alone. */
 tk_status tk_kernel_supports(tk_handle h, const char *kernel, const tk_gemm_problem *p);
 
-/* The name auto-dispatch would choose for p, or NULL (see tk_last_error). */
+/* The name auto-dispatch would choose for p, or NULL (see tk_last_error).
+ * As for tk_kernel_supports, p's pointers may be NULL. */
 const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p);
 
 #ifdef __cplusplus
