@@ -2,6 +2,8 @@
  * a kernel's C into a verdict and an error map. Pure host code: arrays in,
  * report out, so the CPU tests can plant bugs and watch them get caught. */
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include "lab.h"
 
@@ -161,32 +163,104 @@ static void account(tk_lab_report *r, const elem *e, double *sxy, double *sxx)
     }
 }
 
-int tk_lab_compare(const tk_lab_cmp_spec *s, tk_lab_report *r)
+/* One thread's share of the first pass: outer rows/cols (whole C) or
+ * points [lo, hi), with its own report, map and sums, merged afterwards. */
+typedef struct part {
+    const tk_lab_cmp_spec *s;
+    int64_t lo, hi;
+    tk_lab_report r;
+    map_acc tiles;
+    double sxy, sxx;
+} part;
+
+static void *part_run(void *arg)
 {
-    memset(r, 0, sizeof *r);
-    int64_t tr = s->tile_rows > 0 ? s->tile_rows : 128, tc = s->tile_cols > 0 ? s->tile_cols : 128;
-    map_acc tiles, warps;
-    map_init(&tiles, &r->tiles, 0, 0, s->m, s->n, tr, tc);
-    double sxy = 0.0, sxx = 0.0;
+    part *p = arg;
+    const tk_lab_cmp_spec *s = p->s;
     elem e;
-    int full = s->want.data != NULL;
-    if (full) {
+    if (s->want.data) {
         /* storage order, so the bad entries listed are the first in memory */
         int row = s->layout == TK_ROW_MAJOR;
-        int64_t outer = row ? s->m : s->n, inner = row ? s->n : s->m;
-        for (int64_t o = 0; o < outer; o++)
+        int64_t inner = row ? s->n : s->m;
+        for (int64_t o = p->lo; o < p->hi; o++)
             for (int64_t q = 0; q < inner; q++) {
                 elem_full(s, row ? o : q, row ? q : o, &e);
-                account(r, &e, &sxy, &sxx);
-                map_add(&tiles, e.i, e.j, elem_ratio(&e));
+                account(&p->r, &e, &p->sxy, &p->sxx);
+                map_add(&p->tiles, e.i, e.j, elem_ratio(&e));
             }
     } else {
-        for (size_t t = 0; t < s->npts; t++) {
-            elem_point(s, t, &e);
-            account(r, &e, &sxy, &sxx);
-            map_add(&tiles, e.i, e.j, elem_ratio(&e));
+        for (int64_t t = p->lo; t < p->hi; t++) {
+            elem_point(s, (size_t)t, &e);
+            account(&p->r, &e, &p->sxy, &p->sxx);
+            map_add(&p->tiles, e.i, e.j, elem_ratio(&e));
         }
     }
+    return NULL;
+}
+
+/* Folds part q into the running total p (q covers later elements). */
+static void part_merge(part *p, const part *q)
+{
+    tk_lab_report *r = &p->r;
+    const tk_lab_report *x = &q->r;
+    if (x->checked && (!r->checked || x->worst_ratio > r->worst_ratio)) {
+        r->worst_ratio = x->worst_ratio;
+        r->worst_row = x->worst_row;
+        r->worst_col = x->worst_col;
+    }
+    r->checked += x->checked;
+    r->over += x->over;
+    r->nonfinite += x->nonfinite;
+    r->max_abs = fmax(r->max_abs, x->max_abs);
+    r->max_rel = fmax(r->max_rel, x->max_rel);
+    for (int b = 0; b < x->nbad && r->nbad < TK_LAB_SHOW; b++)
+        r->bad[r->nbad++] = x->bad[b];
+    p->sxy += q->sxy;
+    p->sxx += q->sxx;
+    for (int c = 0; c < TK_LAB_MAP_MAX * TK_LAB_MAP_MAX; c++)
+        p->tiles.worst[c] = fmax(p->tiles.worst[c], q->tiles.worst[c]);
+}
+
+int tk_lab_compare(const tk_lab_cmp_spec *s, tk_lab_report *r)
+{
+    enum { MAXT = 64 };
+    memset(r, 0, sizeof *r);
+    int64_t tr = s->tile_rows > 0 ? s->tile_rows : 128, tc = s->tile_cols > 0 ? s->tile_cols : 128;
+    int full = s->want.data != NULL;
+    int64_t count = full ? (s->layout == TK_ROW_MAJOR ? s->m : s->n) : (int64_t)s->npts;
+    /* A whole 8192^2 C is ~67M elements: worth all CPUs; a few thousand points are not. */
+    int nt = full && s->m * s->n >= (1 << 20) ? tk_lab_threads() : 1;
+    nt = nt > MAXT ? MAXT : nt > count ? (int)(count > 0 ? count : 1) : nt;
+    part *parts = calloc((size_t)nt, sizeof *parts);
+    pthread_t tid[MAXT];
+    int started[MAXT] = { 0 };
+    if (!parts)
+        nt = 0;   /* out of memory: report it as a failure below */
+    for (int t = 0; t < nt; t++) {
+        parts[t].s = s;
+        parts[t].lo = count * t / nt;
+        parts[t].hi = count * (t + 1) / nt;
+        map_init(&parts[t].tiles, &parts[t].r.tiles, 0, 0, s->m, s->n, tr, tc);
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, part_run, &parts[t]) == 0;
+    }
+    for (int t = 0; t < nt; t++)
+        if (!started[t])
+            part_run(&parts[t]);
+    for (int t = 0; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        if (t > 0)
+            part_merge(&parts[0], &parts[t]);
+    }
+    if (!parts) {
+        r->nonfinite = r->over = 1;
+        return 1;
+    }
+    *r = parts[0].r;
+    double sxy = parts[0].sxy, sxx = parts[0].sxx;
+    map_acc tiles = parts[0].tiles, warps;
+    free(parts);
+    tiles.map = &r->tiles;
     map_finish(&tiles);
     r->similarity = sxx > 0.0 ? 1.0 - 2.0 * sxy / sxx : 0.0;
     int failed = r->over > 0 || r->nonfinite > 0;
@@ -196,6 +270,7 @@ int tk_lab_compare(const tk_lab_cmp_spec *s, tk_lab_report *r)
     int64_t r0 = r->worst_row / tr * tr, c0 = r->worst_col / tc * tc;
     map_init(&warps, &r->warps, r0, c0, tr, tc, s->warp_rows, s->warp_cols);
     r->has_warp_map = 1;
+    elem e;
     if (full) {
         for (int64_t i = r0; i < r0 + tr && i < s->m; i++)
             for (int64_t j = c0; j < c0 + tc && j < s->n; j++) {

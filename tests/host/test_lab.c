@@ -173,6 +173,46 @@ static void test_tflops_and_peak(void)
     CHECK(tk_lab_peak_tflops(75, 80, 1500000) == 0, "unknown arch has no peak");
 }
 
+static void test_bench_files(void)
+{
+    tk_lab_bench_info in = { .name = "Fake \"GPU\"", .sm = 90, .sm_count = 132, .clock_mhz = 1980,
+                             .l2_bytes = 52428800, .peak_tflops = 1070.5, .l2_flush = 1 };
+    tk_lab_bench_row rows[2] = { { .kernel = "cublas", .c = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, 8192, 8192, 8192,
+                                                               1.0f, 0.0f, TK_F32, 1 },
+                                   .samples = 10, .ms_min = 1.4, .ms_median = 1.5, .ms_p20 = 1.45, .ms_p80 = 1.55,
+                                   .tflops = 733.0, .pct_peak = 68.5, .ratio_cublas = 1.0, .status = "ok" },
+                                 { .kernel = "k99", .c = { TK_COL_MAJOR, TK_OP_T, TK_OP_N, 8, 8, 8, 1.5f, 0.5f,
+                                                           TK_BF16, 1 },
+                                   .ratio_cublas = NAN, .status = "kernel k99: needs \"aligned\" ld" } };
+    char buf[4096];
+    FILE *f = tmpfile();
+    CHECK(tk_lab_bench_write_json(f, &in, rows, 2) == 0, "json write");
+    rewind(f);
+    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+    fclose(f);
+    static const char *const want[] = {
+        "{\"tool\":\"tilekit bench\",\"version\":\"0.1.0\",\"device\":{\"name\":\"Fake \\\"GPU\\\"\",\"sm\":90,",
+        "\"sm_count\":132,\"clock_mhz\":1980,\"l2_bytes\":52428800}", "\"peak_tflops\":1070.5,\"l2_flush\":true",
+        "\"kernel\":\"cublas\",\"m\":8192,\"n\":8192,\"k\":8192,\"layout\":\"row\",\"op_a\":\"n\",\"op_b\":\"t\"",
+        "\"out\":\"fp32\",\"alpha\":1,\"beta\":0,\"samples\":10,\"ms_min\":1.4,\"ms_median\":1.5",
+        "\"tflops\":733,\"pct_peak\":68.5,\"ratio_cublas\":1,\"status\":\"ok\"}",
+        "\"layout\":\"col\",\"op_a\":\"t\",\"op_b\":\"n\",\"out\":\"bf16\",\"alpha\":1.5,\"beta\":0.5",
+        "\"ms_median\":null", "\"ratio_cublas\":null,\"status\":\"kernel k99: needs \\\"aligned\\\" ld\"}",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        CHECK(strstr(buf, want[i]) != NULL, "JSON lacks %s:\n%s", want[i], buf);
+    f = tmpfile();
+    CHECK(tk_lab_bench_write_csv(f, &in, rows, 2) == 0, "csv write");
+    rewind(f);
+    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+    fclose(f);
+    CHECK(strstr(buf, "device,kernel,m,n,k,layout,op_a,op_b,out,alpha,beta,samples,ms_min,ms_median,ms_p20,"
+                      "ms_p80,tflops,pct_peak,ratio_cublas,status\n") == buf, "CSV header: %s", buf);
+    CHECK(strstr(buf, "\"Fake \"\"GPU\"\"\",\"cublas\",8192,8192,8192,row,n,t,fp32,1,0,10,1.4,1.5,1.45,1.55,733,68.5,1,\"ok\"\n"),
+          "CSV row: %s", buf);
+    CHECK(strstr(buf, ",,,,,,,\"kernel k99: needs \"\"aligned\"\" ld\"\n"), "CSV refused row: %s", buf);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_bf16_rounding);
@@ -182,4 +222,5 @@ void tk_tests(void)
     TK_TEST(test_tolerance_fits_fp32);
     TK_TEST(test_percentiles);
     TK_TEST(test_tflops_and_peak);
+    TK_TEST(test_bench_files);
 }

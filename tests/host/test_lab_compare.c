@@ -267,6 +267,35 @@ static void test_large_map_merges_cells(void)
     teardown(&f);
 }
 
+/* A C of >= 2^20 elements is compared by several threads: the merged
+ * report must read as if one thread had scanned C in storage order. */
+static void test_threaded_compare(void)
+{
+    for (int l = 0; l < 2; l++) {
+        fixture f;
+        setup(&f, (tk_layout)l, TK_F32, 1030, 1040, 4, 0.0f);
+        const int64_t at[][2] = { { 1029, 5 }, { 700, 1039 }, { 3, 900 }, { 512, 512 } };
+        for (int t = 0; t < 4; t++)
+            set_got(&f, at[t][0], at[t][1], got_at(&f, at[t][0], at[t][1]) + (t == 3 ? 100.0 : 1.0));
+        set_got(&f, 800, 2, NAN);
+        tk_lab_report r;
+        CHECK(compare(&f, 0, &r) == 1, "%s: not caught", cfg_name(&f));
+        CHECK(r.checked == 1030 * 1040 && r.over == 5 && r.nonfinite == 1 && r.nbad == 5, "%s: %lld over",
+              cfg_name(&f), (long long)r.over);
+        /* storage order: row-major by row, column-major by column */
+        int64_t first_row = l == 0 ? 3 : 800, first_col = l == 0 ? 900 : 2;
+        CHECK(r.bad[0].row == first_row && r.bad[0].col == first_col, "%s: first bad (%lld, %lld)", cfg_name(&f),
+              (long long)r.bad[0].row, (long long)r.bad[0].col);
+        CHECK(r.worst_row == 800 && r.worst_col == 2, "%s: worst (%lld, %lld)", cfg_name(&f),
+              (long long)r.worst_row, (long long)r.worst_col);
+        /* the four digits, and the NaN's cell (6, 0) as the one exception map_is counts */
+        static const int cells[][2] = { { 8, 0 }, { 5, 8 }, { 0, 7 }, { 4, 4 } };
+        CHECK(map_is(&r.tiles, cells, 4, 'd') == 1 && r.tiles.cell[6 * r.tiles.cols] == 'N', "%s: tile map",
+              cfg_name(&f));
+        teardown(&f);
+    }
+}
+
 static void test_map_dims_follow_layout(void)
 {
     int tr, tc, wr, wc;
@@ -292,5 +321,6 @@ void tk_tests(void)
     TK_TEST(test_unwritten_tile_and_nan);
     TK_TEST(test_severity_digits);
     TK_TEST(test_large_map_merges_cells);
+    TK_TEST(test_threaded_compare);
     TK_TEST(test_map_dims_follow_layout);
 }

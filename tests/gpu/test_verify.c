@@ -1,0 +1,112 @@
+/* test_verify.c - the GPU verify matrix: each kernel at M x N x K in
+ * {1x1x1, 17x33x9, 127x129x65, 1000x1000x1000, 4096x4096x4096} x the four
+ * op combinations x both layouts x fp32/bf16 out x beta {0, 0.5} (alpha 1.5
+ * when A is transposed), plus 8192^3 NN row-major fp32. One counted test per
+ * case; a failing case prints its error map. A kernel that refuses a case is
+ * skipped there (printed, not counted), except cublas and k01_naive, which
+ * must run everything.
+ *
+ *   build/tests/gpu_test_verify [name-substring]     e.g. k01_naive, or "4096x"
+ *   TK_VERIFY_KERNELS=k01_naive,k20_mma_sync build/tests/gpu_test_verify
+ * Default: every registry kernel. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tilekit.h"
+#include "host/lab.h"
+#include "../host/check.h"
+
+static tk_lab_verify *ctx;
+static const char *cur_kernel;
+static tk_lab_case cur;
+static tk_lab_verify_result cur_result;
+
+/* check.c's runner filters on argv[1]; read it too, so filtered-out cases
+ * are not even run. */
+static char filter[256];
+
+static void read_filter(void)
+{
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (!f)
+        return;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    size_t first = strlen(buf) + 1;   /* argv[0] */
+    if (first < n)
+        snprintf(filter, sizeof filter, "%s", buf + first);
+}
+
+static void check_case(void)
+{
+    const tk_lab_verify_result *r = &cur_result;
+    if (r->outcome != 0)
+        tk_lab_verify_print(stdout, cur_kernel, &cur, r);
+    CHECK(r->outcome == 0, "%s", r->outcome == 2 ? "this kernel must support every case" : "see above");
+}
+
+static void run_one(const char *kernel, const tk_lab_case *c)
+{
+    char name[192], cn[128];
+    tk_lab_case_name(c, cn, sizeof cn);
+    snprintf(name, sizeof name, "%s %s", kernel, cn);
+    if (*filter && !strstr(name, filter))
+        return;
+    cur_kernel = kernel;
+    cur = *c;
+    tk_lab_verify_run(ctx, kernel, c, &cur_result);
+    int must = !strcmp(kernel, "cublas") || !strcmp(kernel, "k01_naive");
+    if (cur_result.outcome == 2 && !must) {
+        printf("skip %s: %s\n", name, cur_result.msg);
+        return;
+    }
+    tk_run_test(name, check_case);
+}
+
+static void no_gpu(void) { CHECK(0, "a GPU suite without a GPU fails"); }
+
+void tk_tests(void)
+{
+    char why[TK_LAB_MSG_LEN];
+    read_filter();
+    if (tk_lab_verify_open(&ctx, why, sizeof why)) {
+        printf("no GPU to verify on: %s\n", why);
+        tk_run_test("verify_needs_a_gpu", no_gpu);
+        return;
+    }
+    const char *kernels[64];
+    int nk = 0;
+    static char list[1024];
+    const char *env = getenv("TK_VERIFY_KERNELS");
+    if (env && *env) {
+        snprintf(list, sizeof list, "%s", env);
+        for (char *t = strtok(list, ","); t && nk < 64; t = strtok(NULL, ","))
+            kernels[nk++] = t;
+    } else {
+        for (int i = 0; i < tk_kernel_count() && nk < 64; i++) {
+            tk_kernel_props p;
+            if (tk_kernel_get(i, &p) == TK_SUCCESS)
+                kernels[nk++] = p.name;
+        }
+    }
+    static const int64_t shapes[][3] = { { 1, 1, 1 }, { 17, 33, 9 }, { 127, 129, 65 }, { 1000, 1000, 1000 },
+                                         { 4096, 4096, 4096 } };
+    /* shapes outermost, so the verify context's cached inputs serve every kernel */
+    for (int s = 0; s < 5; s++)
+        for (int kn = 0; kn < nk; kn++)
+            for (int combo = 0; combo < 32; combo++) {
+                tk_op op_a = (tk_op)(combo & 1), op_b = (tk_op)(combo >> 1 & 1);
+                float beta = combo & 16 ? 0.5f : 0.0f;
+                tk_lab_case c = { (tk_layout)(combo >> 2 & 1), op_a, op_b, shapes[s][0], shapes[s][1],
+                                  shapes[s][2], op_a == TK_OP_T ? 1.5f : 1.0f, beta,
+                                  combo & 8 ? TK_BF16 : TK_F32, 1 };
+                run_one(kernels[kn], &c);
+            }
+    for (int kn = 0; kn < nk; kn++) {
+        tk_lab_case big = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 8192, 8192, 8192, 1.0f, 0.0f, TK_F32, 1 };
+        run_one(kernels[kn], &big);
+    }
+    tk_lab_verify_close(ctx);
+}

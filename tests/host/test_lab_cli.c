@@ -1,0 +1,91 @@
+/* test_lab_cli.c - the CLI rejects bad arguments with a message and exit 2
+ * before it touches a GPU, so this runs on CPU-only machines. The CLI is
+ * the build's tilekit, found beside this test's directory. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "check.h"
+
+static char cli[PATH_MAX];
+
+/* Runs `cli args`, returns its exit status; its output goes to out. */
+static int run(const char *args, char *out, size_t len)
+{
+    char cmd[PATH_MAX + 512];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", cli, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_bad_arguments_exit_2(void)
+{
+    static const struct { const char *args, *says; } cases[] = {
+        { "", "usage" },
+        { "frobnicate", "unknown command" },
+        { "bench --frob", "--frob" },
+        { "bench --m abc", "--m" },
+        { "bench --m -5", "--m" },
+        { "verify --n 0", "--n" },
+        { "verify --k 1.5", "--k" },
+        { "verify --m 99999999999", "--m" },
+        { "bench --kernel no_such_kernel", "no_such_kernel" },
+        { "verify --kernel cublas,nope", "nope" },
+        { "bench --layout diag", "--layout" },
+        { "bench --op-a x", "--op-a" },
+        { "bench --op-b N", "--op-b" },
+        { "verify --out fp16", "--out" },
+        { "verify --alpha nan", "--alpha" },
+        { "verify --beta 1e999", "--beta" },
+        { "verify --seed -1", "--seed" },
+        { "bench --shapes 1x2", "--shapes" },
+        { "bench --shapes 4x4x0", "--shapes" },
+        { "bench --m 64 --shapes 8x8x8", "either" },
+        { "bench --json", "missing value" },
+        { "bench --budget 0", "--budget" },
+        { "bench --hot=1", "--hot" },
+        { "verify --hot", "--hot" },
+        { "verify --csv x.csv", "--csv" },
+        { "info --m 64", "--m" },
+    };
+    char out[4096];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run(cases[i].args, out, sizeof out);
+        CHECK(rc == 2, "'tilekit %s' exited %d (expected 2): %s", cases[i].args, rc, out);
+        CHECK(strstr(out, cases[i].says) != NULL, "'tilekit %s' does not mention '%s': %s", cases[i].args,
+              cases[i].says, out);
+    }
+}
+
+static void test_help_exits_0(void)
+{
+    static const char *const args[] = { "--help", "bench --help", "verify --help", "info --help",
+                                         "bench --m 64 --help" };
+    char out[4096];
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        int rc = run(args[i], out, sizeof out);
+        CHECK(rc == 0 && strstr(out, "usage") != NULL, "'tilekit %s' exited %d: %s", args[i], rc, out);
+    }
+}
+
+void tk_tests(void)
+{
+    /* this test is BUILD/tests/test_lab_cli; the CLI is BUILD/tilekit */
+    ssize_t n = readlink("/proc/self/exe", cli, sizeof cli - 16);
+    if (n > 0) {
+        cli[n] = '\0';
+        char *slash = strrchr(cli, '/');
+        if (slash)
+            strcpy(slash, "/../tilekit");
+    }
+    /* a missing CLI shows up as exit 127 in every case */
+    TK_TEST(test_bad_arguments_exit_2);
+    TK_TEST(test_help_exits_0);
+}
