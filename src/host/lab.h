@@ -26,7 +26,7 @@ uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i);
 void tk_lab_fill(void *x, tk_dtype type, size_t n, uint64_t seed);
 int tk_lab_threads(void);                      /* worker threads to use: online CPUs, >= 1 */
 
-/* Element (i, j) of a host matrix of type t in C's layout with leading dimension ld. */
+/* The offset of logical element (i, j) of a matrix in layout l with leading dimension ld. */
 static inline int64_t tk_lab_index(tk_layout l, int64_t ld, int64_t i, int64_t j)
 {
     return l == TK_ROW_MAJOR ? i * ld + j : j * ld + i;
