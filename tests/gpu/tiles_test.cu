@@ -677,7 +677,8 @@ static void check_kernel(const char *kernel)
     X(k09_8w_128x128_abt) \
     X(k10_4w_128x128_k32) \
     X(k11_4w_128x128_kunroll4) \
-    X(k12_8w_256x128_gregs)
+    X(k12_8w_256x128_gregs) \
+    X(k13_pc_128x256_superm)
 TK_SEED_KERNELS(KERNEL_TEST)
 
 void tk_tests(void)
