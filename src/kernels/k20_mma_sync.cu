@@ -37,16 +37,18 @@
  *          2 blocks/SM (3 stages): 389.0 (GROUP_M 8), 380.0 (GROUP_M 16).
  *   Hence GROUP_M = 16, 128x256, 4 stages. Bank conflicts (ncu, 2048^3):
  *   341 on shared loads out of 4.2M wavefronts, 0 on stores. At 8192^3 the
- *   tensor pipe is active 72% of the cycles (ncu), where 100% is the
+ *   tensor pipe is active 72% of the cycles (ncu, GROUP_M 8), where 100% is the
  *   mma.sync peak this H100 reached in a register-only loop: 645 TFLOP/s
  *   at 1826 MHz, 2678 flop/clk/SM (65% of the wgmma rate).
- * Figure: 0.55x cuBLAS at 8192^3 (run B); the issue's 0.75x is not reached.
+ *   run C (with k21, tilekit bench): 8192^3 cuBLAS 781.5, k20 416.7 (0.533x);
+ *          4096^3 754.5 vs 427.9; 2048^3 582.9 vs 344.8; 8000^3 761.8 vs 392.0.
+ * Figure: 0.55x cuBLAS at 8192^3 (run B), 0.53x (run C); the issue's 0.75x
+ * is not reached. k21_mma_fastload removes most of the loader arithmetic.
  * Reproduce: build/tilekit bench --kernel k20_mma_sync
  *
- * Templates: the kernel is specialised on the tile shape and on the two
- * operand layouts (which decide ldmatrix vs ldmatrix.trans and the loader's
- * direction at compile time); C cannot express that without duplicating the
- * kernel four times.
+ * Templates: the kernel is specialised on the two operand layouts (which
+ * decide ldmatrix vs ldmatrix.trans and the loader's direction at compile
+ * time); C cannot express that without duplicating the kernel four times.
  */
 #include <stdio.h>
 #include <limits.h>
