@@ -39,7 +39,7 @@ GPU_TESTS   := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu_%,$(wildcard tests/gp
 all: lib $(CLI) $(CPU_TESTS) $(GPU_TESTS)
 lib: $(BUILD)/libtilekit.so $(BUILD)/libtilekit.a
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/host/*.h) include/tilekit.h
+$(BUILD)/obj/%.o: %.c $(wildcard src/host/*.h) include/tilekit.h src/kernels/kernels.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
