@@ -32,7 +32,11 @@
  * multiples of 8, C pairs aligned (ldc even).
  * Tensor maps are encoded on the host at every launch (no cache; a few
  * microseconds).
- * Figure: not yet measured.
+ * Figure: not yet measured with tilekit bench; the helper's check program
+ * (tests/gpu/k30_check.cu) saw 0.99-1.01x cuBLAS at 8192^3 fp32 out, 0.96x at
+ * 4096^3, 0.94-0.97x with bf16 out on the H100 SXM.
+ * Auto-dispatch prefers k30_wgmma_mc; this kernel is the fallback (rank 29)
+ * where the cluster kernel refuses a problem.
  * Reproduce: build/tilekit bench --kernel k30_wgmma_tma
  */
 #include <stdio.h>
@@ -386,6 +390,6 @@ extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
     "k30_wgmma_tma",
     "Hopper TMA + wgmma: producer warpgroup, 2 consumer warpgroups (64x256), 4-stage mbarrier ring, persistent, "
     "super-tiles",
-    90, K30_BM, K30_BN, 16, 256, 30,
+    90, K30_BM, K30_BN, 16, 256, 29,
     k30_supports, k30_resources, k30_launch,
 };

@@ -15,6 +15,10 @@
  *   the hardware applies on address bits 4-6 ^ 7-9, starts with the tile) and
  *   signals complete_tx(box bytes) on the mbarrier bar of this CTA.
  *   Issued by one thread; the thread does not wait.
+ * ... .multicast::cluster [dst], [map, {c0, c1}], [bar], mask
+ *   The same load delivered to every CTA of the cluster whose bit is set in
+ *   the 16-bit mask (bit = %cluster_ctarank), at the same shared offset dst,
+ *   each signalling complete_tx on its own mbarrier at offset bar.
  * cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [map, {c0, c1}], [src]
  *   Stores the box at src to global (c0, c1); completion is tracked by
  *   bulk groups: commit_group closes the stores issued so far into a group,
@@ -37,6 +41,15 @@ static __device__ __forceinline__ void tk_tma_load_2d(uint32_t dst, const CUtens
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
                  "l"((uint64_t)(uintptr_t)map), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
+
+static __device__ __forceinline__ void tk_tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int32_t c0,
+                                                                int32_t c1, uint32_t bar, uint16_t mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+                 "l"((uint64_t)(uintptr_t)map), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
                  : "memory");
 }
 
