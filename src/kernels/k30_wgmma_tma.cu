@@ -36,7 +36,7 @@
  * (tests/gpu/k30_check.cu, H100 80GB HBM3 SXM) saw 754.5 TFLOP/s = 1.005x
  * cuBLAS at 8192^3 fp32 out (0.99-1.01x over four runs), 0.96x at 4096^3,
  * 0.94-0.97x with bf16 out.
- * Auto-dispatch prefers k30_wgmma_mc; this kernel is the fallback (rank 29)
+ * Auto-dispatch prefers k31_wgmma_cluster; this kernel is the fallback (rank 29)
  * where the cluster kernel refuses a problem.
  * Reproduce: build/tilekit bench --kernel k30_wgmma_tma
  */

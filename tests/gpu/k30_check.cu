@@ -32,7 +32,7 @@ extern "C" {
 #include "../host/check.h"
 }
 
-#define KERNEL "k30_wgmma_mc"   /* the one auto-dispatch must pick */
+#define KERNEL "k31_wgmma_cluster"   /* the one auto-dispatch must pick */
 
 static tk_handle g_h;
 static int g_ok_device;

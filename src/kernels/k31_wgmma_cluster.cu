@@ -1,4 +1,4 @@
-/* k30_wgmma_mc - k30_wgmma_tma plus a 2-CTA cluster with TMA multicast of B,
+/* k31_wgmma_cluster - k30_wgmma_tma plus a 2-CTA cluster with TMA multicast of B,
  * and an epilogue through shared memory and TMA stores. tilekit's sm_90
  * auto-dispatch choice.
  *
@@ -48,7 +48,7 @@
  * 0.994x, 2048^3 0.946x, 16384^3 0.996x; tests/gpu/k30_check.cu (op_b T)
  * 8192^3 fp32 771.7 TFLOP/s = 1.028x, bf16 out 1.019x, 4096^3 0.997x.
  * Short of the 1.05x target.
- * Reproduce: build/tilekit bench --kernel k30_wgmma_mc
+ * Reproduce: build/tilekit bench --kernel k31_wgmma_cluster
  */
 #include <stdio.h>
 #include <string.h>
@@ -533,8 +533,8 @@ static tk_status k30mc_launch(const tk_args *a, const tk_device *dev, cudaStream
     return TK_SUCCESS;
 }
 
-extern "C" const tk_kernel tk_kernel_k30_wgmma_mc = {
-    "k30_wgmma_mc",
+extern "C" const tk_kernel tk_kernel_k31_wgmma_cluster = {
+    "k31_wgmma_cluster",
     "k30_wgmma_tma + 2-CTA clusters along M with TMA multicast of B, epilogue through stmatrix and TMA stores",
     90, K30MC_BM, K30MC_BN, 16, 256, 30,
     k30mc_supports, k30mc_resources, k30mc_launch,
