@@ -14,7 +14,7 @@
 
 #define MAX_LIST 64
 
-enum { F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16 };
+enum { F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32 };
 
 typedef struct shape { int64_t m, n, k; } shape;
 
@@ -24,7 +24,7 @@ typedef struct opts {
     int nkernels;
     shape shapes[MAX_LIST];
     int nshapes, mnk_set;
-    tk_lab_case c;              /* layout, ops, out, alpha, beta, seed */
+    tk_lab_case c;              /* layout, ops, out, alpha, beta, seed, pad */
     tk_lab_bench_opts bench;
     int no_cublas;
     const char *json, *csv;
@@ -56,6 +56,10 @@ static void print_help(const char *cmd)
                "  --json FILE --csv FILE       also write the results there\n", help_problem);
     else if (!strcmp(cmd, "verify"))
         printf("usage: tilekit verify [options]\n%s"
+               "  --pad                        padded leading dimensions: each ld is the tight one\n"
+               "                               rounded up to a multiple of 8, plus 8; the padding of\n"
+               "                               A and B holds random values, C's a sentinel that must\n"
+               "                               survive the run (a change is a \"write outside C\")\n"
                "  --json FILE                  also write the results there\n"
                "exit status: 0 all passed (or skipped), 1 a case failed, 2 bad arguments\n", help_problem);
     else
@@ -156,7 +160,7 @@ static int parse_args(int argc, char **argv, opts *o)
 {
     int allowed = F_KERNEL;
     if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES;
-    if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES;
+    if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY;
     int64_t m = 8192, n = 8192, k = 8192;
     char all[] = "all";
     if (parse_kernels(o, all))
@@ -170,7 +174,7 @@ static int parse_args(int argc, char **argv, opts *o)
             { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM, 1 },
             { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM, 1 },
             { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH, 0 }, { "--budget", F_BENCH, 1 },
-            { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 },
+            { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY, 0 },
         };
         if (eq && !strncmp(flag, "--", 2)) {
             *eq = '\0';
@@ -215,6 +219,7 @@ static int parse_args(int argc, char **argv, opts *o)
                 rc = bad("--seed: '%s' is not a non-negative integer", val);
         } else if (!strcmp(name, "--hot")) o->bench.hot = 1;
         else if (!strcmp(name, "--no-cublas")) o->no_cublas = 1;
+        else if (!strcmp(name, "--pad")) o->c.pad = 1;
         else if (!strcmp(name, "--json")) o->json = val;
         else if (!strcmp(name, "--csv")) o->csv = val;
         if (rc)
@@ -256,15 +261,16 @@ static int cmd_verify(const opts *o)
             skipped += r.outcome == 2;
             if (jf)
                 fprintf(jf, "%s\n {\"kernel\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"layout\":\"%s\",\"op_a\":\"%s\","
-                            "\"op_b\":\"%s\",\"out\":\"%s\",\"alpha\":%.9g,\"beta\":%.9g,\"status\":\"%s\","
-                            "\"max_abs\":%.6g,\"max_rel\":%.6g,\"similarity\":%.6g,\"over\":%lld,\"nan\":%lld}",
+                            "\"op_b\":\"%s\",\"out\":\"%s\",\"alpha\":%.9g,\"beta\":%.9g,\"pad\":%d,\"status\":\"%s\","
+                            "\"max_abs\":%.6g,\"max_rel\":%.6g,\"similarity\":%.6g,\"over\":%lld,\"nan\":%lld,"
+                            "\"pad_writes\":%lld}",
                         rows++ ? "," : "", o->kernels[i], (long long)c.m, (long long)c.n, (long long)c.k,
                         c.layout == TK_ROW_MAJOR ? "row" : "col", c.op_a == TK_OP_N ? "n" : "t",
                         c.op_b == TK_OP_N ? "n" : "t", c.out == TK_F32 ? "fp32" : "bf16", (double)c.alpha,
-                        (double)c.beta, outcome[r.outcome + 1], fmax(r.vs_cublas.max_abs, r.vs_ref.max_abs),
+                        (double)c.beta, c.pad, outcome[r.outcome + 1], fmax(r.vs_cublas.max_abs, r.vs_ref.max_abs),
                         fmax(r.vs_cublas.max_rel, r.vs_ref.max_rel), r.vs_cublas.similarity,
                         (long long)(r.vs_cublas.over + r.vs_ref.over),
-                        (long long)(r.vs_cublas.nonfinite + r.vs_ref.nonfinite));
+                        (long long)(r.vs_cublas.nonfinite + r.vs_ref.nonfinite), (long long)r.pad_writes);
         }
     if (jf) {
         fprintf(jf, "\n]}\n");
@@ -347,7 +353,7 @@ int main(int argc, char **argv)
     }
     opts o = { 0 };
     o.cmd = argv[1];
-    o.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, 0, 0, 1.0f, 0.0f, TK_F32, 1 };
+    o.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, 0, 0, 1.0f, 0.0f, TK_F32, 1, 0 };
     if (strcmp(o.cmd, "bench") && strcmp(o.cmd, "verify") && strcmp(o.cmd, "info")) {
         fprintf(stderr, "tilekit: unknown command '%s'\n%s", o.cmd, usage);
         return 2;

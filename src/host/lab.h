@@ -41,14 +41,43 @@ typedef struct tk_lab_case {
     float alpha, beta;
     tk_dtype out;
     uint64_t seed;
+    int pad;                    /* 0: tight leading dimensions; 1: padded (see tk_lab_ld); bench ignores it */
 } tk_lab_case;
 
-/* p = the case over buffers a, b, c with tight leading dimensions. A and B
- * have m*k and k*n elements whatever the ops: the data are i.i.d., so one
- * buffer serves every op and layout of a shape. */
+/* The leading dimension of a stored matrix whose lines (rows when
+ * row-major, columns when column-major) hold len elements: len (at least 1)
+ * when pad == 0; else len rounded up to a multiple of 8, plus 8. So a padded
+ * ld always exceeds len (every line has padding a kernel could wrongly read
+ * or write) and is a multiple of 8 (16-byte vector loads stay legal, so
+ * kernels that refuse odd ld still run at odd M, N, K). */
+int64_t tk_lab_ld(int64_t len, int pad);
+/* Elements of a buffer that holds an r x c matrix stored either way round
+ * (r x c or c x r, as op and layout choose) with padded or tight ld:
+ * max(r * tk_lab_ld(c, 1), c * tk_lab_ld(r, 1)). */
+size_t tk_lab_buf_elems(int64_t r, int64_t c);
+/* p = the case over buffers a, b, c with leading dimensions from
+ * tk_lab_ld(stored line length, c->pad). Buffers of tk_lab_buf_elems(m, k),
+ * (k, n) and (m, n) elements serve every op, layout and pad of a shape: the
+ * data are i.i.d., so one input buffer set per shape is enough. */
 void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc, tk_gemm_problem *p);
-/* "1000x1000x1000 row NT fp32 a=1.5 b=0.5" */
+/* "1000x1000x1000 row NT fp32 a=1.5 b=0.5", with " padded" when c->pad */
 void tk_lab_case_name(const tk_lab_case *c, char *buf, size_t len);
+
+/* ---- C's padding (lab_num.c) ----
+ * With ldc > the logical line length, each line of C has padding (columns
+ * n..ldc-1 of a row-major C, rows m..ldc-1 of a column-major one) that no
+ * kernel may write. verify fills it with a sentinel, a NaN with a fixed
+ * payload (its bits are compared, so no computed value can match by chance),
+ * and checks it after the run. */
+#define TK_LAB_PAD_F32 0x7fd5a5a5u
+#define TK_LAB_PAD_BF16 0x7fd5u
+/* Writes the sentinel into the padding of an m x n C (type t, layout l). */
+void tk_lab_pad_fill(void *c, tk_dtype t, tk_layout l, int64_t m, int64_t n, int64_t ldc);
+/* The padding elements that no longer hold the sentinel; the first of them in
+ * storage order at logical (*row, *col) (col >= n for a row-major C, row >= m
+ * for a column-major one). 0 when ldc is tight. */
+int64_t tk_lab_pad_check(const void *c, tk_dtype t, tk_layout l, int64_t m, int64_t n, int64_t ldc, int64_t *row,
+                         int64_t *col);
 
 /* ---- fp64 CPU reference (lab_cpuref.c) ---- */
 /* hp is a problem whose a, b, c point to HOST memory; c holds the initial C
@@ -148,6 +177,8 @@ typedef struct tk_lab_verify_result {
     int outcome;                /* 0 passed, 1 failed, 2 skipped (kernel refuses), -1 error */
     char msg[TK_LAB_MSG_LEN];       /* the refusal or error text */
     int ref_full;               /* 1: every entry checked against the CPU reference */
+    int64_t pad_writes;         /* elements of C's padding the kernel changed (a failure) */
+    int64_t pad_row, pad_col;   /* the first of them, in C's logical coordinates */
     tk_lab_report vs_cublas, vs_ref;
 } tk_lab_verify_result;
 
@@ -159,7 +190,8 @@ void tk_lab_verify_close(tk_lab_verify *v);
  * swapped for column-major, whose C the kernel sees transposed. */
 void tk_lab_map_dims(const char *kernel, tk_layout layout, int *tile_rows, int *tile_cols, int *warp_rows,
                      int *warp_cols);
-/* Runs one case of `kernel` and compares it with cuBLAS and the reference. */
+/* Runs one case of `kernel`, compares it with cuBLAS and the reference and
+ * (padded cases) checks that C's padding was not written. */
 void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *c, tk_lab_verify_result *r);
 /* One summary line, then (on failure) the maps and bad entries. */
 void tk_lab_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_verify_result *r);

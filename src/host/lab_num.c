@@ -96,6 +96,19 @@ double tk_lab_load(const void *x, tk_dtype t, int64_t idx)
     return tk_lab_bf16_to_f32(((const uint16_t *)x)[idx]);
 }
 
+int64_t tk_lab_ld(int64_t len, int pad)
+{
+    if (len < 1)
+        len = 1;
+    return pad ? (len + 7) / 8 * 8 + 8 : len;
+}
+
+size_t tk_lab_buf_elems(int64_t r, int64_t c)
+{
+    int64_t x = r * tk_lab_ld(c, 1), y = c * tk_lab_ld(r, 1);
+    return (size_t)(x > y ? x : y);
+}
+
 void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc, tk_gemm_problem *p)
 {
     memset(p, 0, sizeof *p);
@@ -109,25 +122,61 @@ void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc
     p->beta = c->beta;
     p->c_type = c->out;
     /* stored A is m x k (op N) or k x m (op T); the leading dimension is the
-     * stored column count (row-major) or row count (column-major). */
+     * stored column count (row-major) or row count (column-major), padded
+     * when the case asks. */
     int64_t a_rows = c->op_a == TK_OP_N ? c->m : c->k, a_cols = c->op_a == TK_OP_N ? c->k : c->m;
     int64_t b_rows = c->op_b == TK_OP_N ? c->k : c->n, b_cols = c->op_b == TK_OP_N ? c->n : c->k;
     int row = c->layout == TK_ROW_MAJOR;
     p->a = a;
-    p->lda = row ? a_cols : a_rows;
+    p->lda = tk_lab_ld(row ? a_cols : a_rows, c->pad);
     p->b = b;
-    p->ldb = row ? b_cols : b_rows;
+    p->ldb = tk_lab_ld(row ? b_cols : b_rows, c->pad);
     p->c = cc;
-    p->ldc = row ? c->n : c->m;
-    if (p->lda < 1) p->lda = 1;
-    if (p->ldb < 1) p->ldb = 1;
-    if (p->ldc < 1) p->ldc = 1;
+    p->ldc = tk_lab_ld(row ? c->n : c->m, c->pad);
 }
 
 void tk_lab_case_name(const tk_lab_case *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "%lldx%lldx%lld %s %c%c %s a=%g b=%g", (long long)c->m, (long long)c->n, (long long)c->k,
+    snprintf(buf, len, "%lldx%lldx%lld %s %c%c %s a=%g b=%g%s", (long long)c->m, (long long)c->n, (long long)c->k,
              c->layout == TK_ROW_MAJOR ? "row" : "col", c->op_a == TK_OP_N ? 'N' : 'T',
              c->op_b == TK_OP_N ? 'N' : 'T', c->out == TK_F32 ? "fp32" : "bf16", (double)c->alpha,
-             (double)c->beta);
+             (double)c->beta, c->pad ? " padded" : "");
+}
+
+/* Padding lines and lengths: a row-major C has m lines of n logical
+ * elements, a column-major one n lines of m. */
+void tk_lab_pad_fill(void *c, tk_dtype t, tk_layout l, int64_t m, int64_t n, int64_t ldc)
+{
+    int64_t lines = l == TK_ROW_MAJOR ? m : n, len = l == TK_ROW_MAJOR ? n : m;
+    for (int64_t i = 0; i < lines; i++)
+        for (int64_t j = len; j < ldc; j++) {
+            if (t == TK_F32) {
+                uint32_t u = TK_LAB_PAD_F32;
+                memcpy((float *)c + i * ldc + j, &u, 4);
+            } else {
+                ((uint16_t *)c)[i * ldc + j] = TK_LAB_PAD_BF16;
+            }
+        }
+}
+
+int64_t tk_lab_pad_check(const void *c, tk_dtype t, tk_layout l, int64_t m, int64_t n, int64_t ldc, int64_t *row,
+                         int64_t *col)
+{
+    int64_t lines = l == TK_ROW_MAJOR ? m : n, len = l == TK_ROW_MAJOR ? n : m, bad = 0;
+    for (int64_t i = 0; i < lines; i++)
+        for (int64_t j = len; j < ldc; j++) {
+            int ok;
+            if (t == TK_F32) {
+                uint32_t u;
+                memcpy(&u, (const float *)c + i * ldc + j, 4);
+                ok = u == TK_LAB_PAD_F32;
+            } else {
+                ok = ((const uint16_t *)c)[i * ldc + j] == TK_LAB_PAD_BF16;
+            }
+            if (!ok && bad++ == 0) {
+                *row = l == TK_ROW_MAJOR ? i : j;
+                *col = l == TK_ROW_MAJOR ? j : i;
+            }
+        }
+    return bad;
 }

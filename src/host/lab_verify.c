@@ -1,8 +1,10 @@
 /* lab_verify.c - runs one case of a kernel on the GPU and judges it twice:
  * every element against cuBLAS run on the same inputs (with S_ij for every
  * element from a cuBLAS GEMM of |A| and |B|), and sampled elements (all of
- * them for small C) against the fp64 CPU reference. Inputs are cached per
- * shape and seed, so a matrix of ops/layouts/outputs reuses them. */
+ * them for small C) against the fp64 CPU reference; with padded leading
+ * dimensions, also that C's padding still holds its sentinel. Inputs are
+ * cached per shape and seed, sized for the padded case, so a matrix of
+ * ops/layouts/outputs/pads reuses them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,7 @@ struct tk_lab_verify {
     cudaStream_t stream;
     int64_t m, n, k;            /* the cached shape; m = 0: none */
     uint64_t seed;
-    uint16_t *ha, *hb;          /* host A (m*k) and B (k*n) */
+    uint16_t *ha, *hb;          /* host A and B: tk_lab_buf_elems(m, k) and (k, n), all random */
     void *da, *db, *da_abs, *db_abs;
     size_t c_elems;             /* capacity of the C-sized buffers */
     void *dc, *dc_cublas, *ds;  /* device: kernel's C, cuBLAS's C, S (fp32) */
@@ -81,13 +83,16 @@ void tk_lab_verify_close(tk_lab_verify *v)
     free(v);
 }
 
-/* Host and device copies of A, B, |A|, |B| for the case's shape and seed. */
+/* Host and device copies of A, B, |A|, |B| for the case's shape and seed,
+ * big enough for every op and layout with padded ld. The whole buffer is
+ * random, padding included: a kernel that reads padding as data gets
+ * non-zero garbage and fails, where zeros could let it pass. */
 static int ensure_inputs(tk_lab_verify *v, const tk_lab_case *c, char *why, size_t len)
 {
     if (v->m == c->m && v->n == c->n && v->k == c->k && v->seed == c->seed)
         return 0;
     free_inputs(v);
-    size_t na = (size_t)c->m * (size_t)c->k, nb = (size_t)c->k * (size_t)c->n;
+    size_t na = tk_lab_buf_elems(c->m, c->k), nb = tk_lab_buf_elems(c->k, c->n);
     size_t nmax = na > nb ? na : nb;
     uint16_t *tmp = malloc(nmax * 2);
     v->ha = malloc(na * 2);
@@ -102,15 +107,20 @@ static int ensure_inputs(tk_lab_verify *v, const tk_lab_case *c, char *why, size
     }
     tk_lab_fill(v->ha, TK_BF16, na, tk_lab_mix64(c->seed) ^ 0xa);
     tk_lab_fill(v->hb, TK_BF16, nb, tk_lab_mix64(c->seed) ^ 0xb);
-    cudaError_t e = cudaMemcpy(v->da, v->ha, na * 2, cudaMemcpyHostToDevice);
-    if (!e) e = cudaMemcpy(v->db, v->hb, nb * 2, cudaMemcpyHostToDevice);
+    /* Copies on the (non-blocking) stream the kernels run on: a plain
+     * cudaMemcpy from pageable memory may return before its DMA is done,
+     * unordered with that stream. tmp is reused, so wait before refilling. */
+    cudaError_t e = cudaMemcpyAsync(v->da, v->ha, na * 2, cudaMemcpyHostToDevice, v->stream);
+    if (!e) e = cudaMemcpyAsync(v->db, v->hb, nb * 2, cudaMemcpyHostToDevice, v->stream);
     /* |x| of a bf16 is x with the sign bit cleared */
     for (size_t i = 0; i < na && !e; i++)
         tmp[i] = v->ha[i] & 0x7fff;
-    if (!e) e = cudaMemcpy(v->da_abs, tmp, na * 2, cudaMemcpyHostToDevice);
+    if (!e) e = cudaMemcpyAsync(v->da_abs, tmp, na * 2, cudaMemcpyHostToDevice, v->stream);
+    if (!e) e = cudaStreamSynchronize(v->stream);
     for (size_t i = 0; i < nb && !e; i++)
         tmp[i] = v->hb[i] & 0x7fff;
-    if (!e) e = cudaMemcpy(v->db_abs, tmp, nb * 2, cudaMemcpyHostToDevice);
+    if (!e) e = cudaMemcpyAsync(v->db_abs, tmp, nb * 2, cudaMemcpyHostToDevice, v->stream);
+    if (!e) e = cudaStreamSynchronize(v->stream);
     free(tmp);
     if (e) {
         snprintf(why, len, "copying inputs: %s", cudaGetErrorString(e));
@@ -217,13 +227,17 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
         set_err(r, -1, kernel, "unknown kernel");
         return;
     }
-    if (ensure_inputs(v, c, r->msg, sizeof r->msg) || ensure_c(v, (size_t)(c->m * c->n), r->msg, sizeof r->msg)) {
+    if (ensure_inputs(v, c, r->msg, sizeof r->msg) ||
+        ensure_c(v, tk_lab_buf_elems(c->m, c->n), r->msg, sizeof r->msg)) {
         r->outcome = -1;
         return;
     }
-    size_t cbytes = (size_t)(c->m * c->n) * (c->out == TK_F32 ? 4 : 2);
     tk_gemm_problem p, pc, ps;
     tk_lab_problem(c, v->da, v->db, v->dc, &p);
+    /* C's storage: its lines (rows of a row-major C) times ldc, padding included */
+    int64_t line = c->layout == TK_ROW_MAJOR ? c->n : c->m;
+    size_t celems = (size_t)((c->layout == TK_ROW_MAJOR ? c->m : c->n) * p.ldc);
+    size_t cbytes = celems * (c->out == TK_F32 ? 4 : 2);
     tk_status st = tk_kernel_supports(v->h, kernel, &p);
     if (st == TK_ERR_NOT_SUPPORTED || st == TK_ERR_ARCH_MISMATCH || st == TK_ERR_OUT_OF_RESOURCES) {
         set_err(r, 2, "", tk_last_error(v->h));
@@ -241,15 +255,20 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
     cs.out = TK_F32;
     tk_lab_problem(&cs, v->da_abs, v->db_abs, v->ds, &ps);
     /* beta == 0: all-ones bytes are NaN in fp32 and in bf16, so an unwritten
-     * element shows; beta != 0: random C0 (bf16-exact values), the same for both. */
+     * element shows; beta != 0: random C0 (bf16-exact values), the same for
+     * both. Padding (ldc > line) gets the sentinel, checked after the run. */
     cudaError_t e;
-    if (c->beta == 0.0f) {
+    if (c->beta == 0.0f && p.ldc == line) {
         e = cudaMemsetAsync(v->dc, 0xff, cbytes, v->stream);
         if (!e) e = cudaMemsetAsync(v->dc_cublas, 0xff, cbytes, v->stream);
     } else {
-        tk_lab_fill(v->hc0, c->out, (size_t)(c->m * c->n), tk_lab_mix64(c->seed) ^ 0xc);
-        e = cudaMemcpy(v->dc, v->hc0, cbytes, cudaMemcpyHostToDevice);
-        if (!e) e = cudaMemcpy(v->dc_cublas, v->hc0, cbytes, cudaMemcpyHostToDevice);
+        if (c->beta != 0.0f)
+            tk_lab_fill(v->hc0, c->out, celems, tk_lab_mix64(c->seed) ^ 0xc);
+        else
+            memset(v->hc0, 0xff, cbytes);
+        tk_lab_pad_fill(v->hc0, c->out, c->layout, c->m, c->n, p.ldc);
+        e = cudaMemcpyAsync(v->dc, v->hc0, cbytes, cudaMemcpyHostToDevice, v->stream);
+        if (!e) e = cudaMemcpyAsync(v->dc_cublas, v->hc0, cbytes, cudaMemcpyHostToDevice, v->stream);
     }
     if (e) {
         set_err(r, -1, "preparing C", cudaGetErrorString(e));
@@ -266,7 +285,7 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
     e = cudaStreamSynchronize(v->stream);
     if (!e) e = cudaMemcpy(v->hgot, v->dc, cbytes, cudaMemcpyDeviceToHost);
     if (!e) e = cudaMemcpy(v->hwant, v->dc_cublas, cbytes, cudaMemcpyDeviceToHost);
-    if (!e) e = cudaMemcpy(v->hs, v->ds, (size_t)(c->m * c->n) * 4, cudaMemcpyDeviceToHost);
+    if (!e) e = cudaMemcpy(v->hs, v->ds, celems * 4, cudaMemcpyDeviceToHost);
     if (e) {
         set_err(r, -1, "running the case", cudaGetErrorString(e));
         return;
@@ -299,7 +318,8 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
     s.prow = v->prow; s.pcol = v->pcol; s.pwant = v->pwant; s.ps = v->ps;
     s.exact_ref = 1;
     bad |= tk_lab_compare(&s, &r->vs_ref);
-    r->outcome = bad;
+    r->pad_writes = tk_lab_pad_check(v->hgot, c->out, c->layout, c->m, c->n, p.ldc, &r->pad_row, &r->pad_col);
+    r->outcome = bad || r->pad_writes;
 }
 
 static void print_summary(FILE *f, const char *what, const tk_lab_report *r)
@@ -328,6 +348,14 @@ void tk_lab_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, cons
              (long long)r->vs_ref.checked);
     print_summary(f, what, &r->vs_ref);
     fputc('\n', f);
+    if (r->pad_writes) {
+        tk_gemm_problem p;
+        tk_lab_problem(c, NULL, NULL, NULL, &p);
+        fprintf(f, "  write outside C at (%lld, %lld): %lld element(s) of the padding beyond the %s changed "
+                   "(M %lld, N %lld, ldc %lld)\n", (long long)r->pad_row, (long long)r->pad_col,
+                (long long)r->pad_writes, c->layout == TK_ROW_MAJOR ? "N columns" : "M rows", (long long)c->m,
+                (long long)c->n, (long long)p.ldc);
+    }
     if (r->vs_cublas.over || r->vs_cublas.nonfinite) {
         fprintf(f, "  vs cuBLAS, every element:\n");
         tk_lab_report_print(f, &r->vs_cublas, "    ");

@@ -1,12 +1,16 @@
 /* test_verify.c - the GPU verify matrix: each kernel at M x N x K in
- * {1x1x1, 17x33x9, 127x129x65, 1000x1000x1000, 4096x4096x4096} x the four
- * op combinations x both layouts x fp32/bf16 out x beta {0, 0.5} (alpha 1.5
+ * {1x1x1, 17x33x9, 127x129x65, 1000x1000x1000, 4096x4096x4096} with tight
+ * leading dimensions, the three odd shapes again with padded ones (ld a
+ * multiple of 8 beyond the tight one, so kernels needing 16-byte aligned
+ * rows run there too, and C's padding is checked for stray writes), and
+ * 64x80x8 and 200x136x24 padded (K below one K-step); each x the four op
+ * combinations x both layouts x fp32/bf16 out x beta {0, 0.5} (alpha 1.5
  * when A is transposed), plus 8192^3 NN row-major fp32. One counted test per
  * case; a failing case prints its error map. A kernel that refuses a case is
  * skipped there (printed, not counted), except cublas and k01_naive, which
  * must run everything.
  *
- *   build/tests/gpu_test_verify [name-substring]     e.g. k01_naive, or "4096x"
+ *   build/tests/gpu_test_verify [name-substring]     e.g. k01_naive, "4096x" or "padded"
  *   TK_VERIFY_KERNELS=k01_naive,k20_mma_sync build/tests/gpu_test_verify
  * Default: every registry kernel. */
 #include <stdio.h>
@@ -91,21 +95,28 @@ void tk_tests(void)
                 kernels[nk++] = p.name;
         }
     }
-    static const int64_t shapes[][3] = { { 1, 1, 1 }, { 17, 33, 9 }, { 127, 129, 65 }, { 1000, 1000, 1000 },
-                                         { 4096, 4096, 4096 } };
+    /* A padded variant only where some tight ld is not a multiple of 8 (the
+     * cases vector kernels refuse when tight), plus the K-below-a-K-step
+     * shapes; the large shapes stay tight to keep the matrix quick. Tight and
+     * padded cases of a shape are adjacent: one cached input set serves both. */
+    static const struct { int64_t m, n, k; int pad; } shapes[] = {
+        { 1, 1, 1, 0 }, { 1, 1, 1, 1 }, { 17, 33, 9, 0 }, { 17, 33, 9, 1 }, { 127, 129, 65, 0 },
+        { 127, 129, 65, 1 }, { 64, 80, 8, 1 }, { 200, 136, 24, 1 }, { 1000, 1000, 1000, 0 },
+        { 4096, 4096, 4096, 0 },
+    };
     /* shapes outermost, so the verify context's cached inputs serve every kernel */
-    for (int s = 0; s < 5; s++)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int kn = 0; kn < nk; kn++)
             for (int combo = 0; combo < 32; combo++) {
                 tk_op op_a = (tk_op)(combo & 1), op_b = (tk_op)(combo >> 1 & 1);
                 float beta = combo & 16 ? 0.5f : 0.0f;
-                tk_lab_case c = { (tk_layout)(combo >> 2 & 1), op_a, op_b, shapes[s][0], shapes[s][1],
-                                  shapes[s][2], op_a == TK_OP_T ? 1.5f : 1.0f, beta,
-                                  combo & 8 ? TK_BF16 : TK_F32, 1 };
+                tk_lab_case c = { (tk_layout)(combo >> 2 & 1), op_a, op_b, shapes[s].m, shapes[s].n,
+                                  shapes[s].k, op_a == TK_OP_T ? 1.5f : 1.0f, beta,
+                                  combo & 8 ? TK_BF16 : TK_F32, 1, shapes[s].pad };
                 run_one(kernels[kn], &c);
             }
     for (int kn = 0; kn < nk; kn++) {
-        tk_lab_case big = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 8192, 8192, 8192, 1.0f, 0.0f, TK_F32, 1 };
+        tk_lab_case big = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 8192, 8192, 8192, 1.0f, 0.0f, TK_F32, 1, 0 };
         run_one(kernels[kn], &big);
     }
     tk_lab_verify_close(ctx);

@@ -62,7 +62,7 @@ static void test_reference_vs_triple_loop(void)
         for (int combo = 0; combo < 16; combo++) {
             tk_lab_case c = { (tk_layout)(combo & 1), (tk_op)(combo >> 1 & 1), (tk_op)(combo >> 2 & 1),
                               shapes[sh][0], shapes[sh][1], shapes[sh][2], 1.5f, combo >> 3 ? 0.5f : 0.0f,
-                              combo & 8 ? TK_BF16 : TK_F32, 3 };
+                              combo & 8 ? TK_BF16 : TK_F32, 3, 0 };
             size_t pad = 3;   /* leading dimensions larger than needed */
             uint16_t *a = malloc((size_t)((c.m + pad) * (c.k + pad)) * 2);
             uint16_t *b = malloc((size_t)((c.k + pad) * (c.n + pad)) * 2);
@@ -178,11 +178,11 @@ static void test_bench_files(void)
     tk_lab_bench_info in = { .name = "Fake \"GPU\"", .sm = 90, .sm_count = 132, .clock_mhz = 1980,
                              .l2_bytes = 52428800, .peak_tflops = 1070.5, .l2_flush = 1 };
     tk_lab_bench_row rows[2] = { { .kernel = "cublas", .c = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, 8192, 8192, 8192,
-                                                               1.0f, 0.0f, TK_F32, 1 },
+                                                               1.0f, 0.0f, TK_F32, 1, 0 },
                                    .samples = 10, .ms_min = 1.4, .ms_median = 1.5, .ms_p20 = 1.45, .ms_p80 = 1.55,
                                    .tflops = 733.0, .pct_peak = 68.5, .ratio_cublas = 1.0, .status = "ok" },
                                  { .kernel = "k99", .c = { TK_COL_MAJOR, TK_OP_T, TK_OP_N, 8, 8, 8, 1.5f, 0.5f,
-                                                           TK_BF16, 1 },
+                                                           TK_BF16, 1, 0 },
                                    .ratio_cublas = NAN, .status = "kernel k99: needs \"aligned\" ld" } };
     char buf[4096];
     FILE *f = tmpfile();

@@ -54,6 +54,9 @@ static void test_bad_arguments_exit_2(void)
         { "verify --hot", "--hot" },
         { "verify --csv x.csv", "--csv" },
         { "info --m 64", "--m" },
+        { "verify --pad=1", "takes no value" },
+        { "bench --pad", "--pad" },
+        { "info --pad", "--pad" },
     };
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -73,6 +76,8 @@ static void test_help_exits_0(void)
         int rc = run(args[i], out, sizeof out);
         CHECK(rc == 0 && strstr(out, "usage") != NULL, "'tilekit %s' exited %d: %s", args[i], rc, out);
     }
+    int rc = run("verify --help", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "--pad") != NULL, "'tilekit verify --help' does not document --pad: %s", out);
 }
 
 void tk_tests(void)
