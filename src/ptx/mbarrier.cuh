@@ -22,21 +22,8 @@
  *   parity 1 reads as "completed": a producer waiting on empty barriers with
  *   parity (phase ^ 1) passes the first round without any consumer arrival.
  *
- * Thread-block clusters (the barriers that span the CTAs of a cluster):
- * mapa.shared::cluster.u32 r, bar, rank
- *   The shared::cluster address of the same offset bar in CTA `rank` of this
- *   cluster (a peer's mbarrier).
- * mbarrier.arrive.shared::cluster.b64 _, [r]
- *   One arrival on a (possibly remote) mbarrier at cluster address r, with
- *   the default release at CTA scope. Enough to hand a stage back after the
- *   wgmma reading it has completed; .release.cluster would add MEMBAR.ALL.GPU
- *   before every arrival (seen in SASS), which made a 2-CTA GEMM 2.4x slower.
- * barrier.cluster.arrive.release / barrier.cluster.wait.acquire (not .aligned:
- * callable from diverged code)
- *   All non-exited threads of all CTAs of the cluster meet (tk_cluster_sync):
- *   after mbarrier init, so no peer signals a barrier not yet initialised, and
- *   before exit, so no peer still signals one whose CTA is gone.
- * %cluster_ctarank: this CTA's rank in its cluster.
+ * The cluster-wide arrival (on a peer's barrier) and the cluster barrier are
+ * in cluster.cuh.
  * Clobbers: "memory" on all, so shared-memory accesses are not moved across.
  */
 #ifndef TK_PTX_MBARRIER_CUH
@@ -78,32 +65,6 @@ static __device__ __forceinline__ void tk_mbarrier_wait_parity(uint32_t bar, uin
 {
     while (!tk_mbarrier_try_wait_parity(bar, parity)) {
     }
-}
-
-static __device__ __forceinline__ uint32_t tk_mapa_shared_cluster(uint32_t addr, uint32_t rank)
-{
-    uint32_t r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-    return r;
-}
-
-static __device__ __forceinline__ void tk_mbarrier_arrive_cluster(uint32_t cluster_addr)
-{
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_addr) : "memory");
-}
-
-static __device__ __forceinline__ void tk_cluster_sync(void)
-{
-    asm volatile("barrier.cluster.arrive.release;\n"
-                 "barrier.cluster.wait.acquire;\n" ::
-                     : "memory");
-}
-
-static __device__ __forceinline__ uint32_t tk_cluster_ctarank(void)
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
 }
 
 #endif

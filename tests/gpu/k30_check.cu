@@ -2,7 +2,7 @@
  *
  *   gpucu_k30_check [name-substring]       correctness tests (sm_90 only)
  *   TK_K30_BENCH=1 gpucu_k30_check bench   also the timing table
- *   TK_K30_KERNELS=a,b                     kernels under test (default: every k30_*)
+ *   TK_K30_KERNELS=a,b                     kernels under test (default: every k30_*, k31_*)
  *   TK_K30_REF=k01_naive                   reference kernel (default cublas; use
  *                                          k01_naive under compute-sanitizer, whose
  *                                          racecheck flags cuBLAS's own kernels)
@@ -36,7 +36,7 @@ extern "C" {
 
 static tk_handle g_h;
 static int g_ok_device;
-/* The kernels under test: every registry entry named k30_*, or the
+/* The kernels under test: every registry entry named k30_* or k31_*, or the
  * comma-separated list in TK_K30_KERNELS. */
 static const char *g_kernels[8];
 static int g_nkernels;
@@ -523,7 +523,9 @@ void tk_tests(void)
     } else {
         for (int i = 0; i < tk_kernel_count() && g_nkernels < 8; i++) {
             tk_kernel_props kp;
-            if (tk_kernel_get(i, &kp) == TK_SUCCESS && !strncmp(kp.name, "k30_", 4))
+            if (tk_kernel_get(i, &kp) != TK_SUCCESS)
+                continue;
+            if (!strncmp(kp.name, "k30_", 4) || !strncmp(kp.name, "k31_", 4))
                 g_kernels[g_nkernels++] = kp.name;
         }
     }

@@ -1,0 +1,389 @@
+/* k30_core.cuh - the parts k30_wgmma_tma and k31_wgmma_cluster share: tile
+ * configuration, shared-memory ring layout, barrier setup, super-tile order,
+ * the TMA producer loop, the wgmma consumer loop of one tile, the direct
+ * epilogue, and the host-side support check and tensor maps.
+ *
+ * The loops take the cluster size as an argument (1 for k30_wgmma_tma): with
+ * one CTA the B tile is loaded whole and stages are released with a local
+ * arrival; with more, each CTA multicasts its share of B and every consumer
+ * warp arrives on the empty barrier of every CTA. The arguments are
+ * compile-time constants at each call, so the unused path compiles away.
+ * The header comments of k30_wgmma_tma.cu and k31_wgmma_cluster.cu explain
+ * the design and record the measurements.
+ */
+#ifndef TK_K30_CORE_CUH
+#define TK_K30_CORE_CUH
+
+#include <stdio.h>
+#include <string.h>
+#include <cuda.h>
+#include "../host/kernel.h"
+#include "../host/tma.h"
+#include "../ptx/common.cuh"
+#include "../ptx/cluster.cuh"
+#include "../ptx/fence.cuh"
+#include "../ptx/mbarrier.cuh"
+#include "../ptx/setmaxnreg.cuh"
+#include "../ptx/tma.cuh"
+#include "../ptx/wgmma.cuh"
+#include "../tiles/epilogue.cuh"
+
+#define K30_BM 128
+#define K30_BN 256
+#define K30_BK 64                      /* 64 bf16 = 128 bytes = the swizzle span */
+#define K30_STAGES 4
+#define K30_CONSUMERS 2                /* consumer warpgroups, 64 rows of the tile each */
+#define K30_THREADS (128 * (1 + K30_CONSUMERS))
+#define K30_PRODUCER_REGS 40
+#define K30_CONSUMER_REGS 232
+#define K30_BOX 8192                   /* one 64 x 64 bf16 TMA box (MN-major tiles) */
+#define K30_A_BYTES (K30_BM * K30_BK * 2)
+#define K30_B_BYTES (K30_BN * K30_BK * 2)
+#define K30_STAGE_BYTES (K30_A_BYTES + K30_B_BYTES)
+#define K30_RING_BYTES (K30_STAGES * K30_STAGE_BYTES)
+/* Dynamic shared memory with `extra` bytes between the ring and the barriers:
+ * + 1024 to align the ring to the 128B-swizzle pattern, + the full and empty
+ * barriers. */
+#define K30_SMEM_WITH(extra) (1024 + K30_RING_BYTES + (extra) + 2 * 8 * K30_STAGES)
+
+static_assert(K30_BM == 64 * K30_CONSUMERS, "each consumer warpgroup owns 64 rows (one wgmma M)");
+static_assert(K30_STAGE_BYTES % 1024 == 0, "stages must keep the 1024-byte swizzle alignment");
+static_assert(K30_PRODUCER_REGS * 128 + K30_CONSUMER_REGS * 128 * K30_CONSUMERS <= 65536,
+              "register reallocation exceeds the SM's 64K registers");
+
+typedef struct k30_params {
+    CUtensorMap map_a;                 /* A: box BM x BK (K-major) or 64 x 64 (M-major) */
+    CUtensorMap map_b;                 /* B: box BN/cluster x BK (K-major) or 64 x 64 (N-major) */
+    CUtensorMap map_c;                 /* C: box 64 rows x 128 bytes, 128B swizzle (k31, when c_tma) */
+    void *c;
+    int64_t ldc;
+    int m, n;
+    int tiles_m, tiles_n, k_tiles;
+    float alpha, beta;
+    int c_bf16;
+    int c_tma;                         /* k31: epilogue through shared memory and TMA stores */
+} k30_params;
+
+/* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
+ * an empty kernel body and would warn that they are unused). */
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* The ring's shared address: stage s holds A at ring + s * STAGE_BYTES and B
+ * right after it, each tile on a 1024-byte boundary as the 128B swizzle
+ * requires. Same offsets in every CTA, as multicast requires. */
+static __device__ __forceinline__ uint32_t k30_ring(const uint8_t *smem)
+{
+    return (tk_smem_u32(smem) + 1023u) & ~1023u;
+}
+
+/* One thread: prefetch the tensor maps, initialise the barriers (the full
+ * barrier expects the producer's arrival, the empty one `empty_arrivals`). */
+static __device__ __forceinline__ void k30_init(const k30_params *p, uint32_t full_bar, uint32_t empty_bar,
+                                                uint32_t empty_arrivals)
+{
+    tk_tma_prefetch_map(&p->map_a);
+    tk_tma_prefetch_map(&p->map_b);
+    for (int s = 0; s < K30_STAGES; s++) {
+        tk_mbarrier_init(full_bar + 8 * s, 1);
+        tk_mbarrier_init(empty_bar + 8 * s, empty_arrivals);
+    }
+    tk_fence_mbarrier_init();
+}
+
+/* Tile t -> (tile row, tile column) in super-tile order: `group` tile rows
+ * per group, down each column of the group first, so the tiles running at
+ * once share A rows and B columns in L2. */
+static __device__ __forceinline__ void k30_tile_coords(int t, int rows_total, int tiles_n, int group, int *tr, int *tn)
+{
+    int per_group = group * tiles_n;
+    int g = t / per_group;
+    int first = g * group;
+    int rows = min(rows_total - first, group);
+    int r = t - g * per_group;
+    *tr = first + r % rows;
+    *tn = r / rows;
+}
+
+/* The producer thread: walks tiles first, first + step, ... of the
+ * rows_total x tiles_n tile grid (cluster rows when cluster > 1) and loads
+ * every k-tile of each into the ring. CTA `rank` of the cluster computes
+ * tile row tr * cluster + rank and loads its share of B for all CTAs.
+ * A template because the operand majors fix the TMA box pattern (A_MN: op_a
+ * T, B_MN: op_b N). */
+template <int A_MN, int B_MN>
+static __device__ __forceinline__ void k30_produce(const k30_params *p, uint32_t ring, uint32_t full_bar,
+                                                   uint32_t empty_bar, int first, int step, int rows_total, int group,
+                                                   int cluster, uint32_t rank)
+{
+    const uint16_t all = (uint16_t)((1u << cluster) - 1);
+    const int num_tiles = rows_total * p->tiles_n;
+    int s = 0;
+    uint32_t phase = 0;
+    for (int t = first; t < num_tiles; t += step) {
+        int tr, tn;
+        k30_tile_coords(t, rows_total, p->tiles_n, group, &tr, &tn);
+        const int m0 = (tr * cluster + (int)rank) * K30_BM, n0 = tn * K30_BN;
+        for (int kt = 0; kt < p->k_tiles; kt++) {
+            const int k0 = kt * K30_BK;
+            const uint32_t fb = full_bar + 8 * s;
+            const uint32_t sa = ring + s * K30_STAGE_BYTES, sb = sa + K30_A_BYTES;
+            /* Wait until every consumer warp (of every CTA: a peer's multicast
+             * writes here too) has released the stage. Passes at once in the
+             * first round: parity 1 of a fresh barrier reads as completed. */
+            tk_mbarrier_wait_parity(empty_bar + 8 * s, phase ^ 1);
+            /* Out-of-bounds box parts are zero-filled and still counted, so
+             * the byte count is always the full stage, B's shares included. */
+            tk_mbarrier_arrive_expect_tx(fb, K30_STAGE_BYTES);
+            if (A_MN) {
+#pragma unroll
+                for (int j = 0; j < K30_BM / 64; j++)
+                    tk_tma_load_2d(sa + j * K30_BOX, &p->map_a, m0 + 64 * j, k0, fb);
+            } else {
+                tk_tma_load_2d(sa, &p->map_a, k0, m0, fb);
+            }
+            if (cluster == 1) {
+                if (B_MN) {
+#pragma unroll
+                    for (int j = 0; j < K30_BN / 64; j++)
+                        tk_tma_load_2d(sb + j * K30_BOX, &p->map_b, n0 + 64 * j, k0, fb);
+                } else {
+                    tk_tma_load_2d(sb, &p->map_b, k0, n0, fb);
+                }
+            } else if (B_MN) {
+                /* This CTA's share of B: 64-column boxes of part `rank`. */
+#pragma unroll
+                for (int j = 0; j < K30_BN / 64 / cluster; j++) {
+                    const int box = (int)rank * (K30_BN / 64 / cluster) + j;
+                    tk_tma_load_2d_multicast(sb + box * K30_BOX, &p->map_b, n0 + 64 * box, k0, fb, all);
+                }
+            } else {
+                const int part = K30_BN / cluster;
+                tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES / cluster), &p->map_b, k0, n0 + part * (int)rank,
+                                         fb, all);
+            }
+            if (++s == K30_STAGES) {
+                s = 0;
+                phase ^= 1;
+            }
+        }
+    }
+}
+
+/* Hands stage `stage` back: each consumer warp arrives once on the empty
+ * barrier of every CTA of the cluster (empty[r]: CTA r's empty barriers, a
+ * cluster address; with one CTA the local shared address). */
+static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cluster, int stage, int lane)
+{
+    if (lane == 0) {
+        if (cluster == 1) {
+            tk_mbarrier_arrive(empty[0] + 8 * stage);
+        } else {
+#pragma unroll
+            for (int r = 0; r < cluster; r++)
+                tk_mbarrier_arrive_cluster(empty[r] + 8 * stage);
+        }
+    }
+}
+
+/* Consumer warpgroup c: the 64 x 256 accumulators of one tile over all
+ * k-tiles, reading the ring from stage *s / parity *phase on. One wgmma group
+ * stays in flight while the next stage is awaited; a stage is released as
+ * soon as the group reading it is done. On return acc holds the result.
+ * A template because the operand majors are wgmma immediates. */
+template <int A_MN, int B_MN>
+static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t ring, uint32_t full_bar,
+                                                        const uint32_t *empty, int cluster, int k_tiles, int c,
+                                                        int lane, int *s, uint32_t *phase)
+{
+    /* K-major tiles: row r (M or N) at 128r, K steps of 16 = 32 bytes inside
+     * the row. MN-major tiles: K row k at 128k within 64-wide boxes 8 KB apart
+     * (LBO), K steps of 16 rows = 2048 bytes. Both: SBO = 1024 bytes per 8
+     * rows. A's 64-row half c starts 8 KB in either way (64 K-major rows, or
+     * the c-th M-major box). */
+    const uint32_t a_lbo = A_MN ? K30_BOX : 16, b_lbo = B_MN ? K30_BOX : 16;
+    const uint32_t a_kstep = A_MN ? 2048 : 32, b_kstep = B_MN ? 2048 : 32;
+    int prev = 0;
+    for (int kt = 0; kt < k_tiles; kt++) {
+        const uint32_t sa = ring + *s * K30_STAGE_BYTES + c * K30_BOX;
+        const uint32_t sb = ring + *s * K30_STAGE_BYTES + K30_A_BYTES;
+        tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
+        tk_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < K30_BK / 16; kk++) {
+            uint64_t da = tk_wgmma_desc_sw128(sa + kk * a_kstep, a_lbo, 1024);
+            uint64_t db = tk_wgmma_desc_sw128(sb + kk * b_kstep, b_lbo, 1024);
+            /* The first product of a tile overwrites the accumulators. */
+            tk_wgmma_m64n256k16_f32_bf16<A_MN, B_MN>(acc, da, db, kt > 0 || kk > 0);
+        }
+        tk_wgmma_commit();
+        if (kt > 0) {
+            /* The previous stage's group is done: release it. */
+            tk_wgmma_wait(1);
+            k30_release(empty, cluster, prev, lane);
+        }
+        prev = *s;
+        if (++*s == K30_STAGES) {
+            *s = 0;
+            *phase ^= 1;
+        }
+    }
+    tk_wgmma_wait(0);
+    k30_release(empty, cluster, prev, lane);
+    /* The epilogue must read the accumulators after the wait. */
+#pragma unroll
+    for (int i = 0; i < 128; i++)
+        tk_wgmma_reg_fence(acc[i]);
+}
+
+static __device__ __forceinline__ uint32_t k30_pack_bf16x2(float lo, float hi)
+{
+    return (uint32_t)tk_f32_to_bf16(lo) | ((uint32_t)tk_f32_to_bf16(hi) << 16);
+}
+
+/* Direct epilogue: stores one consumer's 64 x 256 accumulators at rows r0..,
+ * columns c0.. (the warpgroup tile's corner); alpha/beta (C read only when
+ * beta != 0), fp32 or bf16, pairs of columns per store, bounds-checked.
+ * Thread (warp w, lane l) holds rows r0 + 16w + l/4 (+8) and column pairs
+ * c0 + 8j + 2(l%4). */
+static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, float acc[128], int r0, int c0,
+                                                           int warp, int lane)
+{
+    const int row = r0 + 16 * warp + (lane >> 2);
+    const int col = c0 + 2 * (lane & 3);
+    const bool interior = r0 + 64 <= p->m && c0 + K30_BN <= p->n;
+    const float alpha = p->alpha, beta = p->beta;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int r = row + 8 * h;
+        const bool row_ok = interior || r < p->m;
+        const int64_t base = (int64_t)r * p->ldc + col;
+        if (p->c_bf16) {
+            uint16_t *crow = (uint16_t *)p->c + base;
+#pragma unroll
+            for (int j = 0; j < 32; j++) {
+                float v0 = alpha * acc[4 * j + 2 * h], v1 = alpha * acc[4 * j + 2 * h + 1];
+                const int cc = col + 8 * j;
+                if (interior || (row_ok && cc + 1 < p->n)) {
+                    uint32_t *q = (uint32_t *)(crow + 8 * j);
+                    if (beta != 0.0f) {
+                        uint32_t old = *q;
+                        v0 = fmaf(beta, tk_bf16_to_f32((uint16_t)(old & 0xFFFF)), v0);
+                        v1 = fmaf(beta, tk_bf16_to_f32((uint16_t)(old >> 16)), v1);
+                    }
+                    *q = k30_pack_bf16x2(v0, v1);
+                } else if (row_ok && cc < p->n) {
+                    tk_epilogue_store(p->c, base + 8 * j, TK_BF16, acc[4 * j + 2 * h], alpha, beta);
+                }
+            }
+        } else {
+            float *crow = (float *)p->c + base;
+#pragma unroll
+            for (int j = 0; j < 32; j++) {
+                float2 v = make_float2(alpha * acc[4 * j + 2 * h], alpha * acc[4 * j + 2 * h + 1]);
+                const int cc = col + 8 * j;
+                if (interior || (row_ok && cc + 1 < p->n)) {
+                    float2 *q = (float2 *)(crow + 8 * j);
+                    if (beta != 0.0f) {
+                        float2 old = *q;
+                        v.x = fmaf(beta, old.x, v.x);
+                        v.y = fmaf(beta, old.y, v.y);
+                    }
+                    *q = v;
+                } else if (row_ok && cc < p->n) {
+                    tk_epilogue_store(p->c, base + 8 * j, TK_F32, acc[4 * j + 2 * h], alpha, beta);
+                }
+            }
+        }
+    }
+}
+#endif
+
+/* The kernel instance for the operand majors of a problem. */
+#define K30_SELECT(kernel, op_a, op_b)                                                                               \
+    ((op_a) == TK_OP_T ? ((op_b) == TK_OP_N ? (const void *)kernel<1, 1> : (const void *)kernel<1, 0>)             \
+                       : ((op_b) == TK_OP_N ? (const void *)kernel<0, 1> : (const void *)kernel<0, 0>))
+
+/* Support check shared by both kernels; m_slack: rows a cluster may address
+ * past M (its coordinates must stay 32-bit). */
+static inline tk_status k30_supports_common(const tk_args *a, const tk_device *dev, int64_t m_slack, char *why,
+                                            size_t len)
+{
+    if (dev->sm != 90) {
+        snprintf(why, len,
+                 "needs sm_90a (wgmma, setmaxnreg and TMA code built for sm_90a runs only on sm_90); this GPU is "
+                 "sm_%d",
+                 dev->sm);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (a->m > INT32_MAX - m_slack || a->n > INT32_MAX || a->k > INT32_MAX) {
+        if (m_slack)
+            snprintf(why, len, "TMA coordinates are 32-bit: M, N and K must be below 2^31 - %lld",
+                     (long long)m_slack);
+        else
+            snprintf(why, len, "TMA coordinates are 32-bit: M, N and K must be below 2^31");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    tk_status st = tk_tma_check("A", a->a, a->lda, 2, why, len);
+    if (st == TK_SUCCESS)
+        st = tk_tma_check("B", a->b, a->ldb, 2, why, len);
+    if (st != TK_SUCCESS)
+        return st;
+    size_t pair = a->c_type == TK_F32 ? 8 : 4;
+    if (a->ldc % 2 || (uintptr_t)a->c % pair) {
+        snprintf(why, len, "the epilogue stores C in pairs: ldc (%lld) must be even and C (%p) %zu-byte aligned",
+                 (long long)a->ldc, a->c, pair);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    return TK_SUCCESS;
+}
+
+/* Tensor maps of A and B and the sizes of a launch; B's K-major box is
+ * BN / cluster rows (each CTA of a cluster loads that share). */
+static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int cluster, char *why, size_t len)
+{
+    memset(p, 0, sizeof *p);
+    tk_status st;
+    /* A: M x K (K-major, box BM x BK) or stored K x M (M-major, 64 x 64 boxes). */
+    if (a->op_a == TK_OP_N)
+        st = tk_tma_map_2d(&p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->m, a->k, a->lda, K30_BM, K30_BK,
+                           CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+    else
+        st = tk_tma_map_2d(&p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->k, a->m, a->lda, K30_BK, 64,
+                           CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+    if (st)
+        return st;
+    /* B: stored N x K (op T, K-major) or K x N (op N, N-major, 64 x 64 boxes). */
+    if (a->op_b == TK_OP_T)
+        st = tk_tma_map_2d(&p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->n, a->k, a->ldb,
+                           (uint32_t)(K30_BN / cluster), K30_BK, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+    else
+        st = tk_tma_map_2d(&p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->k, a->n, a->ldb, K30_BK, 64,
+                           CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+    if (st)
+        return st;
+    p->c = a->c;
+    p->ldc = a->ldc;
+    p->m = (int)a->m;
+    p->n = (int)a->n;
+    p->tiles_m = (int)((a->m + K30_BM - 1) / K30_BM);
+    p->tiles_n = (int)((a->n + K30_BN - 1) / K30_BN);
+    p->k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    p->alpha = a->alpha;
+    p->beta = a->beta;
+    p->c_bf16 = a->c_type == TK_BF16;
+    return TK_SUCCESS;
+}
+
+/* Launch errors -> TK_ERR_CUDA with the message. */
+static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
+{
+    if (e == cudaSuccess)
+        e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        snprintf(why, len, "launch: %s", cudaGetErrorString(e));
+        cudaGetLastError();
+        return TK_ERR_CUDA;
+    }
+    return TK_SUCCESS;
+}
+
+#endif
