@@ -39,6 +39,26 @@
  * epilogue overlaps the other's MMAs): 0.88x cuBLAS at 8192^3 (one warpgroup
  * alone does not keep the tensor cores busy), though 1.09x at 8192 x 8192 x
  * 1024.
+ * Further levers, each a variant built from this file with one macro changed
+ * and timed against it (tilekit bench, op NN, fp32 out, L2 flushed, budget
+ * 1 s; two runs per device call, the second in reverse order; xcuBLAS at
+ * 4096^3 then 8192^3, run 1 / run 2). This code in the same runs: 0.994 /
+ * 0.992, 1.014 / 1.013. None won, so none was kept:
+ * - super-tile group of 8 block rows: 0.991 / 0.986, 1.003 / 0.998; of 32:
+ *   0.989 / 0.985, 1.002 / 1.005 (16 keeps the fewest A + B rows per wave).
+ * - epilogue: stores already drain during the next tile's MMAs (a staging
+ *   buffer is waited on only before its reuse). Per-warp TMA stores of 16-row
+ *   boxes, synchronised by __syncwarp instead of two 128-thread named
+ *   barriers per chunk: 0.995 / 0.989, 1.007 / 1.005; bf16 out 0.987 at
+ *   4096^3, 1.006 at 8192^3 (this code 0.992, 1.012).
+ * - one empty-barrier arrival per consumer warpgroup (warp r arrives on CTA
+ *   r) instead of one per warp: 0.999 / 0.993, 1.010 / 1.006; together with
+ *   the per-warp stores 0.992 / 0.990, 1.006 / 1.008.
+ * - clusters of 4 along M (B multicast to 4 CTAs: 24 KB instead of 32 KB of
+ *   L2 reads per CTA and k-tile; second device call, this code 0.990 / 0.994,
+ *   1.015 / 0.984 there): 0.829 / 0.823, 0.929 / 0.922; 2048^3 0.574 (this
+ *   code 0.938); also with per-warpgroup arrivals or groups of 8 or 32.
+ * - 5 stages do not fit (5 x 48 KB + 32 KB of staging > 227 KB).
  *
  * Tile configuration: cluster 2 x 1, BM = 128, BN = 256, BK = 64, 4 stages,
  * 3 warpgroups (384 threads), warpgroup tile 64 x 256, warp tile 16 x 256.
