@@ -53,6 +53,8 @@ static void print_help(const char *cmd)
                "  --hot                        do not flush L2 before each sample\n"
                "  --no-cublas                  do not time cuBLAS (no ratio column)\n"
                "  --budget SECONDS             sampling time per case (default 2)\n"
+               "  --pad                        padded leading dimensions (each tight ld rounded up to\n"
+               "                               a multiple of 8, plus 8), e.g. for TMA kernels at odd K\n"
                "  --json FILE --csv FILE       also write the results there\n", help_problem);
     else if (!strcmp(cmd, "verify"))
         printf("usage: tilekit verify [options]\n%s"
@@ -174,7 +176,7 @@ static int parse_args(int argc, char **argv, opts *o)
             { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM, 1 },
             { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM, 1 },
             { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH, 0 }, { "--budget", F_BENCH, 1 },
-            { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY, 0 },
+            { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
         };
         if (eq && !strncmp(flag, "--", 2)) {
             *eq = '\0';

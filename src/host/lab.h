@@ -41,7 +41,7 @@ typedef struct tk_lab_case {
     float alpha, beta;
     tk_dtype out;
     uint64_t seed;
-    int pad;                    /* 0: tight leading dimensions; 1: padded (see tk_lab_ld); bench ignores it */
+    int pad;                    /* 0: tight leading dimensions; 1: padded (see tk_lab_ld); bench too */
 } tk_lab_case;
 
 /* The leading dimension of a stored matrix whose lines (rows when

@@ -130,7 +130,8 @@ const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b) { return &
 /* Random (never zero) A, B and C for the case, kept while the shape lasts. */
 static int ensure_data(tk_lab_bench *b, const tk_lab_case *c, char *why, size_t len)
 {
-    size_t na = (size_t)(c->m * c->k), nb = (size_t)(c->k * c->n), nc = (size_t)(c->m * c->n);
+    /* sized for padded leading dimensions too (tk_lab_buf_elems covers both) */
+    size_t na = tk_lab_buf_elems(c->m, c->k), nb = tk_lab_buf_elems(c->k, c->n), nc = tk_lab_buf_elems(c->m, c->n);
     size_t cb = nc * (c->out == TK_F32 ? 4 : 2);
     int new_ab = b->m != c->m || b->n != c->n || b->k != c->k || b->seed != c->seed;
     int new_c = new_ab || b->c_out != c->out || b->c_bytes != cb;
@@ -194,15 +195,12 @@ static void summarize(const tk_lab_bench *b, int n, tk_lab_bench_row *row)
 static int same_case(const tk_lab_case *x, const tk_lab_case *y)
 {
     return x->layout == y->layout && x->op_a == y->op_a && x->op_b == y->op_b && x->m == y->m && x->n == y->n &&
-           x->k == y->k && x->alpha == y->alpha && x->beta == y->beta && x->out == y->out;
+           x->k == y->k && x->alpha == y->alpha && x->beta == y->beta && x->out == y->out && x->pad == y->pad;
 }
 
 int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *cin, tk_lab_bench_row *row)
 {
-    /* bench times tight leading dimensions only: its buffers are sized for them */
-    tk_lab_case tight = *cin;
-    tight.pad = 0;
-    const tk_lab_case *c = &tight;
+    const tk_lab_case *c = cin;
     memset(row, 0, sizeof *row);
     snprintf(row->kernel, sizeof row->kernel, "%s", kernel);
     row->c = *c;

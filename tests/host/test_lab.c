@@ -194,7 +194,7 @@ static void test_bench_files(void)
         "{\"tool\":\"tilekit bench\",\"version\":\"0.1.0\",\"device\":{\"name\":\"Fake \\\"GPU\\\"\",\"sm\":90,",
         "\"sm_count\":132,\"clock_mhz\":1980,\"l2_bytes\":52428800}", "\"peak_tflops\":1070.5,\"l2_flush\":true",
         "\"kernel\":\"cublas\",\"m\":8192,\"n\":8192,\"k\":8192,\"layout\":\"row\",\"op_a\":\"n\",\"op_b\":\"t\"",
-        "\"out\":\"fp32\",\"alpha\":1,\"beta\":0,\"samples\":10,\"ms_min\":1.4,\"ms_median\":1.5",
+        "\"out\":\"fp32\",\"alpha\":1,\"beta\":0,\"pad\":0,\"samples\":10,\"ms_min\":1.4,\"ms_median\":1.5",
         "\"tflops\":733,\"pct_peak\":68.5,\"ratio_cublas\":1,\"status\":\"ok\"}",
         "\"layout\":\"col\",\"op_a\":\"t\",\"op_b\":\"n\",\"out\":\"bf16\",\"alpha\":1.5,\"beta\":0.5",
         "\"ms_median\":null", "\"ratio_cublas\":null,\"status\":\"kernel k99: needs \\\"aligned\\\" ld\"}",

@@ -55,7 +55,7 @@ static void test_bad_arguments_exit_2(void)
         { "verify --csv x.csv", "--csv" },
         { "info --m 64", "--m" },
         { "verify --pad=1", "takes no value" },
-        { "bench --pad", "--pad" },
+        { "bench --pad=1", "takes no value" },
         { "info --pad", "--pad" },
     };
     char out[4096];
