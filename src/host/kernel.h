@@ -100,8 +100,12 @@ tk_status tk_check_resources(const tk_kernel *k, const tk_resources *r, const tk
                              const tk_func_attrs *func_attrs, char *why, size_t len);
 tk_status tk_func_attrs_get(const void *func, tk_func_attrs *out, char *why, size_t len);
 
-/* Shared support-check helpers. Each returns TK_SUCCESS or writes why. */
-tk_status tk_check_align(const tk_args *a, int elems, char *why, size_t len);
+/* Shared support-check helpers. Each returns TK_SUCCESS or writes why.
+ * tk_check_align: A and B leading dimensions multiples of ab_elems and
+ * pointers aligned to ab_elems bf16 elements (8: 16-byte vector loads); the
+ * same for C with c_elems of its type (c_elems <= 1: no requirement on C).
+ * NULL pointers (introspection) pass the pointer checks. */
+tk_status tk_check_align(const tk_args *a, int ab_elems, int c_elems, char *why, size_t len);
 
 /* C = beta * C on stream (the K == 0 case); util.cu. */
 tk_status tk_launch_scale_c(const tk_args *a, cudaStream_t stream, char *why, size_t len);

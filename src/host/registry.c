@@ -32,14 +32,17 @@ const tk_kernel *tk_registry_find(const char *name)
     return NULL;
 }
 
-tk_status tk_check_align(const tk_args *a, int elems, char *why, size_t len)
+tk_status tk_check_align(const tk_args *a, int ab_elems, int c_elems, char *why, size_t len)
 {
     /* elems elements of A/B (2 bytes) and of C (2 or 4 bytes) per vector access */
     size_t cb = a->c_type == TK_F32 ? 4 : 2;
-    struct { const char *name; const void *p; int64_t ld; size_t esz; } m[] = {
-        { "A", a->a, a->lda, 2 }, { "B", a->b, a->ldb, 2 }, { "C", a->c, a->ldc, cb },
+    struct { const char *name; const void *p; int64_t ld; size_t esz; int elems; } m[] = {
+        { "A", a->a, a->lda, 2, ab_elems }, { "B", a->b, a->ldb, 2, ab_elems }, { "C", a->c, a->ldc, cb, c_elems },
     };
     for (int i = 0; i < 3; i++) {
+        int elems = m[i].elems;
+        if (elems <= 1)
+            continue;
         size_t bytes = (size_t)elems * m[i].esz;
         if (m[i].ld % elems) {
             snprintf(why, len, "leading dimension of %s (%lld) must be a multiple of %d elements", m[i].name,

@@ -467,23 +467,7 @@ static tk_status k20_supports(const tk_args *a, const tk_device *dev, char *why,
         return TK_ERR_NOT_SUPPORTED;
     }
     /* 16-byte cp.async of A and B rows; C stored in aligned pairs. */
-    struct { const char *name; const void *p; int64_t ld; int elems; size_t bytes; } need[3] = {
-        { "A", a->a, a->lda, 8, 16 },
-        { "B", a->b, a->ldb, 8, 16 },
-        { "C", a->c, a->ldc, 2, a->c_type == TK_F32 ? 8u : 4u },
-    };
-    for (int i = 0; i < 3; i++) {
-        if (need[i].ld % need[i].elems) {
-            snprintf(why, len, "leading dimension of %s (%lld) must be a multiple of %d elements", need[i].name,
-                     (long long)need[i].ld, need[i].elems);
-            return TK_ERR_NOT_SUPPORTED;
-        }
-        if ((uintptr_t)need[i].p % need[i].bytes) {
-            snprintf(why, len, "%s pointer %p must be %zu-byte aligned", need[i].name, need[i].p, need[i].bytes);
-            return TK_ERR_NOT_SUPPORTED;
-        }
-    }
-    return TK_SUCCESS;
+    return tk_check_align(a, 8, 2, why, len);
 }
 
 static void k20_core_resources(const k20_fn fns[4], const tk_args *a, const tk_device *dev, tk_resources *r)

@@ -29,18 +29,10 @@ static inline tk_status tk_tiles_supports(const tk_args *a, tk_op op_b, int bm, 
                  a->op_b == TK_OP_N ? "N" : "T", op_b == TK_OP_N ? "K x N" : "N x K", op_b == TK_OP_N ? "N" : "T");
         return TK_ERR_NOT_SUPPORTED;
     }
-    const struct { const char *name; const void *p; int64_t ld; } m[2] = { { "A", a->a, a->lda }, { "B", a->b, a->ldb } };
-    for (int i = 0; i < 2; i++) {
-        if (m[i].ld % TK_CHUNK_ELEMS) {
-            snprintf(why, len, "leading dimension of %s (%lld) must be a multiple of 8 elements (16-byte loads)",
-                     m[i].name, (long long)m[i].ld);
-            return TK_ERR_NOT_SUPPORTED;
-        }
-        if ((uintptr_t)m[i].p % 16) {
-            snprintf(why, len, "%s pointer %p must be 16-byte aligned (16-byte loads)", m[i].name, m[i].p);
-            return TK_ERR_NOT_SUPPORTED;
-        }
-    }
+    /* 16-byte loads of A and B rows; C is stored element by element */
+    tk_status st = tk_check_align(a, TK_CHUNK_ELEMS, 1, why, len);
+    if (st != TK_SUCCESS)
+        return st;
     if (m_on_y && tk_ceil_div(a->m, bm) > 65535) {
         snprintf(why, len, "M = %lld needs %lld block rows of %d, more than the grid's 65535", (long long)a->m,
                  (long long)tk_ceil_div(a->m, bm), bm);

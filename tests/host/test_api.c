@@ -464,20 +464,33 @@ static void test_check_align(void)
     a.a = FAKE_A; a.lda = 64;
     a.b = FAKE_B; a.ldb = 64;
     a.c = FAKE_C; a.ldc = 64; a.c_type = TK_F32;
-    CHECK(tk_check_align(&a, 8, why, sizeof why) == TK_SUCCESS, "aligned refused: %s", why);
+    CHECK(tk_check_align(&a, 8, 8, why, sizeof why) == TK_SUCCESS, "aligned refused: %s", why);
     a.ldb = 60;
-    CHECK(tk_check_align(&a, 8, why, sizeof why) == TK_ERR_NOT_SUPPORTED && contains(why, "B") &&
+    CHECK(tk_check_align(&a, 8, 8, why, sizeof why) == TK_ERR_NOT_SUPPORTED && contains(why, "B") &&
               contains(why, "multiple of 8"),
           "ldb 60: %s", why);
     a.ldb = 64;
     a.a = (const char *)FAKE_A + 2;   /* bf16-aligned, not 16-byte aligned */
-    CHECK(tk_check_align(&a, 8, why, sizeof why) == TK_ERR_NOT_SUPPORTED && contains(why, "A") &&
+    CHECK(tk_check_align(&a, 8, 8, why, sizeof why) == TK_ERR_NOT_SUPPORTED && contains(why, "A") &&
               contains(why, "16-byte"),
           "A + 2 bytes: %s", why);
     a.a = NULL;   /* introspection: pointers unknown, judge the leading dimensions */
     a.b = NULL;
     a.c = NULL;
-    CHECK(tk_check_align(&a, 8, why, sizeof why) == TK_SUCCESS, "NULL pointers refused: %s", why);
+    CHECK(tk_check_align(&a, 8, 8, why, sizeof why) == TK_SUCCESS, "NULL pointers refused: %s", why);
+    /* C's requirement is separate: none (c_elems 1), or pairs (c_elems 2) */
+    a.a = FAKE_A; a.b = FAKE_B; a.c = FAKE_C;
+    a.ldc = 63;
+    CHECK(tk_check_align(&a, 8, 1, why, sizeof why) == TK_SUCCESS, "odd ldc refused with no C requirement: %s", why);
+    CHECK(tk_check_align(&a, 8, 2, why, sizeof why) == TK_ERR_NOT_SUPPORTED && contains(why, "C") &&
+              contains(why, "multiple of 2"),
+          "ldc 63 with C pairs: %s", why);
+    a.ldc = 64;
+    a.c = (char *)FAKE_C + 4;   /* fp32-aligned, not 8-byte aligned: a pair store would split */
+    CHECK(tk_check_align(&a, 8, 2, why, sizeof why) == TK_ERR_NOT_SUPPORTED && contains(why, "8-byte"),
+          "C + 4 bytes with C pairs: %s", why);
+    CHECK(tk_check_align(&a, 8, 1, why, sizeof why) == TK_SUCCESS, "C + 4 bytes refused with no C requirement: %s",
+          why);
 }
 
 /* A kernel of a newer architecture than the (fake) GPU is refused with
@@ -486,7 +499,7 @@ static void test_check_align(void)
 static tk_status fake_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
     (void)dev;
-    return tk_check_align(a, 8, why, len);
+    return tk_check_align(a, 8, 8, why, len);
 }
 
 static void fake_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
