@@ -184,15 +184,43 @@ static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cl
     }
 }
 
+/* Hands back a stage a consumer warpgroup kept past its tile (k32: as
+ * epilogue staging): once this thread's TMA stores have read it, the
+ * warpgroup's first thread arrives for all 4 warps on the empty barrier of
+ * every CTA of the cluster. */
+static __device__ __forceinline__ void k30_release_held(const uint32_t *empty, int cluster, int stage)
+{
+    if (threadIdx.x % 128 == 0) {
+        tk_tma_store_wait_read(0);
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+            if (cluster == 1) {
+                tk_mbarrier_arrive(empty[0] + 8 * stage);
+            } else {
+#pragma unroll
+                for (int r = 0; r < cluster; r++)
+                    tk_mbarrier_arrive_cluster(empty[r] + 8 * stage);
+            }
+        }
+    }
+}
+
 /* Consumer warpgroup c: the 64 x 256 accumulators of one tile over all
  * k-tiles, reading the ring from stage *s / parity *phase on. One wgmma group
  * stays in flight while the next stage is awaited; a stage is released as
- * soon as the group reading it is done. On return acc holds the result.
+ * soon as the group reading it is done, except, with hold_last (k32), the
+ * tile's last stage ((*s + STAGES - 1) % STAGES on return), which the caller
+ * keeps and passes as `held` to the next tile (-1: none). A held stage is
+ * handed back once the second k-tile's MMAs are issued (the first's with one
+ * k-tile): the tensor cores stay busy while the release waits for the
+ * stores, and the producer needs the stage only at k-tile STAGES - 1.
+ * On return acc holds the result.
  * A template because the operand majors are wgmma immediates. */
 template <int A_MN, int B_MN>
 static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t ring, uint32_t full_bar,
                                                         const uint32_t *empty, int cluster, int k_tiles, int c,
-                                                        int lane, int *s, uint32_t *phase)
+                                                        int lane, int *s, uint32_t *phase, int hold_last,
+                                                        int held)
 {
     /* K-major tiles: row r (M or N) at 128r, K steps of 16 = 32 bytes inside
      * the row. MN-major tiles: K row k at 128k within 64-wide boxes 8 KB apart
@@ -215,6 +243,8 @@ static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t
             tk_wgmma_m64n256k16_f32_bf16<A_MN, B_MN>(acc, da, db, kt > 0 || kk > 0);
         }
         tk_wgmma_commit();
+        if (held >= 0 && kt == (k_tiles > 1 ? 1 : 0))
+            k30_release_held(empty, cluster, held);
         if (kt > 0) {
             /* The previous stage's group is done: release it. */
             tk_wgmma_wait(1);
@@ -227,7 +257,8 @@ static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t
         }
     }
     tk_wgmma_wait(0);
-    k30_release(empty, cluster, prev, lane);
+    if (!hold_last)
+        k30_release(empty, cluster, prev, lane);
     /* The epilogue must read the accumulators after the wait. */
 #pragma unroll
     for (int i = 0; i < 128; i++)

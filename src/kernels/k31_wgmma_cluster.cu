@@ -214,7 +214,8 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             int ctm, tn;
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
             const int tm = ctm * K31_CLUSTER + (int)rank;
-            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, K31_CLUSTER, p.k_tiles, c, lane, &s, &phase);
+            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, K31_CLUSTER, p.k_tiles, c, lane, &s, &phase, 0,
+                                         -1);
             if (p.c_tma)
                 k31_epilogue_tma(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c);
             else
