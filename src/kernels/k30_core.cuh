@@ -417,4 +417,61 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
     return TK_SUCCESS;
 }
 
+/* The launch shared by the cluster kernels (k31, k32): parameters, the C
+ * tensor map when the epilogue can store C with TMA (p.c_tma), the cluster
+ * launch configuration and a persistent grid of as many clusters as fit
+ * co-resident. func: the kernel instance for the problem's operand majors. */
+static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, int smem, const tk_args *a,
+                                                 cudaStream_t stream, char *why, size_t len)
+{
+    k30_params p;
+    tk_status st = k30_fill_params(&p, a, cluster, why, len);
+    if (st)
+        return st;
+    size_t cs = a->c_type == TK_F32 ? 4 : 2;
+    char ignore[TK_MSG_LEN];
+    /* A TMA store writes whole 16-byte units at the right edge (seen on the
+     * H100: columns past N up to the next 16 bytes were overwritten), so
+     * rows must end on a 16-byte boundary too. */
+    p.c_tma = a->beta == 0.0f && (a->n * (int64_t)cs) % 16 == 0 &&
+              tk_tma_check("C", a->c, a->ldc, cs, ignore, sizeof ignore) == TK_SUCCESS;
+    if (p.c_tma) {
+        st = tk_tma_map_2d(&p.map_c, a->c_type == TK_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                           : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                           cs, a->c, a->m, a->n, a->ldc, 64, (uint32_t)(128 / cs), CU_TENSOR_MAP_SWIZZLE_128B, why,
+                           len);
+        if (st)
+            return st;
+    }
+
+    cudaError_t e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    long long ctiles = (long long)((p.tiles_m + cluster - 1) / cluster) * p.tiles_n;
+    cfg.gridDim = dim3((unsigned)(cluster * (ctiles < 1024 ? ctiles : 1024)));
+    cfg.blockDim = dim3(K30_THREADS);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveClusters(&clusters, func, &cfg);
+    if (e == cudaSuccess && clusters < 1) {
+        snprintf(why, len, "no cluster of %d CTAs with %d bytes of shared memory fits on this GPU", cluster,
+                 smem);
+        return TK_ERR_OUT_OF_RESOURCES;
+    }
+    if (e == cudaSuccess) {
+        cfg.gridDim = dim3((unsigned)(cluster * (ctiles < clusters ? ctiles : clusters)));
+        void *args[] = { &p };
+        e = cudaLaunchKernelExC(&cfg, func, args);
+    }
+    return k30_launch_status(e, why, len);
+}
+
 #endif

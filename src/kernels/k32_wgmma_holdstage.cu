@@ -248,54 +248,8 @@ static void k32_resources(const tk_args *a, const tk_device *dev, tk_resources *
 static tk_status k32_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
 {
     (void)dev;
-    k30_params p;
-    tk_status st = k30_fill_params(&p, a, K32_CLUSTER, why, len);
-    if (st)
-        return st;
-    size_t cs = a->c_type == TK_F32 ? 4 : 2;
-    char ignore[TK_MSG_LEN];
-    /* As in k31: a TMA store writes whole 16-byte units at the right edge,
-     * so rows must end on a 16-byte boundary too. */
-    p.c_tma = a->beta == 0.0f && (a->n * (int64_t)cs) % 16 == 0 &&
-              tk_tma_check("C", a->c, a->ldc, cs, ignore, sizeof ignore) == TK_SUCCESS;
-    if (p.c_tma) {
-        st = tk_tma_map_2d(&p.map_c, a->c_type == TK_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-                                                           : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                           cs, a->c, a->m, a->n, a->ldc, 64, (uint32_t)(128 / cs), CU_TENSOR_MAP_SWIZZLE_128B, why,
-                           len);
-        if (st)
-            return st;
-    }
-
-    const void *func = K30_SELECT(k32_kernel, a->op_a, a->op_b);
-    cudaError_t e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, K32_SMEM_BYTES);
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = K32_CLUSTER;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg = {};
-    long long ctiles = (long long)((p.tiles_m + K32_CLUSTER - 1) / K32_CLUSTER) * p.tiles_n;
-    cfg.gridDim = dim3((unsigned)(K32_CLUSTER * (ctiles < 1024 ? ctiles : 1024)));
-    cfg.blockDim = dim3(K30_THREADS);
-    cfg.dynamicSmemBytes = K32_SMEM_BYTES;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    int clusters = 0;
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveClusters(&clusters, func, &cfg);
-    if (e == cudaSuccess && clusters < 1) {
-        snprintf(why, len, "no cluster of %d CTAs with %d bytes of shared memory fits on this GPU", K32_CLUSTER,
-                 K32_SMEM_BYTES);
-        return TK_ERR_OUT_OF_RESOURCES;
-    }
-    if (e == cudaSuccess) {
-        cfg.gridDim = dim3((unsigned)(K32_CLUSTER * (ctiles < clusters ? ctiles : clusters)));
-        void *args[] = { &p };
-        e = cudaLaunchKernelExC(&cfg, func, args);
-    }
-    return k30_launch_status(e, why, len);
+    return k30_launch_cluster_tma_c(K30_SELECT(k32_kernel, a->op_a, a->op_b), K32_CLUSTER, K32_SMEM_BYTES, a,
+                                    stream, why, len);
 }
 
 extern "C" const tk_kernel tk_kernel_k32_wgmma_holdstage = {
