@@ -51,7 +51,10 @@ typedef struct tk_handle_s *tk_handle;
 /* Creates a handle bound to the current CUDA device. Succeeds without a GPU
  * (calls that need one then return TK_ERR_NO_DEVICE), so argument checks can
  * be used and tested anywhere. A handle must not be used by two host threads
- * at once. */
+ * at once. It owns device workspaces (cuBLAS's, and up to about 35 MB for
+ * the Hopper kernel's split last wave, allocated on first use) that its
+ * launches use in stream order: as with a cuBLAS handle, GEMMs that may run
+ * at the same time on different streams need different handles. */
 tk_status tk_create(tk_handle *out);
 tk_status tk_destroy(tk_handle h);
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The CPU test suite: every build/tests/test_* binary and the Python tests.
+# The CPU test suite: every build/tests/test_* binary, the host-only part of
+# the Hopper check (k31's split-wave plan) and the Python tests.
 # Prints one "N passed, N failed" line last; exits non-zero on any failure.
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.."
 pass=0; fail=0
-for t in "$build"/tests/test_*; do
-    [ -x "$t" ] || continue
+for t in "$build"/tests/test_* "$build/tests/gpucu_k30_check k30_split_plan"; do
+    [ -x "${t%% *}" ] || continue
     echo "== $t"
-    out=$("$t" 2>&1); rc=$?
+    out=$($t 2>&1); rc=$?
     echo "$out"
     line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
     if [ -z "$line" ]; then

@@ -188,6 +188,11 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
         a.workspace = h->workspace;
         a.workspace_bytes = h->workspace_bytes;
     }
+    if (k->workspace) {
+        size_t need = k->workspace(&a, &h->dev);
+        if (need)
+            tk_handle_kernel_ws(h, &a, need, (cudaStream_t)stream);
+    }
     st = k->launch(&a, &h->dev, (cudaStream_t)stream, why, sizeof why);
     return st ? tk_fail(h, st, "kernel %s: %s", k->name, why) : TK_SUCCESS;
 }

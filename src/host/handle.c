@@ -36,6 +36,8 @@ tk_status tk_destroy(tk_handle h)
         cublasDestroy((cublasHandle_t)h->cublas);
     if (h->workspace)
         cudaFree(h->workspace);
+    if (h->kws)
+        cudaFree(h->kws);
     free(h);
     return TK_SUCCESS;
 }
@@ -65,4 +67,41 @@ tk_status tk_handle_cublas(tk_handle h)
     h->workspace = ws;
     h->workspace_bytes = TK_CUBLAS_WORKSPACE;
     return TK_SUCCESS;
+}
+
+void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, cudaStream_t stream)
+{
+    a->kws = NULL;
+    a->kws_bytes = 0;
+    if (h->kws_bytes < bytes) {
+        /* cudaFree waits for the launches still using the old buffer. */
+        if (h->kws)
+            cudaFree(h->kws);
+        h->kws = NULL;
+        h->kws_bytes = 0;
+        void *p = NULL;
+        if (cudaMalloc(&p, bytes) != cudaSuccess) {
+            cudaGetLastError();
+            return;
+        }
+        if (cudaMemsetAsync(p, 0, bytes, stream) != cudaSuccess) {
+            cudaGetLastError();
+            cudaFree(p);
+            return;
+        }
+        h->kws = p;
+        h->kws_bytes = bytes;
+        h->seq = 0;
+    }
+    if (++h->seq == 0) {
+        /* seq wrapped: clear the flags of the old numbering, in stream order. */
+        if (cudaMemsetAsync(h->kws, 0, h->kws_bytes, stream) != cudaSuccess) {
+            cudaGetLastError();
+            return;
+        }
+        h->seq = 1;
+    }
+    a->kws = h->kws;
+    a->kws_bytes = h->kws_bytes;
+    a->seq = h->seq;
 }

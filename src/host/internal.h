@@ -12,6 +12,9 @@ struct tk_handle_s {
     void *cublas;                /* cublasHandle_t, created on first use */
     void *workspace;             /* device workspace for cuBLAS */
     size_t workspace_bytes;
+    void *kws;                   /* kernels' workspace (tk_kernel.workspace), zeroed */
+    size_t kws_bytes;
+    uint32_t seq;                /* launches that got kws; 0 = none yet */
     char err[TK_MSG_LEN];        /* last error of this handle */
 };
 
@@ -26,5 +29,10 @@ tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o
 
 /* Creates the cuBLAS handle and workspace on first use. */
 tk_status tk_handle_cublas(tk_handle h);
+
+/* Points a->kws at a zeroed workspace of at least `bytes` (allocated on first
+ * use, grown when too small) and numbers the launch (a->seq). Leaves a->kws
+ * NULL if the memory cannot be had: the kernel then runs without it. */
+void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, cudaStream_t stream);
 
 #endif /* TK_INTERNAL_H */

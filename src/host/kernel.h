@@ -49,6 +49,13 @@ typedef struct tk_args {
     float alpha, beta;
     void *cublas;                /* cublasHandle_t owned by the handle (cublas entry only) */
     void *workspace; size_t workspace_bytes;  /* owned by the handle */
+    /* The kernel's own workspace (tk_kernel.workspace), owned by the handle:
+     * zeroed when allocated and whenever seq wraps to 1; NULL when the kernel
+     * asked for none or it could not be allocated (the kernel must then run
+     * without it). seq: this launch's number on the handle, never 0, so that
+     * flags a launch writes into kws tell its own from older launches'. */
+    void *kws; size_t kws_bytes;
+    uint32_t seq;
 } tk_args;
 
 /* What one launch needs; checked against tk_device before launching. */
@@ -77,6 +84,9 @@ typedef struct tk_kernel {
     /* Enqueue on stream. Returns TK_SUCCESS or an error with why filled. */
     tk_status (*launch)(const tk_args *a, const tk_device *dev, cudaStream_t stream,
                         char *why, size_t len);
+    /* Optional (NULL or left out: none): bytes of workspace the launch can
+     * use (a->kws); 0 = none for this problem. Called before each launch. */
+    size_t (*workspace)(const tk_args *a, const tk_device *dev);
 } tk_kernel;
 
 /* Registry (registry.c): kernels listed in src/kernels/kernels.def. */

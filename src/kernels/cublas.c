@@ -57,4 +57,5 @@ const tk_kernel tk_kernel_cublas = {
     .supports = cublas_supports,
     .resources = cublas_resources,
     .launch = cublas_launch,
+    .workspace = NULL,         /* cuBLAS gets the handle's cuBLAS workspace instead */
 };

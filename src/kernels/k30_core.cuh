@@ -62,6 +62,14 @@ typedef struct k30_params {
     float alpha, beta;
     int c_bf16;
     int c_tma;                         /* k31: epilogue through shared memory and TMA stores */
+    /* k31's split last wave (sk_slices > 0): the walk's last sk_tiles
+     * tiles, from sk_first on, are split into sk_slices equal k-ranges dealt
+     * out like tiles; sk_slices == 0: sk_first is the number of tiles. */
+    int num_clusters;
+    int sk_first, sk_tiles, sk_slices;
+    float *sk_part;                    /* partial accumulators: a slot per unit, CTA and consumer */
+    uint32_t *sk_flag;                 /* a flag per slot: seq once it holds this launch's partial */
+    uint32_t seq;
 } k30_params;
 
 /* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
@@ -103,68 +111,79 @@ static __device__ __forceinline__ void k30_tile_coords(int t, int rows_total, in
     *tn = r / rows;
 }
 
-/* The producer thread: walks tiles first, first + step, ... of the
- * rows_total x tiles_n tile grid (cluster rows when cluster > 1) and loads
- * every k-tile of each into the ring. CTA `rank` of the cluster computes
- * tile row tr * cluster + rank and loads its share of B for all CTAs.
+/* The producer thread's loads for k-tiles kb..ke-1 of one tile: tile row tr
+ * (cluster rows when cluster > 1; CTA `rank` of the cluster computes tile row
+ * tr * cluster + rank and loads its share of B for all CTAs), tile column
+ * tn, into the ring from stage *s / parity *phase on.
  * A template because the operand majors fix the TMA box pattern (A_MN: op_a
  * T, B_MN: op_b N). */
+template <int A_MN, int B_MN>
+static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uint32_t ring, uint32_t full_bar,
+                                                        uint32_t empty_bar, int tr, int tn, int kb, int ke,
+                                                        int cluster, uint32_t rank, int *s, uint32_t *phase)
+{
+    const uint16_t all = (uint16_t)((1u << cluster) - 1);
+    const int m0 = (tr * cluster + (int)rank) * K30_BM, n0 = tn * K30_BN;
+    for (int kt = kb; kt < ke; kt++) {
+        const int k0 = kt * K30_BK;
+        const uint32_t fb = full_bar + 8 * *s;
+        const uint32_t sa = ring + *s * K30_STAGE_BYTES, sb = sa + K30_A_BYTES;
+        /* Wait until every consumer warp (of every CTA: a peer's multicast
+         * writes here too) has released the stage. Passes at once in the
+         * first round: parity 1 of a fresh barrier reads as completed. */
+        tk_mbarrier_wait_parity(empty_bar + 8 * *s, *phase ^ 1);
+        /* Out-of-bounds box parts are zero-filled and still counted, so
+         * the byte count is always the full stage, B's shares included. */
+        tk_mbarrier_arrive_expect_tx(fb, K30_STAGE_BYTES);
+        if (A_MN) {
+#pragma unroll
+            for (int j = 0; j < K30_BM / 64; j++)
+                tk_tma_load_2d(sa + j * K30_BOX, &p->map_a, m0 + 64 * j, k0, fb);
+        } else {
+            tk_tma_load_2d(sa, &p->map_a, k0, m0, fb);
+        }
+        if (cluster == 1) {
+            if (B_MN) {
+#pragma unroll
+                for (int j = 0; j < K30_BN / 64; j++)
+                    tk_tma_load_2d(sb + j * K30_BOX, &p->map_b, n0 + 64 * j, k0, fb);
+            } else {
+                tk_tma_load_2d(sb, &p->map_b, k0, n0, fb);
+            }
+        } else if (B_MN) {
+            /* This CTA's share of B: 64-column boxes of part `rank`. */
+#pragma unroll
+            for (int j = 0; j < K30_BN / 64 / cluster; j++) {
+                const int box = (int)rank * (K30_BN / 64 / cluster) + j;
+                tk_tma_load_2d_multicast(sb + box * K30_BOX, &p->map_b, n0 + 64 * box, k0, fb, all);
+            }
+        } else {
+            const int part = K30_BN / cluster;
+            tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES / cluster), &p->map_b, k0, n0 + part * (int)rank, fb,
+                                     all);
+        }
+        if (++*s == K30_STAGES) {
+            *s = 0;
+            *phase ^= 1;
+        }
+    }
+}
+
+/* The producer thread: walks tiles first, first + step, ... of the
+ * rows_total x tiles_n tile grid (cluster rows when cluster > 1) in
+ * super-tile order and loads every k-tile of each into the ring. */
 template <int A_MN, int B_MN>
 static __device__ __forceinline__ void k30_produce(const k30_params *p, uint32_t ring, uint32_t full_bar,
                                                    uint32_t empty_bar, int first, int step, int rows_total, int group,
                                                    int cluster, uint32_t rank)
 {
-    const uint16_t all = (uint16_t)((1u << cluster) - 1);
     const int num_tiles = rows_total * p->tiles_n;
     int s = 0;
     uint32_t phase = 0;
     for (int t = first; t < num_tiles; t += step) {
         int tr, tn;
         k30_tile_coords(t, rows_total, p->tiles_n, group, &tr, &tn);
-        const int m0 = (tr * cluster + (int)rank) * K30_BM, n0 = tn * K30_BN;
-        for (int kt = 0; kt < p->k_tiles; kt++) {
-            const int k0 = kt * K30_BK;
-            const uint32_t fb = full_bar + 8 * s;
-            const uint32_t sa = ring + s * K30_STAGE_BYTES, sb = sa + K30_A_BYTES;
-            /* Wait until every consumer warp (of every CTA: a peer's multicast
-             * writes here too) has released the stage. Passes at once in the
-             * first round: parity 1 of a fresh barrier reads as completed. */
-            tk_mbarrier_wait_parity(empty_bar + 8 * s, phase ^ 1);
-            /* Out-of-bounds box parts are zero-filled and still counted, so
-             * the byte count is always the full stage, B's shares included. */
-            tk_mbarrier_arrive_expect_tx(fb, K30_STAGE_BYTES);
-            if (A_MN) {
-#pragma unroll
-                for (int j = 0; j < K30_BM / 64; j++)
-                    tk_tma_load_2d(sa + j * K30_BOX, &p->map_a, m0 + 64 * j, k0, fb);
-            } else {
-                tk_tma_load_2d(sa, &p->map_a, k0, m0, fb);
-            }
-            if (cluster == 1) {
-                if (B_MN) {
-#pragma unroll
-                    for (int j = 0; j < K30_BN / 64; j++)
-                        tk_tma_load_2d(sb + j * K30_BOX, &p->map_b, n0 + 64 * j, k0, fb);
-                } else {
-                    tk_tma_load_2d(sb, &p->map_b, k0, n0, fb);
-                }
-            } else if (B_MN) {
-                /* This CTA's share of B: 64-column boxes of part `rank`. */
-#pragma unroll
-                for (int j = 0; j < K30_BN / 64 / cluster; j++) {
-                    const int box = (int)rank * (K30_BN / 64 / cluster) + j;
-                    tk_tma_load_2d_multicast(sb + box * K30_BOX, &p->map_b, n0 + 64 * box, k0, fb, all);
-                }
-            } else {
-                const int part = K30_BN / cluster;
-                tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES / cluster), &p->map_b, k0, n0 + part * (int)rank,
-                                         fb, all);
-            }
-            if (++s == K30_STAGES) {
-                s = 0;
-                phase ^= 1;
-            }
-        }
+        k30_produce_tile<A_MN, B_MN>(p, ring, full_bar, empty_bar, tr, tn, 0, p->k_tiles, cluster, rank, &s, &phase);
     }
 }
 
@@ -417,12 +436,74 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
     return TK_SUCCESS;
 }
 
+/* Split-wave workspace (k31): one flag per slot (at the start, so that
+ * every launch finds them at the same place whatever its split), then one
+ * slot of 128 x 128 fp32 partial accumulators (64 KB) per partial unit, CTA
+ * and consumer warpgroup. Fewer than max_clusters tiles are split, into at
+ * most K30_SK_MAX_SLICES slices of which all but the last leave a partial. */
+#define K30_SK_SLOT_FLOATS (128 * 128)
+#define K30_SK_SLOT_BYTES (K30_SK_SLOT_FLOATS * sizeof(float))
+#define K30_SK_MAX_SLICES 3
+#define K30_SK_MIN_SLICE_KTILES 16
+static inline size_t k30_sk_flag_bytes(size_t ws_bytes)
+{
+    return (ws_bytes / (K30_SK_SLOT_BYTES + sizeof(uint32_t)) * sizeof(uint32_t) + 255) & ~(size_t)255;
+}
+static inline size_t k30_sk_bytes(int max_clusters, int cluster)
+{
+    size_t slots = (size_t)max_clusters * (K30_SK_MAX_SLICES - 1) * cluster * K30_CONSUMERS;
+    return 256 + slots * (K30_SK_SLOT_BYTES + sizeof(uint32_t));
+}
+
+/* The last wave: with T tiles on C clusters (T > C) a data-parallel walk
+ * ends with T % C tiles while the other clusters idle. Split into s slices
+ * of their k-tiles, those tiles give s (T % C) units dealt out like tiles,
+ * ceil(s (T % C) / C) rounds of 1/s tile each. Split when some s <=
+ * K30_SK_MAX_SLICES ends the wave in at most 0.8 of a tile time, with slices
+ * of at least K30_SK_MIN_SLICE_KTILES k-tiles; the unit that computes a
+ * tile's last slice adds the others' partial sums before storing it.
+ * The units of a round cover few k positions, so the clusters still read
+ * the same A and B k-tiles at about the same time (L2 reuse): a stream-K
+ * split into one contiguous k-range per cluster lost that and measured 1-13%
+ * slower than no split (k31 header). */
+static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int cluster, long long tiles, int clusters)
+{
+    p->num_clusters = clusters;
+    p->sk_first = (int)tiles;
+    p->sk_tiles = 0;
+    p->sk_slices = 0;
+    const long long rem = tiles % clusters;
+    if (!a->kws || tiles <= clusters || rem == 0)
+        return;
+    const size_t flag_bytes = k30_sk_flag_bytes(a->kws_bytes);
+    int best = 0;
+    double best_span = 0.8;            /* tile times the last wave takes; 1 unsplit */
+    for (int sl = 2; sl <= K30_SK_MAX_SLICES; sl++) {
+        double span = (double)((rem * sl + clusters - 1) / clusters) / sl;
+        const size_t slots = (size_t)rem * (sl - 1) * cluster * K30_CONSUMERS;
+        if (p->k_tiles >= sl * K30_SK_MIN_SLICE_KTILES && span <= best_span - 1e-9 &&
+            flag_bytes + slots * K30_SK_SLOT_BYTES <= a->kws_bytes) {
+            best = sl;
+            best_span = span;
+        }
+    }
+    if (!best)
+        return;
+    p->sk_tiles = (int)rem;
+    p->sk_slices = best;
+    p->sk_first = (int)(tiles - rem);
+    p->sk_flag = (uint32_t *)a->kws;
+    p->sk_part = (float *)((char *)a->kws + flag_bytes);
+    p->seq = a->seq;
+}
+
 /* The launch shared by the cluster kernels (k31, k32): parameters, the C
  * tensor map when the epilogue can store C with TMA (p.c_tma), the cluster
  * launch configuration and a persistent grid of as many clusters as fit
- * co-resident. func: the kernel instance for the problem's operand majors. */
-static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, int smem, const tk_args *a,
-                                                 cudaStream_t stream, char *why, size_t len)
+ * co-resident, with a split last wave when split_wave is set (k31).
+ * func: the kernel instance for the problem's operand majors. */
+static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, int smem, int split_wave,
+                                                 const tk_args *a, cudaStream_t stream, char *why, size_t len)
 {
     k30_params p;
     tk_status st = k30_fill_params(&p, a, cluster, why, len);
@@ -467,7 +548,14 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
         return TK_ERR_OUT_OF_RESOURCES;
     }
     if (e == cudaSuccess) {
-        cfg.gridDim = dim3((unsigned)(cluster * (ctiles < clusters ? ctiles : clusters)));
+        if (ctiles < clusters)
+            clusters = (int)ctiles;
+        if (split_wave)
+            k30_plan_split_wave(&p, a, cluster, ctiles, clusters);
+        else
+            p.sk_first = (int)ctiles;
+        p.num_clusters = clusters;
+        cfg.gridDim = dim3((unsigned)(cluster * clusters));
         void *args[] = { &p };
         e = cudaLaunchKernelExC(&cfg, func, args);
     }

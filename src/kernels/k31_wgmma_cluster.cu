@@ -28,6 +28,15 @@
  *   and one thread stores each chunk with a TMA store, so full 128-byte rows
  *   reach L2 and the stores drain while the next tile's MMAs run. Otherwise
  *   (beta != 0: C must be read) the direct epilogue of k30_wgmma_tma is used.
+ * - Split last wave: with T cluster tiles on C clusters the walk ends with
+ *   T % C tiles while the other clusters idle. When splitting those tiles
+ *   into 2 or 3 slices of their k-tiles (at least 16 each) ends that wave in
+ *   at most 0.8 of a tile time, the slices are dealt out like tiles; a unit
+ *   other than a tile's last slice leaves its fp32 sum in a workspace slot
+ *   and sets a flag (release), the last slice's unit waits for the flags
+ *   (acquire), adds the sums in slice order (deterministic) and stores the
+ *   tile. Units only wait on lower-numbered units, which every cluster walks
+ *   first, so no wait can deadlock. The plan is k30_plan_split_wave.
  *
  * Measured effect of each change (H100 SXM 700 W, helper's check program
  * tests/gpu/k30_check.cu, ratios to cuBLAS in the same run, L2 flushed):
@@ -59,6 +68,34 @@
  *   1.015 / 0.984 there): 0.829 / 0.823, 0.929 / 0.922; 2048^3 0.574 (this
  *   code 0.938); also with per-warpgroup arrivals or groups of 8 or 32.
  * - 5 stages do not fit (5 x 48 KB + 32 KB of staging > 227 KB).
+ * Session 2 (one H100 SXM, tilekit bench, fp32 out, L2 flushed, budget 1 s):
+ * - Where the time goes. Variants with parts of the epilogue removed (wrong
+ *   results, timing only), against cuBLAS in the same run: this code 0.992
+ *   at 4096^3 and 1.007 at 8192^3; shared-memory staging kept but no TMA
+ *   stores 1.025 / 1.027; no epilogue at all 1.069 / 1.050. A K sweep at
+ *   8192 x 8192 (K = 1024 .. 8192) puts about 3 us per tile outside the
+ *   main loop. So the epilogue, during which both consumers stop issuing
+ *   MMAs, costs 4-7%: the 1.05x target needs it hidden completely.
+ * - Wave quantization: 8448 x 8192 x 8192 (1056 cluster tiles = 16 full
+ *   waves of 66) ran 806.1 TFLOP/s against 789.6 at 8192^3 (15.5 waves):
+ *   +2.1% (cuBLAS +1.4%).
+ * - A contiguous stream-K split of the last 1.5-2 waves (each cluster one
+ *   k-range of about 1.9 tiles, partials fixed up like the split above)
+ *   was 1-13% slower than no split (4096^3 0.2086 vs 0.1847 ms, 8192^3
+ *   1.4172 vs 1.3910, 4352^3-by-4096 0.2379 vs 0.2264): the clusters then
+ *   read A and B at unrelated k positions and lose the L2 reuse of the
+ *   super-tile walk. The split of the last wave into slices dealt out in
+ *   rounds keeps the clusters of a round on 1-2 k positions: 8192^3 1.3772 /
+ *   1.3772 ms vs 1.3875 / 1.3883 unsplit (+0.8%), 4352 x 4352 x 4096
+ *   0.2179 / 0.2188 vs 0.2259 / 0.2252 (+3.3%), 4096 x 14336 x 4096 equal;
+ *   with 5-k-tile slices (8192 x 8192 x 1024) 3% slower, hence the 16
+ *   k-tile minimum. 4096^3 (58 tiles in the last wave) is not split: no
+ *   slicing ends it sooner.
+ * - Also measured, not kept: desynchronising the clusters (odd clusters
+ *   start half a tile late, so epilogues do not all hit L2 at once): 14 us
+ *   slower at 8192^3, 3 us faster at 4096^3; an L2 evict_first hint on the
+ *   C stores: within noise; 64 clusters (128 SMs) instead of 66: 8192^3
+ *   0.8% faster (1024 tiles divide evenly), 8448 x 8192 x 8192 4% slower.
  *
  * Tile configuration: cluster 2 x 1, BM = 128, BN = 256, BK = 64, 4 stages,
  * 3 warpgroups (384 threads), warpgroup tile 64 x 256, warp tile 16 x 256.
@@ -75,6 +112,7 @@
  */
 #include "k30_core.cuh"
 #include "../ptx/bar.cuh"
+#include "../ptx/flag.cuh"
 #include "../ptx/stmatrix.cuh"
 
 #define K31_CLUSTER 2                  /* CTAs per cluster, along M */
@@ -161,6 +199,81 @@ static __device__ __forceinline__ void k31_epilogue_tma(const k30_params *p, flo
         }
     }
 }
+
+/* The walk of one cluster: its data-parallel tiles (cluster_id, + the
+ * number of clusters, ...) below sk_first, then, the same way, its units of
+ * the split last wave: unit v is slice v / sk_tiles of tile sk_first +
+ * v % sk_tiles. Producer and consumers walk it alike. */
+typedef struct k31_walk {
+    int t;                             /* next data-parallel tile */
+    int v;                             /* next split unit */
+} k31_walk;
+
+/* The next unit of work: tile *t, k-tiles *kb..*ke-1, split unit *v (-1 for
+ * a whole tile); 0 at the end. */
+static __device__ __forceinline__ int k31_walk_next(const k30_params *p, k31_walk *w, int *t, int *kb, int *ke,
+                                                    int *v)
+{
+    if (w->t < p->sk_first) {
+        *t = w->t;
+        *kb = 0;
+        *ke = p->k_tiles;
+        *v = -1;
+        w->t += p->num_clusters;
+        return 1;
+    }
+    if (w->v >= p->sk_tiles * p->sk_slices)
+        return 0;
+    const int slice = w->v / p->sk_tiles;
+    *t = p->sk_first + (w->v - slice * p->sk_tiles);
+    *kb = slice * p->k_tiles / p->sk_slices;
+    *ke = (slice + 1) * p->k_tiles / p->sk_slices;
+    *v = w->v;
+    w->v += p->num_clusters;
+    return 1;
+}
+
+/* A split unit other than a tile's last slice leaves its sum in its slot
+ * (thread tid's 128 values as 32 float4, warp-contiguous) and publishes it
+ * by setting the slot's flag to this launch's number. */
+static __device__ __forceinline__ void k31_sk_save(const k30_params *p, const float acc[128], int slot, int tid,
+                                                   int bar_id)
+{
+    float4 *dst = (float4 *)(p->sk_part + (size_t)slot * K30_SK_SLOT_FLOATS);
+#pragma unroll
+    for (int j = 0; j < 32; j++)
+        __stcg(dst + j * 128 + tid, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+    __threadfence();
+    tk_bar_sync(bar_id, 128);
+    if (tid == 0)
+        tk_flag_store_release(p->sk_flag + slot, p->seq);
+}
+
+/* The unit of a tile's last slice adds the other slices' partial sums (for
+ * this CTA rank and consumer, `sub`) in slice order, waiting for each. They
+ * are units of lower number, and every cluster walks its units in rising
+ * order, waiting only on lower ones: the waits cannot deadlock. */
+static __device__ __forceinline__ void k31_sk_gather(const k30_params *p, float acc[128], int tile_in_wave, int sub,
+                                                     int tid, int bar_id)
+{
+    for (int slice = 0; slice < p->sk_slices - 1; slice++) {
+        const int slot = (slice * p->sk_tiles + tile_in_wave) * (K31_CLUSTER * K30_CONSUMERS) + sub;
+        if (tid == 0) {
+            while (tk_flag_load_acquire(p->sk_flag + slot) != p->seq)
+                __nanosleep(128);
+        }
+        tk_bar_sync(bar_id, 128);
+        const float4 *src = (const float4 *)(p->sk_part + (size_t)slot * K30_SK_SLOT_FLOATS);
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            const float4 v = __ldcg(src + j * 128 + tid);
+            acc[4 * j] += v.x;
+            acc[4 * j + 1] += v.y;
+            acc[4 * j + 2] += v.z;
+            acc[4 * j + 3] += v.w;
+        }
+    }
+}
 #endif
 
 /* A template because the operand majors are wgmma immediates and fix the TMA
@@ -178,7 +291,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
     const int wg = threadIdx.x / 128;
     const uint32_t rank = tk_cluster_ctarank();
     const int ctiles_m = (p.tiles_m + K31_CLUSTER - 1) / K31_CLUSTER;
-    const int cluster_id = blockIdx.x / K31_CLUSTER, num_clusters = gridDim.x / K31_CLUSTER;
+    const int cluster_id = blockIdx.x / K31_CLUSTER;
 
     /* A stage is refilled only when the consumer warps of both CTAs have
      * released it. */
@@ -189,9 +302,17 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
     if (wg == 0) {
         /* Producer warpgroup: one thread issues every load. */
         tk_setmaxnreg_dec(K30_PRODUCER_REGS);
-        if (threadIdx.x == 0)
-            k30_produce<A_MN, B_MN>(&p, ring, full_bar, empty_bar, cluster_id, num_clusters, ctiles_m,
-                                    K31_GROUP_M / K31_CLUSTER, K31_CLUSTER, rank);
+        if (threadIdx.x == 0) {
+            k31_walk w = { cluster_id, cluster_id };
+            int s = 0, t, kb, ke, v;
+            uint32_t phase = 0;
+            while (k31_walk_next(&p, &w, &t, &kb, &ke, &v)) {
+                int ctm, tn;
+                k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
+                k30_produce_tile<A_MN, B_MN>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke, K31_CLUSTER, rank, &s,
+                                             &phase);
+            }
+        }
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile. */
         tk_setmaxnreg_inc(K30_CONSUMER_REGS);
@@ -208,14 +329,24 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
 #pragma unroll
         for (int i = 0; i < 128; i++)
             acc[i] = 0.0f;
-        int s = 0;
+        const int tid = threadIdx.x % 128, sub = (int)rank * K30_CONSUMERS + c;
+        k31_walk w = { cluster_id, cluster_id };
+        int s = 0, t, kb, ke, v;
         uint32_t phase = 0;
-        for (int t = cluster_id; t < ctiles_m * p.tiles_n; t += num_clusters) {
+        while (k31_walk_next(&p, &w, &t, &kb, &ke, &v)) {
             int ctm, tn;
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
             const int tm = ctm * K31_CLUSTER + (int)rank;
-            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, K31_CLUSTER, p.k_tiles, c, lane, &s, &phase, 0,
+            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane, &s, &phase, 0,
                                          -1);
+            if (v >= 0) {
+                if (v < p.sk_tiles * (p.sk_slices - 1)) {
+                    /* Not the tile's last slice: leave the sum to its owner. */
+                    k31_sk_save(&p, acc, v * (K31_CLUSTER * K30_CONSUMERS) + sub, tid, 1 + c);
+                    continue;
+                }
+                k31_sk_gather(&p, acc, t - p.sk_first, sub, tid, 1 + c);
+            }
             if (p.c_tma)
                 k31_epilogue_tma(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c);
             else
@@ -246,13 +377,22 @@ static void k31_resources(const tk_args *a, const tk_device *dev, tk_resources *
 static tk_status k31_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
 {
     (void)dev;
-    return k30_launch_cluster_tma_c(K30_SELECT(k31_kernel, a->op_a, a->op_b), K31_CLUSTER, K31_SMEM_BYTES, a,
+    return k30_launch_cluster_tma_c(K30_SELECT(k31_kernel, a->op_a, a->op_b), K31_CLUSTER, K31_SMEM_BYTES, 1, a,
                                     stream, why, len);
+}
+
+/* The split-wave workspace, sized for one cluster per SM pair; none when
+ * the problem has no more tiles than that (no last wave to split). */
+static size_t k31_workspace(const tk_args *a, const tk_device *dev)
+{
+    const int max_clusters = dev->sm_count / K31_CLUSTER;
+    const long long ctiles = ((a->m + K31_CLUSTER * K30_BM - 1) / (K31_CLUSTER * K30_BM)) * ((a->n + K30_BN - 1) / K30_BN);
+    return ctiles > max_clusters ? k30_sk_bytes(max_clusters, K31_CLUSTER) : 0;
 }
 
 extern "C" const tk_kernel tk_kernel_k31_wgmma_cluster = {
     "k31_wgmma_cluster",
     "k30_wgmma_tma + 2-CTA clusters along M with TMA multicast of B, epilogue through stmatrix and TMA stores",
     90, K30_BM, K30_BN, 16, 256, 30,
-    k31_supports, k31_resources, k31_launch,
+    k31_supports, k31_resources, k31_launch, k31_workspace,
 };

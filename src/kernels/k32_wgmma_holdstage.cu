@@ -248,7 +248,7 @@ static void k32_resources(const tk_args *a, const tk_device *dev, tk_resources *
 static tk_status k32_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
 {
     (void)dev;
-    return k30_launch_cluster_tma_c(K30_SELECT(k32_kernel, a->op_a, a->op_b), K32_CLUSTER, K32_SMEM_BYTES, a,
+    return k30_launch_cluster_tma_c(K30_SELECT(k32_kernel, a->op_a, a->op_b), K32_CLUSTER, K32_SMEM_BYTES, 0, a,
                                     stream, why, len);
 }
 

@@ -28,6 +28,7 @@
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include "tilekit.h"
+#include "kernels/k30_core.cuh"
 extern "C" {
 #include "../host/check.h"
 }
@@ -297,7 +298,7 @@ static void k30_small_shapes(void)
 {
     static const int64_t shapes[][3] = {
         { 1, 1, 1 }, { 127, 129, 65 }, { 129, 257, 63 }, { 128, 256, 64 }, { 64, 8, 8 }, { 300, 520, 16 },
-        { 1000, 1000, 1000 }, { 257, 2000, 200 },
+        { 1000, 1000, 1000 }, { 257, 2000, 200 }, { 2300, 2040, 2104 }, { 2300, 2040, 3104 },
     };
     run_shapes(shapes, (int)(sizeof shapes / sizeof shapes[0]), 8);
     if (!g_ok_device)
@@ -333,6 +334,9 @@ static void k30_sanitize(void)
         }
     gcase m = { 1000, 1000, 1000, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 0, 0, TK_ROW_MAJOR };
     run_case(&m);
+    /* 72 cluster tiles on 66 clusters: k31 splits the last 6 in 2 slices. */
+    gcase sk = { 2300, 2040, 2104, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.5f, 0, 0, TK_ROW_MAJOR };
+    run_case(&sk);
 }
 
 /* Refusals are clear and auto-dispatch picks the kernel where it applies. */
@@ -350,6 +354,46 @@ static void k30_dispatch(void)
     const char *k = tk_select_kernel(g_h, &q);
     CHECK(k && !strcmp(k, KERNEL), "auto picks %s for 8192^3, expected %s", k ? k : "(none)", KERNEL);
     printf("    auto-dispatch at 8192^3: %s\n", k ? k : "(none)");
+}
+
+/* Which last waves k31 splits (host arithmetic, no GPU needed), for 66
+ * clusters as on the H100 SXM: the shapes the other tests and the bench use. */
+static void k30_split_plan(void)
+{
+    static const struct { int64_t m, n, k; int slices; } cases[] = {
+        { 2300, 2040, 2104, 2 },   /* 72 tiles: 6 left, 2 slices end the wave in 1/2 tile */
+        { 2300, 2040, 3104, 3 },   /* ... 3 slices in 1/3 once slices have 16 k-tiles */
+        { 4096, 4096, 4096, 0 },   /* 256 tiles: 58 left; no split ends sooner */
+        { 8192, 8192, 8192, 3 },   /* 1024 tiles: 34 left, 102 units in 2 rounds of 1/3 */
+        { 8192, 8192, 1024, 0 },   /* 16 k-tiles: slices too short */
+        { 4352, 4352, 4096, 2 },   /* 289 tiles: 25 left */
+        { 2048, 2048, 2048, 0 },   /* 64 tiles: one partial wave, nothing to split */
+        { 4096, 14336, 4096, 3 },  /* 896 tiles: 38 left */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_args a;
+        memset(&a, 0, sizeof a);
+        a.m = cases[i].m;
+        a.n = cases[i].n;
+        a.k = cases[i].k;
+        a.kws = (void *)(uintptr_t)4096;   /* never dereferenced here */
+        a.kws_bytes = k30_sk_bytes(66, 2);
+        a.seq = 7;
+        k30_params p;
+        memset(&p, 0, sizeof p);
+        p.k_tiles = (int)((a.k + K30_BK - 1) / K30_BK);
+        const long long tiles = ((a.m + 255) / 256) * ((a.n + K30_BN - 1) / K30_BN);
+        k30_plan_split_wave(&p, &a, 2, tiles, 66);
+        CHECK(p.sk_slices == cases[i].slices, "%lldx%lldx%lld: %d slices, expected %d", (long long)a.m,
+              (long long)a.n, (long long)a.k, p.sk_slices, cases[i].slices);
+        CHECK(p.num_clusters == 66 && p.sk_first + p.sk_tiles == tiles, "walk covers %lld tiles", tiles);
+        if (p.sk_slices)
+            CHECK(p.sk_tiles == tiles % 66 && p.seq == 7, "split tiles %d", p.sk_tiles);
+        /* Without a workspace nothing is split. */
+        a.kws = NULL;
+        k30_plan_split_wave(&p, &a, 2, tiles, 66);
+        CHECK(p.sk_slices == 0 && p.sk_first == tiles, "no workspace: unsplit");
+    }
 }
 
 /* 100 repeated runs give bit-identical results (no race). */
@@ -535,6 +579,7 @@ void tk_tests(void)
     printf("\n");
     if (!g_ok_device)
         printf("no sm_90 GPU: %s tests skipped\n", KERNEL);
+    TK_TEST(k30_split_plan);
     TK_TEST(k30_dispatch);
     TK_TEST(k30_sanitize);
     TK_TEST(k30_small_shapes);
