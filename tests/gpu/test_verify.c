@@ -98,16 +98,24 @@ void tk_tests(void)
     /* A padded variant only where some tight ld is not a multiple of 8 (the
      * cases vector kernels refuse when tight), plus the K-below-a-K-step
      * shapes; the large shapes stay tight to keep the matrix quick. Tight and
-     * padded cases of a shape are adjacent: one cached input set serves both. */
-    static const struct { int64_t m, n, k; int pad; } shapes[] = {
-        { 1, 1, 1, 0 }, { 1, 1, 1, 1 }, { 17, 33, 9, 0 }, { 17, 33, 9, 1 }, { 127, 129, 65, 0 },
-        { 127, 129, 65, 1 }, { 64, 80, 8, 1 }, { 200, 136, 24, 1 }, { 1000, 1000, 1000, 0 },
-        { 2300, 2040, 2104, 0 }, { 4096, 4096, 4096, 0 },
+     * padded cases of a shape are adjacent: one cached input set serves both.
+     * 2300 x 2040 x 2104 makes k31 split its last wave (72 cluster tiles on
+     * 66 clusters); fp32 C only there: cuBLAS's bf16 C at that shape is off
+     * by several bf16 ulps in the transposed and column-major cases (it fails
+     * the fp64 check itself, so every kernel failed against it). k30_check
+     * checks the split with bf16 C exactly, against cuBLAS's fp32 result
+     * rounded to bf16. */
+    static const struct { int64_t m, n, k; int pad, f32_only; } shapes[] = {
+        { 1, 1, 1, 0, 0 }, { 1, 1, 1, 1, 0 }, { 17, 33, 9, 0, 0 }, { 17, 33, 9, 1, 0 }, { 127, 129, 65, 0, 0 },
+        { 127, 129, 65, 1, 0 }, { 64, 80, 8, 1, 0 }, { 200, 136, 24, 1, 0 }, { 1000, 1000, 1000, 0, 0 },
+        { 2300, 2040, 2104, 0, 1 }, { 4096, 4096, 4096, 0, 0 },
     };
     /* shapes outermost, so the verify context's cached inputs serve every kernel */
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int kn = 0; kn < nk; kn++)
             for (int combo = 0; combo < 32; combo++) {
+                if ((combo & 8) && shapes[s].f32_only)
+                    continue;
                 tk_op op_a = (tk_op)(combo & 1), op_b = (tk_op)(combo >> 1 & 1);
                 float beta = combo & 16 ? 0.5f : 0.0f;
                 tk_lab_case c = { (tk_layout)(combo >> 2 & 1), op_a, op_b, shapes[s].m, shapes[s].n,
