@@ -99,12 +99,14 @@
  *
  * Tile configuration: cluster 2 x 1, BM = 128, BN = 256, BK = 64, 4 stages,
  * 3 warpgroups (384 threads), warpgroup tile 64 x 256, warp tile 16 x 256.
- * Figure (H100 80GB HBM3 SXM, 700 W, one device run of this code, cuBLAS in
- * the same run): tilekit bench (op NN, L2 flushed, median) 8192^3 fp32 out
- * 783.1 TFLOP/s = 1.005x cuBLAS, bf16 out 798.8 = 1.005x, 4096^3 758.4 =
- * 0.994x, 2048^3 0.946x, 16384^3 0.996x; tests/gpu/k30_check.cu (op_b T)
- * 8192^3 fp32 771.7 TFLOP/s = 1.028x, bf16 out 1.019x, 4096^3 0.997x.
- * Short of the 1.05x target.
+ * Figure (H100 80GB HBM3 SXM, 700 W, bench/device_run.sh on commit 0f073e2,
+ * 2026-11-22, cuBLAS in the same run; tilekit bench, op NN, L2 flushed,
+ * median): 8192^3 fp32 out 787.6 TFLOP/s = 1.008x cuBLAS, bf16 out 803.0 =
+ * 1.011x, 4096^3 742.2 = 0.977x (0.98-0.99x in this session's other runs),
+ * 2048^3 0.937x, 16384^3 0.955x (clocks fell to 1275-1335 MHz there),
+ * 4096 x 14336 x 4096 0.984x, 8192 x 8192 x 1024 0.965x, 4352 x 4352 x 4096
+ * 0.965x (last wave split), 8191 x 8193 x 8190 with padded ld 4.62x (cuBLAS
+ * is slow there). Short of issue 5's 1.05x: see the session 2 notes above.
  * The shared configuration, producer and consumer loops and the direct
  * epilogue are in k30_core.cuh; this file adds the cluster, the multicast
  * share of B and the TMA-store epilogue.
