@@ -388,7 +388,8 @@ static tk_status k31_launch(const tk_args *a, const tk_device *dev, cudaStream_t
 static size_t k31_workspace(const tk_args *a, const tk_device *dev)
 {
     const int max_clusters = dev->sm_count / K31_CLUSTER;
-    const long long ctiles = ((a->m + K31_CLUSTER * K30_BM - 1) / (K31_CLUSTER * K30_BM)) * ((a->n + K30_BN - 1) / K30_BN);
+    const long long ctile_rows = (a->m + K31_CLUSTER * K30_BM - 1) / (K31_CLUSTER * K30_BM);
+    const long long ctiles = ctile_rows * ((a->n + K30_BN - 1) / K30_BN);
     return ctiles > max_clusters ? k30_sk_bytes(max_clusters, K31_CLUSTER) : 0;
 }
 
