@@ -61,6 +61,7 @@ typedef struct k30_params {
     int tiles_m, tiles_n, k_tiles;
     float alpha, beta;
     int c_bf16;
+    int c_pairs;                       /* C rows allow 2-element stores (ldc even, C aligned to a pair) */
     int c_tma;                         /* k31: epilogue through shared memory and TMA stores */
     /* k31's split last wave (sk_slices > 0): the walk's last sk_tiles
      * tiles, from sk_first on, are split into sk_slices equal k-ranges dealt
@@ -203,43 +204,15 @@ static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cl
     }
 }
 
-/* Hands back a stage a consumer warpgroup kept past its tile (k32: as
- * epilogue staging): once this thread's TMA stores have read it, the
- * warpgroup's first thread arrives for all 4 warps on the empty barrier of
- * every CTA of the cluster. */
-static __device__ __forceinline__ void k30_release_held(const uint32_t *empty, int cluster, int stage)
-{
-    if (threadIdx.x % 128 == 0) {
-        tk_tma_store_wait_read(0);
-#pragma unroll
-        for (int w = 0; w < 4; w++) {
-            if (cluster == 1) {
-                tk_mbarrier_arrive(empty[0] + 8 * stage);
-            } else {
-#pragma unroll
-                for (int r = 0; r < cluster; r++)
-                    tk_mbarrier_arrive_cluster(empty[r] + 8 * stage);
-            }
-        }
-    }
-}
-
 /* Consumer warpgroup c: the 64 x 256 accumulators of one tile over all
  * k-tiles, reading the ring from stage *s / parity *phase on. One wgmma group
  * stays in flight while the next stage is awaited; a stage is released as
- * soon as the group reading it is done, except, with hold_last (k32), the
- * tile's last stage ((*s + STAGES - 1) % STAGES on return), which the caller
- * keeps and passes as `held` to the next tile (-1: none). A held stage is
- * handed back once the second k-tile's MMAs are issued (the first's with one
- * k-tile): the tensor cores stay busy while the release waits for the
- * stores, and the producer needs the stage only at k-tile STAGES - 1.
- * On return acc holds the result.
+ * soon as the group reading it is done. On return acc holds the result.
  * A template because the operand majors are wgmma immediates. */
 template <int A_MN, int B_MN>
 static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t ring, uint32_t full_bar,
                                                         const uint32_t *empty, int cluster, int k_tiles, int c,
-                                                        int lane, int *s, uint32_t *phase, int hold_last,
-                                                        int held)
+                                                        int lane, int *s, uint32_t *phase)
 {
     /* K-major tiles: row r (M or N) at 128r, K steps of 16 = 32 bytes inside
      * the row. MN-major tiles: K row k at 128k within 64-wide boxes 8 KB apart
@@ -262,8 +235,6 @@ static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t
             tk_wgmma_m64n256k16_f32_bf16<A_MN, B_MN>(acc, da, db, kt > 0 || kk > 0);
         }
         tk_wgmma_commit();
-        if (held >= 0 && kt == (k_tiles > 1 ? 1 : 0))
-            k30_release_held(empty, cluster, held);
         if (kt > 0) {
             /* The previous stage's group is done: release it. */
             tk_wgmma_wait(1);
@@ -276,8 +247,7 @@ static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t
         }
     }
     tk_wgmma_wait(0);
-    if (!hold_last)
-        k30_release(empty, cluster, prev, lane);
+    k30_release(empty, cluster, prev, lane);
     /* The epilogue must read the accumulators after the wait. */
 #pragma unroll
     for (int i = 0; i < 128; i++)
@@ -291,7 +261,9 @@ static __device__ __forceinline__ uint32_t k30_pack_bf16x2(float lo, float hi)
 
 /* Direct epilogue: stores one consumer's 64 x 256 accumulators at rows r0..,
  * columns c0.. (the warpgroup tile's corner); alpha/beta (C read only when
- * beta != 0), fp32 or bf16, pairs of columns per store, bounds-checked.
+ * beta != 0), fp32 or bf16, bounds-checked. Pairs of columns per store when
+ * p->c_pairs, else one element per store: then ldc may be odd and C only
+ * element-aligned (a view into a larger tensor, a vocabulary of 50257).
  * Thread (warp w, lane l) holds rows r0 + 16w + l/4 (+8) and column pairs
  * c0 + 8j + 2(l%4). */
 static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, float acc[128], int r0, int c0,
@@ -299,48 +271,44 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
 {
     const int row = r0 + 16 * warp + (lane >> 2);
     const int col = c0 + 2 * (lane & 3);
-    const bool interior = r0 + 64 <= p->m && c0 + K30_BN <= p->n;
+    const bool pairs = p->c_pairs;
+    const bool interior = pairs && r0 + 64 <= p->m && c0 + K30_BN <= p->n;
     const float alpha = p->alpha, beta = p->beta;
+    const tk_dtype ct = p->c_bf16 ? TK_BF16 : TK_F32;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int r = row + 8 * h;
         const bool row_ok = interior || r < p->m;
         const int64_t base = (int64_t)r * p->ldc + col;
-        if (p->c_bf16) {
-            uint16_t *crow = (uint16_t *)p->c + base;
 #pragma unroll
-            for (int j = 0; j < 32; j++) {
-                float v0 = alpha * acc[4 * j + 2 * h], v1 = alpha * acc[4 * j + 2 * h + 1];
-                const int cc = col + 8 * j;
-                if (interior || (row_ok && cc + 1 < p->n)) {
-                    uint32_t *q = (uint32_t *)(crow + 8 * j);
+        for (int j = 0; j < 32; j++) {
+            const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
+            const int cc = col + 8 * j;
+            if (interior || (pairs && row_ok && cc + 1 < p->n)) {
+                if (p->c_bf16) {
+                    uint32_t *q = (uint32_t *)((uint16_t *)p->c + base + 8 * j);
+                    float v0 = alpha * a0, v1 = alpha * a1;
                     if (beta != 0.0f) {
                         uint32_t old = *q;
                         v0 = fmaf(beta, tk_bf16_to_f32((uint16_t)(old & 0xFFFF)), v0);
                         v1 = fmaf(beta, tk_bf16_to_f32((uint16_t)(old >> 16)), v1);
                     }
                     *q = k30_pack_bf16x2(v0, v1);
-                } else if (row_ok && cc < p->n) {
-                    tk_epilogue_store(p->c, base + 8 * j, TK_BF16, acc[4 * j + 2 * h], alpha, beta);
-                }
-            }
-        } else {
-            float *crow = (float *)p->c + base;
-#pragma unroll
-            for (int j = 0; j < 32; j++) {
-                float2 v = make_float2(alpha * acc[4 * j + 2 * h], alpha * acc[4 * j + 2 * h + 1]);
-                const int cc = col + 8 * j;
-                if (interior || (row_ok && cc + 1 < p->n)) {
-                    float2 *q = (float2 *)(crow + 8 * j);
+                } else {
+                    float2 *q = (float2 *)((float *)p->c + base + 8 * j);
+                    float2 v = make_float2(alpha * a0, alpha * a1);
                     if (beta != 0.0f) {
                         float2 old = *q;
                         v.x = fmaf(beta, old.x, v.x);
                         v.y = fmaf(beta, old.y, v.y);
                     }
                     *q = v;
-                } else if (row_ok && cc < p->n) {
-                    tk_epilogue_store(p->c, base + 8 * j, TK_F32, acc[4 * j + 2 * h], alpha, beta);
                 }
+            } else if (row_ok) {
+                if (cc < p->n)
+                    tk_epilogue_store(p->c, base + 8 * j, ct, a0, alpha, beta);
+                if (cc + 1 < p->n)
+                    tk_epilogue_store(p->c, base + 8 * j + 1, ct, a1, alpha, beta);
             }
         }
     }
@@ -372,18 +340,12 @@ static inline tk_status k30_supports_common(const tk_args *a, const tk_device *d
             snprintf(why, len, "TMA coordinates are 32-bit: M, N and K must be below 2^31");
         return TK_ERR_NOT_SUPPORTED;
     }
+    /* C has no requirement: the direct epilogue stores single elements
+     * where pairs would be misaligned (k30_epilogue_direct). */
     tk_status st = tk_tma_check("A", a->a, a->lda, 2, why, len);
     if (st == TK_SUCCESS)
         st = tk_tma_check("B", a->b, a->ldb, 2, why, len);
-    if (st != TK_SUCCESS)
-        return st;
-    size_t pair = a->c_type == TK_F32 ? 8 : 4;
-    if (a->ldc % 2 || (uintptr_t)a->c % pair) {
-        snprintf(why, len, "the epilogue stores C in pairs: ldc (%lld) must be even and C (%p) %zu-byte aligned",
-                 (long long)a->ldc, a->c, pair);
-        return TK_ERR_NOT_SUPPORTED;
-    }
-    return TK_SUCCESS;
+    return st;
 }
 
 /* Tensor maps of A and B and the sizes of a launch; B's K-major box is
@@ -420,6 +382,7 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
     p->alpha = a->alpha;
     p->beta = a->beta;
     p->c_bf16 = a->c_type == TK_BF16;
+    p->c_pairs = a->ldc % 2 == 0 && (uintptr_t)a->c % (a->c_type == TK_F32 ? 8 : 4) == 0;
     return TK_SUCCESS;
 }
 
@@ -497,13 +460,13 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int clus
     p->seq = a->seq;
 }
 
-/* The launch shared by the cluster kernels (k31, k32): parameters, the C
+/* The launch of the cluster kernel (k31): parameters, the C
  * tensor map when the epilogue can store C with TMA (p.c_tma), the cluster
  * launch configuration and a persistent grid of as many clusters as fit
- * co-resident, with a split last wave when split_wave is set (k31).
+ * co-resident, with a split last wave (k30_plan_split_wave).
  * func: the kernel instance for the problem's operand majors. */
-static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, int smem, int split_wave,
-                                                 const tk_args *a, cudaStream_t stream, char *why, size_t len)
+static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, int smem, const tk_args *a,
+                                                 cudaStream_t stream, char *why, size_t len)
 {
     k30_params p;
     tk_status st = k30_fill_params(&p, a, cluster, why, len);
@@ -550,10 +513,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
     if (e == cudaSuccess) {
         if (ctiles < clusters)
             clusters = (int)ctiles;
-        if (split_wave)
-            k30_plan_split_wave(&p, a, cluster, ctiles, clusters);
-        else
-            p.sk_first = (int)ctiles;
+        k30_plan_split_wave(&p, a, cluster, ctiles, clusters);
         p.num_clusters = clusters;
         cfg.gridDim = dim3((unsigned)(cluster * clusters));
         void *args[] = { &p };

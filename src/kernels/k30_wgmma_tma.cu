@@ -86,7 +86,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
         for (int t = blockIdx.x; t < p.tiles_m * p.tiles_n; t += gridDim.x) {
             int tm, tn;
             k30_tile_coords(t, p.tiles_m, p.tiles_n, K30_GROUP_M, &tm, &tn);
-            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, 1, p.k_tiles, c, lane, &s, &phase, 0, -1);
+            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, 1, p.k_tiles, c, lane, &s, &phase);
             k30_epilogue_direct(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane);
         }
     }

@@ -339,8 +339,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             int ctm, tn;
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
             const int tm = ctm * K31_CLUSTER + (int)rank;
-            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane, &s, &phase, 0,
-                                         -1);
+            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane, &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
@@ -379,8 +378,8 @@ static void k31_resources(const tk_args *a, const tk_device *dev, tk_resources *
 static tk_status k31_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
 {
     (void)dev;
-    return k30_launch_cluster_tma_c(K30_SELECT(k31_kernel, a->op_a, a->op_b), K31_CLUSTER, K31_SMEM_BYTES, 1, a,
-                                    stream, why, len);
+    return k30_launch_cluster_tma_c(K30_SELECT(k31_kernel, a->op_a, a->op_b), K31_CLUSTER, K31_SMEM_BYTES, a, stream,
+                                    why, len);
 }
 
 /* The split-wave workspace, sized for one cluster per SM pair; none when
