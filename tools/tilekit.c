@@ -37,14 +37,16 @@ static const char *usage =
     "  info    device properties and each kernel's registers, shared memory, occupancy\n";
 
 static const char *help_problem =
-    "  --kernel NAME[,NAME..]|all   kernels (default all)\n"
+    "  --kernel NAME[,NAME..]|all   kernels (default all; auto = auto-dispatch)\n"
     "  --m M --n N --k K            problem size (default 8192 each)\n"
     "  --shapes MxNxK[,MxNxK..]     several sizes instead of --m/--n/--k\n"
     "  --layout row|col             storage of A, B, C (default row)\n"
     "  --op-a n|t --op-b n|t        transpose A / B (default n)\n"
     "  --out fp32|bf16              type of C (default fp32)\n"
     "  --alpha X --beta X           C = alpha*op(A)op(B) + beta*C (default 1, 0)\n"
-    "  --seed S                     inputs' random seed (default 1)\n";
+    "  --seed S                     inputs' random seed (default 1)\n"
+    "  --offset E                   start A, B and C E elements (0..7) into their buffers:\n"
+    "                               views off the 16-byte alignment\n";
 
 static void print_help(const char *cmd)
 {
@@ -112,8 +114,8 @@ static int parse_kernels(opts *o, char *list)
             o->kernels[o->nkernels++] = tk_registry_at(i)->name;
     } else {
         for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
-            if (!tk_registry_find(t)) {
-                fprintf(stderr, "tilekit: --kernel: unknown kernel '%s'; known: all", t);
+            if (strcmp(t, "auto") && !tk_registry_find(t)) {
+                fprintf(stderr, "tilekit: --kernel: unknown kernel '%s'; known: all, auto", t);
                 for (int i = 0; i < tk_registry_count(); i++)
                     fprintf(stderr, ", %s", tk_registry_at(i)->name);
                 fprintf(stderr, "\n");
@@ -177,6 +179,7 @@ static int parse_args(int argc, char **argv, opts *o)
             { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM, 1 },
             { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH, 0 }, { "--budget", F_BENCH, 1 },
             { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
+            { "--offset", F_PROBLEM, 1 },
         };
         if (eq && !strncmp(flag, "--", 2)) {
             *eq = '\0';
@@ -222,6 +225,14 @@ static int parse_args(int argc, char **argv, opts *o)
         } else if (!strcmp(name, "--hot")) o->bench.hot = 1;
         else if (!strcmp(name, "--no-cublas")) o->no_cublas = 1;
         else if (!strcmp(name, "--pad")) o->c.pad = 1;
+        else if (!strcmp(name, "--offset")) {
+            char *end;
+            errno = 0;
+            long v = strtol(val, &end, 10);
+            if (errno || end == val || *end || v < 0 || v > TK_LAB_OFFSET_MAX)
+                rc = bad("--offset: '%s' is not an integer in 0..%d", val, TK_LAB_OFFSET_MAX);
+            o->c.offset = (int)v;
+        }
         else if (!strcmp(name, "--json")) o->json = val;
         else if (!strcmp(name, "--csv")) o->csv = val;
         if (rc)
@@ -263,13 +274,13 @@ static int cmd_verify(const opts *o)
             skipped += r.outcome == 2;
             if (jf)
                 fprintf(jf, "%s\n {\"kernel\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"layout\":\"%s\",\"op_a\":\"%s\","
-                            "\"op_b\":\"%s\",\"out\":\"%s\",\"alpha\":%.9g,\"beta\":%.9g,\"pad\":%d,\"status\":\"%s\","
+                            "\"op_b\":\"%s\",\"out\":\"%s\",\"alpha\":%.9g,\"beta\":%.9g,\"pad\":%d,\"offset\":%d,\"status\":\"%s\","
                             "\"max_abs\":%.6g,\"max_rel\":%.6g,\"similarity\":%.6g,\"over\":%lld,\"nan\":%lld,"
                             "\"pad_writes\":%lld}",
                         rows++ ? "," : "", o->kernels[i], (long long)c.m, (long long)c.n, (long long)c.k,
                         c.layout == TK_ROW_MAJOR ? "row" : "col", c.op_a == TK_OP_N ? "n" : "t",
                         c.op_b == TK_OP_N ? "n" : "t", c.out == TK_F32 ? "fp32" : "bf16", (double)c.alpha,
-                        (double)c.beta, c.pad, outcome[r.outcome + 1], fmax(r.vs_cublas.max_abs, r.vs_ref.max_abs),
+                        (double)c.beta, c.pad, c.offset, outcome[r.outcome + 1], fmax(r.vs_cublas.max_abs, r.vs_ref.max_abs),
                         fmax(r.vs_cublas.max_rel, r.vs_ref.max_rel), r.vs_cublas.similarity,
                         (long long)(r.vs_cublas.over + r.vs_ref.over),
                         (long long)(r.vs_cublas.nonfinite + r.vs_ref.nonfinite), (long long)r.pad_writes);
@@ -355,7 +366,7 @@ int main(int argc, char **argv)
     }
     opts o = { 0 };
     o.cmd = argv[1];
-    o.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, 0, 0, 1.0f, 0.0f, TK_F32, 1, 0 };
+    o.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, 0, 0, 1.0f, 0.0f, TK_F32, 1, 0, 0 };
     if (strcmp(o.cmd, "bench") && strcmp(o.cmd, "verify") && strcmp(o.cmd, "info")) {
         fprintf(stderr, "tilekit: unknown command '%s'\n%s", o.cmd, usage);
         return 2;

@@ -124,8 +124,8 @@ static tk_status kernel_fits(tk_handle h, const tk_kernel *k, const tk_args *a)
     return TK_SUCCESS;
 }
 
-/* Auto-dispatch: the highest auto_rank kernel that fits. */
-static tk_status select_kernel(tk_handle h, const tk_args *a, const tk_kernel **out)
+/* The highest auto_rank kernel that fits a, or NULL. */
+static const tk_kernel *best_fit(tk_handle h, const tk_args *a)
 {
     const tk_kernel *best = NULL;
     for (int i = 0; i < tk_registry_count(); i++) {
@@ -135,10 +135,31 @@ static tk_status select_kernel(tk_handle h, const tk_args *a, const tk_kernel **
         if (kernel_fits(h, k, a) == TK_SUCCESS)
             best = k;
     }
-    if (!best)
+    return best;
+}
+
+/* Auto-dispatch: the best kernel for the problem as it is, or for copies of
+ * its misaligned operands when that gets a higher-ranked kernel (route.c). */
+static tk_status select_route(tk_handle h, const tk_args *a, tk_route *r)
+{
+    tk_route_plan(a, 0, 0, r);
+    r->k = best_fit(h, a);
+    if (!tk_route_tiny(a)) {
+        int mis_ab = !tk_route_aligned(a->a, a->lda, 2) || !tk_route_aligned(a->b, a->ldb, 2);
+        int mis_c = !tk_route_aligned(a->c, a->ldc, a->c_type == TK_F32 ? 4 : 2);
+        for (int stage_c = 0; stage_c < 2; stage_c++) {
+            if (stage_c ? !mis_c : !mis_ab)
+                continue;
+            tk_route t;
+            tk_route_plan(a, 1, stage_c, &t);
+            t.k = best_fit(h, &t.run);
+            if (t.k && (!r->k || t.k->auto_rank > r->k->auto_rank))
+                *r = t;
+        }
+    }
+    if (!r->k)
         return tk_fail(h, TK_ERR_NOT_SUPPORTED, "auto: no kernel supports this problem on %s (sm_%d)", h->dev.name,
                        h->dev.sm);
-    *out = best;
     return TK_SUCCESS;
 }
 
@@ -165,6 +186,27 @@ static tk_status prepare(tk_handle h, const tk_gemm_problem *p, const char *name
     return TK_SUCCESS;
 }
 
+/* Launches kernel k on a (its cuBLAS handle or workspace attached). */
+static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, cudaStream_t stream)
+{
+    tk_status st;
+    if (!strcmp(k->name, "cublas")) {
+        if ((st = tk_handle_cublas(h)))
+            return st;
+        a->cublas = h->cublas;
+        a->workspace = h->workspace;
+        a->workspace_bytes = h->workspace_bytes;
+    }
+    if (k->workspace) {
+        size_t need = k->workspace(a, &h->dev);
+        if (need)
+            tk_handle_kernel_ws(h, a, need, stream);
+    }
+    char why[TK_MSG_LEN] = "";
+    st = k->launch(a, &h->dev, stream, why, sizeof why);
+    return st ? tk_fail(h, st, "kernel %s: %s", k->name, why) : TK_SUCCESS;
+}
+
 tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, void *stream)
 {
     tk_args a;
@@ -173,28 +215,24 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
     tk_status st = prepare(h, p, kernel, &a, &noop, &k, 1);
     if (st || noop)
         return st;
-    char why[TK_MSG_LEN] = "";
+    cudaStream_t s = (cudaStream_t)stream;
     if (a.k == 0) {
-        st = tk_launch_scale_c(&a, (cudaStream_t)stream, why, sizeof why);
+        char why[TK_MSG_LEN] = "";
+        st = tk_launch_scale_c(&a, s, why, sizeof why);
         return st ? tk_fail(h, st, "scale C by beta (K = 0): %s", why) : TK_SUCCESS;
     }
-    st = k ? kernel_fits(h, k, &a) : select_kernel(h, &a, &k);
-    if (st)
+    if (k) {
+        st = kernel_fits(h, k, &a);
+        return st ? st : launch(h, k, &a, s);
+    }
+    tk_route r;
+    if ((st = select_route(h, &a, &r)))
         return st;
-    if (!strcmp(k->name, "cublas")) {
-        if ((st = tk_handle_cublas(h)))
-            return st;
-        a.cublas = h->cublas;
-        a.workspace = h->workspace;
-        a.workspace_bytes = h->workspace_bytes;
-    }
-    if (k->workspace) {
-        size_t need = k->workspace(&a, &h->dev);
-        if (need)
-            tk_handle_kernel_ws(h, &a, need, (cudaStream_t)stream);
-    }
-    st = k->launch(&a, &h->dev, (cudaStream_t)stream, why, sizeof why);
-    return st ? tk_fail(h, st, "kernel %s: %s", k->name, why) : TK_SUCCESS;
+    if (r.bytes && (st = tk_route_copy_in(h, &r, &a, s)))
+        return st;
+    if ((st = launch(h, r.k, &r.run, s)))
+        return st;
+    return tk_route_copy_out(h, &r, &a, s);
 }
 
 tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k,
@@ -213,23 +251,31 @@ tk_status tk_kernel_supports(tk_handle h, const char *kernel, const tk_gemm_prob
     tk_status st = prepare(h, p, kernel, &a, &noop, &k, 0);
     if (st || noop || a.k == 0)   /* no-ops and C = beta*C never reach a kernel */
         return st;
-    if (!k)
-        return select_kernel(h, &a, &k);
+    if (!k) {
+        tk_route r;
+        return select_route(h, &a, &r);
+    }
     return kernel_fits(h, k, &a);
 }
 
-const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p)
+tk_status tk_select_route(tk_handle h, const tk_gemm_problem *p, tk_route *r)
 {
     tk_args a;
     int noop = 0;
     const tk_kernel *k = NULL;
-    if (prepare(h, p, NULL, &a, &noop, &k, 0))
-        return NULL;
-    if (!h->have_device) {   /* a no-op passes prepare without one, but choosing needs the GPU */
-        tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
-        return NULL;
-    }
-    return select_kernel(h, &a, &k) ? NULL : k->name;
+    memset(r, 0, sizeof *r);
+    tk_status st = prepare(h, p, NULL, &a, &noop, &k, 0);
+    if (st)
+        return st;
+    if (!h->have_device)   /* a no-op passes prepare without one, but choosing needs the GPU */
+        return tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
+    return select_route(h, &a, r);
+}
+
+const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p)
+{
+    tk_route r;
+    return tk_select_route(h, p, &r) ? NULL : r.k->name;
 }
 
 int tk_kernel_count(void) { return tk_registry_count(); }

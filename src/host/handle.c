@@ -38,6 +38,8 @@ tk_status tk_destroy(tk_handle h)
         cudaFree(h->workspace);
     if (h->kws)
         cudaFree(h->kws);
+    if (h->copy_ws)
+        cudaFree(h->copy_ws);
     free(h);
     return TK_SUCCESS;
 }

@@ -15,6 +15,9 @@ struct tk_handle_s {
     void *kws;                   /* kernels' workspace (tk_kernel.workspace), zeroed */
     size_t kws_bytes;
     uint32_t seq;                /* launches that got kws; 0 = none yet */
+    void *copy_ws;               /* auto-dispatch's copies of misaligned operands (route.c) */
+    size_t copy_ws_bytes;
+    size_t copy_ws_limit;        /* 0: none; tests set one to see the refusal */
     char err[TK_MSG_LEN];        /* last error of this handle */
 };
 
@@ -34,5 +37,40 @@ tk_status tk_handle_cublas(tk_handle h);
  * use, grown when too small) and numbers the launch (a->seq). Leaves a->kws
  * NULL if the memory cannot be had: the kernel then runs without it. */
 void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, cudaStream_t stream);
+
+/* ---- routes (route.c): running a problem on aligned copies ---- */
+
+/* Problems of fewer flops take no copies (see route.c). */
+#define TK_ROUTE_TINY_FLOP (1 << 25)
+
+typedef struct tk_route {
+    const tk_kernel *k;          /* the kernel that runs `run` */
+    tk_args run;                 /* the problem it sees: copied operands point into the workspace */
+    int copy[3];                 /* A, B, C copied (C: staged, copied back after the product) */
+    int64_t ld[3];               /* their leading dimensions in the workspace (elements) */
+    size_t off[3];               /* their offsets in the workspace (bytes, 256-aligned) */
+    size_t bytes;                /* workspace needed */
+} tk_route;
+
+/* 1 when 2*m*n*k < TK_ROUTE_TINY_FLOP. */
+int tk_route_tiny(const tk_args *a);
+/* 1 when p and every line of a matrix with leading dimension ld are 16-byte
+ * aligned (what the vector and TMA kernels need). */
+int tk_route_aligned(const void *p, int64_t ld, size_t elem_bytes);
+/* The route that copies A and B (when pack_ab) and C (when stage_c) where
+ * they are misaligned; r->k is left NULL; run's copied pointers are NULL
+ * until tk_route_bind. Pure. */
+void tk_route_plan(const tk_args *a, int pack_ab, int stage_c, tk_route *r);
+void tk_route_bind(tk_route *r, void *ws);
+/* "k31_wgmma_cluster" or "k31_wgmma_cluster (copies A, B)". */
+void tk_route_name(const tk_route *r, char *buf, size_t len);
+/* Auto-dispatch's choice for the problem p (a kernel and its copies), as
+ * tk_gemm_ex would run it; p's pointers may be NULL as for
+ * tk_select_kernel. Needs a device. */
+tk_status tk_select_route(tk_handle h, const tk_gemm_problem *p, tk_route *r);
+/* Before the kernel: grows the workspace, binds r, copies A, B (and C when
+ * staged and beta != 0) in; after it: C back. On stream. */
+tk_status tk_route_copy_in(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t stream);
+tk_status tk_route_copy_out(tk_handle h, const tk_route *r, const tk_args *a, cudaStream_t stream);
 
 #endif /* TK_INTERNAL_H */

@@ -120,6 +120,12 @@ tk_status tk_check_align(const tk_args *a, int ab_elems, int c_elems, char *why,
 /* C = beta * C on stream (the K == 0 case); util.cu. */
 tk_status tk_launch_scale_c(const tk_args *a, cudaStream_t stream, char *why, size_t len);
 
+/* dst <- src on stream: rows x cols elements of elem_bytes (2 or 4) with
+ * leading dimensions ldd and lds (elements); any 2-byte aligned addresses
+ * and leading dimensions; util.cu. */
+tk_status tk_launch_copy_2d(void *dst, int64_t ldd, const void *src, int64_t lds, int64_t rows, int64_t cols,
+                            size_t elem_bytes, cudaStream_t stream, char *why, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

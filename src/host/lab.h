@@ -24,6 +24,8 @@ uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i);
 /* x[0..n) = elements 0..n-1 of stream seed, as bf16 or fp32 (fp32 gets the
  * same bf16-exact values). Multi-threaded for large n. */
 void tk_lab_fill(void *x, tk_dtype type, size_t n, uint64_t seed);
+/* The same into device memory x, on stream (util.cu); a CUDA error code. */
+int tk_lab_fill_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream);
 int tk_lab_threads(void);                      /* worker threads to use: online CPUs, >= 1 */
 
 /* The offset of logical element (i, j) of a matrix in layout l with leading dimension ld. */
@@ -42,7 +44,11 @@ typedef struct tk_lab_case {
     tk_dtype out;
     uint64_t seed;
     int pad;                    /* 0: tight leading dimensions; 1: padded (see tk_lab_ld); bench too */
+    int offset;                 /* 0..TK_LAB_OFFSET_MAX: elements added to the A, B and C pointers,
+                                   so a view starts off its buffer's alignment */
 } tk_lab_case;
+
+#define TK_LAB_OFFSET_MAX 7
 
 /* The leading dimension of a stored matrix whose lines (rows when
  * row-major, columns when column-major) hold len elements: len (at least 1)
@@ -52,15 +58,16 @@ typedef struct tk_lab_case {
  * kernels that refuse odd ld still run at odd M, N, K). */
 int64_t tk_lab_ld(int64_t len, int pad);
 /* Elements of a buffer that holds an r x c matrix stored either way round
- * (r x c or c x r, as op and layout choose) with padded or tight ld:
- * max(r * tk_lab_ld(c, 1), c * tk_lab_ld(r, 1)). */
+ * (r x c or c x r, as op and layout choose) with padded or tight ld, from
+ * any offset: max(r * tk_lab_ld(c, 1), c * tk_lab_ld(r, 1)) + OFFSET_MAX + 1. */
 size_t tk_lab_buf_elems(int64_t r, int64_t c);
 /* p = the case over buffers a, b, c with leading dimensions from
  * tk_lab_ld(stored line length, c->pad). Buffers of tk_lab_buf_elems(m, k),
  * (k, n) and (m, n) elements serve every op, layout and pad of a shape: the
  * data are i.i.d., so one input buffer set per shape is enough. */
 void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc, tk_gemm_problem *p);
-/* "1000x1000x1000 row NT fp32 a=1.5 b=0.5", with " padded" when c->pad */
+/* "1000x1000x1000 row NT fp32 a=1.5 b=0.5", with " padded" when c->pad and
+ * " offset N" when c->offset */
 void tk_lab_case_name(const tk_lab_case *c, char *buf, size_t len);
 
 /* ---- C's padding (lab_num.c) ----

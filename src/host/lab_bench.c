@@ -127,38 +127,34 @@ tk_status tk_lab_bench_open(tk_lab_bench **out, const tk_lab_bench_opts *o, char
 
 const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b) { return &b->info; }
 
-/* Random (never zero) A, B and C for the case, kept while the shape lasts. */
+/* Random (never zero) A, B and C for the case, kept while the shape lasts;
+ * made on the GPU (the values tk_lab_fill would make), so a suite's large
+ * shapes cost no host time. */
 static int ensure_data(tk_lab_bench *b, const tk_lab_case *c, char *why, size_t len)
 {
-    /* sized for padded leading dimensions too (tk_lab_buf_elems covers both) */
+    /* sized for padded leading dimensions and offsets too (tk_lab_buf_elems covers them) */
     size_t na = tk_lab_buf_elems(c->m, c->k), nb = tk_lab_buf_elems(c->k, c->n), nc = tk_lab_buf_elems(c->m, c->n);
     size_t cb = nc * (c->out == TK_F32 ? 4 : 2);
     int new_ab = b->m != c->m || b->n != c->n || b->k != c->k || b->seed != c->seed;
     int new_c = new_ab || b->c_out != c->out || b->c_bytes != cb;
-    size_t nh = new_ab ? (na > nb ? na : nb) : 0;
-    nh = new_c && nc * 2 > nh ? nc * 2 : nh;
-    void *host = malloc(nh * 2);
-    cudaError_t e = host ? cudaSuccess : cudaErrorMemoryAllocation;
-    if (!e && new_ab) {
+    cudaError_t e = cudaSuccess;
+    if (new_ab) {
         cudaFree(b->da); cudaFree(b->db);
         b->da = b->db = NULL;
         b->m = 0;
         e = cudaMalloc(&b->da, na * 2);
         if (!e) e = cudaMalloc(&b->db, nb * 2);
-        tk_lab_fill(host, TK_BF16, na, tk_lab_mix64(c->seed) ^ 0xa);
-        if (!e) e = cudaMemcpy(b->da, host, na * 2, cudaMemcpyHostToDevice);
-        tk_lab_fill(host, TK_BF16, nb, tk_lab_mix64(c->seed) ^ 0xb);
-        if (!e) e = cudaMemcpy(b->db, host, nb * 2, cudaMemcpyHostToDevice);
+        if (!e) e = (cudaError_t)tk_lab_fill_device(b->da, TK_BF16, na, tk_lab_mix64(c->seed) ^ 0xa, b->stream);
+        if (!e) e = (cudaError_t)tk_lab_fill_device(b->db, TK_BF16, nb, tk_lab_mix64(c->seed) ^ 0xb, b->stream);
     }
     if (!e && new_c) {
         cudaFree(b->dc);
         b->dc = NULL;
         b->c_bytes = 0;
         e = cudaMalloc(&b->dc, cb);
-        tk_lab_fill(host, c->out, nc, tk_lab_mix64(c->seed) ^ 0xc);
-        if (!e) e = cudaMemcpy(b->dc, host, cb, cudaMemcpyHostToDevice);
+        if (!e) e = (cudaError_t)tk_lab_fill_device(b->dc, c->out, nc, tk_lab_mix64(c->seed) ^ 0xc, b->stream);
     }
-    free(host);
+    if (!e) e = cudaStreamSynchronize(b->stream);
     if (e) {
         cudaGetLastError();
         snprintf(why, len, "preparing inputs: %s", cudaGetErrorString(e));
@@ -195,7 +191,8 @@ static void summarize(const tk_lab_bench *b, int n, tk_lab_bench_row *row)
 static int same_case(const tk_lab_case *x, const tk_lab_case *y)
 {
     return x->layout == y->layout && x->op_a == y->op_a && x->op_b == y->op_b && x->m == y->m && x->n == y->n &&
-           x->k == y->k && x->alpha == y->alpha && x->beta == y->beta && x->out == y->out && x->pad == y->pad;
+           x->k == y->k && x->alpha == y->alpha && x->beta == y->beta && x->out == y->out && x->pad == y->pad &&
+           x->offset == y->offset;
 }
 
 int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *cin, tk_lab_bench_row *row)

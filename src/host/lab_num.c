@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "lab.h"
+#include "lab_rand.h"
 
 float tk_lab_bf16_to_f32(uint16_t x)
 {
@@ -14,34 +15,11 @@ float tk_lab_bf16_to_f32(uint16_t x)
     return f;
 }
 
-uint16_t tk_lab_f32_to_bf16(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);   /* keep NaN a (quiet) NaN */
-    /* Round to nearest even: add half an ulp of bf16, minus one on a tie
-     * whose kept part is even, then truncate. */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
+uint16_t tk_lab_f32_to_bf16(float x) { return tk_lab_rand_f32_to_bf16(x); }
 
-uint64_t tk_lab_mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+uint64_t tk_lab_mix64(uint64_t z) { return tk_lab_rand_mix(z); }
 
-uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i)
-{
-    /* splitmix64: element i of the stream is mix(seed' + (i + 1) * golden). */
-    uint64_t r = tk_lab_mix64(tk_lab_mix64(seed) + (i + 1) * 0x9e3779b97f4a7c15ull);
-    /* (u + 0.5) / 2^23 - 1 with u < 2^24 lies in (-1, 1) and is never 0; the
-     * smallest magnitude, 2^-24, is a normal bf16, so rounding keeps it non-zero. */
-    double x = ((double)(r >> 40) + 0.5) / 8388608.0 - 1.0;
-    return tk_lab_f32_to_bf16((float)x);
-}
+uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i) { return tk_lab_rand_elem(seed, i); }
 
 int tk_lab_threads(void)
 {
@@ -106,7 +84,7 @@ int64_t tk_lab_ld(int64_t len, int pad)
 size_t tk_lab_buf_elems(int64_t r, int64_t c)
 {
     int64_t x = r * tk_lab_ld(c, 1), y = c * tk_lab_ld(r, 1);
-    return (size_t)(x > y ? x : y);
+    return (size_t)(x > y ? x : y) + TK_LAB_OFFSET_MAX + 1;
 }
 
 void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc, tk_gemm_problem *p)
@@ -127,20 +105,22 @@ void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc
     int64_t a_rows = c->op_a == TK_OP_N ? c->m : c->k, a_cols = c->op_a == TK_OP_N ? c->k : c->m;
     int64_t b_rows = c->op_b == TK_OP_N ? c->k : c->n, b_cols = c->op_b == TK_OP_N ? c->n : c->k;
     int row = c->layout == TK_ROW_MAJOR;
-    p->a = a;
+    p->a = a ? (const uint16_t *)a + c->offset : NULL;
     p->lda = tk_lab_ld(row ? a_cols : a_rows, c->pad);
-    p->b = b;
+    p->b = b ? (const uint16_t *)b + c->offset : NULL;
     p->ldb = tk_lab_ld(row ? b_cols : b_rows, c->pad);
-    p->c = cc;
+    p->c = cc ? (char *)cc + (size_t)c->offset * (c->out == TK_F32 ? 4 : 2) : NULL;
     p->ldc = tk_lab_ld(row ? c->n : c->m, c->pad);
 }
 
 void tk_lab_case_name(const tk_lab_case *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "%lldx%lldx%lld %s %c%c %s a=%g b=%g%s", (long long)c->m, (long long)c->n, (long long)c->k,
-             c->layout == TK_ROW_MAJOR ? "row" : "col", c->op_a == TK_OP_N ? 'N' : 'T',
-             c->op_b == TK_OP_N ? 'N' : 'T', c->out == TK_F32 ? "fp32" : "bf16", (double)c->alpha,
-             (double)c->beta, c->pad ? " padded" : "");
+    int n = snprintf(buf, len, "%lldx%lldx%lld %s %c%c %s a=%g b=%g%s", (long long)c->m, (long long)c->n,
+                     (long long)c->k, c->layout == TK_ROW_MAJOR ? "row" : "col", c->op_a == TK_OP_N ? 'N' : 'T',
+                     c->op_b == TK_OP_N ? 'N' : 'T', c->out == TK_F32 ? "fp32" : "bf16", (double)c->alpha,
+                     (double)c->beta, c->pad ? " padded" : "");
+    if (c->offset && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " offset %d", c->offset);
 }
 
 /* Padding lines and lengths: a row-major C has m lines of n logical

@@ -222,9 +222,12 @@ static void set_err(tk_lab_verify_result *r, int outcome, const char *what, cons
 void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *c, tk_lab_verify_result *r)
 {
     memset(r, 0, sizeof *r);
-    const tk_kernel *kern = tk_registry_find(kernel);
-    if (!kern) {
+    if (strcmp(kernel, "auto") && !tk_registry_find(kernel)) {
         set_err(r, -1, kernel, "unknown kernel");
+        return;
+    }
+    if (c->offset < 0 || c->offset > TK_LAB_OFFSET_MAX) {
+        set_err(r, -1, "offset", "out of range");
         return;
     }
     if (ensure_inputs(v, c, r->msg, sizeof r->msg) ||
@@ -234,10 +237,12 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
     }
     tk_gemm_problem p, pc, ps;
     tk_lab_problem(c, v->da, v->db, v->dc, &p);
-    /* C's storage: its lines (rows of a row-major C) times ldc, padding included */
+    /* C's storage: the offset's elements before it (guarded like padding),
+     * then its lines (rows of a row-major C) times ldc, padding included */
     int64_t line = c->layout == TK_ROW_MAJOR ? c->n : c->m;
+    size_t esz = c->out == TK_F32 ? 4 : 2, off = (size_t)c->offset;
     size_t celems = (size_t)((c->layout == TK_ROW_MAJOR ? c->m : c->n) * p.ldc);
-    size_t cbytes = celems * (c->out == TK_F32 ? 4 : 2);
+    size_t cbytes = (off + celems) * esz;
     tk_status st = tk_kernel_supports(v->h, kernel, &p);
     if (st == TK_ERR_NOT_SUPPORTED || st == TK_ERR_ARCH_MISMATCH || st == TK_ERR_OUT_OF_RESOURCES) {
         set_err(r, 2, "", tk_last_error(v->h));
@@ -248,7 +253,7 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
         return;
     }
     pc = p;
-    pc.c = v->dc_cublas;
+    pc.c = (char *)v->dc_cublas + off * esz;   /* the same offset as the kernel's C */
     tk_lab_case cs = *c;
     cs.alpha = 1.0f;
     cs.beta = 0.0f;
@@ -258,15 +263,18 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
      * element shows; beta != 0: random C0 (bf16-exact values), the same for
      * both. Padding (ldc > line) gets the sentinel, checked after the run. */
     cudaError_t e;
-    if (c->beta == 0.0f && p.ldc == line) {
+    char *hc0 = (char *)v->hc0 + off * esz, *hgot = (char *)v->hgot + off * esz;
+    if (c->beta == 0.0f && p.ldc == line && !off) {
         e = cudaMemsetAsync(v->dc, 0xff, cbytes, v->stream);
         if (!e) e = cudaMemsetAsync(v->dc_cublas, 0xff, cbytes, v->stream);
     } else {
         if (c->beta != 0.0f)
-            tk_lab_fill(v->hc0, c->out, celems, tk_lab_mix64(c->seed) ^ 0xc);
+            tk_lab_fill(hc0, c->out, celems, tk_lab_mix64(c->seed) ^ 0xc);
         else
-            memset(v->hc0, 0xff, cbytes);
-        tk_lab_pad_fill(v->hc0, c->out, c->layout, c->m, c->n, p.ldc);
+            memset(hc0, 0xff, celems * esz);
+        tk_lab_pad_fill(hc0, c->out, c->layout, c->m, c->n, p.ldc);
+        /* the elements before C: one line of sentinel padding */
+        tk_lab_pad_fill(v->hc0, c->out, TK_ROW_MAJOR, 1, 0, (int64_t)off);
         e = cudaMemcpyAsync(v->dc, v->hc0, cbytes, cudaMemcpyHostToDevice, v->stream);
         if (!e) e = cudaMemcpyAsync(v->dc_cublas, v->hc0, cbytes, cudaMemcpyHostToDevice, v->stream);
     }
@@ -285,7 +293,7 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
     e = cudaStreamSynchronize(v->stream);
     if (!e) e = cudaMemcpy(v->hgot, v->dc, cbytes, cudaMemcpyDeviceToHost);
     if (!e) e = cudaMemcpy(v->hwant, v->dc_cublas, cbytes, cudaMemcpyDeviceToHost);
-    if (!e) e = cudaMemcpy(v->hs, v->ds, celems * 4, cudaMemcpyDeviceToHost);
+    if (!e) e = cudaMemcpy(v->hs, v->ds, (off + celems) * 4, cudaMemcpyDeviceToHost);
     if (e) {
         set_err(r, -1, "running the case", cudaGetErrorString(e));
         return;
@@ -295,11 +303,12 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
     s.layout = c->layout;
     s.m = c->m; s.n = c->n; s.k = c->k;
     s.alpha = c->alpha; s.beta = c->beta; s.out = c->out;
-    s.got = (tk_lab_mat){ v->hgot, c->out, p.ldc };
-    s.c0 = (tk_lab_mat){ v->hc0, c->out, p.ldc };
-    tk_lab_map_dims(kernel, c->layout, &s.tile_rows, &s.tile_cols, &s.warp_rows, &s.warp_cols);
-    s.want = (tk_lab_mat){ v->hwant, c->out, p.ldc };
-    s.s = (tk_lab_mat){ v->hs, TK_F32, p.ldc };
+    s.got = (tk_lab_mat){ hgot, c->out, p.ldc };
+    s.c0 = (tk_lab_mat){ hc0, c->out, p.ldc };
+    const char *mapk = strcmp(kernel, "auto") ? kernel : tk_select_kernel(v->h, &p);
+    tk_lab_map_dims(mapk ? mapk : kernel, c->layout, &s.tile_rows, &s.tile_cols, &s.warp_rows, &s.warp_cols);
+    s.want = (tk_lab_mat){ (char *)v->hwant + off * esz, c->out, p.ldc };
+    s.s = (tk_lab_mat){ (float *)v->hs + off, TK_F32, p.ldc };
     s.exact_ref = 0;
     int bad = tk_lab_compare(&s, &r->vs_cublas);
 
@@ -318,7 +327,16 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
     s.prow = v->prow; s.pcol = v->pcol; s.pwant = v->pwant; s.ps = v->ps;
     s.exact_ref = 1;
     bad |= tk_lab_compare(&s, &r->vs_ref);
-    r->pad_writes = tk_lab_pad_check(v->hgot, c->out, c->layout, c->m, c->n, p.ldc, &r->pad_row, &r->pad_col);
+    r->pad_writes = tk_lab_pad_check(hgot, c->out, c->layout, c->m, c->n, p.ldc, &r->pad_row, &r->pad_col);
+    if (off) {
+        /* a write before C shows as a changed sentinel at row -1 */
+        int64_t pr, pc, before = tk_lab_pad_check(v->hgot, c->out, TK_ROW_MAJOR, 1, 0, (int64_t)off, &pr, &pc);
+        if (before && !r->pad_writes) {
+            r->pad_row = -1;
+            r->pad_col = pc - (int64_t)off;
+        }
+        r->pad_writes += before;
+    }
     r->outcome = bad || r->pad_writes;
 }
 

@@ -1,7 +1,14 @@
-/* util.cu - C = beta * C, the K == 0 case of the GEMM (no products to add).
- * beta == 0 writes zeros without reading C (BLAS semantics). */
+/* util.cu - small kernels of the library itself: C = beta * C (the K == 0
+ * case of the GEMM; beta == 0 writes zeros without reading C, BLAS
+ * semantics), the strided 2-D copy that repacks operands whose leading
+ * dimension or address a fast kernel cannot take (route.c), and the lab's
+ * random fill on the device. */
 #include <stdio.h>
 #include "../host/kernel.h"
+extern "C" {   /* lab.h is a C header without C++ guards */
+#include "../host/lab.h"
+}
+#include "../host/lab_rand.h"
 #include "../tiles/epilogue.cuh"
 
 static __global__ void scale_c_kernel(void *c, int64_t m, int64_t n, int64_t ldc, tk_dtype c_type, float beta)
@@ -22,4 +29,86 @@ extern "C" tk_status tk_launch_scale_c(const tk_args *a, cudaStream_t stream, ch
         return TK_ERR_CUDA;
     }
     return TK_SUCCESS;
+}
+
+/* One 16-byte chunk of 8 2-byte units, as a vector or as units. */
+typedef union copy_chunk {
+    uint4 v;
+    uint16_t u[8];
+} copy_chunk;
+
+/* dst (leading dimension ldd) <- src (lds), rows x cols units of 2 bytes.
+ * Thread i moves chunk i of the flattened rows x ceil(cols / 8) chunks: 8
+ * consecutive units of one row, with one 16-byte access where the address
+ * allows it and 2-byte ones otherwise, so a warp reads and writes 512
+ * contiguous bytes of a row whatever the alignment of either side. */
+static __global__ void copy_2d_kernel(uint16_t *dst, int64_t ldd, const uint16_t *src, int64_t lds, int64_t rows,
+                                      int64_t cols)
+{
+    const int64_t chunks = (cols + 7) / 8, total = rows * chunks;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / chunks, c = (i - r * chunks) * 8;
+        const uint16_t *s = src + r * lds + c;
+        uint16_t *d = dst + r * ldd + c;
+        const bool full = c + 8 <= cols;
+        copy_chunk x;
+        if (full && (uintptr_t)s % 16 == 0) {
+            x.v = *(const uint4 *)s;
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                x.u[j] = c + j < cols ? s[j] : 0;
+        }
+        if (full && (uintptr_t)d % 16 == 0) {
+            *(uint4 *)d = x.v;
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (c + j < cols)
+                    d[j] = x.u[j];
+        }
+    }
+}
+
+extern "C" tk_status tk_launch_copy_2d(void *dst, int64_t ldd, const void *src, int64_t lds, int64_t rows,
+                                       int64_t cols, size_t elem_bytes, cudaStream_t stream, char *why, size_t len)
+{
+    const int64_t u = (int64_t)elem_bytes / 2;   /* 2-byte units per element */
+    const int64_t total = rows * ((cols * u + 7) / 8);
+    if (total <= 0)
+        return TK_SUCCESS;
+    const int64_t blocks = (total + 255) / 256;
+    /* enough blocks to fill any GPU; the grid-stride loop does the rest */
+    copy_2d_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, stream>>>(
+        (uint16_t *)dst, ldd * u, (const uint16_t *)src, lds * u, rows, cols * u);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        snprintf(why, len, "copy launch: %s", cudaGetErrorString(e));
+        return TK_ERR_CUDA;
+    }
+    return TK_SUCCESS;
+}
+
+/* The lab's random inputs made on the device (lab_rand.h): bench fills
+ * suites of large shapes in milliseconds instead of seconds on the CPU. */
+static __global__ void fill_rand_kernel(void *x, int f32, size_t n, uint64_t seed)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const uint16_t v = tk_lab_rand_elem(seed, i);
+        if (f32)
+            ((float *)x)[i] = tk_bf16_to_f32(v);
+        else
+            ((uint16_t *)x)[i] = v;
+    }
+}
+
+extern "C" int tk_lab_fill_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream)
+{
+    if (!n)
+        return 0;
+    const size_t blocks = (n + 255) / 256;
+    fill_rand_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, (cudaStream_t)stream>>>(
+        x, type == TK_F32, n, seed);
+    return (int)cudaGetLastError();
 }

@@ -1,9 +1,11 @@
 /* test_dispatch.c - auto-dispatch on the real GPU, and on the same GPU
  * described as an sm_80 part (the handle's device record is what every
  * support check reads), so the routing issue 4 asks for is checked here:
- * the portable kernel below sm_90, a Hopper kernel on sm_90, k01_naive for
- * what the fast kernels refuse. */
+ * the portable kernel below sm_90, a Hopper kernel on sm_90, and for
+ * misaligned operands the same kernels on copies (k01_naive only when the
+ * problem is tiny). */
 #include <string.h>
+#include <cuda_runtime_api.h>
 #include "host/internal.h"
 #include "../host/check.h"
 
@@ -56,19 +58,80 @@ static void test_sm80_picks_portable(void)
     h->dev = saved;
 }
 
-static void test_unaligned_goes_to_naive(void)
+static tk_route route(const tk_gemm_problem *p)
 {
-    /* lda = 4097 breaks every vector kernel's 16-byte rule: only k01_naive is left */
+    tk_route r;
+    if (tk_select_route(h, p, &r))
+        memset(&r, 0, sizeof r);
+    return r;
+}
+
+static void test_unaligned_routes(void)
+{
+    /* lda = 4097 breaks every vector kernel's 16-byte rule: auto copies A
+     * and runs the best kernel on the copy, on sm_90 and on sm_80 alike. */
     for (int sm = 0; sm < 2; sm++) {
         tk_device saved = h->dev;
-        if (sm)
+        if (sm) {
             h->dev.sm = 80;
+            h->dev.smem_per_block_optin = 163 * 1024;
+        }
+        const char *want = h->dev.sm == 90 ? "k31_wgmma_cluster" : "k21_mma_fastload";
         tk_gemm_problem p = problem(4096, 4096, 4096, 4097, TK_OP_N, TK_OP_N);
-        const tk_kernel *k = pick(&p);
-        CHECK(k && !strcmp(k->name, "k01_naive"), "lda 4097 on sm_%d: auto chose %s, expected k01_naive",
-              h->dev.sm, k ? k->name : "nothing");
+        tk_route r = route(&p);
+        CHECK(r.k && !strcmp(r.k->name, want) && r.copy[0] && !r.copy[1] && !r.copy[2],
+              "lda 4097 on sm_%d: %s copies %d %d %d, expected %s copying A", h->dev.sm, r.k ? r.k->name : "nothing",
+              r.copy[0], r.copy[1], r.copy[2], want);
+        /* ldc = N = 4097 with B stored N x K (aligned): the Hopper kernel
+         * stores C element-wise itself; k21 needs C staged. */
+        p = problem(4096, 4097, 4096, 4096, TK_OP_N, TK_OP_T);
+        r = route(&p);
+        int want_c = h->dev.sm != 90;
+        CHECK(r.k && !strcmp(r.k->name, want) && !r.copy[0] && !r.copy[1] && r.copy[2] == want_c,
+              "ldc 4097 on sm_%d: %s copies %d %d %d, expected %s%s", h->dev.sm, r.k ? r.k->name : "nothing",
+              r.copy[0], r.copy[1], r.copy[2], want, want_c ? " staging C" : " with no copy");
+        /* tiny: the copies would cost more than k01_naive's whole product */
+        p = problem(64, 64, 64, 65, TK_OP_N, TK_OP_N);
+        r = route(&p);
+        CHECK(r.k && !strcmp(r.k->name, "k01_naive") && !r.bytes, "tiny unaligned on sm_%d: %s (%zu bytes of copies)",
+              h->dev.sm, r.k ? r.k->name : "nothing", r.bytes);
         h->dev = saved;
     }
+}
+
+/* A copy that cannot be had is refused with OUT_OF_RESOURCES and a
+ * message; C stays untouched and the handle keeps working. */
+static void test_copy_refused(void)
+{
+    const int64_t m = 512, n = 512, k = 517;   /* lda = 517: A must be copied */
+    void *a = NULL, *b = NULL, *c = NULL;
+    if (cudaMalloc(&a, (size_t)m * k * 2) || cudaMalloc(&b, (size_t)k * n * 2) || cudaMalloc(&c, (size_t)m * n * 4)) {
+        CHECK(0, "cudaMalloc failed");
+        cudaFree(a); cudaFree(b); cudaFree(c);
+        return;
+    }
+    cudaMemset(a, 0x3f, (size_t)m * k * 2);
+    cudaMemset(b, 0x3f, (size_t)k * n * 2);
+    cudaMemset(c, 0xff, (size_t)m * n * 4);
+    h->copy_ws_limit = 1;
+    tk_status st = tk_gemm(h, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, m, n, k, 1.0f, a, k, b, n, 0.0f, c, TK_F32, n, NULL,
+                           NULL);
+    CHECK(st == TK_ERR_OUT_OF_RESOURCES, "status %d (%s), expected OUT_OF_RESOURCES", st, tk_last_error(h));
+    CHECK(strstr(tk_last_error(h), "workspace") != NULL, "message does not say why: %s", tk_last_error(h));
+    cudaDeviceSynchronize();
+    uint32_t first = 0;
+    cudaMemcpy(&first, c, 4, cudaMemcpyDeviceToHost);
+    CHECK(first == 0xffffffffu, "refused call wrote C (%08x)", first);
+    h->copy_ws_limit = 0;
+    st = tk_gemm(h, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, m, n, k, 1.0f, a, k, b, n, 0.0f, c, TK_F32, n, NULL, NULL);
+    CHECK(st == TK_SUCCESS && cudaDeviceSynchronize() == cudaSuccess, "the same call without the limit: %d (%s)", st,
+          tk_last_error(h));
+    /* 0x3f3f as bf16 is 0.74609375: each entry is K times its square */
+    float v = 0.0f;
+    cudaMemcpy(&v, c, 4, cudaMemcpyDeviceToHost);
+    float want = 517.0f * 0.74609375f * 0.74609375f;
+    CHECK(v > want * 0.999f && v < want * 1.001f, "C[0] = %g, expected %g", (double)v, (double)want);
+    cudaFree(a); cudaFree(b); cudaFree(c);
 }
 
 void tk_tests(void)
@@ -76,11 +139,12 @@ void tk_tests(void)
     have_gpu = tk_create(&h) == TK_SUCCESS && h->have_device;
     if (!have_gpu) {
         printf("no GPU: %s\n", h ? h->device_error : tk_last_error(NULL));
-        TK_TEST(test_unaligned_goes_to_naive);   /* fails loudly: this suite needs a GPU */
+        TK_TEST(test_unaligned_routes);   /* fails loudly: this suite needs a GPU */
         return;
     }
     TK_TEST(test_sm90_picks_hopper);
     TK_TEST(test_sm80_picks_portable);
-    TK_TEST(test_unaligned_goes_to_naive);
+    TK_TEST(test_unaligned_routes);
+    TK_TEST(test_copy_refused);
     tk_destroy(h);
 }

@@ -5,10 +5,12 @@
  * rows run there too, and C's padding is checked for stray writes), and
  * 64x80x8 and 200x136x24 padded (K below one K-step); each x the four op
  * combinations x both layouts x fp32/bf16 out x beta {0, 0.5} (alpha 1.5
- * when A is transposed), plus 8192^3 NN row-major fp32. One counted test per
- * case; a failing case prints its error map. A kernel that refuses a case is
- * skipped there (printed, not counted), except cublas and k01_naive, which
- * must run everything.
+ * when A is transposed), plus 8192^3 NN row-major fp32; then misaligned
+ * views (odd tight leading dimensions, pointer offsets of 1..7 elements) for
+ * auto-dispatch and the Hopper kernels. One counted test per case; a failing
+ * case prints its error map. A kernel that refuses a case is skipped there
+ * (printed, not counted), except auto, cublas and k01_naive, which must run
+ * everything. "auto" (auto-dispatch) is verified like a kernel.
  *
  *   build/tests/gpu_test_verify [name-substring]     e.g. k01_naive, "4096x" or "padded"
  *   TK_VERIFY_KERNELS=k01_naive,k20_mma_sync build/tests/gpu_test_verify
@@ -61,7 +63,7 @@ static void run_one(const char *kernel, const tk_lab_case *c)
     cur_kernel = kernel;
     cur = *c;
     tk_lab_verify_run(ctx, kernel, c, &cur_result);
-    int must = !strcmp(kernel, "cublas") || !strcmp(kernel, "k01_naive");
+    int must = !strcmp(kernel, "cublas") || !strcmp(kernel, "k01_naive") || !strcmp(kernel, "auto");
     if (cur_result.outcome == 2 && !must) {
         printf("skip %s: %s\n", name, cur_result.msg);
         return;
@@ -89,6 +91,7 @@ void tk_tests(void)
         for (char *t = strtok(list, ","); t && nk < 64; t = strtok(NULL, ","))
             kernels[nk++] = t;
     } else {
+        kernels[nk++] = "auto";
         for (int i = 0; i < tk_kernel_count() && nk < 64; i++) {
             tk_kernel_props p;
             if (tk_kernel_get(i, &p) == TK_SUCCESS)
@@ -120,11 +123,33 @@ void tk_tests(void)
                 float beta = combo & 16 ? 0.5f : 0.0f;
                 tk_lab_case c = { (tk_layout)(combo >> 2 & 1), op_a, op_b, shapes[s].m, shapes[s].n,
                                   shapes[s].k, op_a == TK_OP_T ? 1.5f : 1.0f, beta,
-                                  combo & 8 ? TK_BF16 : TK_F32, 1, shapes[s].pad };
+                                  combo & 8 ? TK_BF16 : TK_F32, 1, shapes[s].pad, 0 };
                 run_one(kernels[kn], &c);
             }
+    /* Misaligned views with tight leading dimensions, above the size where
+     * auto-dispatch copies them (route.c): every op, layout, type of C and
+     * beta, with all three pointers at offset 0 and at one of 1..7 elements.
+     * K = 9 is below one K-step; 4097 and 1031 make odd leading dimensions
+     * of C; with N x K = ... x 64 the kernels take A and B as they are but C
+     * (ldc 263) only element by element. Kernels that refuse are skipped;
+     * auto must run everything. */
+    static const struct { int64_t m, n, k; } odd[] = {
+        { 257, 263, 271 }, { 333, 4097, 129 }, { 4099, 1031, 9 }, { 520, 263, 64 },
+    };
+    for (size_t s = 0; s < sizeof odd / sizeof odd[0]; s++)
+        for (int kn = 0; kn < nk; kn++) {
+            if (strcmp(kernels[kn], "auto") && strncmp(kernels[kn], "k3", 2))
+                continue;   /* the seed and mma.sync kernels refuse these tight views */
+            for (int combo = 0; combo < 64; combo++) {
+                tk_op op_a = (tk_op)(combo & 1), op_b = (tk_op)(combo >> 1 & 1);
+                tk_lab_case c = { (tk_layout)(combo >> 2 & 1), op_a, op_b, odd[s].m, odd[s].n, odd[s].k,
+                                  op_a == TK_OP_T ? 1.5f : 1.0f, combo & 16 ? 0.5f : 0.0f,
+                                  combo & 8 ? TK_BF16 : TK_F32, 1, 0, combo & 32 ? 1 + (combo + (int)s) % 7 : 0 };
+                run_one(kernels[kn], &c);
+            }
+        }
     for (int kn = 0; kn < nk; kn++) {
-        tk_lab_case big = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 8192, 8192, 8192, 1.0f, 0.0f, TK_F32, 1, 0 };
+        tk_lab_case big = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 8192, 8192, 8192, 1.0f, 0.0f, TK_F32, 1, 0, 0 };
         run_one(kernels[kn], &big);
     }
     tk_lab_verify_close(ctx);

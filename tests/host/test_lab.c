@@ -62,7 +62,7 @@ static void test_reference_vs_triple_loop(void)
         for (int combo = 0; combo < 16; combo++) {
             tk_lab_case c = { (tk_layout)(combo & 1), (tk_op)(combo >> 1 & 1), (tk_op)(combo >> 2 & 1),
                               shapes[sh][0], shapes[sh][1], shapes[sh][2], 1.5f, combo >> 3 ? 0.5f : 0.0f,
-                              combo & 8 ? TK_BF16 : TK_F32, 3, 0 };
+                              combo & 8 ? TK_BF16 : TK_F32, 3, 0, 0 };
             size_t pad = 3;   /* leading dimensions larger than needed */
             uint16_t *a = malloc((size_t)((c.m + pad) * (c.k + pad)) * 2);
             uint16_t *b = malloc((size_t)((c.k + pad) * (c.n + pad)) * 2);

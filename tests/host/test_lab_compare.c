@@ -57,7 +57,7 @@ static void fp32_gemm(fixture *f, void *out, int backwards)
 static void setup(fixture *f, tk_layout l, tk_dtype out, int64_t m, int64_t n, int64_t k, float beta)
 {
     memset(f, 0, sizeof *f);
-    f->c = (tk_lab_case){ l, TK_OP_N, TK_OP_T, m, n, k, 1.5f, beta, out, 5, 0 };
+    f->c = (tk_lab_case){ l, TK_OP_N, TK_OP_T, m, n, k, 1.5f, beta, out, 5, 0, 0 };
     size_t mn = (size_t)(m * n), es = out == TK_F32 ? 4 : 2;
     f->a = malloc((size_t)(m * k) * 2);
     f->b = malloc((size_t)(k * n) * 2);

@@ -1,0 +1,164 @@
+/* route.c - how auto-dispatch runs a problem whose operands the fast kernels
+ * cannot take as they are.
+ *
+ * The TMA kernels (k30, k31) need A and B 16-byte aligned with leading
+ * dimensions that are multiples of 8 elements; the mma.sync kernels (k20,
+ * k21) need the same and C aligned to pairs. A view into a larger tensor, an
+ * odd K or a vocabulary of 50257 breaks that, and only k01_naive (about 5
+ * TFLOP/s) would be left. So auto-dispatch may run the problem on copies:
+ * each misaligned operand repacked into the handle's workspace with its
+ * leading dimension rounded up to 8 elements, and, where the best kernel for
+ * that still refuses C, C staged there too (copied in when beta != 0, out
+ * after the product). A repack moves each byte twice at copy bandwidth: about
+ * 0.1 ms for a 134 MB operand on an H100, against about 2 ms of math for the
+ * 8191 x 8193 x 8190 product it makes 4x faster than cuBLAS.
+ *
+ * Candidates, in order: as is; the misaligned A and B packed; that plus C
+ * staged. The highest auto_rank wins, the earlier (fewer copies) on a tie.
+ * Problems under TK_ROUTE_TINY_FLOP take no copies: a copy is a launch of
+ * its own and costs more than the whole product there (docs/NOTES.md).
+ * The planning below is pure (no GPU): tests check it on the CPU. */
+#include <stdio.h>
+#include <inttypes.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "internal.h"
+
+/* A repacked line is rounded up to this many elements: 16 bytes of bf16. */
+#define TK_ROUTE_ALIGN 8
+
+static size_t round_up(size_t x, size_t q) { return (x + q - 1) / q * q; }
+
+int tk_route_tiny(const tk_args *a)
+{
+    return 2.0 * (double)a->m * (double)a->n * (double)a->k < TK_ROUTE_TINY_FLOP;
+}
+
+int tk_route_aligned(const void *p, int64_t ld, size_t elem_bytes)
+{
+    return ((uint64_t)ld * elem_bytes) % 16 == 0 && (uintptr_t)p % 16 == 0;
+}
+
+/* Stored rows and columns of A, B (bf16) and C in the normalized problem. */
+static void stored_dims(const tk_args *a, int which, int64_t *rows, int64_t *cols)
+{
+    if (which == 0) {
+        *rows = a->op_a == TK_OP_N ? a->m : a->k;
+        *cols = a->op_a == TK_OP_N ? a->k : a->m;
+    } else if (which == 1) {
+        *rows = a->op_b == TK_OP_N ? a->k : a->n;
+        *cols = a->op_b == TK_OP_N ? a->n : a->k;
+    } else {
+        *rows = a->m;
+        *cols = a->n;
+    }
+}
+
+void tk_route_plan(const tk_args *a, int pack_ab, int stage_c, tk_route *r)
+{
+    memset(r, 0, sizeof *r);
+    r->run = *a;
+    size_t cb = a->c_type == TK_F32 ? 4 : 2;
+    size_t off = 0;
+    for (int w = 0; w < 3; w++) {
+        const void *p = w == 0 ? a->a : w == 1 ? a->b : a->c;
+        int64_t ld = w == 0 ? a->lda : w == 1 ? a->ldb : a->ldc;
+        size_t esz = w == 2 ? cb : 2;
+        int want = w < 2 ? pack_ab : stage_c;
+        if (!want || tk_route_aligned(p, ld, esz))
+            continue;
+        int64_t rows, cols;
+        stored_dims(a, w, &rows, &cols);
+        int64_t ldp = (int64_t)round_up((size_t)cols, TK_ROUTE_ALIGN);
+        r->copy[w] = 1;
+        r->ld[w] = ldp;
+        r->off[w] = off;
+        off = round_up(off + (size_t)rows * (size_t)ldp * esz, 256);
+        /* Until bound, a copied operand's pointer is NULL: support checks
+         * then judge its (aligned) leading dimension alone. */
+        if (w == 0) { r->run.a = NULL; r->run.lda = ldp; }
+        if (w == 1) { r->run.b = NULL; r->run.ldb = ldp; }
+        if (w == 2) { r->run.c = NULL; r->run.ldc = ldp; }
+    }
+    r->bytes = off;
+}
+
+void tk_route_bind(tk_route *r, void *ws)
+{
+    char *base = ws;
+    if (r->copy[0]) r->run.a = base + r->off[0];
+    if (r->copy[1]) r->run.b = base + r->off[1];
+    if (r->copy[2]) r->run.c = base + r->off[2];
+}
+
+void tk_route_name(const tk_route *r, char *buf, size_t len)
+{
+    static const char *what[3] = { "A", "B", "C" };
+    int n = snprintf(buf, len, "%s", r->k ? r->k->name : "(none)");
+    int first = 1;
+    for (int w = 0; w < 3 && n >= 0 && (size_t)n < len; w++)
+        if (r->copy[w]) {
+            n += snprintf(buf + n, len - (size_t)n, "%s%s", first ? " (copies " : ", ", what[w]);
+            first = 0;
+        }
+    if (!first && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ")");
+}
+
+/* Grows the handle's copy workspace to `bytes`. */
+static tk_status ensure_ws(tk_handle h, size_t bytes)
+{
+    if (h->copy_ws_bytes >= bytes)
+        return TK_SUCCESS;
+    if (h->copy_ws_limit && bytes > h->copy_ws_limit)
+        return tk_fail(h, TK_ERR_OUT_OF_RESOURCES,
+                       "auto: %zu bytes of workspace are needed to copy misaligned operands, over the handle's "
+                       "limit of %zu",
+                       bytes, h->copy_ws_limit);
+    /* cudaFree waits for the launches still using the old buffer. */
+    if (h->copy_ws)
+        cudaFree(h->copy_ws);
+    h->copy_ws = NULL;
+    h->copy_ws_bytes = 0;
+    cudaError_t e = cudaMalloc(&h->copy_ws, bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        h->copy_ws = NULL;
+        return tk_fail(h, TK_ERR_OUT_OF_RESOURCES,
+                       "auto: cudaMalloc of %zu bytes of workspace to copy misaligned operands failed: %s", bytes,
+                       cudaGetErrorString(e));
+    }
+    h->copy_ws_bytes = bytes;
+    return TK_SUCCESS;
+}
+
+tk_status tk_route_copy_in(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t stream)
+{
+    tk_status st = ensure_ws(h, r->bytes);
+    if (st)
+        return st;
+    tk_route_bind(r, h->copy_ws);
+    char why[TK_MSG_LEN] = "";
+    size_t cb = a->c_type == TK_F32 ? 4 : 2;
+    for (int w = 0; w < 3 && !st; w++) {
+        if (!r->copy[w] || (w == 2 && a->beta == 0.0f))   /* C is read only when beta != 0 */
+            continue;
+        int64_t rows, cols;
+        stored_dims(a, w, &rows, &cols);
+        const void *src = w == 0 ? a->a : w == 1 ? a->b : a->c;
+        void *dst = w == 0 ? (void *)r->run.a : w == 1 ? (void *)r->run.b : r->run.c;
+        int64_t ld = w == 0 ? a->lda : w == 1 ? a->ldb : a->ldc;
+        st = tk_launch_copy_2d(dst, r->ld[w], src, ld, rows, cols, w == 2 ? cb : 2, stream, why, sizeof why);
+    }
+    return st ? tk_fail(h, st, "auto: copying a misaligned operand: %s", why) : TK_SUCCESS;
+}
+
+tk_status tk_route_copy_out(tk_handle h, const tk_route *r, const tk_args *a, cudaStream_t stream)
+{
+    if (!r->copy[2])
+        return TK_SUCCESS;
+    char why[TK_MSG_LEN] = "";
+    tk_status st = tk_launch_copy_2d(a->c, a->ldc, r->run.c, r->ld[2], a->m, a->n, a->c_type == TK_F32 ? 4 : 2,
+                                     stream, why, sizeof why);
+    return st ? tk_fail(h, st, "auto: copying C back: %s", why) : TK_SUCCESS;
+}
