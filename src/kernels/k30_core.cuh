@@ -62,7 +62,8 @@ typedef struct k30_params {
     float alpha, beta;
     int c_bf16;
     int c_pairs;                       /* C rows allow 2-element stores (ldc even, C aligned to a pair) */
-    int c_tma;                         /* k31: epilogue through shared memory and TMA stores */
+    int c_staged;                      /* k31: epilogue through shared memory, then ... */
+    int c_tma;                         /* ... TMA stores (else row-by-row stores) */
     /* k31's split last wave (sk_slices > 0): the walk's last sk_tiles
      * tiles, from sk_first on, are split into sk_slices equal k-ranges dealt
      * out like tiles; sk_slices == 0: sk_first is the number of tiles. */
@@ -479,6 +480,10 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
      * rows must end on a 16-byte boundary too. */
     p.c_tma = a->beta == 0.0f && (a->n * (int64_t)cs) % 16 == 0 &&
               tk_tma_check("C", a->c, a->ldc, cs, ignore, sizeof ignore) == TK_SUCCESS;
+    /* Staged otherwise too (stored row by row), except bf16 C with beta !=
+     * 0: its staged values are already rounded to bf16, and adding beta * C
+     * would round twice; the direct epilogue rounds once. */
+    p.c_staged = p.c_tma || a->beta == 0.0f || a->c_type == TK_F32;
     if (p.c_tma) {
         st = tk_tma_map_2d(&p.map_c, a->c_type == TK_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                                            : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,

@@ -137,23 +137,71 @@ static __device__ __forceinline__ void k31_chunk_acquire(int tid, int bar_id)
     tk_bar_sync(bar_id, 128);
 }
 
-/* After writing a chunk: make the generic-proxy writes visible to the copy
- * engine, meet, and let one thread store the 64 x 128-byte box. */
-static __device__ __forceinline__ void k31_chunk_release(const k30_params *p, int tid, int bar_id, uint32_t buf,
-                                                           int col, int row)
+/* Where TMA cannot store C (p->c_tma == 0: C misaligned, an odd ldc, rows
+ * not ending on 16 bytes, or beta != 0 with fp32 C, which must be read), the
+ * consumer's 128 threads store the staged 64-row chunk row by row: warp w
+ * rows w, w + 4, ..., lane l column l (fp32, 32 per chunk) or columns 2l and
+ * 2l + 1 (bf16, 64 per chunk), so each warp access covers 128 contiguous
+ * bytes of one row of C where the direct epilogue's covered 8 rows (that
+ * epilogue made 4096 x 4097 x 4096 30% slower than 4096 x 4104 x 4096).
+ * The logical 16-byte unit u of staged row r sits at r * 128 + (u ^ r % 8) * 16. */
+static __device__ __forceinline__ void k31_chunk_store_rows(const k30_params *p, const uint8_t *bp, int col0,
+                                                              int row0, int tid)
 {
-    tk_fence_proxy_async_shared();
-    tk_bar_sync(bar_id, 128);
-    if (tid == 0) {
-        tk_tma_store_2d(&p->map_c, buf, col, row);
-        tk_tma_store_commit();
+    const int warp = tid >> 5, lane = tid & 31;
+    /* Few live values (the 128 accumulators are still live here): a row
+     * pointer stepped by 4 rows, this lane's columns left, rows left. */
+    const int bf16 = p->c_bf16, esz = bf16 ? 2 : 4;
+    const int gc = col0 + (bf16 ? 2 * lane : lane);
+    const int cols_left = p->n - gc;   /* > 0: column gc exists; > 1: gc + 1 too */
+    const int rows = min(64, p->m - row0);
+    char *q = (char *)p->c + ((int64_t)(row0 + warp) * p->ldc + gc) * esz;
+    const int64_t step = (int64_t)4 * p->ldc * esz;
+    const uint8_t *src = bp + (lane & 3) * 4;
+#pragma unroll 1
+    for (int r = warp; r < rows; r += 4, q += step) {
+        const uint32_t v = *(const uint32_t *)(src + r * 128 + (((lane >> 2) ^ (r & 7)) << 4));
+        if (bf16) {
+            /* beta == 0 here (see c_staged's setting): no double rounding */
+            if (cols_left > 1 && p->c_pairs) {
+                *(uint32_t *)q = v;
+            } else {
+                if (cols_left > 0)
+                    ((uint16_t *)q)[0] = (uint16_t)(v & 0xFFFF);
+                if (cols_left > 1)
+                    ((uint16_t *)q)[1] = (uint16_t)(v >> 16);
+            }
+        } else if (cols_left > 0) {
+            const float x = __uint_as_float(v);
+            *(float *)q = p->beta != 0.0f ? fmaf(p->beta, *(const float *)q, x) : x;
+        }
     }
 }
 
-/* TMA epilogue (beta == 0): 64 x 256 through two 8 KB chunk buffers at ebuf
- * (generic pointer epp), 128B-swizzled like the TMA box expects: the 16-byte
- * chunk c of row r sits at r * 128 + ((c ^ (r % 8)) * 16). */
-static __device__ __forceinline__ void k31_epilogue_tma(const k30_params *p, float acc[128], int r0, int c0,
+/* After writing a chunk: meet, then store it, either by one thread's TMA
+ * store of the 64 x 128-byte box (after making the generic-proxy writes
+ * visible to the copy engine) or row by row. */
+static __device__ __forceinline__ void k31_chunk_release(const k30_params *p, int tid, int bar_id, uint32_t buf,
+                                                           const uint8_t *bp, int col, int row)
+{
+    if (p->c_tma) {
+        tk_fence_proxy_async_shared();
+        tk_bar_sync(bar_id, 128);
+        if (tid == 0) {
+            tk_tma_store_2d(&p->map_c, buf, col, row);
+            tk_tma_store_commit();
+        }
+    } else {
+        tk_bar_sync(bar_id, 128);
+        k31_chunk_store_rows(p, bp, col, row, tid);
+    }
+}
+
+/* Staged epilogue (p->c_staged): 64 x 256 through two 8 KB chunk buffers at
+ * ebuf (generic pointer epp), 128B-swizzled like the TMA box expects: the
+ * 16-byte chunk c of row r sits at r * 128 + ((c ^ (r % 8)) * 16); each
+ * chunk then leaves by k31_chunk_release. */
+static __device__ __forceinline__ void k31_epilogue_staged(const k30_params *p, float acc[128], int r0, int c0,
                                                           int warp, int lane, uint32_t ebuf, uint8_t *epp, int bar_id)
 {
     const int tid = warp * 32 + lane;
@@ -166,6 +214,7 @@ static __device__ __forceinline__ void k31_epilogue_tma(const k30_params *p, flo
 #pragma unroll
         for (int q = 0; q < 4; q++) {
             const uint32_t buf = ebuf + (q & 1) * K31_EPI_CHUNK;
+            const uint8_t *bp = epp + (q & 1) * K31_EPI_CHUNK;
             k31_chunk_acquire(tid, bar_id);
 #pragma unroll
             for (int jp = 0; jp < 4; jp++) {
@@ -177,7 +226,7 @@ static __device__ __forceinline__ void k31_epilogue_tma(const k30_params *p, flo
                                k30_pack_bf16x2(alpha * acc[4 * j + 4], alpha * acc[4 * j + 5]),
                                k30_pack_bf16x2(alpha * acc[4 * j + 6], alpha * acc[4 * j + 7]));
             }
-            k31_chunk_release(p, tid, bar_id, buf, c0 + 64 * q, r0);
+            k31_chunk_release(p, tid, bar_id, buf, bp, c0 + 64 * q, r0);
         }
     } else {
         /* 8 chunks of 32 columns; each thread writes 8-byte pairs. */
@@ -197,7 +246,7 @@ static __device__ __forceinline__ void k31_epilogue_tma(const k30_params *p, flo
                     *dst = make_float2(alpha * acc[4 * j + 2 * h], alpha * acc[4 * j + 2 * h + 1]);
                 }
             }
-            k31_chunk_release(p, tid, bar_id, buf, c0 + 32 * q, r0);
+            k31_chunk_release(p, tid, bar_id, buf, bp, c0 + 32 * q, r0);
         }
     }
 }
@@ -348,8 +397,8 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
                 }
                 k31_sk_gather(&p, acc, t - p.sk_first, sub, tid, 1 + c);
             }
-            if (p.c_tma)
-                k31_epilogue_tma(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c);
+            if (p.c_staged)
+                k31_epilogue_staged(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c);
             else
                 k30_epilogue_direct(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane);
         }
