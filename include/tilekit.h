@@ -51,10 +51,12 @@ typedef struct tk_handle_s *tk_handle;
 /* Creates a handle bound to the current CUDA device. Succeeds without a GPU
  * (calls that need one then return TK_ERR_NO_DEVICE), so argument checks can
  * be used and tested anywhere. A handle must not be used by two host threads
- * at once. It owns device workspaces (cuBLAS's, and up to about 35 MB for
- * the Hopper kernel's split last wave, allocated on first use) that its
- * launches use in stream order: as with a cuBLAS handle, GEMMs that may run
- * at the same time on different streams need different handles. */
+ * at once. It owns device workspaces (cuBLAS's; up to about 35 MB for the
+ * Hopper kernel's split last wave; and, for auto-dispatch of operands whose
+ * leading dimension or address is not 16-byte aligned, aligned copies of
+ * them, as large as those operands: all allocated on first use and kept)
+ * that its launches use in stream order: as with a cuBLAS handle, GEMMs that
+ * may run at the same time on different streams need different handles. */
 tk_status tk_create(tk_handle *out);
 tk_status tk_destroy(tk_handle h);
 
@@ -84,8 +86,12 @@ typedef struct tk_gemm_problem {
 } tk_gemm_problem;
 
 /* Runs the problem on `stream` (a cudaStream_t; NULL = legacy default).
- * kernel: a registry name ("cublas", "k01_naive", ...) or NULL/"auto" for
- * the best supported kernel. Asynchronous: returns after the launch. */
+ * kernel: a registry name ("cublas", "k01_naive", ...), which refuses what
+ * it cannot take (TK_ERR_NOT_SUPPORTED), or NULL/"auto" for the best
+ * supported kernel: any leading dimension and 2-byte aligned pointer then
+ * runs on a fast kernel, on copies of the misaligned operands where needed
+ * (TK_ERR_OUT_OF_RESOURCES when their workspace cannot be allocated).
+ * Asynchronous: returns after the launch. */
 tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel,
                      void *stream);
 

@@ -40,8 +40,8 @@ void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, cudaStream_t str
 
 /* ---- routes (route.c): running a problem on aligned copies ---- */
 
-/* Problems of fewer flops take no copies (see route.c). */
-#define TK_ROUTE_TINY_FLOP (1 << 25)
+/* Problems of fewer flops (2^22: a 128^3 product) take no copies (route.c). */
+#define TK_ROUTE_TINY_FLOP (1 << 22)
 
 typedef struct tk_route {
     const tk_kernel *k;          /* the kernel that runs `run` */
