@@ -90,6 +90,8 @@ install: lib $(CLI)
 	ln -sf libtilekit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libtilekit.so
 	install -m 644 $(BUILD)/libtilekit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/tilekit/shapes
+	install -m 644 bench/shapes/*.txt $(DESTDIR)$(PREFIX)/share/tilekit/shapes/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@CUDA@|$(CUDA)|' tilekit.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tilekit.pc
 

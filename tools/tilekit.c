@@ -28,6 +28,9 @@ typedef struct opts {
     tk_lab_bench_opts bench;
     int no_cublas;
     const char *json, *csv;
+    const char *suite;          /* --suite: its shapes replace --m/--n/--k and --shapes */
+    tk_lab_shape *suite_shapes;
+    int nsuite;
 } opts;
 
 static const char *usage =
@@ -54,7 +57,11 @@ static void print_help(const char *cmd)
         printf("usage: tilekit bench [options]\n%s"
                "  --hot                        do not flush L2 before each sample\n"
                "  --no-cublas                  do not time cuBLAS (no ratio column)\n"
-               "  --budget SECONDS             sampling time per case (default 2)\n"
+               "  --budget SECONDS             sampling time per case (default 2; 0.25 with --suite)\n"
+               "  --suite NAME|FILE            every shape of a suite (bench/shapes/NAME.txt: square, llm,\n"
+               "                               odd, all; or a file), with its ops: cuBLAS and auto-dispatch\n"
+               "                               (plus the --kernel ones) timed on each, at most 100 samples,\n"
+               "                               then x cuBLAS per suite: geomean, min, count below 0.9x\n"
                "  --pad                        padded leading dimensions (each tight ld rounded up to\n"
                "                               a multiple of 8, plus 8), e.g. for TMA kernels at odd K\n"
                "  --json FILE --csv FILE       also write the results there\n", help_problem);
@@ -160,12 +167,54 @@ static int parse_pick(const char *flag, const char *v, const char *w0, const cha
     return 0;
 }
 
+/* The options a suite decides itself: its shapes, its ops, the ratio. */
+static int suite_clash(const char *name)
+{
+    static const char *const taken[] = { "--m", "--n", "--k", "--shapes", "--op-a", "--op-b", "--no-cublas" };
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
+        if (!strcmp(name, taken[i]))
+            return 1;
+    return 0;
+}
+
+/* --suite: reads the suite (a bad line exits 2 here, before any GPU work);
+ * kernels become auto-dispatch plus those --kernel names (cuBLAS is always
+ * timed first, by cmd_bench); a shorter default budget and a sample cap keep
+ * a few hundred shapes within minutes. */
+static int suite_args(opts *o, const char *clash, int kernel_given)
+{
+    if (clash)
+        return bad("%s: --suite gives the shapes, ops and cuBLAS ratio itself; use one or the other", clash);
+    const char *extra[MAX_LIST];
+    int nextra = 0;
+    for (int i = 0; kernel_given && i < o->nkernels; i++)
+        if (strcmp(o->kernels[i], "auto"))
+            extra[nextra++] = o->kernels[i];
+    if (nextra == MAX_LIST)
+        return bad("--kernel: at most %d names with --suite (it adds auto)", MAX_LIST - 1);
+    o->kernels[0] = "auto";
+    for (int i = 0; i < nextra; i++)
+        o->kernels[i + 1] = extra[i];
+    o->nkernels = nextra + 1;
+    o->kernels[o->nkernels] = NULL;
+    if (o->bench.budget_s <= 0)
+        o->bench.budget_s = 0.25;
+    o->bench.min_samples = 5;
+    o->bench.max_samples = 100;
+    char why[1024];
+    if (tk_lab_suite_load(o->suite, &o->suite_shapes, &o->nsuite, why, sizeof why))
+        return bad("--suite: %s", why);
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, opts *o)
 {
     int allowed = F_KERNEL;
     if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES;
     if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY;
     int64_t m = 8192, n = 8192, k = 8192;
+    const char *clash = NULL;   /* the last option given that --suite excludes */
+    int kernel_given = 0;
     char all[] = "all";
     if (parse_kernels(o, all))
         return 2;
@@ -178,6 +227,7 @@ static int parse_args(int argc, char **argv, opts *o)
             { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM, 1 },
             { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM, 1 },
             { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH, 0 }, { "--budget", F_BENCH, 1 },
+            { "--suite", F_BENCH, 1 },
             { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
             { "--offset", F_PROBLEM, 1 },
         };
@@ -198,6 +248,9 @@ static int parse_args(int argc, char **argv, opts *o)
         } else if (!flags[f].has_val && val)
             return bad("%s takes no value (got '%s')", flag, val);
         const char *name = flags[f].name;
+        if (suite_clash(name))
+            clash = name;
+        kernel_given |= !strcmp(name, "--kernel");
         double d = 0;
         int pick = 0, rc = 0;
         if (!strcmp(name, "--help")) { print_help(o->cmd); exit(0); }
@@ -235,9 +288,12 @@ static int parse_args(int argc, char **argv, opts *o)
         }
         else if (!strcmp(name, "--json")) o->json = val;
         else if (!strcmp(name, "--csv")) o->csv = val;
+        else if (!strcmp(name, "--suite")) o->suite = val;
         if (rc)
             return 2;
     }
+    if (o->suite)
+        return suite_args(o, clash, kernel_given);
     if (o->nshapes && o->mnk_set)
         return bad("use either --shapes or --m/--n/--k, not both");
     if (!o->nshapes)
@@ -296,6 +352,28 @@ static int cmd_verify(const opts *o)
     return failed ? 1 : 0;
 }
 
+/* The suite's shapes, each with its own ops: the kernels of `order` one
+ * after the other (cuBLAS first, for the ratio). Returns the rows written. */
+static int bench_suite(tk_lab_bench *b, const opts *o, const char *const *order, int norder, tk_lab_bench_row *rows)
+{
+    int nrows = 0;
+    for (int s = 0; s < o->nsuite; s++) {
+        const tk_lab_shape *sh = &o->suite_shapes[s];
+        tk_lab_case c = o->c;
+        c.m = sh->m; c.n = sh->n; c.k = sh->k;
+        c.op_a = sh->op_a; c.op_b = sh->op_b;
+        fprintf(stderr, "suite: [%d/%d] %s %lldx%lldx%lld %c %c\n", s + 1, o->nsuite, sh->suite, (long long)c.m,
+                (long long)c.n, (long long)c.k, c.op_a == TK_OP_N ? 'n' : 't', c.op_b == TK_OP_N ? 'n' : 't');
+        for (int i = 0; i < norder; i++, nrows++) {
+            tk_lab_bench_run(b, order[i], &c, &rows[nrows]);
+            snprintf(rows[nrows].suite, sizeof rows[nrows].suite, "%s", sh->suite);
+            tk_lab_bench_print_row(stdout, &rows[nrows]);
+            fflush(stdout);
+        }
+    }
+    return nrows;
+}
+
 static int cmd_bench(const opts *o)
 {
     char why[TK_LAB_MSG_LEN];
@@ -316,12 +394,13 @@ static int cmd_bench(const opts *o)
     for (int i = 0; i < o->nkernels; i++)
         if (strcmp(o->kernels[i], "cublas"))
             order[norder++] = o->kernels[i];
-    int total = norder * o->nshapes, nrows = 0;
+    int total = norder * (o->nshapes + o->nsuite), nrows = 0;
     tk_lab_bench_row *rows = calloc((size_t)total, sizeof *rows);
     if (!rows) {
         tk_lab_bench_close(b);
         return 1;
     }
+    nrows = bench_suite(b, o, order, norder, rows);     /* --suite (then o->nshapes is 0) */
     for (int s = 0; s < o->nshapes; s++)
         for (int i = 0; i < norder; i++) {
             tk_lab_case c = o->c;
@@ -332,6 +411,8 @@ static int cmd_bench(const opts *o)
             tk_lab_bench_print_row(stdout, &rows[nrows++]);
             fflush(stdout);
         }
+    if (o->nsuite)
+        tk_lab_bench_print_summary(stdout, rows, nrows);
     int rc = 0;
     const char *path[2] = { o->json, o->csv };
     for (int w = 0; w < 2; w++) {
@@ -375,5 +456,7 @@ int main(int argc, char **argv)
         return 2;
     if (!strcmp(o.cmd, "info"))
         return tk_lab_info(stdout, o.kernels);
-    return !strcmp(o.cmd, "verify") ? cmd_verify(&o) : cmd_bench(&o);
+    int rc = !strcmp(o.cmd, "verify") ? cmd_verify(&o) : cmd_bench(&o);
+    free(o.suite_shapes);
+    return rc;
 }

@@ -221,6 +221,8 @@ typedef struct tk_lab_bench_row {
     double ratio_cublas;        /* cublas_ms / kernel_ms; NaN when not measured */
     int nvml_mhz;               /* SM clock read after the samples; 0 if NVML is absent */
     char status[TK_LAB_MSG_LEN];    /* "ok" or why there is no timing */
+    char chosen[64];            /* kernel "auto": the kernel auto-dispatch ran ("" if none) */
+    char suite[32];             /* the shape's suite (set by the caller; "" outside a suite) */
 } tk_lab_bench_row;
 
 typedef struct tk_lab_bench_info {
@@ -239,11 +241,69 @@ const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b);
 int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *c, tk_lab_bench_row *row);
 void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *info);
 void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *row);
-/* The files of --json / --csv (the JSON schema is read by bench/ scripts). */
+/* After the table of a suite run (rows with a suite name): for each kernel
+ * but cuBLAS, per suite and overall, the geometric mean of x cuBLAS, the
+ * slowest shape, the shapes below TK_LAB_SUITE_BELOW and those not measured. */
+void tk_lab_bench_print_summary(FILE *f, const tk_lab_bench_row *rows, int n);
+/* The files of --json / --csv (the JSON schema is read by bench/ scripts).
+ * When a row has a suite or a chosen kernel, every row gets "suite" and
+ * "chosen" fields (columns), else the files are as before; with suite rows
+ * the JSON also gets the "summary" that tk_lab_bench_print_summary prints. */
 int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
 int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
 /* The SM clock in MHz via NVML (dlopen'ed), or 0 when unavailable. */
 int tk_lab_nvml_sm_clock(int cuda_device);
+
+/* ---- shape suites (lab_suite.c) ----
+ * A suite file (bench/shapes/NAME.txt) lists the shapes a user runs, one
+ * `M N K opA opB` line each (op n or t; row-major storage, so B with op t is
+ * stored N x K like a torch.nn.Linear weight). '#' starts a comment (whole
+ * line or trailing); blank lines are skipped; `include NAME` reads NAME.txt
+ * of the including file's folder, whose shapes keep their own suite name.
+ * Pure host code: no GPU. */
+#define TK_LAB_SUITE_DEPTH 8        /* include nesting at most */
+#define TK_LAB_SUITE_MAX 65536      /* shapes in one suite at most */
+#define TK_LAB_SUITE_BELOW 0.9      /* the summary counts shapes below this x cuBLAS */
+
+typedef struct tk_lab_shape {
+    int64_t m, n, k;            /* 1 .. 2^24 each, as the CLI's sizes */
+    tk_op op_a, op_b;
+    char suite[32];             /* the stem of the file the line is in ("odd") */
+    int line;                   /* its line number there */
+} tk_lab_shape;
+
+/* The file of suite `name`: a name with a '/' or ending in .txt is a path,
+ * used as is; a bare NAME is NAME.txt in the first of $TILEKIT_SHAPES,
+ * <dir of the running program>/../bench/shapes (the build tree),
+ * <that dir>/../share/tilekit/shapes (an installed tree) and ./bench/shapes
+ * that has it. Returns 0, or -1 with why naming the places looked in. */
+int tk_lab_suite_find(const char *name, char *path, size_t len, char *why, size_t wlen);
+/* Reads a suite (name or path as for tk_lab_suite_find) with its includes
+ * into *out (malloc'ed, the caller frees it) and *n >= 1 shapes, in file
+ * order. Returns 0, or -1 with *out = NULL and why = "FILE:LINE: what is
+ * wrong" (a malformed line, a size out of 1..2^24, an op other than n or t,
+ * an extra field, an include that is missing, cyclic or nested deeper than
+ * TK_LAB_SUITE_DEPTH, a file without shapes). */
+int tk_lab_suite_load(const char *name_or_path, tk_lab_shape **out, int *n, char *why, size_t len);
+
+typedef struct tk_lab_suite_stat {
+    char suite[32];             /* "" for the overall entry */
+    int shapes;                 /* shapes of the suite */
+    int measured;               /* those with a ratio (finite, > 0) */
+    int not_measured;           /* shapes - measured: excluded from the figures below */
+    double geomean;             /* geometric mean of the measured ratios; NaN if none */
+    double min;                 /* the smallest ratio; NaN if none */
+    int min_index;              /* its index in ratio[]; -1 if none */
+    int below;                  /* measured ratios < threshold */
+} tk_lab_suite_stat;
+
+/* The summary of a suite run. ratio[i] is shape i's speed against cuBLAS
+ * (cublas_ms / kernel_ms; NaN, inf or <= 0 = not measured), suite[i] its
+ * suite name (NULL = ""). Writes one entry per suite in the order of first
+ * appearance, then the overall one (suite ""), into out[0..max). Returns
+ * the number of entries (at most n + 1), or -1 when max is too small. */
+int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, double threshold,
+                         tk_lab_suite_stat *out, int max);
 
 /* ---- info (lab_info.c) ---- */
 /* Device properties and per-kernel resources; kernels = NULL for all,

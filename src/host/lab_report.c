@@ -2,8 +2,12 @@
  * --json / --csv files. The JSON schema is read by the README table script:
  * change it only together with that script. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "lab.h"
+
+/* Wide enough for "auto -> k31_wgmma_cluster", the kernel of a suite's rows. */
+#define KERNEL_W 26
 
 void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *in)
 {
@@ -24,18 +28,20 @@ void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *in)
         fprintf(f, "L2 flush: on (cudaMemsetAsync of %.1f MiB before each sample)\n", in->flush_bytes / 1048576.0);
     else
         fprintf(f, "L2 flush: off (--hot)\n");
-    fprintf(f, "%-20s %-20s %-4s %-3s %-4s %6s %6s %7s %9s %9s %9s %9s %8s %6s %8s %5s\n", "kernel", "m x n x k",
-            "lay", "op", "out", "alpha", "beta", "samples", "min_ms", "median_ms", "p20_ms", "p80_ms", "TFLOP/s",
-            "%peak", "xcuBLAS", "MHz");
+    fprintf(f, "%-*s %-20s %-4s %-3s %-4s %6s %6s %7s %9s %9s %9s %9s %8s %6s %8s %5s\n", KERNEL_W, "kernel",
+            "m x n x k", "lay", "op", "out", "alpha", "beta", "samples", "min_ms", "median_ms", "p20_ms", "p80_ms",
+            "TFLOP/s", "%peak", "xcuBLAS", "MHz");
 }
 
 void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *r)
 {
-    char shape[64];
+    char shape[64], kernel[sizeof r->kernel + sizeof r->chosen + 4];
     snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)r->c.m, (long long)r->c.n, (long long)r->c.k);
-    fprintf(f, "%-20s %-20s %-4s %c%c  %-4s %6g %6g", r->kernel, shape, r->c.layout == TK_ROW_MAJOR ? "row" : "col",
-            r->c.op_a == TK_OP_N ? 'N' : 'T', r->c.op_b == TK_OP_N ? 'N' : 'T', r->c.out == TK_F32 ? "fp32" : "bf16",
-            (double)r->c.alpha, (double)r->c.beta);
+    snprintf(kernel, sizeof kernel, "%s%s%s", r->kernel, r->chosen[0] ? " -> " : "", r->chosen);
+    fprintf(f, "%-*s %-20s %-4s %c%c  %-4s %6g %6g", KERNEL_W, kernel, shape,
+            r->c.layout == TK_ROW_MAJOR ? "row" : "col", r->c.op_a == TK_OP_N ? 'N' : 'T',
+            r->c.op_b == TK_OP_N ? 'N' : 'T', r->c.out == TK_F32 ? "fp32" : "bf16", (double)r->c.alpha,
+            (double)r->c.beta);
     if (strcmp(r->status, "ok")) {
         fprintf(f, "  %s\n", r->status);
         return;
@@ -76,8 +82,162 @@ static void json_num(FILE *f, const char *key, double x, int ok)
         fputs("null", f);
 }
 
+/* Whether the files get the suite and chosen fields: only when some row has
+ * one (a suite run, or kernel "auto"), so a plain run's files stay as they
+ * were; then every row has both, empty ones null (JSON) or "" (CSV). */
+static int has_suite_fields(const tk_lab_bench_row *rows, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].suite[0] || rows[i].chosen[0])
+            return 1;
+    return 0;
+}
+
+/* ",key":"s", or null when s is "" (no suite, not "auto"). */
+static void json_opt_str(FILE *f, const char *key, const char *s)
+{
+    fprintf(f, ",\"%s\":", key);
+    if (*s)
+        json_str(f, s);
+    else
+        fputs("null", f);
+}
+
+/* "4096x4097x4096 n n" */
+static void shape_str(const tk_lab_bench_row *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%lldx%lldx%lld %s %s", (long long)r->c.m, (long long)r->c.n, (long long)r->c.k,
+             r->c.op_a == TK_OP_N ? "n" : "t", r->c.op_b == TK_OP_N ? "n" : "t");
+}
+
+/* The suite summary of one kernel: its suite rows' ratios to cuBLAS (a row
+ * without timing counts as not measured) through tk_lab_suite_summary.
+ * Returns the entries in st (min_index made an index into rows), 0 when the
+ * kernel has no suite rows, -1 when out of memory. st holds n + 1 entries. */
+static int kernel_summary(const tk_lab_bench_row *rows, int n, const char *kernel, tk_lab_suite_stat *st)
+{
+    double *ratio = malloc((size_t)(n ? n : 1) * sizeof *ratio);
+    const char **suite = malloc((size_t)(n ? n : 1) * sizeof *suite);
+    int *at = malloc((size_t)(n ? n : 1) * sizeof *at);
+    int m = 0, ns = -1;
+    if (ratio && suite && at) {
+        for (int i = 0; i < n; i++)
+            if (rows[i].suite[0] && !strcmp(rows[i].kernel, kernel)) {
+                ratio[m] = strcmp(rows[i].status, "ok") ? NAN : rows[i].ratio_cublas;
+                suite[m] = rows[i].suite;
+                at[m++] = i;
+            }
+        ns = m ? tk_lab_suite_summary(ratio, suite, m, TK_LAB_SUITE_BELOW, st, n + 1) : 0;
+        for (int j = 0; j < ns; j++)
+            if (st[j].min_index >= 0)
+                st[j].min_index = at[st[j].min_index];
+    }
+    free(ratio);
+    free(suite);
+    free(at);
+    return ns;
+}
+
+/* The kernels with suite rows, cuBLAS (the reference) excepted, in row
+ * order: kernels[i] points into rows. Returns their number. */
+static int suite_kernels(const tk_lab_bench_row *rows, int n, const char **kernels)
+{
+    int nk = 0;
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].suite[0] || !strcmp(rows[i].kernel, "cublas"))
+            continue;
+        int j = 0;
+        while (j < nk && strcmp(kernels[j], rows[i].kernel))
+            j++;
+        if (j == nk)
+            kernels[nk++] = rows[i].kernel;
+    }
+    return nk;
+}
+
+void tk_lab_bench_print_summary(FILE *f, const tk_lab_bench_row *rows, int n)
+{
+    const char **kernels = malloc((size_t)(n ? n : 1) * sizeof *kernels);
+    tk_lab_suite_stat *st = malloc((size_t)(n + 1) * sizeof *st);
+    int nk = kernels && st ? suite_kernels(rows, n, kernels) : 0;
+    char below[32];
+    snprintf(below, sizeof below, "below %gx", TK_LAB_SUITE_BELOW);
+    if (nk)
+        fprintf(f, "\nsummary: x cuBLAS = cuBLAS median / kernel median, same shape, same run (> 1: faster)\n"
+                   "%-*s %-10s %6s %16s %8s  %-28s %10s %12s\n", KERNEL_W, "kernel", "suite", "shapes",
+                "geomean x cuBLAS", "min", "(shape)", below, "not measured");
+    for (int k = 0; k < nk; k++) {
+        int ns = kernel_summary(rows, n, kernels[k], st);
+        for (int j = 0; j < ns; j++) {
+            char shape[64] = "-";
+            if (st[j].min_index >= 0)
+                shape_str(&rows[st[j].min_index], shape, sizeof shape);
+            fprintf(f, "%-*s %-10s %6d", KERNEL_W, kernels[k], j == ns - 1 ? "overall" : st[j].suite, st[j].shapes);
+            if (st[j].measured)
+                fprintf(f, " %16.3f %8.3f  %-28s", st[j].geomean, st[j].min, shape);
+            else
+                fprintf(f, " %16s %8s  %-28s", "-", "-", "-");
+            fprintf(f, " %10d %12d\n", st[j].below, st[j].not_measured);
+        }
+    }
+    free(kernels);
+    free(st);
+}
+
+static void json_stat(FILE *f, const tk_lab_bench_row *rows, const tk_lab_suite_stat *s, int overall)
+{
+    fputc('{', f);
+    if (!overall) {
+        fputs("\"suite\":", f);
+        json_str(f, s->suite);
+        fputc(',', f);
+    }
+    fprintf(f, "\"shapes\":%d,\"measured\":%d,\"not_measured\":%d", s->shapes, s->measured, s->not_measured);
+    json_num(f, "geomean", s->geomean, s->measured);
+    json_num(f, "min", s->min, s->measured);
+    fputs(",\"min_shape\":", f);
+    if (s->min_index >= 0) {
+        char shape[64];
+        shape_str(&rows[s->min_index], shape, sizeof shape);
+        json_str(f, shape);
+    } else
+        fputs("null", f);
+    fprintf(f, ",\"below\":%d}", s->below);
+}
+
+/* ,"summary":{...} when there are suite rows: per kernel, per suite and overall. */
+static void json_summary(FILE *f, const tk_lab_bench_row *rows, int n)
+{
+    const char **kernels = malloc((size_t)(n ? n : 1) * sizeof *kernels);
+    tk_lab_suite_stat *st = malloc((size_t)(n + 1) * sizeof *st);
+    int nk = kernels && st ? suite_kernels(rows, n, kernels) : 0;
+    if (nk)
+        fprintf(f, ",\n \"summary\":{\"threshold\":%g,\"kernels\":[", TK_LAB_SUITE_BELOW);
+    for (int k = 0; k < nk; k++) {
+        int ns = kernel_summary(rows, n, kernels[k], st);
+        fprintf(f, "%s\n  {\"kernel\":", k ? "," : "");
+        json_str(f, kernels[k]);
+        fputs(",\"suites\":[", f);
+        for (int j = 0; j < ns - 1; j++) {
+            fputs(j ? ",\n   " : "\n   ", f);
+            json_stat(f, rows, &st[j], 0);
+        }
+        fputs("],\n   \"overall\":", f);
+        if (ns > 0)
+            json_stat(f, rows, &st[ns - 1], 1);
+        else
+            fputs("null", f);
+        fputc('}', f);
+    }
+    if (nk)
+        fputs("\n ]}", f);
+    free(kernels);
+    free(st);
+}
+
 int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_bench_row *rows, int n)
 {
+    int extra = has_suite_fields(rows, n);
     fprintf(f, "{\"tool\":\"tilekit bench\",\"version\":\"%d.%d.%d\",\"device\":{\"name\":", TILEKIT_VERSION_MAJOR,
             TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH);
     json_str(f, in->name);
@@ -105,9 +265,15 @@ int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_b
         json_num(f, "ratio_cublas", r->ratio_cublas, ok);
         fputs(",\"status\":", f);
         json_str(f, r->status);
+        if (extra) {
+            json_opt_str(f, "suite", r->suite);
+            json_opt_str(f, "chosen", r->chosen);
+        }
         fputc('}', f);
     }
-    fputs("\n ]}\n", f);
+    fputs("\n ]", f);
+    json_summary(f, rows, n);
+    fputs("}\n", f);
     return ferror(f) ? -1 : 0;
 }
 
@@ -133,8 +299,10 @@ static void csv_num(FILE *f, double x, int ok)
 
 int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *in, const tk_lab_bench_row *rows, int n)
 {
+    int extra = has_suite_fields(rows, n);
     fputs("device,kernel,m,n,k,layout,op_a,op_b,out,alpha,beta,samples,ms_min,ms_median,ms_p20,ms_p80,tflops,"
-          "pct_peak,ratio_cublas,status\n", f);
+          "pct_peak,ratio_cublas,status", f);
+    fputs(extra ? ",suite,chosen\n" : "\n", f);
     for (int i = 0; i < n; i++) {
         const tk_lab_bench_row *r = &rows[i];
         int ok = !strcmp(r->status, "ok");
@@ -154,6 +322,12 @@ int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *in, const tk_lab_be
         csv_num(f, r->ratio_cublas, ok);
         fputc(',', f);
         csv_str(f, r->status);
+        if (extra) {
+            fputc(',', f);
+            csv_str(f, r->suite);
+            fputc(',', f);
+            csv_str(f, r->chosen);
+        }
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;

@@ -57,6 +57,16 @@ static void test_bad_arguments_exit_2(void)
         { "verify --pad=1", "takes no value" },
         { "bench --pad=1", "takes no value" },
         { "info --pad", "--pad" },
+        { "bench --suite nope", "suite 'nope'" },
+        { "bench --suite", "missing value" },
+        { "bench --suite odd --m 5", "--m" },
+        { "bench --suite odd --shapes 8x8x8", "--shapes" },
+        { "bench --op-a t --suite llm", "--op-a" },
+        { "bench --suite llm --op-b n", "--op-b" },
+        { "bench --suite square --no-cublas", "--no-cublas" },
+        { "bench --suite /no/such/dir/x.txt", "/no/such/dir/x.txt: cannot open" },
+        { "verify --suite odd", "unknown option" },
+        { "info --suite odd", "--suite" },
     };
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -65,6 +75,25 @@ static void test_bad_arguments_exit_2(void)
         CHECK(strstr(out, cases[i].says) != NULL, "'tilekit %s' does not mention '%s': %s", cases[i].args,
               cases[i].says, out);
     }
+}
+
+/* A suite file with a bad line ends the CLI with exit 2 and the file:line
+ * message before any GPU work (this machine may have none). */
+static void test_bad_suite_file_exit_2(void)
+{
+    char path[] = "/tmp/tk_cli_suite_XXXXXX", args[64], out[4096], want[64];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp failed");
+    if (fd < 0)
+        return;
+    static const char text[] = "# fine\n128 128 128 n n\n4096 x 4096\n";
+    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write failed");
+    close(fd);
+    snprintf(args, sizeof args, "bench --suite %s", path);
+    snprintf(want, sizeof want, "%s:3: 'M N K opA opB' expected, got '4096 x 4096'", path);
+    int rc = run(args, out, sizeof out);
+    CHECK(rc == 2 && strstr(out, want), "'tilekit %s' exited %d (expected 2 and '%s'): %s", args, rc, want, out);
+    unlink(path);
 }
 
 static void test_help_exits_0(void)
@@ -78,6 +107,8 @@ static void test_help_exits_0(void)
     }
     int rc = run("verify --help", out, sizeof out);
     CHECK(rc == 0 && strstr(out, "--pad") != NULL, "'tilekit verify --help' does not document --pad: %s", out);
+    rc = run("bench --help", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "--suite") != NULL, "'tilekit bench --help' does not document --suite: %s", out);
 }
 
 void tk_tests(void)
@@ -92,5 +123,6 @@ void tk_tests(void)
     }
     /* a missing CLI shows up as exit 127 in every case */
     TK_TEST(test_bad_arguments_exit_2);
+    TK_TEST(test_bad_suite_file_exit_2);
     TK_TEST(test_help_exits_0);
 }

@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""bench/plot.py - the shape suites' results: a PNG of every shape's speed
+against cuBLAS, grouped by suite, and a Markdown summary table, from the
+JSON of `tilekit bench --suite`.
+
+    build/tilekit bench --suite all --out fp32 --json out/suite_fp32.json
+    build/tilekit bench --suite all --out bf16 --json out/suite_bf16.json
+    python3 bench/plot.py out/suite_fp32.json out/suite_bf16.json [--png docs/suite.png | --no-png] \
+        [--table [FILE]] [--readme README.md] [--kernel auto] [--command "the exact command" ...] \
+        [--date YYYY-MM-DD]
+
+The PNG (default docs/suite.png): x = the shapes in suite order, separated
+and labelled by suite; y = x cuBLAS (cuBLAS median / kernel median, same
+shape, same run) on a log scale, one marker series per file (labelled by its
+type of C), a line at 1.0 and a dashed one at 0.9; the title names the
+device. matplotlib is imported only to draw it, so everything else works
+without it (--no-png).
+
+--table prints the summary (or writes it to FILE): per suite and overall,
+for each file, the shapes, the geometric mean of x cuBLAS, the slowest shape,
+the shapes below 0.9x and those not measured (no ratio: excluded from the
+figures). --readme replaces what is between `<!-- suite:begin -->` and
+`<!-- suite:end -->` with that table, the image link and the lines naming
+device, date and command of each run. Every figure comes from the files.
+
+--kernel picks the rows (default auto, i.e. auto-dispatch: the kernel the
+suite run always times besides cuBLAS). The figures are computed here from
+the results, as the C summary (src/host/lab_suite.c) computes them.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+
+BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+THRESHOLD = 0.9       # TK_LAB_SUITE_BELOW in src/host/lab.h
+ALL = ("square", "llm", "odd")   # what bench/shapes/all.txt includes
+
+
+class InputError(Exception):
+    """A file that is missing, malformed, or not of the expected schema."""
+
+
+def load_suite(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError("%s: %s" % (path, e))
+    if not isinstance(data, dict) or data.get("tool") != "tilekit bench":
+        raise InputError("%s: not a `tilekit bench --json` file (no \"tool\": \"tilekit bench\")" % path)
+    if "device" not in data or "results" not in data:
+        raise InputError("%s: no 'device' or 'results' entry" % path)
+    for i, r in enumerate(data["results"]):
+        for key in ("kernel", "m", "n", "k", "op_a", "op_b", "out", "status"):
+            if key not in r:
+                raise InputError("%s: results[%d] has no '%s'" % (path, i, key))
+    if not any(r.get("suite") for r in data["results"]):
+        raise InputError("%s: no result has a 'suite': not the output of `tilekit bench --suite`" % path)
+    data["_path"] = path
+    return data
+
+
+def shape_of(r):
+    """'4096x4097x4096 n n', as the C summary names a shape."""
+    return "%dx%dx%d %s %s" % (r["m"], r["n"], r["k"], r["op_a"], r["op_b"])
+
+
+def ratio_of(r):
+    """x cuBLAS of a result, or None when it was not measured."""
+    x = r.get("ratio_cublas")
+    if r.get("status") != "ok" or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+        return None
+    return float(x)
+
+
+def rows_of(data, kernel):
+    return [r for r in data["results"] if r.get("suite") and r["kernel"] == kernel]
+
+
+def stat(rows, threshold=THRESHOLD):
+    """shapes, measured, not_measured, geomean, min, min_shape, below of rows."""
+    ratios = [(ratio_of(r), r) for r in rows]
+    got = [(x, r) for x, r in ratios if x is not None]
+    s = {"shapes": len(rows), "measured": len(got), "not_measured": len(rows) - len(got), "geomean": None,
+         "min": None, "min_shape": None, "below": sum(1 for x, _ in got if x < threshold)}
+    if got:
+        s["geomean"] = math.exp(sum(math.log(x) for x, _ in got) / len(got))
+        x, r = min(got, key=lambda p: p[0])     # the first of equal minima, as in C
+        s["min"], s["min_shape"] = x, shape_of(r)
+    return s
+
+
+def summarize(rows, threshold=THRESHOLD):
+    """[(suite, stat)] in the order suites first appear, then (None, overall)."""
+    suites = []
+    for r in rows:
+        if r["suite"] not in suites:
+            suites.append(r["suite"])
+    out = [(s, stat([r for r in rows if r["suite"] == s], threshold)) for s in suites]
+    return out + [(None, stat(rows, threshold))]
+
+
+def labels(datasets):
+    """One label per file: its type of C ('bf16 C'), with the layout, pad
+    and L2 state where not the default, and the file name where two agree."""
+    out = []
+    for d in datasets:
+        r = next(r for r in d["results"] if r.get("suite"))
+        lab = "%s C" % r["out"]
+        if r.get("layout", "row") != "row":
+            lab += ", %s-major" % r["layout"]
+        if r.get("pad"):
+            lab += ", padded"
+        if d.get("l2_flush") is False:
+            lab += ", hot L2"
+        out.append(lab)
+    for i, lab in enumerate(out):
+        if out.count(lab) > 1:
+            out[i] = "%s (%s)" % (lab, os.path.basename(datasets[i]["_path"]))
+    return out
+
+
+def fmt(x, spec=".3f"):
+    return "-" if x is None else format(x, spec)
+
+
+def render_table(datasets, kernel="auto", threshold=THRESHOLD):
+    """The Markdown summary: per suite (then overall), one row per file."""
+    labs = labels(datasets)
+    sums = [summarize(rows_of(d, kernel), threshold) for d in datasets]
+    order = []
+    for s in sums:
+        for suite, _ in s:
+            if suite is not None and suite not in order:
+                order.append(suite)
+    head = ["suite", "run", "shapes", "geomean x cuBLAS", "min x cuBLAS (shape)", "below %gx" % threshold,
+            "not measured"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|--:|--:|---|--:|--:|"]
+    for suite in order + [None]:
+        for lab, s in zip(labs, sums):
+            st = dict(s).get(suite)
+            if st is None:
+                continue
+            mn = "-" if st["min"] is None else "%s (`%s`)" % (fmt(st["min"]), st["min_shape"])
+            lines.append("| " + " | ".join([suite if suite else "**overall**", lab, str(st["shapes"]),
+                                            fmt(st["geomean"]), mn, str(st["below"]), str(st["not_measured"])])
+                         + " |")
+    what = "auto-dispatch" if kernel == "auto" else "`%s`" % kernel
+    return "\n".join(lines) + (
+        "\n\nx cuBLAS = cuBLAS median / %s median on the same shape in the same run (> 1: tilekit is faster); "
+        "geomean and min over the measured shapes; not measured: no timing for the shape (a kernel refused it "
+        "or failed), left out of the figures." % what)
+
+
+def suite_arg(data):
+    suites = []
+    for r in data["results"]:
+        if r.get("suite") and r["suite"] not in suites:
+            suites.append(r["suite"])
+    if len(suites) == 1:
+        return suites[0]
+    return "all" if tuple(suites) == ALL else "FILE"
+
+
+def reconstructed_command(data, kernel):
+    """The CLI call that produces the file, when neither it nor --command says."""
+    rs = [r for r in data["results"] if r.get("suite")]
+    r0 = rs[0]
+    extra = []
+    for r in rs:
+        if r["kernel"] not in ("cublas", "auto") + tuple(extra):
+            extra.append(r["kernel"])
+    cmd = "build/tilekit bench --suite %s --out %s" % (suite_arg(data), r0["out"])
+    if r0.get("layout", "row") != "row":
+        cmd += " --layout %s" % r0["layout"]
+    if r0.get("alpha", 1) != 1 or r0.get("beta", 0) != 0:
+        cmd += " --alpha %g --beta %g" % (r0.get("alpha", 1), r0.get("beta", 0))
+    if r0.get("pad"):
+        cmd += " --pad"
+    if data.get("l2_flush") is False:
+        cmd += " --hot"
+    if extra:
+        cmd += " --kernel " + ",".join(extra)
+    return cmd + " --json %s" % os.path.basename(data["_path"])
+
+
+def day_of(data, date=None):
+    return data.get("date") or date or datetime.datetime.fromtimestamp(
+        os.path.getmtime(data["_path"]), datetime.timezone.utc).strftime("%Y-%m-%d")
+
+
+def device_lines(datasets, kernel, commands=(), date=None):
+    notes = []
+    for i, (d, lab) in enumerate(zip(datasets, labels(datasets))):
+        dev = d["device"]
+        cmd = (commands[i] if i < len(commands) else None) or d.get("command") or reconstructed_command(d, kernel)
+        notes.append("%s: measured on %s (sm_%s, %s SMs), L2 %s, %s, with `%s`."
+                     % (lab, dev.get("name", "?"), dev.get("sm", "?"), dev.get("sm_count", "?"),
+                        "flushed before each sample" if d.get("l2_flush", True) else "hot (--hot)",
+                        day_of(d, date), cmd))
+    return notes
+
+
+def render_section(datasets, png_link, generated_by, kernel="auto", commands=(), date=None,
+                   threshold=THRESHOLD):
+    """The README section: table, image, the runs, how it was generated."""
+    parts = [render_table(datasets, kernel, threshold)]
+    if png_link:
+        parts.append("![x cuBLAS of every suite shape](%s)" % png_link)
+    parts += device_lines(datasets, kernel, commands, date)
+    parts.append("Generated by `%s`; do not edit by hand." % generated_by)
+    return "\n\n".join(parts)
+
+
+def plot(datasets, path, kernel="auto", threshold=THRESHOLD):
+    """Writes the PNG. Imports matplotlib here, so nothing else needs it."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
+    except ImportError:
+        raise InputError("matplotlib is not installed: cannot draw %s (install it, or pass --no-png)" % path)
+    # x positions: the shapes of every file, grouped by suite in order of
+    # appearance; a shape repeated in a suite (included twice) keeps each copy
+    groups, xs = {}, {}
+    for d in datasets:
+        seen = {}
+        for r in rows_of(d, kernel):
+            key = (r["suite"], shape_of(r))
+            seen[key] = seen.get(key, 0) + 1
+            full = key + (seen[key],)
+            if full not in xs:
+                xs[full] = None
+                groups.setdefault(r["suite"], []).append(full)
+    x = 0
+    bounds = []
+    for suite, keys in groups.items():
+        bounds.append((suite, x, x + len(keys)))
+        for key in keys:
+            xs[key] = x
+            x += 1
+    fig, ax = plt.subplots(figsize=(14, 5))
+    markers = "osD^v<>ph"
+    for i, (d, lab) in enumerate(zip(datasets, labels(datasets))):
+        seen, px, py, missing = {}, [], [], 0
+        for r in rows_of(d, kernel):
+            key = (r["suite"], shape_of(r))
+            seen[key] = seen.get(key, 0) + 1
+            ratio = ratio_of(r)
+            if ratio is None:
+                missing += 1
+                continue
+            px.append(xs[key + (seen[key],)])
+            py.append(ratio)
+        ax.plot(px, py, markers[i % len(markers)], markersize=4, alpha=0.8, linestyle="none",
+                label=lab + (" (%d not measured)" % missing if missing else ""))
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: "%g" % v)     # 0.5, 2 rather than 5x10^-1, 2x10^0
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.axhline(1.0, color="black", linewidth=1)
+    ax.axhline(threshold, color="gray", linewidth=1, linestyle="--", label="%gx" % threshold)
+    for suite, a, b in bounds:
+        if a:
+            ax.axvline(a - 0.5, color="gray", linewidth=0.8)
+        ax.text((a + b - 1) / 2.0, 1.01, suite, transform=ax.get_xaxis_transform(), ha="center", va="bottom")
+    ax.set_xlim(-0.5, max(x, 1) - 0.5)
+    ax.set_xticks([])
+    ax.set_xlabel("shapes of each suite, in file order (bench/shapes/*.txt)")
+    ax.set_ylabel("x cuBLAS (cuBLAS ms / %s ms)" % kernel)
+    names = sorted(set(d["device"].get("name", "?") for d in datasets))
+    ax.set_title("tilekit %s vs cuBLAS per shape, %s" % ("auto-dispatch" if kernel == "auto" else kernel,
+                                                          ", ".join(names)), pad=22)
+    ax.legend(loc="lower right", fontsize="small")
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def replace_section(text, body, what):
+    b, e = text.find(BEGIN), text.find(END)
+    if b < 0 or e < 0 or e < b:
+        raise InputError("%s has no '%s' ... '%s' section" % (what, BEGIN, END))
+    return text[:b + len(BEGIN)] + "\n" + body.rstrip("\n") + "\n" + text[e:]
+
+
+def _write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    ap = argparse.ArgumentParser(description="Plot and tabulate `tilekit bench --suite` JSON files.")
+    ap.add_argument("suite_json", nargs="+", help="files written by `tilekit bench --suite ... --json`")
+    ap.add_argument("--png", default=os.path.join(ROOT, "docs", "suite.png"), help="the plot (default docs/suite.png)")
+    ap.add_argument("--no-png", action="store_true", help="draw nothing (no matplotlib needed)")
+    ap.add_argument("--table", nargs="?", const="-", metavar="FILE",
+                    help="print the Markdown summary table (or write it to FILE)")
+    ap.add_argument("--readme", help="rewrite the suite:begin/end section of this file (README.md)")
+    ap.add_argument("--kernel", default="auto", help="the kernel whose rows are shown (default auto)")
+    ap.add_argument("--command", action="append", default=[],
+                    help="the exact command that produced a file; once per file, in the files' order")
+    ap.add_argument("--date", help="the date of the runs (default: from the file, else its modification time)")
+    a = ap.parse_args(argv)
+    try:
+        datasets = [load_suite(p) for p in a.suite_json]
+        for d in datasets:
+            if not rows_of(d, a.kernel):
+                raise InputError("%s: no suite rows of kernel '%s'" % (d["_path"], a.kernel))
+        table = render_table(datasets, a.kernel)
+        new = None
+        if a.readme:
+            with open(a.readme) as f:
+                text = f.read()
+            link = os.path.relpath(os.path.abspath(a.png), os.path.dirname(os.path.abspath(a.readme)))
+            generated = "python3 bench/plot.py " + " ".join(argv)
+            new = replace_section(text, render_section(datasets, link, generated, a.kernel, a.command, a.date),
+                                  a.readme)
+        if not a.no_png:            # drawn before any file is rewritten: a failure changes nothing
+            plot(datasets, a.png, a.kernel)
+            print("plot: wrote %s" % a.png)
+        if a.table == "-":
+            print(table)
+        elif a.table:
+            _write(a.table, table + "\n")
+            print("plot: wrote the table into %s" % a.table)
+        if new is not None:
+            _write(a.readme, new)
+            print("plot: wrote the suite section of %s" % a.readme)
+    except (InputError, OSError) as e:
+        print("plot: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+/* test_lab_suite.c - shape suites without a GPU: the real bench/shapes files
+ * parse; every malformed line is refused naming its file and line; includes
+ * resolve beside the including file, cycles and deep nesting are refused;
+ * the summary arithmetic on hand-computed figures; the suite fields of the
+ * bench table, JSON and CSV. Temporary files live in a mkdtemp folder.
+ * Run from the repository root (tests/run_cpu.sh does). */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "check.h"
+#include "host/lab.h"
+
+static char tmp[PATH_MAX];      /* the temporary folder */
+static char shapes[PATH_MAX];   /* the repository's bench/shapes */
+
+static void write_file(const char *name, const char *text)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "cannot write %s", path);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* Loads tmp/name; returns the shape count, or -1 with why set. */
+static int load_tmp(const char *name, tk_lab_shape **s, char *why, size_t len)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    int n = 0;
+    return tk_lab_suite_load(path, s, &n, why, len) ? -1 : n;
+}
+
+static int count_of(const char *name)
+{
+    char path[PATH_MAX + 64], why[1024];
+    snprintf(path, sizeof path, "%s/%s.txt", shapes, name);
+    tk_lab_shape *s;
+    int n = 0;
+    if (tk_lab_suite_load(path, &s, &n, why, sizeof why)) {
+        CHECK(0, "%s: %s", name, why);
+        return -1;
+    }
+    free(s);
+    return n;
+}
+
+static void test_real_suites_parse(void)
+{
+    int square = count_of("square"), llm = count_of("llm"), odd = count_of("odd"), all = count_of("all");
+    CHECK(square == 15, "square.txt: %d shapes (expected 15)", square);
+    CHECK(llm == 3 * (4 * 11 + 10), "llm.txt: %d shapes (expected 3 models x (4 projections x 11 M + vocab x 10))",
+          llm);
+    CHECK(odd >= 25 && odd <= 30, "odd.txt: %d shapes (expected about 25-30)", odd);
+    CHECK(all == square + llm + odd, "all.txt: %d shapes, not square + llm + odd = %d", all, square + llm + odd);
+
+    char path[PATH_MAX + 64], why[1024];
+    snprintf(path, sizeof path, "%s/all.txt", shapes);
+    tk_lab_shape *s;
+    int n = 0;
+    if (tk_lab_suite_load(path, &s, &n, why, sizeof why)) {
+        CHECK(0, "all: %s", why);
+        return;
+    }
+    int vocab16k = 0, bad_ops = 0;
+    for (int i = 0; i < n; i++) {
+        const char *want = i < square ? "square" : i < square + llm ? "llm" : "odd";
+        CHECK(!strcmp(s[i].suite, want), "all.txt shape %d: suite '%s' (expected '%s')", i, s[i].suite, want);
+        if (i < square)
+            bad_ops += s[i].m != s[i].n || s[i].n != s[i].k || s[i].op_a != TK_OP_N || s[i].op_b != TK_OP_N;
+        else if (i < square + llm) {
+            bad_ops += s[i].op_a != TK_OP_N || s[i].op_b != TK_OP_T;
+            vocab16k += s[i].m > 2048 && (s[i].n == 128256 || s[i].n == 152064 || s[i].n == 50257);
+        }
+    }
+    CHECK(!bad_ops, "%d square shapes not M = N = K n n, or llm shapes not n t", bad_ops);
+    CHECK(!vocab16k, "%d vocabulary projections above M = 2048 in llm.txt", vocab16k);
+    CHECK(s[0].m == 128 && s[0].line > 1, "square.txt's first shape: %lld at line %d", (long long)s[0].m, s[0].line);
+    free(s);
+
+    /* by name through $TILEKIT_SHAPES */
+    setenv("TILEKIT_SHAPES", shapes, 1);
+    CHECK(tk_lab_suite_load("odd", &s, &n, why, sizeof why) == 0 && n == odd, "'odd' by name: %s", why);
+    if (n == odd)
+        free(s);
+    unsetenv("TILEKIT_SHAPES");
+}
+
+static void test_malformed_lines(void)
+{
+    static const struct { const char *text; int line; const char *says; } cases[] = {
+        { "4096 x 4096\n", 1, "'M N K opA opB' expected, got '4096 x 4096'" },
+        { "# a comment\n\n1 2 3 n n\n1 2 n n   # short\n", 4, "expected, got '1 2 n n'" },
+        { "0 1 1 n n\n", 1, "M: 0 is out of range (expected 1..16777216)" },
+        { "1 16777217 1 n n\n", 1, "N: 16777217 is out of range" },
+        { "1 1 -5 n n\n", 1, "K: -5 is out of range" },
+        { "1 1 99999999999999999999 n n\n", 1, "K: 99999999999999999999 is out of range" },
+        { "1 1 abc n n\n", 1, "K: 'abc' is not an integer" },
+        { "1 1 1.5 n n\n", 1, "K: '1.5' is not an integer" },
+        { "1 1 1 x n\n", 1, "opA: 'x' is not n or t" },
+        { "1 1 1 n N\n", 1, "opB: 'N' is not n or t" },
+        { "1 2 3 n n\n1 1 1 n n n\n", 2, "extra field 'n'" },
+        { "1 1 1 n t 5 # trailing\n", 1, "extra field '5'" },
+        { "include\n", 1, "'include NAME' expected, got 'include'" },
+        { "include a b\n", 1, "'include NAME' expected" },
+        { "include nope\n", 1, "include 'nope': cannot open" },
+        { "include ../bad\n", 1, "no '/'" },
+        { "", 0, "end of file without a shape" },
+        { "# only comments\n\n", 2, "end of file without a shape" },
+    };
+    char why[1024], want[PATH_MAX + 64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_file("bad.txt", cases[i].text);
+        tk_lab_shape *s = (tk_lab_shape *)&why;
+        why[0] = '\0';
+        int n = load_tmp("bad.txt", &s, why, sizeof why);
+        snprintf(want, sizeof want, "%s/bad.txt:%d: ", tmp, cases[i].line);
+        CHECK(n == -1 && s == NULL, "case %zu: loaded (%d shapes)", i, n);
+        CHECK(!strncmp(why, want, strlen(want)), "case %zu: '%s' does not start with '%s'", i, why, want);
+        CHECK(strstr(why, cases[i].says) != NULL, "case %zu: '%s' does not say '%s'", i, why, cases[i].says);
+    }
+    /* a line too long for the reader */
+    char *line = malloc(3000);
+    memset(line, '1', 2998);
+    strcpy(line + 2998, "\n");
+    write_file("bad.txt", line);
+    free(line);
+    tk_lab_shape *s;
+    CHECK(load_tmp("bad.txt", &s, why, sizeof why) == -1 && strstr(why, "bad.txt:1: line longer than"), "%s", why);
+}
+
+static void test_comments_blanks_crlf(void)
+{
+    write_file("ok.txt", "# head\n\n  1 2 3 t n   # trailing\r\n\t4\t5\t6 n t\n#\n16777216 1 1 t t");
+    tk_lab_shape *s;
+    char why[1024];
+    int n = load_tmp("ok.txt", &s, why, sizeof why);
+    CHECK(n == 3, "%d shapes: %s", n, why);
+    if (n != 3)
+        return;
+    CHECK(s[0].m == 1 && s[0].n == 2 && s[0].k == 3 && s[0].op_a == TK_OP_T && s[0].op_b == TK_OP_N &&
+          s[0].line == 3, "shape 0: %lld %lld %lld line %d", (long long)s[0].m, (long long)s[0].n,
+          (long long)s[0].k, s[0].line);
+    CHECK(s[1].m == 4 && s[1].op_a == TK_OP_N && s[1].op_b == TK_OP_T && s[1].line == 4, "shape 1");
+    CHECK(s[2].m == 16777216 && s[2].op_a == TK_OP_T && s[2].op_b == TK_OP_T && s[2].line == 6,
+          "shape 2 (no final newline)");
+    CHECK(!strcmp(s[0].suite, "ok"), "suite '%s' (expected the stem 'ok')", s[0].suite);
+    free(s);
+}
+
+static void test_includes(void)
+{
+    write_file("top.txt", "include mid\n1 1 1 n n\n");
+    write_file("mid.txt", "2 2 2 t t\ninclude leaf.txt   # the .txt may be written\n");
+    write_file("leaf.txt", "3 3 3 n t\n");
+    tk_lab_shape *s;
+    char why[1024];
+    /* the working directory is the repository root: includes resolve beside top.txt */
+    int n = load_tmp("top.txt", &s, why, sizeof why);
+    CHECK(n == 3, "top.txt: %d shapes: %s", n, why);
+    if (n == 3) {
+        CHECK(s[0].m == 2 && !strcmp(s[0].suite, "mid") && s[0].line == 1, "first: mid's line 1");
+        CHECK(s[1].m == 3 && !strcmp(s[1].suite, "leaf") && s[1].line == 1, "second: leaf's line 1");
+        CHECK(s[2].m == 1 && !strcmp(s[2].suite, "top") && s[2].line == 2, "third: top's line 2");
+        free(s);
+    }
+    /* by name: $TILEKIT_SHAPES comes first */
+    setenv("TILEKIT_SHAPES", tmp, 1);
+    char path[PATH_MAX + 64], want[PATH_MAX + 64];
+    snprintf(want, sizeof want, "%s/top.txt", tmp);
+    CHECK(tk_lab_suite_find("top", path, sizeof path, why, sizeof why) == 0 && !strcmp(path, want),
+          "find 'top': '%s' (expected %s): %s", path, want, why);
+    n = 0;
+    CHECK(tk_lab_suite_load("top", &s, &n, why, sizeof why) == 0 && n == 3, "'top' by name: %s", why);
+    if (n == 3)
+        free(s);
+    CHECK(tk_lab_suite_load("nope", &s, &n, why, sizeof why) == -1 && strstr(why, "suite 'nope'") &&
+          strstr(why, tmp), "'nope': %s", why);
+    unsetenv("TILEKIT_SHAPES");
+    /* a path is taken as is */
+    CHECK(tk_lab_suite_find("x/y", path, sizeof path, why, sizeof why) == 0 && !strcmp(path, "x/y"), "x/y");
+    CHECK(tk_lab_suite_find("y.txt", path, sizeof path, why, sizeof why) == 0 && !strcmp(path, "y.txt"), "y.txt");
+    CHECK(tk_lab_suite_find("", path, sizeof path, why, sizeof why) == -1, "an empty name is refused");
+
+    /* cycles, named with the chain */
+    write_file("self.txt", "1 1 1 n n\ninclude self\n");
+    CHECK(load_tmp("self.txt", &s, why, sizeof why) == -1 &&
+          strstr(why, "self.txt:2: include 'self': include cycle (self -> self)"), "self: %s", why);
+    write_file("ping.txt", "include pong\n");
+    write_file("pong.txt", "1 1 1 n n\ninclude ping\n");
+    CHECK(load_tmp("ping.txt", &s, why, sizeof why) == -1 &&
+          strstr(why, "pong.txt:2: include 'ping': include cycle (ping -> pong -> ping)"), "ping: %s", why);
+    /* a diamond is no cycle: both paths count */
+    write_file("dia.txt", "include leaf\ninclude leaf\n");
+    n = load_tmp("dia.txt", &s, why, sizeof why);
+    CHECK(n == 2, "diamond: %d shapes: %s", n, why);
+    if (n == 2)
+        free(s);
+    /* nesting: a chain of 8 files is read, 9 are refused */
+    for (int i = 1; i <= 9; i++) {
+        char name[32], text[64];
+        snprintf(name, sizeof name, "d%d.txt", i);
+        snprintf(text, sizeof text, i < 9 ? "%d 1 1 n n\ninclude d%d\n" : "%d 1 1 n n\n", i, i + 1);
+        write_file(name, text);
+    }
+    n = load_tmp("d2.txt", &s, why, sizeof why);
+    CHECK(n == 8, "d2..d9 (8 files): %d shapes: %s", n, why);
+    if (n == 8)
+        free(s);
+    CHECK(load_tmp("d1.txt", &s, why, sizeof why) == -1 &&
+          strstr(why, "d8.txt:2: include 'd9': includes nested more than 8"), "d1..d9: %s", why);
+    /* an included file without shapes names itself */
+    write_file("empty.txt", "# nothing yet\n");
+    write_file("inc_empty.txt", "1 1 1 n n\ninclude empty\n");
+    CHECK(load_tmp("inc_empty.txt", &s, why, sizeof why) == -1 &&
+          strstr(why, "empty.txt:1: end of file without a shape"), "include of an empty file: %s", why);
+    /* an error inside an included file names that file and line */
+    write_file("inc_bad.txt", "include bad2\n");
+    write_file("bad2.txt", "1 1 1 n n\n2 2 2 n q\n");
+    CHECK(load_tmp("inc_bad.txt", &s, why, sizeof why) == -1 && strstr(why, "bad2.txt:2: opB: 'q'"), "%s", why);
+}
+
+static void test_summary_arithmetic(void)
+{
+    /* a: 2, 8, 0.5 -> geomean 2, min 0.5 (#3), 1 below
+     * b: 0.5, NaN -> geomean 0.5, min #1, 1 below, 1 not measured
+     * c: inf, 0.9 -> geomean 0.9, 0.9 is not below 0.9, 1 not measured
+     * overall: 2 * 0.5 * 8 * 0.5 * 0.9 = 3.6 over 5 -> 3.6^(1/5); min the first 0.5 (#1) */
+    const double r[] = { 2.0, 0.5, 8.0, 0.5, NAN, INFINITY, 0.9 };
+    const char *const su[] = { "a", "b", "a", "a", "b", "c", "c" };
+    tk_lab_suite_stat st[8];
+    int ns = tk_lab_suite_summary(r, su, 7, 0.9, st, 8);
+    CHECK(ns == 4, "%d entries (expected a, b, c, overall)", ns);
+    if (ns != 4)
+        return;
+    static const struct { const char *suite; int shapes, measured, below, min_index; double geomean, min; } want[] = {
+        { "a", 3, 3, 1, 3, 2.0, 0.5 },
+        { "b", 2, 1, 1, 1, 0.5, 0.5 },
+        { "c", 2, 1, 0, 6, 0.9, 0.9 },
+        { "", 7, 5, 2, 1, 0.0, 0.5 },
+    };
+    for (int j = 0; j < 4; j++) {
+        double g = j == 3 ? pow(3.6, 0.2) : want[j].geomean;
+        CHECK(!strcmp(st[j].suite, want[j].suite), "entry %d: suite '%s'", j, st[j].suite);
+        CHECK(st[j].shapes == want[j].shapes && st[j].measured == want[j].measured &&
+              st[j].not_measured == want[j].shapes - want[j].measured, "entry %d: %d shapes, %d measured, %d not",
+              j, st[j].shapes, st[j].measured, st[j].not_measured);
+        CHECK(fabs(st[j].geomean - g) < 1e-12 * g, "entry %d: geomean %.15g (expected %.15g)", j, st[j].geomean, g);
+        CHECK(st[j].min == want[j].min && st[j].min_index == want[j].min_index, "entry %d: min %g at %d", j,
+              st[j].min, st[j].min_index);
+        CHECK(st[j].below == want[j].below, "entry %d: %d below", j, st[j].below);
+    }
+    /* nothing measured: NaN figures, no min; 0 and negative ratios are not measured either */
+    const double z[] = { 0.0, -1.0, NAN };
+    ns = tk_lab_suite_summary(z, NULL, 3, 0.9, st, 8);
+    CHECK(ns == 2 && !strcmp(st[0].suite, "") && st[1].shapes == 3 && st[1].measured == 0 && isnan(st[1].geomean) &&
+          isnan(st[1].min) && st[1].min_index == -1 && st[1].below == 0, "unmeasured only: %d entries", ns);
+    CHECK(tk_lab_suite_summary(r, su, 7, 0.9, st, 3) == -1, "3 slots for 4 entries must be refused");
+    CHECK(tk_lab_suite_summary(r, su, 0, 0.9, st, 1) == 1 && st[0].shapes == 0, "no shapes: the overall entry only");
+}
+
+static tk_lab_bench_row row(const char *kernel, const char *chosen, const char *suite, int64_t m, double ratio,
+                            const char *status)
+{
+    tk_lab_bench_row r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.kernel, sizeof r.kernel, "%s", kernel);
+    snprintf(r.chosen, sizeof r.chosen, "%s", chosen);
+    snprintf(r.suite, sizeof r.suite, "%s", suite);
+    snprintf(r.status, sizeof r.status, "%s", status);
+    r.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, m, 4097, 64, 1.0f, 0.0f, TK_BF16, 1, 0 };
+    r.samples = 5;
+    r.ms_min = r.ms_median = r.ms_p20 = r.ms_p80 = 1.0;
+    r.tflops = 1.0;
+    r.pct_peak = NAN;
+    r.ratio_cublas = ratio;
+    return r;
+}
+
+static FILE *tmpfile_checked(void)
+{
+    FILE *f = tmpfile();
+    CHECK(f != NULL, "tmpfile failed");
+    return f;
+}
+
+/* What f received since it was opened, into buf; closes f. */
+static char *contents(FILE *f, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (f) {
+        rewind(f);
+        n = fread(buf, 1, len - 1, f);
+        fclose(f);
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static void test_report_suite_fields(void)
+{
+    tk_lab_bench_row rows[] = {
+        row("cublas", "", "llm", 1, 1.0, "ok"),
+        row("auto", "k31_wgmma_cluster", "llm", 1, 0.5, "ok"),
+        row("cublas", "", "odd", 3, 1.0, "ok"),
+        row("auto", "", "odd", 3, NAN, "auto: no kernel supports this problem"),
+        row("auto", "k01_naive", "odd", 5, 2.0, "ok"),
+    };
+    tk_lab_bench_info info = { .name = "Fake GPU", .sm = 90, .sm_count = 132, .clock_mhz = 1980 };
+    FILE *f;
+    if (!(f = tmpfile_checked()))
+        return;
+    tk_lab_bench_print_row(f, &rows[1]);
+    tk_lab_bench_print_summary(f, rows, 5);
+    static char out[16384];
+    contents(f, out, sizeof out);
+    CHECK(strstr(out, "auto -> k31_wgmma_cluster "), "the row does not name the chosen kernel: %s", out);
+    /* auto: llm 0.5 (1 below); odd 2.0 and one not measured; overall sqrt(0.5 * 2) = 1 */
+    CHECK(strstr(out, "llm") && strstr(out, "0.500") && strstr(out, "1x4097x64 n t"), "summary: %s", out);
+    CHECK(strstr(out, "overall") && strstr(out, "1.000"), "overall: %s", out);
+    CHECK(!strstr(out, "cublas "), "cuBLAS is the reference, not summarized: %s", out);
+
+    if (!(f = tmpfile_checked()))
+        return;
+    CHECK(tk_lab_bench_write_json(f, &info, rows, 5) == 0, "write_json failed");
+    contents(f, out, sizeof out);
+    static const char *const json_has[] = {
+        "\"suite\":\"llm\"", "\"chosen\":\"k31_wgmma_cluster\"", "\"chosen\":null", "\"ratio_cublas\":0.5",
+        "\"summary\":{\"threshold\":0.9,\"kernels\":[", "{\"kernel\":\"auto\",\"suites\":[",
+        "{\"suite\":\"odd\",\"shapes\":2,\"measured\":1,\"not_measured\":1,\"geomean\":2,\"min\":2,"
+        "\"min_shape\":\"5x4097x64 n t\",\"below\":0}",
+        "\"overall\":{\"shapes\":3,\"measured\":2,\"not_measured\":1,\"geomean\":1,\"min\":0.5,"
+        "\"min_shape\":\"1x4097x64 n t\",\"below\":1}",
+    };
+    for (size_t i = 0; i < sizeof json_has / sizeof json_has[0]; i++)
+        CHECK(strstr(out, json_has[i]), "JSON lacks %s: %s", json_has[i], out);
+    char *res = strstr(out, "\"results\""), *sum = strstr(out, "\"summary\"");
+    CHECK(res && sum && res < sum, "the summary must follow the results");
+
+    /* outside a suite: a plain run's rows as before; an auto row brings both fields, no summary */
+    rows[0].suite[0] = rows[1].suite[0] = '\0';
+    if (!(f = tmpfile_checked()))
+        return;
+    tk_lab_bench_write_json(f, &info, rows, 1);
+    contents(f, out, sizeof out);
+    CHECK(strstr(out, "\"status\":\"ok\"}") && !strstr(out, "\"suite\"") && !strstr(out, "chosen"), "plain: %s", out);
+    if (!(f = tmpfile_checked()))
+        return;
+    tk_lab_bench_write_json(f, &info, rows, 2);
+    contents(f, out, sizeof out);
+    CHECK(strstr(out, "\"suite\":null,\"chosen\":null}") && !strstr(out, "summary") &&
+          strstr(out, "\"suite\":null,\"chosen\":\"k31_wgmma_cluster\"}"), "auto outside a suite: %s", out);
+    if (!(f = tmpfile_checked()))
+        return;
+    tk_lab_bench_write_csv(f, &info, rows, 1);
+    contents(f, out, sizeof out);
+    CHECK(strstr(out, "ratio_cublas,status\n") && !strstr(out, "chosen"), "plain CSV: %s", out);
+    rows[1].suite[0] = 'l';
+
+    if (!(f = tmpfile_checked()))
+        return;
+    tk_lab_bench_write_csv(f, &info, rows + 1, 1);
+    contents(f, out, sizeof out);
+    CHECK(strstr(out, "ratio_cublas,status,suite,chosen\n") &&
+          strstr(out, "\"ok\",\"llm\",\"k31_wgmma_cluster\"\n"), "CSV: %s", out);
+}
+
+void tk_tests(void)
+{
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        cwd[0] = '\0';
+    snprintf(shapes, sizeof shapes, "%.*s/bench/shapes", (int)sizeof shapes - 16, cwd);
+    snprintf(tmp, sizeof tmp, "/tmp/tk_suite_XXXXXX");
+    if (!mkdtemp(tmp))
+        perror("mkdtemp");      /* every test below then fails on its files */
+    unsetenv("TILEKIT_SHAPES");
+    TK_TEST(test_real_suites_parse);
+    TK_TEST(test_malformed_lines);
+    TK_TEST(test_comments_blanks_crlf);
+    TK_TEST(test_includes);
+    TK_TEST(test_summary_arithmetic);
+    TK_TEST(test_report_suite_fields);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp);
+}

@@ -1,0 +1,194 @@
+"""bench/plot.py on two small fake suite runs (fp32 and bf16 C; made-up
+figures that never leave the temporary directory): the summary arithmetic,
+the Markdown table, the README section between its markers, the refusals.
+None of it needs matplotlib; the PNG is checked only where matplotlib is
+installed (else the test says it skipped that part)."""
+import contextlib
+import importlib.util
+import io
+import json
+import math
+import os
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_spec = importlib.util.spec_from_file_location("suite_plot", os.path.join(ROOT, "bench", "plot.py"))
+pl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pl)
+
+README = """# project
+
+<!-- bench:begin -->
+kernel table
+<!-- bench:end -->
+
+<!-- suite:begin -->
+not yet measured
+<!-- suite:end -->
+
+after
+"""
+
+
+def row(kernel, suite, m, n, k, ratio, out, ops="nn", status="ok", chosen=None):
+    ok = status == "ok"
+    return {"kernel": kernel, "m": m, "n": n, "k": k, "layout": "row", "op_a": ops[0], "op_b": ops[1], "out": out,
+            "alpha": 1, "beta": 0, "pad": 0, "samples": 5 if ok else 0, "ms_min": 1.0 if ok else None,
+            "ms_median": 1.0 if ok else None, "ms_p20": None, "ms_p80": None, "tflops": None, "pct_peak": None,
+            "ratio_cublas": ratio if ok else None, "status": status, "suite": suite,
+            "chosen": chosen if kernel == "auto" else None}
+
+
+# (suite, m, n, k, ops, auto's x cuBLAS in fp32, in bf16); None = auto refused the shape
+SHAPES = (
+    ("square", 128, 128, 128, "nn", 0.5, 1.0),
+    ("square", 4096, 4096, 4096, "nn", 2.0, 1.0),
+    ("odd", 17, 33, 9, "nn", 0.25, 0.81),
+    ("odd", 4096, 4097, 4096, "nt", None, 1.0),
+)
+
+
+def run_file(out):
+    results = []
+    for suite, m, n, k, ops, r32, r16 in SHAPES:
+        ratio = r32 if out == "fp32" else r16
+        results.append(row("cublas", suite, m, n, k, 1.0, out, ops))
+        if ratio is None:
+            results.append(row("auto", suite, m, n, k, None, out, ops, status="auto: no kernel supports this"))
+        else:
+            results.append(row("auto", suite, m, n, k, ratio, out, ops, chosen="k31_wgmma_cluster"))
+    return {"tool": "tilekit bench", "version": "0.1.0",
+            "device": {"name": "Fake GPU", "sm": 90, "sm_count": 132, "clock_mhz": 1980, "l2_bytes": 52428800},
+            "peak_tflops": 1070.5, "l2_flush": True, "results": results}
+
+
+def run_in_tmp(args, readme=README, files=None):
+    """Writes fp32.json and bf16.json (or `files`), runs main() in a
+    temporary folder with args (FP32/BF16/DIR replaced); returns
+    (status, README text, stdout, stderr, folder listing)."""
+    with tempfile.TemporaryDirectory() as d:
+        files = files if files is not None else {"fp32.json": run_file("fp32"), "bf16.json": run_file("bf16")}
+        for name, body in files.items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(body if isinstance(body, str) else json.dumps(body))
+        rd = os.path.join(d, "README.md")
+        with open(rd, "w") as f:
+            f.write(readme)
+        real = [a.replace("DIR", d) for a in args]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            st = pl.main(real)
+        with open(rd) as f:
+            text = f.read().replace(d, "DIR")     # the generated-by line names the folder
+        listing = {}
+        for root, _, names in os.walk(d):
+            for name in names:
+                p = os.path.join(root, name)
+                with open(p, "rb") as f:
+                    listing[os.path.relpath(p, d)] = f.read()
+        return st, text, out.getvalue(), err.getvalue(), listing
+
+
+def test_summary_arithmetic():
+    data = run_file("fp32")
+    data["_path"] = "fp32.json"
+    s = pl.summarize(pl.rows_of(data, "auto"))
+    assert [name for name, _ in s] == ["square", "odd", None], s
+    sq, odd, overall = (st for _, st in s)
+    # square: 0.5 and 2.0 -> geomean 1, min 0.5 at 128^3, one below 0.9
+    assert sq["shapes"] == 2 and sq["measured"] == 2 and abs(sq["geomean"] - 1.0) < 1e-12
+    assert sq["min"] == 0.5 and sq["min_shape"] == "128x128x128 n n" and sq["below"] == 1
+    # odd: 0.25 and a refusal -> geomean 0.25, one not measured
+    assert odd["shapes"] == 2 and odd["measured"] == 1 and odd["not_measured"] == 1
+    assert abs(odd["geomean"] - 0.25) < 1e-12 and odd["min_shape"] == "17x33x9 n n" and odd["below"] == 1
+    # overall: 0.5 * 2 * 0.25 = 0.25 over 3 shapes
+    assert overall["shapes"] == 4 and overall["not_measured"] == 1 and overall["below"] == 2
+    assert abs(overall["geomean"] - 0.25 ** (1 / 3.0)) < 1e-12 and overall["min"] == 0.25
+    # not measured: null, NaN, inf, zero and negative ratios, and any status but ok
+    for bad in (None, float("nan"), float("inf"), 0.0, -1.0):
+        assert pl.ratio_of({"status": "ok", "ratio_cublas": bad}) is None, bad
+    assert pl.ratio_of({"status": "CUDA: out of memory", "ratio_cublas": 1.0}) is None
+    # 0.9 itself is not below 0.9; equal minima keep the first shape
+    rows = [row("auto", "a", 1, 1, 1, 0.9, "fp32"), row("auto", "a", 2, 2, 2, 0.9, "fp32")]
+    st = pl.stat(rows)
+    assert st["below"] == 0 and st["min_shape"] == "1x1x1 n n" and math.isclose(st["geomean"], 0.9)
+
+
+def test_table():
+    st, _, out, err, _ = run_in_tmp(["DIR/fp32.json", "DIR/bf16.json", "--table", "--no-png"])
+    assert st == 0, err
+    lines = [l for l in out.splitlines() if l.startswith("| ")]
+    assert lines[0] == ("| suite | run | shapes | geomean x cuBLAS | min x cuBLAS (shape) | below 0.9x "
+                        "| not measured |"), lines[0]
+    assert lines[1:] == [
+        "| square | fp32 C | 2 | 1.000 | 0.500 (`128x128x128 n n`) | 1 | 0 |",
+        "| square | bf16 C | 2 | 1.000 | 1.000 (`128x128x128 n n`) | 0 | 0 |",
+        "| odd | fp32 C | 2 | 0.250 | 0.250 (`17x33x9 n n`) | 1 | 1 |",
+        "| odd | bf16 C | 2 | 0.900 | 0.810 (`17x33x9 n n`) | 1 | 0 |",
+        "| **overall** | fp32 C | 4 | 0.630 | 0.250 (`17x33x9 n n`) | 2 | 1 |",
+        "| **overall** | bf16 C | 4 | 0.949 | 0.810 (`17x33x9 n n`) | 1 | 0 |",
+    ], lines
+    # --table FILE writes the same table there
+    st, _, _, err, listing = run_in_tmp(["DIR/fp32.json", "--table", "DIR/table.md", "--no-png"])
+    assert st == 0, err
+    assert b"| **overall** | fp32 C | 4 | 0.630 |" in listing["table.md"]
+
+
+def test_readme_section():
+    args = ["DIR/fp32.json", "DIR/bf16.json", "--readme", "DIR/README.md", "--png", "DIR/docs/suite.png",
+            "--no-png", "--date", "2026-01-02", "--command", "build/tilekit bench --suite all --json fp32.json"]
+    st, text, _, err, _ = run_in_tmp(args)
+    assert st == 0, err
+    assert text.startswith("# project\n\n<!-- bench:begin -->\nkernel table\n<!-- bench:end -->\n\n" + pl.BEGIN)
+    assert text.endswith(pl.END + "\n\nafter\n")
+    sec = text[text.index(pl.BEGIN):text.index(pl.END)]
+    assert "not yet measured" not in sec
+    assert "| **overall** | bf16 C | 4 | 0.949 | 0.810 (`17x33x9 n n`) | 1 | 0 |" in sec
+    assert "![x cuBLAS of every suite shape](docs/suite.png)" in sec
+    # each run: device, date, command (given for the first, reconstructed for the second)
+    assert ("fp32 C: measured on Fake GPU (sm_90, 132 SMs), L2 flushed before each sample, 2026-01-02, "
+            "with `build/tilekit bench --suite all --json fp32.json`.") in sec, sec
+    assert "bf16 C: measured on Fake GPU" in sec
+    assert "`build/tilekit bench --suite FILE --out bf16 --json bf16.json`" in sec, sec
+    assert "do not edit by hand" in sec
+    assert "Generated by `python3 bench/plot.py DIR/fp32.json DIR/bf16.json --readme DIR/README.md" in sec
+    # run again on its own output: the same text
+    st2, text2, _, _, _ = run_in_tmp(args, readme=text)
+    assert st2 == 0 and text2 == text
+
+
+def test_refusals():
+    st, text, _, err, _ = run_in_tmp(["DIR/fp32.json", "--readme", "DIR/README.md", "--no-png"],
+                                     readme="# no markers\n")
+    assert st == 1 and "suite:begin" in err and text == "# no markers\n"
+    st, _, _, err, _ = run_in_tmp(["DIR/x.json", "--no-png"], files={"x.json": "{broken"})
+    assert st == 1 and "x.json" in err
+    plain = run_file("fp32")
+    for r in plain["results"]:
+        r.pop("suite")
+    st, _, _, err, _ = run_in_tmp(["DIR/x.json", "--no-png"], files={"x.json": plain})
+    assert st == 1 and "--suite" in err, err
+    st, _, _, err, _ = run_in_tmp(["DIR/x.json", "--no-png", "--kernel", "k99"], files={"x.json": run_file("fp32")})
+    assert st == 1 and "k99" in err, err
+
+
+def test_png():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("skip test_plot.test_png: matplotlib is not installed (the PNG is not checked)")
+        st, text, _, err, listing = run_in_tmp(["DIR/fp32.json", "--png", "DIR/s.png", "--readme",
+                                                "DIR/README.md"])
+        # without matplotlib a PNG request fails cleanly and rewrites nothing
+        assert st == 1 and "matplotlib" in err and text == README and "s.png" not in listing, err
+        return
+    st, _, _, err, listing = run_in_tmp(["DIR/fp32.json", "DIR/bf16.json", "--png", "DIR/docs/suite.png"])
+    assert st == 0, err
+    png = listing.get(os.path.join("docs", "suite.png"))
+    assert png and png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000, len(png or b"")
+
+
+def test_real_readme_has_markers():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    assert text.count(pl.BEGIN) == 1 and text.count(pl.END) == 1 and text.index(pl.BEGIN) < text.index(pl.END)
