@@ -4,8 +4,11 @@
 #
 #   bash bench/device_run.sh [OUTDIR]        (OUTDIR default: $OUT, else out/)
 #
-# PART=all (default) | test | bench   run part of it (two calls fit the
-#                                      device tool's 10-minute limit better)
+# PART=all (default) | test | bench | suite   run part of it (separate calls
+#                                      fit the device tool's 10-minute limit)
+# PART=suite (also in all): `tilekit bench --suite $SUITE` (default all),
+# auto-dispatch against cuBLAS on every shape, fp32 and bf16 C, JSON in
+# OUTDIR/suite_fp32.json and suite_bf16.json for bench/plot.py.
 # Environment: BUILD (default build), KERNELS (default all), SHAPES (default
 # 4096x4096x4096,8192x8192x8192), NT_KERNELS (kernels that only take B as
 # N x K, benched again with --op-b t), EXTRA_KERNELS / EXTRA_SHAPES /
@@ -39,7 +42,7 @@ if ! make -j"$(nproc)" BUILD="$BUILD" all > "$out/build.log" 2>&1; then
 fi
 summary+=("build: ok in $(( $(date +%s) - t0 )) s")
 
-if [ "$PART" != bench ]; then
+if [ "$PART" = all ] || [ "$PART" = test ]; then
     t0=$(date +%s)
     bash tests/run_gpu.sh "$BUILD" > "$out/gpu-test.log" 2>&1
     summary+=("gpu-test: $(tail -n 1 "$out/gpu-test.log") in $(( $(date +%s) - t0 )) s")
@@ -54,7 +57,16 @@ if [ "$PART" != bench ]; then
         done
     fi
 fi
-if [ "$PART" != test ]; then
+if [ "$PART" = suite ] || [ "$PART" = all ]; then
+    for o in fp32 bf16; do
+        t0=$(date +%s)
+        echo "$tk bench --suite ${SUITE:-all} --out $o" > "$out/suite_$o.cmd"
+        "$tk" bench --suite "${SUITE:-all}" --out $o --json "$out/suite_$o.json" > "$out/suite_$o.txt" \
+            2> "$out/suite_$o.err"
+        summary+=("suite $o: exit $? in $(( $(date +%s) - t0 )) s")
+    done
+fi
+if [ "$PART" = all ] || [ "$PART" = bench ]; then
     "$tk" info --kernel "$KERNELS" > "$out/info.txt" 2>&1
     run_bench() {   # run_bench NAME ARGS...: one bench, JSON to OUTDIR/NAME.json
         local name=$1; shift
@@ -75,4 +87,8 @@ if [ "$PART" != test ]; then
         [ -f "$out/$f.txt" ] && { echo "=== $f"; cat "$out/$f.txt"; }
     done
 fi
+for o in fp32 bf16; do
+    # the suite's summary: everything after the table
+    [ -f "$out/suite_$o.txt" ] && { echo "=== suite $o"; sed -n '/^summary/,$p' "$out/suite_$o.txt"; }
+done
 echo "=== summary"; printf '%s\n' "${summary[@]}"

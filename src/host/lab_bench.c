@@ -206,9 +206,10 @@ int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *cin
         return -1;
     tk_gemm_problem p;
     tk_lab_problem(c, b->da, b->db, b->dc, &p);
-    if (!strcmp(kernel, "auto")) {  /* the row names the kernel auto-dispatch runs */
-        const char *chosen = tk_select_kernel(b->h, &p);
-        snprintf(row->chosen, sizeof row->chosen, "%s", chosen ? chosen : "");
+    if (!strcmp(kernel, "auto")) {  /* the row names the kernel auto-dispatch runs, and its copies */
+        tk_route r;
+        if (tk_select_route(b->h, &p, &r) == TK_SUCCESS)
+            tk_route_name(&r, row->chosen, sizeof row->chosen);
     }
     if (tk_kernel_supports(b->h, kernel, &p) != TK_SUCCESS) {
         snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));

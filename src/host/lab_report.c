@@ -7,7 +7,7 @@
 #include "lab.h"
 
 /* Wide enough for "auto -> k31_wgmma_cluster", the kernel of a suite's rows. */
-#define KERNEL_W 26
+#define KERNEL_W 40
 
 void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *in)
 {

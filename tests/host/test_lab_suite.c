@@ -274,7 +274,7 @@ static tk_lab_bench_row row(const char *kernel, const char *chosen, const char *
     snprintf(r.chosen, sizeof r.chosen, "%s", chosen);
     snprintf(r.suite, sizeof r.suite, "%s", suite);
     snprintf(r.status, sizeof r.status, "%s", status);
-    r.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, m, 4097, 64, 1.0f, 0.0f, TK_BF16, 1, 0 };
+    r.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, m, 4097, 64, 1.0f, 0.0f, TK_BF16, 1, 0, 0 };
     r.samples = 5;
     r.ms_min = r.ms_median = r.ms_p20 = r.ms_p80 = 1.0;
     r.tflops = 1.0;
