@@ -40,27 +40,16 @@ THRESHOLD = 0.9       # TK_LAB_SUITE_BELOW in src/host/lab.h
 ALL = ("square", "llm", "odd")   # what bench/shapes/all.txt includes
 
 
-class InputError(Exception):
-    """A file that is missing, malformed, or not of the expected schema."""
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The README section writer and the error type are readme_table.py's, shared.
+from readme_table import InputError, _write, load_bench, replace_section as _replace_section  # noqa: E402
 
 
 def load_suite(path):
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise InputError("%s: %s" % (path, e))
-    if not isinstance(data, dict) or data.get("tool") != "tilekit bench":
-        raise InputError("%s: not a `tilekit bench --json` file (no \"tool\": \"tilekit bench\")" % path)
-    if "device" not in data or "results" not in data:
-        raise InputError("%s: no 'device' or 'results' entry" % path)
-    for i, r in enumerate(data["results"]):
-        for key in ("kernel", "m", "n", "k", "op_a", "op_b", "out", "status"):
-            if key not in r:
-                raise InputError("%s: results[%d] has no '%s'" % (path, i, key))
+    """readme_table.py's checked bench JSON, which must come from a --suite run."""
+    data = load_bench(path)
     if not any(r.get("suite") for r in data["results"]):
         raise InputError("%s: no result has a 'suite': not the output of `tilekit bench --suite`" % path)
-    data["_path"] = path
     return data
 
 
@@ -285,17 +274,7 @@ def plot(datasets, path, kernel="auto", threshold=THRESHOLD):
 
 
 def replace_section(text, body, what):
-    b, e = text.find(BEGIN), text.find(END)
-    if b < 0 or e < 0 or e < b:
-        raise InputError("%s has no '%s' ... '%s' section" % (what, BEGIN, END))
-    return text[:b + len(BEGIN)] + "\n" + body.rstrip("\n") + "\n" + text[e:]
-
-
-def _write(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    return _replace_section(text, body, BEGIN, END, what)
 
 
 def main(argv=None):
