@@ -124,17 +124,30 @@ static tk_status kernel_fits(tk_handle h, const tk_kernel *k, const tk_args *a)
     return TK_SUCCESS;
 }
 
-/* The highest auto_rank kernel that fits a, or NULL. */
-static const tk_kernel *best_fit(tk_handle h, const tk_args *a)
+/* A kernel's auto-dispatch preference for a (0: never auto). */
+static int rank_of(const tk_handle h, const tk_kernel *k, const tk_args *a)
+{
+    if (k->auto_rank <= 0)
+        return 0;
+    return k->rank ? k->rank(a, &h->dev) : k->auto_rank;
+}
+
+/* The highest-ranked kernel that fits a, or NULL; *rank its rank. */
+static const tk_kernel *best_fit(tk_handle h, const tk_args *a, int *rank)
 {
     const tk_kernel *best = NULL;
+    int best_rank = 0;
     for (int i = 0; i < tk_registry_count(); i++) {
         const tk_kernel *k = tk_registry_at(i);
-        if (k->auto_rank <= 0 || (best && k->auto_rank <= best->auto_rank))
+        int r = rank_of(h, k, a);
+        if (r <= best_rank)
             continue;
-        if (kernel_fits(h, k, a) == TK_SUCCESS)
+        if (kernel_fits(h, k, a) == TK_SUCCESS) {
             best = k;
+            best_rank = r;
+        }
     }
+    *rank = best_rank;
     return best;
 }
 
@@ -142,8 +155,9 @@ static const tk_kernel *best_fit(tk_handle h, const tk_args *a)
  * its misaligned operands when that gets a higher-ranked kernel (route.c). */
 static tk_status select_route(tk_handle h, const tk_args *a, tk_route *r)
 {
+    int rank = 0, t_rank = 0;
     tk_route_plan(a, 0, 0, r);
-    r->k = best_fit(h, a);
+    r->k = best_fit(h, a, &rank);
     if (!tk_route_tiny(a)) {
         int mis_ab = !tk_route_aligned(a->a, a->lda, 2) || !tk_route_aligned(a->b, a->ldb, 2);
         int mis_c = !tk_route_aligned(a->c, a->ldc, a->c_type == TK_F32 ? 4 : 2);
@@ -152,9 +166,11 @@ static tk_status select_route(tk_handle h, const tk_args *a, tk_route *r)
                 continue;
             tk_route t;
             tk_route_plan(a, 1, stage_c, &t);
-            t.k = best_fit(h, &t.run);
-            if (t.k && (!r->k || t.k->auto_rank > r->k->auto_rank))
+            t.k = best_fit(h, &t.run, &t_rank);
+            if (t.k && t_rank > rank) {
                 *r = t;
+                rank = t_rank;
+            }
         }
     }
     if (!r->k)

@@ -87,6 +87,10 @@ typedef struct tk_kernel {
     /* Optional (NULL or left out: none): bytes of workspace the launch can
      * use (a->kws); 0 = none for this problem. Called before each launch. */
     size_t (*workspace)(const tk_args *a, const tk_device *dev);
+    /* Optional (NULL: auto_rank): the auto-dispatch preference for this
+     * problem, so a kernel can step back on shapes it is known to be slow
+     * at (k31_wgmma_cluster). Only called when auto_rank > 0. */
+    int (*rank)(const tk_args *a, const tk_device *dev);
 } tk_kernel;
 
 /* Registry (registry.c): kernels listed in src/kernels/kernels.def. */

@@ -409,14 +409,32 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
 #define K30_SK_SLOT_BYTES (K30_SK_SLOT_FLOATS * sizeof(float))
 #define K30_SK_MAX_SLICES 3
 #define K30_SK_MIN_SLICE_KTILES 16
+/* Fewer tiles than clusters (1000^3: 16 cluster tiles for 66 clusters):
+ * every tile split into up to 4 slices of at least 4 k-tiles, so up to 4x as
+ * many clusters work. The data of such problems fit in L2, so the L2 reuse
+ * behind the 16-k-tile minimum above does not matter there. */
+#define K30_SK_FEW_MAX_SLICES 4
+#define K30_SK_FEW_MIN_KTILES 4
 static inline size_t k30_sk_flag_bytes(size_t ws_bytes)
 {
     return (ws_bytes / (K30_SK_SLOT_BYTES + sizeof(uint32_t)) * sizeof(uint32_t) + 255) & ~(size_t)255;
 }
 static inline size_t k30_sk_bytes(int max_clusters, int cluster)
 {
+    /* enough for both plans: a few-tile split has tiles * (s - 1) <
+     * max_clusters partial units, a last-wave split fewer than
+     * max_clusters * (K30_SK_MAX_SLICES - 1) */
     size_t slots = (size_t)max_clusters * (K30_SK_MAX_SLICES - 1) * cluster * K30_CONSUMERS;
     return 256 + slots * (K30_SK_SLOT_BYTES + sizeof(uint32_t));
+}
+
+/* Whether k30_plan_split_wave may split a problem of `tiles` (cluster)
+ * tiles and k_tiles k-tiles on max_clusters clusters, i.e. whether its
+ * launch should get the workspace. */
+static inline int k30_sk_may_split(long long tiles, int k_tiles, int max_clusters)
+{
+    return tiles > max_clusters ||
+           (2 * tiles <= max_clusters && k_tiles >= 2 * K30_SK_FEW_MIN_KTILES);
 }
 
 /* The last wave: with T tiles on C clusters (T > C) a data-parallel walk
@@ -429,17 +447,41 @@ static inline size_t k30_sk_bytes(int max_clusters, int cluster)
  * The units of a round cover few k positions, so the clusters still read
  * the same A and B k-tiles at about the same time (L2 reuse): a stream-K
  * split into one contiguous k-range per cluster lost that and measured 1-13%
- * slower than no split (k31 header). */
+ * slower than no split (k31 header).
+ * With fewer tiles than clusters (T < C) every tile is split instead, into
+ * the most slices s <= K30_SK_FEW_MAX_SLICES with T s <= C, each of at least
+ * K30_SK_FEW_MIN_KTILES k-tiles: one round of T s units.
+ * Sets p->num_clusters, the clusters to launch. */
 static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int cluster, long long tiles, int clusters)
 {
-    p->num_clusters = clusters;
+    p->num_clusters = tiles < clusters ? (int)tiles : clusters;
     p->sk_first = (int)tiles;
     p->sk_tiles = 0;
     p->sk_slices = 0;
-    const long long rem = tiles % clusters;
-    if (!a->kws || tiles <= clusters || rem == 0)
+    if (!a->kws)
         return;
     const size_t flag_bytes = k30_sk_flag_bytes(a->kws_bytes);
+    p->sk_flag = (uint32_t *)a->kws;
+    p->sk_part = (float *)((char *)a->kws + flag_bytes);
+    p->seq = a->seq;
+    if (tiles < clusters) {
+        /* Few tiles: the most slices that still fit the clusters. */
+        int sl = K30_SK_FEW_MAX_SLICES;
+        while (sl > 1 && (tiles * sl > clusters || p->k_tiles < sl * K30_SK_FEW_MIN_KTILES ||
+                          flag_bytes + (size_t)tiles * (sl - 1) * cluster * K30_CONSUMERS * K30_SK_SLOT_BYTES >
+                              a->kws_bytes))
+            sl--;
+        if (sl > 1) {
+            p->sk_first = 0;
+            p->sk_tiles = (int)tiles;
+            p->sk_slices = sl;
+            p->num_clusters = (int)tiles * sl;
+        }
+        return;
+    }
+    const long long rem = tiles % clusters;
+    if (rem == 0)
+        return;
     int best = 0;
     double best_span = 0.8;            /* tile times the last wave takes; 1 unsplit */
     for (int sl = 2; sl <= K30_SK_MAX_SLICES; sl++) {
@@ -456,9 +498,6 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int clus
     p->sk_tiles = (int)rem;
     p->sk_slices = best;
     p->sk_first = (int)(tiles - rem);
-    p->sk_flag = (uint32_t *)a->kws;
-    p->sk_part = (float *)((char *)a->kws + flag_bytes);
-    p->seq = a->seq;
 }
 
 /* The launch of the cluster kernel (k31): parameters, the C
@@ -517,11 +556,8 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
         return TK_ERR_OUT_OF_RESOURCES;
     }
     if (e == cudaSuccess) {
-        if (ctiles < clusters)
-            clusters = (int)ctiles;
         k30_plan_split_wave(&p, a, cluster, ctiles, clusters);
-        p.num_clusters = clusters;
-        cfg.gridDim = dim3((unsigned)(cluster * clusters));
+        cfg.gridDim = dim3((unsigned)(cluster * p.num_clusters));
         void *args[] = { &p };
         e = cudaLaunchKernelExC(&cfg, func, args);
     }

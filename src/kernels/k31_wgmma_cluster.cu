@@ -432,19 +432,36 @@ static tk_status k31_launch(const tk_args *a, const tk_device *dev, cudaStream_t
                                     why, len);
 }
 
-/* The split-wave workspace, sized for one cluster per SM pair; none when
- * the problem has no more tiles than that (no last wave to split). */
+/* The split workspace, sized for one cluster per SM pair; none when no
+ * split can apply (k30_sk_may_split). */
 static size_t k31_workspace(const tk_args *a, const tk_device *dev)
 {
     const int max_clusters = dev->sm_count / K31_CLUSTER;
     const long long ctile_rows = (a->m + K31_CLUSTER * K30_BM - 1) / (K31_CLUSTER * K30_BM);
     const long long ctiles = ctile_rows * ((a->n + K30_BN - 1) / K30_BN);
-    return ctiles > max_clusters ? k30_sk_bytes(max_clusters, K31_CLUSTER) : 0;
+    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    return k30_sk_may_split(ctiles, k_tiles, max_clusters) ? k30_sk_bytes(max_clusters, K31_CLUSTER) : 0;
+}
+
+/* Auto-dispatch prefers k30_wgmma_tma (rank 29) over this kernel where M
+ * fits one block row (the cluster's second CTA has no rows) or N one block
+ * column, unless this kernel splits the few tiles there: measured on the
+ * H100 (bf16 C), k30 / k31 x cuBLAS: 64 x 65536 x 4096 0.919 / 0.879,
+ * 65536 x 64 x 4096 0.753 / 0.503, 32768 x 128 x 1024 0.805 / 0.788,
+ * 128 x 32768 x 1024 0.910 / 0.901. */
+static int k31_rank(const tk_args *a, const tk_device *dev)
+{
+    const int max_clusters = dev->sm_count / K31_CLUSTER;
+    const long long ctile_rows = (a->m + K31_CLUSTER * K30_BM - 1) / (K31_CLUSTER * K30_BM);
+    const long long ctiles = ctile_rows * ((a->n + K30_BN - 1) / K30_BN);
+    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    const int few_split = 2 * ctiles <= max_clusters && k_tiles >= 2 * K30_SK_FEW_MIN_KTILES;
+    return (a->m <= K30_BM || a->n <= K30_BN) && !few_split ? 28 : 30;
 }
 
 extern "C" const tk_kernel tk_kernel_k31_wgmma_cluster = {
     "k31_wgmma_cluster",
     "k30_wgmma_tma + 2-CTA clusters along M with TMA multicast of B, epilogue through stmatrix and TMA stores",
     90, K30_BM, K30_BN, 16, 256, 30,
-    k31_supports, k31_resources, k31_launch, k31_workspace,
+    k31_supports, k31_resources, k31_launch, k31_workspace, k31_rank,
 };

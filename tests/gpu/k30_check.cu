@@ -367,8 +367,13 @@ static void k30_split_plan(void)
         { 8192, 8192, 8192, 3 },   /* 1024 tiles: 34 left, 102 units in 2 rounds of 1/3 */
         { 8192, 8192, 1024, 0 },   /* 16 k-tiles: slices too short */
         { 4352, 4352, 4096, 2 },   /* 289 tiles: 25 left */
-        { 2048, 2048, 2048, 0 },   /* 64 tiles: one partial wave, nothing to split */
+        { 2048, 2048, 2048, 0 },   /* 64 tiles: one partial wave; 2 slices would need 128 clusters */
         { 4096, 14336, 4096, 3 },  /* 896 tiles: 38 left */
+        { 1000, 1000, 1000, 4 },   /* 16 tiles < 66 clusters: each in 4 slices of 4 k-tiles */
+        { 2048, 1024, 2048, 2 },   /* 32 tiles: 2 slices fill 64 clusters */
+        { 300, 600, 4000, 4 },     /* 6 tiles: 4 slices at most */
+        { 1000, 1000, 400, 0 },    /* 7 k-tiles: too short for 2 slices of 4 */
+        { 256, 256, 256, 0 },      /* 1 tile of 4 k-tiles */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tk_args a;
@@ -386,13 +391,18 @@ static void k30_split_plan(void)
         k30_plan_split_wave(&p, &a, 2, tiles, 66);
         CHECK(p.sk_slices == cases[i].slices, "%lldx%lldx%lld: %d slices, expected %d", (long long)a.m,
               (long long)a.n, (long long)a.k, p.sk_slices, cases[i].slices);
-        CHECK(p.num_clusters == 66 && p.sk_first + p.sk_tiles == tiles, "walk covers %lld tiles", tiles);
+        const int few = tiles < 66;
+        const long long launched = few ? tiles * (p.sk_slices ? p.sk_slices : 1) : 66;
+        CHECK(p.num_clusters == launched && p.sk_first + p.sk_tiles == tiles, "walk covers %lld tiles on %d clusters",
+              tiles, p.num_clusters);
         if (p.sk_slices)
-            CHECK(p.sk_tiles == tiles % 66 && p.seq == 7, "split tiles %d", p.sk_tiles);
+            CHECK(p.sk_tiles == (few ? tiles : tiles % 66) && p.seq == 7, "split tiles %d", p.sk_tiles);
+        CHECK(!p.sk_slices || k30_sk_may_split(tiles, p.k_tiles, 66), "split without a workspace from k31");
         /* Without a workspace nothing is split. */
         a.kws = NULL;
         k30_plan_split_wave(&p, &a, 2, tiles, 66);
-        CHECK(p.sk_slices == 0 && p.sk_first == tiles, "no workspace: unsplit");
+        CHECK(p.sk_slices == 0 && p.sk_first == tiles && p.num_clusters == (few ? tiles : 66),
+              "no workspace: unsplit");
     }
 }
 
@@ -401,9 +411,11 @@ static void k30_repeat(void)
 {
     if (!g_ok_device)
         return;
-    for (int kidx = 0; kidx < g_nkernels; kidx++) {
-        const char *kernel = g_kernels[kidx];
-        gcase c = { 4096, 4096, 4096, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
+    /* 1000^3: k31 splits each of its 16 tiles in 4 slices (a fixed-order fixup) */
+    for (int kidx = 0; kidx < 2 * g_nkernels; kidx++) {
+        const char *kernel = g_kernels[kidx % g_nkernels];
+        const int64_t sz = kidx < g_nkernels ? 4096 : 1000;
+        gcase c = { sz, sz, sz, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
         tk_gemm_problem p;
         bufs b;
         if (!setup(&c, &p, &b)) {
@@ -426,7 +438,8 @@ static void k30_repeat(void)
             bad_runs += h.bad != 0;
         }
         CHECK(bad_runs == 0, "%s: %llu of 100 runs differ from the first", kernel, bad_runs);
-        printf("    %s: 100 runs of 4096^3 (real data, f32): %llu differ from the first\n", kernel, bad_runs);
+        printf("    %s: 100 runs of %lld^3 (real data, f32): %llu differ from the first\n", kernel, (long long)sz,
+               bad_runs);
         release(&b);
     }
 }
