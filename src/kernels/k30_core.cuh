@@ -409,12 +409,17 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
 #define K30_SK_SLOT_BYTES (K30_SK_SLOT_FLOATS * sizeof(float))
 #define K30_SK_MAX_SLICES 3
 #define K30_SK_MIN_SLICE_KTILES 16
-/* Fewer tiles than clusters (1000^3: 16 cluster tiles for 66 clusters):
- * every tile split into up to 4 slices of at least 4 k-tiles, so up to 4x as
- * many clusters work. The data of such problems fit in L2, so the L2 reuse
- * behind the 16-k-tile minimum above does not matter there. */
+/* Fewer tiles than clusters (512 x 4096 x 4096: 32 cluster tiles for 66
+ * clusters): every tile split into up to 4 slices, again of at least
+ * K30_SK_MIN_SLICE_KTILES k-tiles. Measured on the H100 (k31 alone, medians
+ * of two runs, ms, unsplit / 2 / 3 / 4 slices of >= 4 k-tiles): 1000^3
+ * 0.0189 / 0.0198 / 0.0200 / 0.0221 and 1024^3 0.0196 / 0.0199 / 0.0204 /
+ * 0.0222 (16 k-tiles: the partial sums cost more than they save), 1536^3
+ * 0.025 for all, 2048 x 1024 x 2048 0.0291 / 0.0256, 300 x 600 x 4000
+ * 0.0456 / 0.0321 / 0.0278 / 0.0269, 512 x 4096 x 4096 0.0478 / 0.0391,
+ * 256 x 4096 x 14336 0.138 / 0.0835 / 0.0680 / 0.0677: slices of 16
+ * k-tiles or more win, shorter ones lose. */
 #define K30_SK_FEW_MAX_SLICES 4
-#define K30_SK_FEW_MIN_KTILES 4
 static inline size_t k30_sk_flag_bytes(size_t ws_bytes)
 {
     return (ws_bytes / (K30_SK_SLOT_BYTES + sizeof(uint32_t)) * sizeof(uint32_t) + 255) & ~(size_t)255;
@@ -434,7 +439,7 @@ static inline size_t k30_sk_bytes(int max_clusters, int cluster)
 static inline int k30_sk_may_split(long long tiles, int k_tiles, int max_clusters)
 {
     return tiles > max_clusters ||
-           (2 * tiles <= max_clusters && k_tiles >= 2 * K30_SK_FEW_MIN_KTILES);
+           (2 * tiles <= max_clusters && k_tiles >= 2 * K30_SK_MIN_SLICE_KTILES);
 }
 
 /* The last wave: with T tiles on C clusters (T > C) a data-parallel walk
@@ -450,7 +455,7 @@ static inline int k30_sk_may_split(long long tiles, int k_tiles, int max_cluster
  * slower than no split (k31 header).
  * With fewer tiles than clusters (T < C) every tile is split instead, into
  * the most slices s <= K30_SK_FEW_MAX_SLICES with T s <= C, each of at least
- * K30_SK_FEW_MIN_KTILES k-tiles: one round of T s units.
+ * K30_SK_MIN_SLICE_KTILES k-tiles: one round of T s units.
  * Sets p->num_clusters, the clusters to launch. */
 static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int cluster, long long tiles, int clusters)
 {
@@ -467,7 +472,7 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int clus
     if (tiles < clusters) {
         /* Few tiles: the most slices that still fit the clusters. */
         int sl = K30_SK_FEW_MAX_SLICES;
-        while (sl > 1 && (tiles * sl > clusters || p->k_tiles < sl * K30_SK_FEW_MIN_KTILES ||
+        while (sl > 1 && (tiles * sl > clusters || p->k_tiles < sl * K30_SK_MIN_SLICE_KTILES ||
                           flag_bytes + (size_t)tiles * (sl - 1) * cluster * K30_CONSUMERS * K30_SK_SLOT_BYTES >
                               a->kws_bytes))
             sl--;

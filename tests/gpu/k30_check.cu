@@ -337,6 +337,9 @@ static void k30_sanitize(void)
     /* 72 cluster tiles on 66 clusters: k31 splits the last 6 in 2 slices. */
     gcase sk = { 2300, 2040, 2104, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.5f, 0, 0, TK_ROW_MAJOR };
     run_case(&sk);
+    /* 6 cluster tiles: k31 splits each in 3 slices. */
+    gcase few = { 300, 600, 4000, TK_OP_T, TK_OP_N, TK_BF16, 1.0f, 0.0f, 0, 0, TK_ROW_MAJOR };
+    run_case(&few);
 }
 
 /* Refusals are clear and auto-dispatch picks the kernel where it applies. */
@@ -369,10 +372,11 @@ static void k30_split_plan(void)
         { 4352, 4352, 4096, 2 },   /* 289 tiles: 25 left */
         { 2048, 2048, 2048, 0 },   /* 64 tiles: one partial wave; 2 slices would need 128 clusters */
         { 4096, 14336, 4096, 3 },  /* 896 tiles: 38 left */
-        { 1000, 1000, 1000, 4 },   /* 16 tiles < 66 clusters: each in 4 slices of 4 k-tiles */
-        { 2048, 1024, 2048, 2 },   /* 32 tiles: 2 slices fill 64 clusters */
-        { 300, 600, 4000, 4 },     /* 6 tiles: 4 slices at most */
-        { 1000, 1000, 400, 0 },    /* 7 k-tiles: too short for 2 slices of 4 */
+        { 1000, 1000, 1000, 0 },   /* 16 tiles < 66 clusters, but 16 k-tiles: too short to split */
+        { 2048, 1024, 2048, 2 },   /* 32 tiles: 2 slices of 16 k-tiles fill 64 clusters */
+        { 300, 600, 4000, 3 },     /* 6 tiles of 63 k-tiles: 3 slices of >= 16 */
+        { 512, 4096, 4096, 2 },    /* 32 tiles: 2 slices fill 64 clusters */
+        { 256, 4096, 14336, 4 },   /* 16 tiles of 224 k-tiles: 4 slices at most */
         { 256, 256, 256, 0 },      /* 1 tile of 4 k-tiles */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -411,11 +415,12 @@ static void k30_repeat(void)
 {
     if (!g_ok_device)
         return;
-    /* 1000^3: k31 splits each of its 16 tiles in 4 slices (a fixed-order fixup) */
+    /* 512 x 4096 x 4096: k31 splits each of its 32 tiles in 2 slices (a
+     * fixed-order fixup) */
     for (int kidx = 0; kidx < 2 * g_nkernels; kidx++) {
         const char *kernel = g_kernels[kidx % g_nkernels];
-        const int64_t sz = kidx < g_nkernels ? 4096 : 1000;
-        gcase c = { sz, sz, sz, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
+        const int64_t m = kidx < g_nkernels ? 4096 : 512;
+        gcase c = { m, 4096, 4096, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
         tk_gemm_problem p;
         bufs b;
         if (!setup(&c, &p, &b)) {
@@ -438,8 +443,8 @@ static void k30_repeat(void)
             bad_runs += h.bad != 0;
         }
         CHECK(bad_runs == 0, "%s: %llu of 100 runs differ from the first", kernel, bad_runs);
-        printf("    %s: 100 runs of %lld^3 (real data, f32): %llu differ from the first\n", kernel, (long long)sz,
-               bad_runs);
+        printf("    %s: 100 runs of %lldx4096x4096 (real data, f32): %llu differ from the first\n", kernel,
+               (long long)m, bad_runs);
         release(&b);
     }
 }
