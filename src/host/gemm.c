@@ -118,7 +118,18 @@ static tk_status kernel_fits(tk_handle h, const tk_kernel *k, const tk_args *a)
         return tk_fail(h, st, "kernel %s: %s", k->name, why);
     tk_resources r;
     k->resources(a, &h->dev, &r);
-    st = tk_check_resources(k, &r, &h->dev, NULL, why, sizeof why);
+    const tk_func_attrs *fa = NULL;
+    if (r.func) {
+        for (int i = 0; i < h->nattrs && !fa; i++)
+            if (h->attrs[i].func == r.func)
+                fa = &h->attrs[i].fa;
+        if (!fa && h->nattrs < TK_ATTR_CACHE &&
+            tk_func_attrs_get(r.func, &h->attrs[h->nattrs].fa, why, sizeof why) == TK_SUCCESS) {
+            h->attrs[h->nattrs].func = r.func;
+            fa = &h->attrs[h->nattrs++].fa;
+        }
+    }
+    st = tk_check_resources(k, &r, &h->dev, fa, why, sizeof why);
     if (st != TK_SUCCESS)
         return tk_fail(h, st, "kernel %s: %s", k->name, why);
     return TK_SUCCESS;

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include "kernel.h"
 
+#define TK_ATTR_CACHE 64
+
 struct tk_handle_s {
     int have_device;             /* 0: no GPU/driver found at create time */
     tk_device dev;
@@ -19,6 +21,11 @@ struct tk_handle_s {
     size_t copy_ws_bytes;
     size_t copy_ws_limit;        /* 0: none; tests set one to see the refusal */
     char err[TK_MSG_LEN];        /* last error of this handle */
+    /* cudaFuncGetAttributes of the kernel entries seen so far: constant per
+     * entry and device, and a few microseconds each, asked for every
+     * candidate kernel of every auto-dispatched call otherwise. */
+    struct { const void *func; tk_func_attrs fa; } attrs[TK_ATTR_CACHE];
+    int nattrs;
 };
 
 /* Records a failure on h (may be NULL) and on the calling thread, and
