@@ -338,7 +338,7 @@ static void k30_sanitize(void)
     gcase sk = { 2300, 2040, 2104, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.5f, 0, 0, TK_ROW_MAJOR };
     run_case(&sk);
     /* 6 cluster tiles: k31 splits each in 3 slices. */
-    gcase few = { 300, 600, 4000, TK_OP_T, TK_OP_N, TK_BF16, 1.0f, 0.0f, 0, 0, TK_ROW_MAJOR };
+    gcase few = { 300, 600, 4000, TK_OP_N, TK_OP_T, TK_BF16, 1.0f, 0.0f, 0, 0, TK_ROW_MAJOR };
     run_case(&few);
 }
 
