@@ -29,7 +29,7 @@
 #include "../tiles/epilogue.cuh"
 
 #define K30_BM 128
-#define K30_BN 256
+#define K30_BN 256                     /* k30_wgmma_tma and k31; k33_wgmma_128x128 has 128 */
 #define K30_BK 64                      /* 64 bf16 = 128 bytes = the swizzle span */
 #define K30_STAGES 4
 #define K30_CONSUMERS 2                /* consumer warpgroups, 64 rows of the tile each */
@@ -38,16 +38,22 @@
 #define K30_CONSUMER_REGS 232
 #define K30_BOX 8192                   /* one 64 x 64 bf16 TMA box (MN-major tiles) */
 #define K30_A_BYTES (K30_BM * K30_BK * 2)
-#define K30_B_BYTES (K30_BN * K30_BK * 2)
-#define K30_STAGE_BYTES (K30_A_BYTES + K30_B_BYTES)
-#define K30_RING_BYTES (K30_STAGES * K30_STAGE_BYTES)
+/* Sizes for a block N of bn (the loops take BN as a template argument). */
+#define K30_B_BYTES_N(bn) ((bn) * K30_BK * 2)
+#define K30_STAGE_BYTES_N(bn) (K30_A_BYTES + K30_B_BYTES_N(bn))
+#define K30_RING_BYTES_N(bn) (K30_STAGES * K30_STAGE_BYTES_N(bn))
 /* Dynamic shared memory with `extra` bytes between the ring and the barriers:
  * + 1024 to align the ring to the 128B-swizzle pattern, + the full and empty
  * barriers. */
-#define K30_SMEM_WITH(extra) (1024 + K30_RING_BYTES + (extra) + 2 * 8 * K30_STAGES)
+#define K30_SMEM_WITH_N(bn, extra) (1024 + K30_RING_BYTES_N(bn) + (extra) + 2 * 8 * K30_STAGES)
+#define K30_B_BYTES K30_B_BYTES_N(K30_BN)
+#define K30_STAGE_BYTES K30_STAGE_BYTES_N(K30_BN)
+#define K30_RING_BYTES K30_RING_BYTES_N(K30_BN)
+#define K30_SMEM_WITH(extra) K30_SMEM_WITH_N(K30_BN, extra)
 
 static_assert(K30_BM == 64 * K30_CONSUMERS, "each consumer warpgroup owns 64 rows (one wgmma M)");
-static_assert(K30_STAGE_BYTES % 1024 == 0, "stages must keep the 1024-byte swizzle alignment");
+static_assert(K30_STAGE_BYTES_N(256) % 1024 == 0 && K30_STAGE_BYTES_N(128) % 1024 == 0,
+              "stages must keep the 1024-byte swizzle alignment");
 static_assert(K30_PRODUCER_REGS * 128 + K30_CONSUMER_REGS * 128 * K30_CONSUMERS <= 65536,
               "register reallocation exceeds the SM's 64K registers");
 
@@ -118,25 +124,25 @@ static __device__ __forceinline__ void k30_tile_coords(int t, int rows_total, in
  * tr * cluster + rank and loads its share of B for all CTAs), tile column
  * tn, into the ring from stage *s / parity *phase on.
  * A template because the operand majors fix the TMA box pattern (A_MN: op_a
- * T, B_MN: op_b N). */
-template <int A_MN, int B_MN>
+ * T, B_MN: op_b N) and the block N (BN) the sizes. */
+template <int A_MN, int B_MN, int BN>
 static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uint32_t ring, uint32_t full_bar,
                                                         uint32_t empty_bar, int tr, int tn, int kb, int ke,
                                                         int cluster, uint32_t rank, int *s, uint32_t *phase)
 {
     const uint16_t all = (uint16_t)((1u << cluster) - 1);
-    const int m0 = (tr * cluster + (int)rank) * K30_BM, n0 = tn * K30_BN;
+    const int m0 = (tr * cluster + (int)rank) * K30_BM, n0 = tn * BN;
     for (int kt = kb; kt < ke; kt++) {
         const int k0 = kt * K30_BK;
         const uint32_t fb = full_bar + 8 * *s;
-        const uint32_t sa = ring + *s * K30_STAGE_BYTES, sb = sa + K30_A_BYTES;
+        const uint32_t sa = ring + *s * K30_STAGE_BYTES_N(BN), sb = sa + K30_A_BYTES;
         /* Wait until every consumer warp (of every CTA: a peer's multicast
          * writes here too) has released the stage. Passes at once in the
          * first round: parity 1 of a fresh barrier reads as completed. */
         tk_mbarrier_wait_parity(empty_bar + 8 * *s, *phase ^ 1);
         /* Out-of-bounds box parts are zero-filled and still counted, so
          * the byte count is always the full stage, B's shares included. */
-        tk_mbarrier_arrive_expect_tx(fb, K30_STAGE_BYTES);
+        tk_mbarrier_arrive_expect_tx(fb, K30_STAGE_BYTES_N(BN));
         if (A_MN) {
 #pragma unroll
             for (int j = 0; j < K30_BM / 64; j++)
@@ -147,7 +153,7 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
         if (cluster == 1) {
             if (B_MN) {
 #pragma unroll
-                for (int j = 0; j < K30_BN / 64; j++)
+                for (int j = 0; j < BN / 64; j++)
                     tk_tma_load_2d(sb + j * K30_BOX, &p->map_b, n0 + 64 * j, k0, fb);
             } else {
                 tk_tma_load_2d(sb, &p->map_b, k0, n0, fb);
@@ -155,13 +161,13 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
         } else if (B_MN) {
             /* This CTA's share of B: 64-column boxes of part `rank`. */
 #pragma unroll
-            for (int j = 0; j < K30_BN / 64 / cluster; j++) {
-                const int box = (int)rank * (K30_BN / 64 / cluster) + j;
+            for (int j = 0; j < BN / 64 / cluster; j++) {
+                const int box = (int)rank * (BN / 64 / cluster) + j;
                 tk_tma_load_2d_multicast(sb + box * K30_BOX, &p->map_b, n0 + 64 * box, k0, fb, all);
             }
         } else {
-            const int part = K30_BN / cluster;
-            tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES / cluster), &p->map_b, k0, n0 + part * (int)rank, fb,
+            const int part = BN / cluster;
+            tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES_N(BN) / cluster), &p->map_b, k0, n0 + part * (int)rank, fb,
                                      all);
         }
         if (++*s == K30_STAGES) {
@@ -174,7 +180,7 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
 /* The producer thread: walks tiles first, first + step, ... of the
  * rows_total x tiles_n tile grid (cluster rows when cluster > 1) in
  * super-tile order and loads every k-tile of each into the ring. */
-template <int A_MN, int B_MN>
+template <int A_MN, int B_MN, int BN>
 static __device__ __forceinline__ void k30_produce(const k30_params *p, uint32_t ring, uint32_t full_bar,
                                                    uint32_t empty_bar, int first, int step, int rows_total, int group,
                                                    int cluster, uint32_t rank)
@@ -185,7 +191,8 @@ static __device__ __forceinline__ void k30_produce(const k30_params *p, uint32_t
     for (int t = first; t < num_tiles; t += step) {
         int tr, tn;
         k30_tile_coords(t, rows_total, p->tiles_n, group, &tr, &tn);
-        k30_produce_tile<A_MN, B_MN>(p, ring, full_bar, empty_bar, tr, tn, 0, p->k_tiles, cluster, rank, &s, &phase);
+        k30_produce_tile<A_MN, B_MN, BN>(p, ring, full_bar, empty_bar, tr, tn, 0, p->k_tiles, cluster, rank, &s,
+                                         &phase);
     }
 }
 
@@ -205,13 +212,14 @@ static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cl
     }
 }
 
-/* Consumer warpgroup c: the 64 x 256 accumulators of one tile over all
+/* Consumer warpgroup c: the 64 x BN accumulators (acc[BN / 2]) of one tile over all
  * k-tiles, reading the ring from stage *s / parity *phase on. One wgmma group
  * stays in flight while the next stage is awaited; a stage is released as
  * soon as the group reading it is done. On return acc holds the result.
- * A template because the operand majors are wgmma immediates. */
-template <int A_MN, int B_MN>
-static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t ring, uint32_t full_bar,
+ * A template because the operand majors are wgmma immediates and BN picks
+ * the instruction. */
+template <int A_MN, int B_MN, int BN>
+static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t ring, uint32_t full_bar,
                                                         const uint32_t *empty, int cluster, int k_tiles, int c,
                                                         int lane, int *s, uint32_t *phase)
 {
@@ -224,8 +232,8 @@ static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t
     const uint32_t a_kstep = A_MN ? 2048 : 32, b_kstep = B_MN ? 2048 : 32;
     int prev = 0;
     for (int kt = 0; kt < k_tiles; kt++) {
-        const uint32_t sa = ring + *s * K30_STAGE_BYTES + c * K30_BOX;
-        const uint32_t sb = ring + *s * K30_STAGE_BYTES + K30_A_BYTES;
+        const uint32_t sa = ring + *s * K30_STAGE_BYTES_N(BN) + c * K30_BOX;
+        const uint32_t sb = ring + *s * K30_STAGE_BYTES_N(BN) + K30_A_BYTES;
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
         tk_wgmma_fence();
 #pragma unroll
@@ -233,7 +241,7 @@ static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t
             uint64_t da = tk_wgmma_desc_sw128(sa + kk * a_kstep, a_lbo, 1024);
             uint64_t db = tk_wgmma_desc_sw128(sb + kk * b_kstep, b_lbo, 1024);
             /* The first product of a tile overwrites the accumulators. */
-            tk_wgmma_m64n256k16_f32_bf16<A_MN, B_MN>(acc, da, db, kt > 0 || kk > 0);
+            tk_wgmma_m64nNk16_f32_bf16<BN, A_MN, B_MN>(acc, da, db, kt > 0 || kk > 0);
         }
         tk_wgmma_commit();
         if (kt > 0) {
@@ -251,7 +259,7 @@ static __device__ __forceinline__ void k30_consume_tile(float acc[128], uint32_t
     k30_release(empty, cluster, prev, lane);
     /* The epilogue must read the accumulators after the wait. */
 #pragma unroll
-    for (int i = 0; i < 128; i++)
+    for (int i = 0; i < BN / 2; i++)
         tk_wgmma_reg_fence(acc[i]);
 }
 
@@ -260,20 +268,21 @@ static __device__ __forceinline__ uint32_t k30_pack_bf16x2(float lo, float hi)
     return (uint32_t)tk_f32_to_bf16(lo) | ((uint32_t)tk_f32_to_bf16(hi) << 16);
 }
 
-/* Direct epilogue: stores one consumer's 64 x 256 accumulators at rows r0..,
+/* Direct epilogue: stores one consumer's 64 x BN accumulators at rows r0..,
  * columns c0.. (the warpgroup tile's corner); alpha/beta (C read only when
  * beta != 0), fp32 or bf16, bounds-checked. Pairs of columns per store when
  * p->c_pairs, else one element per store: then ldc may be odd and C only
  * element-aligned (a view into a larger tensor, a vocabulary of 50257).
  * Thread (warp w, lane l) holds rows r0 + 16w + l/4 (+8) and column pairs
  * c0 + 8j + 2(l%4). */
-static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, float acc[128], int r0, int c0,
+template <int BN>
+static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, const float *acc, int r0, int c0,
                                                            int warp, int lane)
 {
     const int row = r0 + 16 * warp + (lane >> 2);
     const int col = c0 + 2 * (lane & 3);
     const bool pairs = p->c_pairs;
-    const bool interior = pairs && r0 + 64 <= p->m && c0 + K30_BN <= p->n;
+    const bool interior = pairs && r0 + 64 <= p->m && c0 + BN <= p->n;
     const float alpha = p->alpha, beta = p->beta;
     const tk_dtype ct = p->c_bf16 ? TK_BF16 : TK_F32;
 #pragma unroll
@@ -282,7 +291,7 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
         const bool row_ok = interior || r < p->m;
         const int64_t base = (int64_t)r * p->ldc + col;
 #pragma unroll
-        for (int j = 0; j < 32; j++) {
+        for (int j = 0; j < BN / 8; j++) {
             const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
             const int cc = col + 8 * j;
             if (interior || (pairs && row_ok && cc + 1 < p->n)) {
@@ -320,6 +329,10 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
 #define K30_SELECT(kernel, op_a, op_b)                                                                               \
     ((op_a) == TK_OP_T ? ((op_b) == TK_OP_N ? (const void *)kernel<1, 1> : (const void *)kernel<1, 0>)             \
                        : ((op_b) == TK_OP_N ? (const void *)kernel<0, 1> : (const void *)kernel<0, 0>))
+/* The same for a kernel templated on its block N too. */
+#define K30_SELECT_BN(kernel, bn, op_a, op_b)                                                                        \
+    ((op_a) == TK_OP_T ? ((op_b) == TK_OP_N ? (const void *)kernel<1, 1, bn> : (const void *)kernel<1, 0, bn>)     \
+                       : ((op_b) == TK_OP_N ? (const void *)kernel<0, 1, bn> : (const void *)kernel<0, 0, bn>))
 
 /* Support check shared by both kernels; m_slack: rows a cluster may address
  * past M (its coordinates must stay 32-bit). */
@@ -349,9 +362,9 @@ static inline tk_status k30_supports_common(const tk_args *a, const tk_device *d
     return st;
 }
 
-/* Tensor maps of A and B and the sizes of a launch; B's K-major box is
- * BN / cluster rows (each CTA of a cluster loads that share). */
-static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int cluster, char *why, size_t len)
+/* Tensor maps of A and B and the sizes of a launch with block N bn; B's
+ * K-major box is bn / cluster rows (each CTA of a cluster loads that share). */
+static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int cluster, int bn, char *why, size_t len)
 {
     memset(p, 0, sizeof *p);
     tk_status st;
@@ -367,7 +380,7 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
     /* B: stored N x K (op T, K-major) or K x N (op N, N-major, 64 x 64 boxes). */
     if (a->op_b == TK_OP_T)
         st = tk_tma_map_2d(&p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->n, a->k, a->ldb,
-                           (uint32_t)(K30_BN / cluster), K30_BK, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+                           (uint32_t)(bn / cluster), K30_BK, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
     else
         st = tk_tma_map_2d(&p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->k, a->n, a->ldb, K30_BK, 64,
                            CU_TENSOR_MAP_SWIZZLE_128B, why, len);
@@ -378,7 +391,7 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
     p->m = (int)a->m;
     p->n = (int)a->n;
     p->tiles_m = (int)((a->m + K30_BM - 1) / K30_BM);
-    p->tiles_n = (int)((a->n + K30_BN - 1) / K30_BN);
+    p->tiles_n = (int)((a->n + bn - 1) / bn);
     p->k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
     p->alpha = a->alpha;
     p->beta = a->beta;
@@ -514,7 +527,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
                                                  cudaStream_t stream, char *why, size_t len)
 {
     k30_params p;
-    tk_status st = k30_fill_params(&p, a, cluster, why, len);
+    tk_status st = k30_fill_params(&p, a, cluster, K30_BN, why, len);
     if (st)
         return st;
     size_t cs = a->c_type == TK_F32 ? 4 : 2;

@@ -44,20 +44,21 @@
 #include "k30_core.cuh"
 
 #define K30_GROUP_M 16                 /* block rows per super-tile */
-#define K30_SMEM_BYTES K30_SMEM_WITH(0)
+#define K30_SMEM_BYTES_N(bn) K30_SMEM_WITH_N(bn, 0)
 
-static_assert(K30_SMEM_BYTES <= 227 * 1024, "shared memory exceeds the sm_90 per-block limit");
+static_assert(K30_SMEM_BYTES_N(256) <= 227 * 1024, "shared memory exceeds the sm_90 per-block limit");
 
 /* A template because the operand majors are wgmma immediates and fix the
  * TMA box pattern: A_MN = 1 for M-major A (op_a T), B_MN = 1 for N-major B
- * (op_b N). */
-template <int A_MN, int B_MN>
+ * (op_b N); and BN, the block N, fixes the instruction and the accumulator
+ * count (k30_wgmma_tma 256, k33_wgmma_128x128 128). */
+template <int A_MN, int B_MN, int BN>
 static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid_constant__ k30_params p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) uint8_t k30_smem[];
     const uint32_t ring = k30_ring(k30_smem);
-    const uint32_t full_bar = ring + K30_RING_BYTES;
+    const uint32_t full_bar = ring + K30_RING_BYTES_N(BN);
     const uint32_t empty_bar = full_bar + 8 * K30_STAGES;
     const int wg = threadIdx.x / 128;
 
@@ -69,25 +70,25 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
         /* Producer warpgroup: one thread issues every load. */
         tk_setmaxnreg_dec(K30_PRODUCER_REGS);
         if (threadIdx.x == 0)
-            k30_produce<A_MN, B_MN>(&p, ring, full_bar, empty_bar, blockIdx.x, gridDim.x, p.tiles_m, K30_GROUP_M, 1,
-                                    0);
+            k30_produce<A_MN, B_MN, BN>(&p, ring, full_bar, empty_bar, blockIdx.x, gridDim.x, p.tiles_m, K30_GROUP_M,
+                                        1, 0);
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile. */
         tk_setmaxnreg_inc(K30_CONSUMER_REGS);
         const int c = wg - 1;
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
         const uint32_t empty[1] = { empty_bar };
-        float acc[128];
+        float acc[BN / 2];
 #pragma unroll
-        for (int i = 0; i < 128; i++)
+        for (int i = 0; i < BN / 2; i++)
             acc[i] = 0.0f;
         int s = 0;
         uint32_t phase = 0;
         for (int t = blockIdx.x; t < p.tiles_m * p.tiles_n; t += gridDim.x) {
             int tm, tn;
             k30_tile_coords(t, p.tiles_m, p.tiles_n, K30_GROUP_M, &tm, &tn);
-            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, 1, p.k_tiles, c, lane, &s, &phase);
-            k30_epilogue_direct(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane);
+            k30_consume_tile<A_MN, B_MN, BN>(acc, ring, full_bar, empty, 1, p.k_tiles, c, lane, &s, &phase);
+            k30_epilogue_direct<BN>(&p, acc, tm * K30_BM + 64 * c, tn * BN, warp, lane);
         }
     }
 #endif
@@ -98,29 +99,47 @@ static tk_status k30_supports(const tk_args *a, const tk_device *dev, char *why,
     return k30_supports_common(a, dev, 0, why, len);
 }
 
-static void k30_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+/* The instance of block N bn (256 or 128) for a's operand majors. */
+static const void *k30_func(int bn, tk_op op_a, tk_op op_b)
 {
-    (void)dev;
-    r->func = a ? K30_SELECT(k30_kernel, a->op_a, a->op_b) : K30_SELECT(k30_kernel, TK_OP_N, TK_OP_T);
-    r->threads = K30_THREADS;
-    r->dyn_smem = K30_SMEM_BYTES;
+    return bn == 256 ? K30_SELECT_BN(k30_kernel, 256, op_a, op_b) : K30_SELECT_BN(k30_kernel, 128, op_a, op_b);
 }
 
-static tk_status k30_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static void k30_resources_bn(int bn, const tk_args *a, tk_resources *r)
+{
+    r->func = a ? k30_func(bn, a->op_a, a->op_b) : k30_func(bn, TK_OP_N, TK_OP_T);
+    r->threads = K30_THREADS;
+    r->dyn_smem = bn == 256 ? K30_SMEM_BYTES_N(256) : K30_SMEM_BYTES_N(128);
+}
+
+static tk_status k30_launch_bn(int bn, const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,
+                               size_t len)
 {
     k30_params p;
-    tk_status st = k30_fill_params(&p, a, 1, why, len);
+    tk_status st = k30_fill_params(&p, a, 1, bn, why, len);
     if (st)
         return st;
-    const void *func = K30_SELECT(k30_kernel, a->op_a, a->op_b);
-    cudaError_t e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, K30_SMEM_BYTES);
+    tk_resources r;
+    k30_resources_bn(bn, a, &r);
+    cudaError_t e = cudaFuncSetAttribute(r.func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)r.dyn_smem);
     if (e == cudaSuccess) {
         long long tiles = (long long)p.tiles_m * p.tiles_n;
         unsigned grid = (unsigned)(tiles < dev->sm_count ? tiles : dev->sm_count);
         void *args[] = { &p };
-        e = cudaLaunchKernel(func, dim3(grid), dim3(K30_THREADS), args, K30_SMEM_BYTES, stream);
+        e = cudaLaunchKernel(r.func, dim3(grid), dim3(K30_THREADS), args, r.dyn_smem, stream);
     }
     return k30_launch_status(e, why, len);
+}
+
+static void k30_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)dev;
+    k30_resources_bn(256, a, r);
+}
+
+static tk_status k30_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+{
+    return k30_launch_bn(256, a, dev, stream, why, len);
 }
 
 extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
@@ -129,4 +148,35 @@ extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
     "super-tiles",
     90, K30_BM, K30_BN, 16, 256, 29,
     k30_supports, k30_resources, k30_launch,
+};
+
+/* k33_wgmma_128x128: the same kernel with BN = 128 (wgmma m64n128k16, 64
+ * accumulators per consumer thread, 32 KB stages). Twice the tiles of
+ * 128 x 256 for shapes that leave SMs idle, and half the wasted columns
+ * where N <= 128. Auto-dispatch ranks it first where N fits 128 columns
+ * or 128 x 256 tiles would not fill half the SMs (k33_rank). */
+static void k33_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)dev;
+    k30_resources_bn(128, a, r);
+}
+
+static tk_status k33_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+{
+    return k30_launch_bn(128, a, dev, stream, why, len);
+}
+
+static int k33_rank(const tk_args *a, const tk_device *dev)
+{
+    const long long wide = ((a->m + K30_BM - 1) / K30_BM) * ((a->n + 255) / 256);
+    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    /* where k31 would split few tiles into k-slices, leave it to k31 */
+    return a->n <= 128 || (2 * wide <= dev->sm_count && k_tiles < 2 * K30_SK_MIN_SLICE_KTILES) ? 31 : 27;
+}
+
+extern "C" const tk_kernel tk_kernel_k33_wgmma_128x128 = {
+    "k33_wgmma_128x128",
+    "k30_wgmma_tma with 128x128 block tiles (wgmma m64n128k16): more tiles for small problems, less waste at N <= 128",
+    90, K30_BM, 128, 16, 128, 27,
+    k30_supports, k33_resources, k33_launch, NULL, k33_rank,
 };

@@ -366,8 +366,8 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             while (k31_walk_next(&p, &w, &t, &kb, &ke, &v)) {
                 int ctm, tn;
                 k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
-                k30_produce_tile<A_MN, B_MN>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke, K31_CLUSTER, rank, &s,
-                                             &phase);
+                k30_produce_tile<A_MN, B_MN, K30_BN>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke, K31_CLUSTER,
+                                                     rank, &s, &phase);
             }
         }
     } else {
@@ -394,7 +394,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             int ctm, tn;
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
             const int tm = ctm * K31_CLUSTER + (int)rank;
-            k30_consume_tile<A_MN, B_MN>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane, &s, &phase);
+            k30_consume_tile<A_MN, B_MN, K30_BN>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane, &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
@@ -406,7 +406,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             if (p.c_staged)
                 k31_epilogue_staged(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c);
             else
-                k30_epilogue_direct(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane);
+                k30_epilogue_direct<K30_BN>(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane);
         }
         /* The last TMA stores must have read shared memory before it goes. */
         if (p.c_tma && threadIdx.x % 128 == 0)

@@ -587,7 +587,7 @@ void tk_tests(void)
             tk_kernel_props kp;
             if (tk_kernel_get(i, &kp) != TK_SUCCESS)
                 continue;
-            if (!strncmp(kp.name, "k30_", 4) || !strncmp(kp.name, "k31_", 4))
+            if (!strncmp(kp.name, "k30_", 4) || !strncmp(kp.name, "k31_", 4) || !strncmp(kp.name, "k33_", 4))
                 g_kernels[g_nkernels++] = kp.name;
         }
     }
