@@ -29,7 +29,7 @@
 #include "../tiles/epilogue.cuh"
 
 #define K30_BM 128
-#define K30_BN 256                     /* k30_wgmma_tma and k31; k33_wgmma_128x128 has 128 */
+#define K30_BN 256                     /* k30_wgmma_tma and k31; k33 has 128, k34 64 */
 #define K30_BK 64                      /* 64 bf16 = 128 bytes = the swizzle span */
 #define K30_STAGES 4
 #define K30_CONSUMERS 2                /* consumer warpgroups, 64 rows of the tile each */
@@ -52,7 +52,8 @@
 #define K30_SMEM_WITH(extra) K30_SMEM_WITH_N(K30_BN, extra)
 
 static_assert(K30_BM == 64 * K30_CONSUMERS, "each consumer warpgroup owns 64 rows (one wgmma M)");
-static_assert(K30_STAGE_BYTES_N(256) % 1024 == 0 && K30_STAGE_BYTES_N(128) % 1024 == 0,
+static_assert(K30_STAGE_BYTES_N(256) % 1024 == 0 && K30_STAGE_BYTES_N(128) % 1024 == 0 &&
+                  K30_STAGE_BYTES_N(64) % 1024 == 0,
               "stages must keep the 1024-byte swizzle alignment");
 static_assert(K30_PRODUCER_REGS * 128 + K30_CONSUMER_REGS * 128 * K30_CONSUMERS <= 65536,
               "register reallocation exceeds the SM's 64K registers");
@@ -444,6 +445,32 @@ static inline size_t k30_sk_bytes(int max_clusters, int cluster)
      * max_clusters * (K30_SK_MAX_SLICES - 1) */
     size_t slots = (size_t)max_clusters * (K30_SK_MAX_SLICES - 1) * cluster * K30_CONSUMERS;
     return 256 + slots * (K30_SK_SLOT_BYTES + sizeof(uint32_t));
+}
+
+/* The block N auto-dispatch gives a problem among the k30 family (256:
+ * k31, or k30 where k31 steps back; 128: k33_wgmma_128x128; 64:
+ * k34_wgmma_128x64), for sms SMs. Rules read off H100 measurements (x cuBLAS,
+ * k31 / k33 / k34): 1000^3 0.60 / 0.75 / 0.76, 1024^3 0.48 / 0.66 / 0.80,
+ * 512^3 0.47 / 0.60 / 0.77, 1536^3 0.66 / 0.58 / 0.52, 65536 x 64 x 4096 0.51
+ * / 1.03 / 1.06, 32768 x 128 x 1024 0.80 / 0.99 / 0.88, 512 x 4096 x 4096
+ * 0.80 / 0.84 / 0.60, 16 x 4096 x 14336 (B N x K) 0.81 / 0.56 / 0.47, 512 x
+ * 28672 x 4096 0.93 / 0.80 / 0.53: smaller tiles where N is narrow or the
+ * 128 x 256 tiles leave SMs idle and K is short; k31 (its k-split) where K
+ * is long. A stand-in for a cost model. */
+static inline int k30_pick_bn(const tk_args *a, int sms)
+{
+    const long long rows = (a->m + K30_BM - 1) / K30_BM;
+    const long long t128 = rows * ((a->n + 127) / 128), t256 = rows * ((a->n + 255) / 256);
+    const long long k_tiles = (a->k + K30_BK - 1) / K30_BK;
+    if (a->n <= 64)
+        return 64;
+    if (a->n <= 128)
+        return 128;
+    if (2 * t128 <= sms && k_tiles < 2 * K30_SK_MIN_SLICE_KTILES)
+        return 64;
+    if (2 * t256 <= sms && k_tiles < 8 * K30_SK_MIN_SLICE_KTILES)
+        return 128;
+    return 256;
 }
 
 /* Whether k30_plan_split_wave may split a problem of `tiles` (cluster)

@@ -51,7 +51,7 @@ static_assert(K30_SMEM_BYTES_N(256) <= 227 * 1024, "shared memory exceeds the sm
 /* A template because the operand majors are wgmma immediates and fix the
  * TMA box pattern: A_MN = 1 for M-major A (op_a T), B_MN = 1 for N-major B
  * (op_b N); and BN, the block N, fixes the instruction and the accumulator
- * count (k30_wgmma_tma 256, k33_wgmma_128x128 128). */
+ * count (k30_wgmma_tma 256, k33_wgmma_128x128 128, k34_wgmma_128x64 64). */
 template <int A_MN, int B_MN, int BN>
 static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid_constant__ k30_params p)
 {
@@ -99,17 +99,19 @@ static tk_status k30_supports(const tk_args *a, const tk_device *dev, char *why,
     return k30_supports_common(a, dev, 0, why, len);
 }
 
-/* The instance of block N bn (256 or 128) for a's operand majors. */
+/* The instance of block N bn (256, 128 or 64) for a's operand majors. */
 static const void *k30_func(int bn, tk_op op_a, tk_op op_b)
 {
-    return bn == 256 ? K30_SELECT_BN(k30_kernel, 256, op_a, op_b) : K30_SELECT_BN(k30_kernel, 128, op_a, op_b);
+    return bn == 256   ? K30_SELECT_BN(k30_kernel, 256, op_a, op_b)
+           : bn == 128 ? K30_SELECT_BN(k30_kernel, 128, op_a, op_b)
+                       : K30_SELECT_BN(k30_kernel, 64, op_a, op_b);
 }
 
 static void k30_resources_bn(int bn, const tk_args *a, tk_resources *r)
 {
     r->func = a ? k30_func(bn, a->op_a, a->op_b) : k30_func(bn, TK_OP_N, TK_OP_T);
     r->threads = K30_THREADS;
-    r->dyn_smem = bn == 256 ? K30_SMEM_BYTES_N(256) : K30_SMEM_BYTES_N(128);
+    r->dyn_smem = K30_SMEM_BYTES_N(bn);
 }
 
 static tk_status k30_launch_bn(int bn, const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,
@@ -153,8 +155,7 @@ extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
 /* k33_wgmma_128x128: the same kernel with BN = 128 (wgmma m64n128k16, 64
  * accumulators per consumer thread, 32 KB stages). Twice the tiles of
  * 128 x 256 for shapes that leave SMs idle, and half the wasted columns
- * where N <= 128. Auto-dispatch ranks it first where N fits 128 columns
- * or 128 x 256 tiles would not fill half the SMs (k33_rank). */
+ * where N <= 128. Auto-dispatch ranks it first where k30_pick_bn says 128. */
 static void k33_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
 {
     (void)dev;
@@ -168,10 +169,7 @@ static tk_status k33_launch(const tk_args *a, const tk_device *dev, cudaStream_t
 
 static int k33_rank(const tk_args *a, const tk_device *dev)
 {
-    const long long wide = ((a->m + K30_BM - 1) / K30_BM) * ((a->n + 255) / 256);
-    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
-    /* where k31 would split few tiles into k-slices, leave it to k31 */
-    return a->n <= 128 || (2 * wide <= dev->sm_count && k_tiles < 2 * K30_SK_MIN_SLICE_KTILES) ? 31 : 27;
+    return k30_pick_bn(a, dev->sm_count) == 128 ? 31 : 27;
 }
 
 extern "C" const tk_kernel tk_kernel_k33_wgmma_128x128 = {
@@ -179,4 +177,31 @@ extern "C" const tk_kernel tk_kernel_k33_wgmma_128x128 = {
     "k30_wgmma_tma with 128x128 block tiles (wgmma m64n128k16): more tiles for small problems, less waste at N <= 128",
     90, K30_BM, 128, 16, 128, 27,
     k30_supports, k33_resources, k33_launch, NULL, k33_rank,
+};
+
+/* k34_wgmma_128x64: BN = 64 (wgmma m64n64k16, 32 accumulators, 24 KB
+ * stages): four times the tiles of 128 x 256, for problems whose 128 x 128
+ * tiles would still leave most SMs idle, and no wasted columns at N <= 64;
+ * ranked first where k30_pick_bn says 64. */
+static void k34_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)dev;
+    k30_resources_bn(64, a, r);
+}
+
+static tk_status k34_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+{
+    return k30_launch_bn(64, a, dev, stream, why, len);
+}
+
+static int k34_rank(const tk_args *a, const tk_device *dev)
+{
+    return k30_pick_bn(a, dev->sm_count) == 64 ? 32 : 26;
+}
+
+extern "C" const tk_kernel tk_kernel_k34_wgmma_128x64 = {
+    "k34_wgmma_128x64",
+    "k30_wgmma_tma with 128x64 block tiles (wgmma m64n64k16): four times the tiles of 128x256 for small problems",
+    90, K30_BM, 64, 16, 64, 26,
+    k30_supports, k34_resources, k34_launch, NULL, k34_rank,
 };

@@ -410,6 +410,33 @@ static void k30_split_plan(void)
     }
 }
 
+/* The block N auto-dispatch picks among the k30 family (k30_pick_bn), on
+ * 132 SMs: host arithmetic, run with the split plan in the CPU suite. */
+static void k30_split_plan_pick_bn(void)
+{
+    static const struct { int64_t m, n, k; int bn; } cases[] = {
+        { 1000, 1000, 1000, 64 },     /* 64 tiles of 128 x 128, 16 k-tiles: the smallest tiles */
+        { 512, 512, 512, 64 },
+        { 1536, 1536, 1536, 256 },    /* 144 tiles of 128 x 128 */
+        { 65536, 64, 4096, 64 },      /* N fits 64 */
+        { 32768, 128, 1024, 128 },    /* N fits 128 */
+        { 512, 4096, 4096, 128 },     /* 64 tiles of 128 x 256, 64 k-tiles */
+        { 16, 4096, 14336, 256 },     /* 224 k-tiles: k31's split */
+        { 8192, 8192, 8192, 256 },
+        { 4096, 4097, 4096, 256 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_args a;
+        memset(&a, 0, sizeof a);
+        a.m = cases[i].m;
+        a.n = cases[i].n;
+        a.k = cases[i].k;
+        int bn = k30_pick_bn(&a, 132);
+        CHECK(bn == cases[i].bn, "%lldx%lldx%lld: BN %d, expected %d", (long long)a.m, (long long)a.n,
+              (long long)a.k, bn, cases[i].bn);
+    }
+}
+
 /* 100 repeated runs give bit-identical results (no race). */
 static void k30_repeat(void)
 {
@@ -587,7 +614,8 @@ void tk_tests(void)
             tk_kernel_props kp;
             if (tk_kernel_get(i, &kp) != TK_SUCCESS)
                 continue;
-            if (!strncmp(kp.name, "k30_", 4) || !strncmp(kp.name, "k31_", 4) || !strncmp(kp.name, "k33_", 4))
+            if (!strncmp(kp.name, "k30_", 4) || !strncmp(kp.name, "k31_", 4) || !strncmp(kp.name, "k33_", 4) ||
+                !strncmp(kp.name, "k34_", 4))
                 g_kernels[g_nkernels++] = kp.name;
         }
     }
@@ -598,6 +626,7 @@ void tk_tests(void)
     if (!g_ok_device)
         printf("no sm_90 GPU: %s tests skipped\n", KERNEL);
     TK_TEST(k30_split_plan);
+    TK_TEST(k30_split_plan_pick_bn);
     TK_TEST(k30_dispatch);
     TK_TEST(k30_sanitize);
     TK_TEST(k30_small_shapes);
