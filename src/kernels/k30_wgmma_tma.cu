@@ -158,56 +158,40 @@ extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
     k30_supports, k30_resources, k30_launch,
 };
 
-/* k33_wgmma_128x128: the same kernel with BN = 128 (wgmma m64n128k16, 64
- * accumulators per consumer thread, 32 KB stages). Twice the tiles of
- * 128 x 256 for shapes that leave SMs idle, and half the wasted columns
- * where N <= 128. Auto-dispatch ranks it first where k30_pick_bn says 128. */
-static void k33_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
-{
-    (void)dev;
-    k30_resources_bn(128, a, r);
-}
+/* A configuration of this kernel with another block N as a registry entry of
+ * its own: the launch contract's functions carry no configuration, so each
+ * entry gets three one-line wrappers. It ranks first_rank where
+ * k30_pick_bn picks its BN, auto_rank elsewhere. */
+#define K30_CONFIG(name, bn, first_rank, auto_rank, desc)                                                            \
+    static void name##_resources(const tk_args *a, const tk_device *dev, tk_resources *r)                          \
+    {                                                                                                              \
+        (void)dev;                                                                                                 \
+        k30_resources_bn(bn, a, r);                                                                                \
+    }                                                                                                              \
+    static tk_status name##_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,          \
+                                   size_t len)                                                                     \
+    {                                                                                                              \
+        return k30_launch_bn(bn, a, dev, stream, why, len);                                                        \
+    }                                                                                                              \
+    static int name##_rank(const tk_args *a, const tk_device *dev)                                                 \
+    {                                                                                                              \
+        return k30_pick_bn(a, dev->sm_count) == (bn) ? (first_rank) : (auto_rank);                                 \
+    }                                                                                                              \
+    extern "C" const tk_kernel tk_kernel_##name = {                                                                \
+        #name, desc, 90, K30_BM, bn, 16, bn, auto_rank, k30_supports, name##_resources, name##_launch, NULL,       \
+        name##_rank,                                                                                               \
+    };
 
-static tk_status k33_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
-{
-    return k30_launch_bn(128, a, dev, stream, why, len);
-}
-
-static int k33_rank(const tk_args *a, const tk_device *dev)
-{
-    return k30_pick_bn(a, dev->sm_count) == 128 ? 31 : 27;
-}
-
-extern "C" const tk_kernel tk_kernel_k33_wgmma_128x128 = {
-    "k33_wgmma_128x128",
-    "k30_wgmma_tma with 128x128 block tiles (wgmma m64n128k16): more tiles for small problems, less waste at N <= 128",
-    90, K30_BM, 128, 16, 128, 27,
-    k30_supports, k33_resources, k33_launch, NULL, k33_rank,
-};
+/* k33_wgmma_128x128: BN = 128 (wgmma m64n128k16, 64 accumulators per
+ * consumer thread, 32 KB stages). Twice the tiles of 128 x 256 for shapes
+ * that leave SMs idle, and half the wasted columns where N <= 128. */
+K30_CONFIG(k33_wgmma_128x128, 128, 31, 27,
+           "k30_wgmma_tma with 128x128 block tiles (wgmma m64n128k16): more tiles for small problems, less waste at "
+           "N <= 128")
 
 /* k34_wgmma_128x64: BN = 64 (wgmma m64n64k16, 32 accumulators, 24 KB
  * stages): four times the tiles of 128 x 256, for problems whose 128 x 128
- * tiles would still leave most SMs idle, and no wasted columns at N <= 64;
- * ranked first where k30_pick_bn says 64. */
-static void k34_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
-{
-    (void)dev;
-    k30_resources_bn(64, a, r);
-}
-
-static tk_status k34_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
-{
-    return k30_launch_bn(64, a, dev, stream, why, len);
-}
-
-static int k34_rank(const tk_args *a, const tk_device *dev)
-{
-    return k30_pick_bn(a, dev->sm_count) == 64 ? 32 : 26;
-}
-
-extern "C" const tk_kernel tk_kernel_k34_wgmma_128x64 = {
-    "k34_wgmma_128x64",
-    "k30_wgmma_tma with 128x64 block tiles (wgmma m64n64k16): four times the tiles of 128x256 for small problems",
-    90, K30_BM, 64, 16, 64, 26,
-    k30_supports, k34_resources, k34_launch, NULL, k34_rank,
-};
+ * tiles would still leave most SMs idle, and no wasted columns at N <= 64. */
+K30_CONFIG(k34_wgmma_128x64, 64, 32, 26,
+           "k30_wgmma_tma with 128x64 block tiles (wgmma m64n64k16): four times the tiles of 128x256 for small "
+           "problems")
