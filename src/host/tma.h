@@ -24,7 +24,7 @@ tk_status tk_tma_check(const char *name, const void *p, int64_t ld, size_t elem_
 /* Encodes the map of a row-major matrix of rows x cols elements with leading
  * dimension ld (elements), copied in boxes of box_rows x box_cols (box_cols *
  * elem_bytes <= 128 with the 128B swizzle). Boxes may reach past the matrix:
- * loads zero-fill and stores clip there. L2 promotion is 256 bytes. */
+ * loads zero-fill and stores clip there. L2 promotion is 128 bytes. */
 tk_status tk_tma_map_2d(CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes, const void *base,
                         uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows, uint32_t box_cols,
                         CUtensorMapSwizzle swizzle, char *why, size_t len);
