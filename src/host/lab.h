@@ -187,6 +187,11 @@ typedef struct tk_lab_verify_result {
     int64_t pad_writes;         /* elements of C's padding the kernel changed (a failure) */
     int64_t pad_row, pad_col;   /* the first of them, in C's logical coordinates */
     tk_lab_report vs_cublas, vs_ref;
+    /* cuBLAS's own C at the reference's points: where it is off the fp64
+     * reference (cuBLAS's bf16 split-K paths round partial sums), cuBLAS
+     * cannot judge the case and the fp64 reference alone does. */
+    tk_lab_report cublas_vs_ref;
+    int cublas_off;
 } tk_lab_verify_result;
 
 /* A verify context owns a handle, a stream and the per-shape input cache. */

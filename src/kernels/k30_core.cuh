@@ -22,6 +22,8 @@
 #include "../ptx/common.cuh"
 #include "../ptx/cluster.cuh"
 #include "../ptx/fence.cuh"
+#include "../ptx/bar.cuh"
+#include "../ptx/flag.cuh"
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/setmaxnreg.cuh"
 #include "../ptx/tma.cuh"
@@ -31,7 +33,18 @@
 #define K30_BM 128
 #define K30_BN 256                     /* k30_wgmma_tma and k31; k33 has 128, k34 64 */
 #define K30_BK 64                      /* 64 bf16 = 128 bytes = the swizzle span */
-#define K30_STAGES 4
+/* Stages of the ring: as many as the 192 KB ring budget holds, at most
+ * K30_MAX_STAGES (BN 256: 4 stages of 48 KB, 128: 6 of 32 KB, 64: 8 of 24
+ * KB). Small tiles finish a k-tile quickly, so they need more loads in
+ * flight to hide the load latency (measurements: docs/NOTES.md). */
+#define K30_RING_BUDGET (192 * 1024)
+#ifndef K30_MAX_STAGES
+#define K30_MAX_STAGES 8
+#endif
+#define K30_STAGES_N(bn)                                                                                               \
+    (K30_RING_BUDGET / K30_STAGE_BYTES_N(bn) < K30_MAX_STAGES ? K30_RING_BUDGET / K30_STAGE_BYTES_N(bn)              \
+                                                              : K30_MAX_STAGES)
+#define K30_STAGES K30_STAGES_N(K30_BN)
 #define K30_CONSUMERS 2                /* consumer warpgroups, 64 rows of the tile each */
 #define K30_THREADS (128 * (1 + K30_CONSUMERS))
 #define K30_PRODUCER_REGS 40
@@ -41,11 +54,11 @@
 /* Sizes for a block N of bn (the loops take BN as a template argument). */
 #define K30_B_BYTES_N(bn) ((bn) * K30_BK * 2)
 #define K30_STAGE_BYTES_N(bn) (K30_A_BYTES + K30_B_BYTES_N(bn))
-#define K30_RING_BYTES_N(bn) (K30_STAGES * K30_STAGE_BYTES_N(bn))
+#define K30_RING_BYTES_N(bn) (K30_STAGES_N(bn) * K30_STAGE_BYTES_N(bn))
 /* Dynamic shared memory with `extra` bytes between the ring and the barriers:
  * + 1024 to align the ring to the 128B-swizzle pattern, + the full and empty
  * barriers. */
-#define K30_SMEM_WITH_N(bn, extra) (1024 + K30_RING_BYTES_N(bn) + (extra) + 2 * 8 * K30_STAGES)
+#define K30_SMEM_WITH_N(bn, extra) (1024 + K30_RING_BYTES_N(bn) + (extra) + 2 * 8 * K30_STAGES_N(bn))
 #define K30_B_BYTES K30_B_BYTES_N(K30_BN)
 #define K30_STAGE_BYTES K30_STAGE_BYTES_N(K30_BN)
 #define K30_RING_BYTES K30_RING_BYTES_N(K30_BN)
@@ -58,6 +71,10 @@ static_assert(K30_STAGE_BYTES_N(256) % 1024 == 0 && K30_STAGE_BYTES_N(128) % 102
 static_assert(K30_PRODUCER_REGS * 128 + K30_CONSUMER_REGS * 128 * K30_CONSUMERS <= 65536,
               "register reallocation exceeds the SM's 64K registers");
 
+/* A split slot: one consumer's partial sums, 64 x BN <= 128 x 128 fp32. */
+#define K30_SK_SLOT_FLOATS (128 * 128)
+#define K30_SK_SLOT_BYTES (K30_SK_SLOT_FLOATS * sizeof(float))
+
 typedef struct k30_params {
     CUtensorMap map_a;                 /* A: box BM x BK (K-major) or 64 x 64 (M-major) */
     CUtensorMap map_b;                 /* B: box BN/cluster x BK (K-major) or 64 x 64 (N-major) */
@@ -67,11 +84,17 @@ typedef struct k30_params {
     int m, n;
     int tiles_m, tiles_n, k_tiles;
     float alpha, beta;
+    /* A's rows loaded per stage: BM, or with one CTA and M < BM (decode)
+     * only M rounded up to 8 (K-major A: a box of a_rows rows) or to 64
+     * (M-major A: a_boxes boxes of 64): rows past them keep stale shared
+     * memory, which only reaches C's rows past M, never stored. TMA's zero
+     * fill of 120 rows of A per stage measured slower than reading them. */
+    int a_rows, a_boxes, a_bytes;
     int c_bf16;
     int c_pairs;                       /* C rows allow 2-element stores (ldc even, C aligned to a pair) */
     int c_staged;                      /* k31: epilogue through shared memory, then ... */
     int c_tma;                         /* ... TMA stores (else row-by-row stores) */
-    /* k31's split last wave (sk_slices > 0): the walk's last sk_tiles
+    /* Split tiles (sk_slices > 0): the walk's last sk_tiles
      * tiles, from sk_first on, are split into sk_slices equal k-ranges dealt
      * out like tiles; sk_slices == 0: sk_first is the number of tiles. */
     int num_clusters;
@@ -95,11 +118,11 @@ static __device__ __forceinline__ uint32_t k30_ring(const uint8_t *smem)
 /* One thread: prefetch the tensor maps, initialise the barriers (the full
  * barrier expects the producer's arrival, the empty one `empty_arrivals`). */
 static __device__ __forceinline__ void k30_init(const k30_params *p, uint32_t full_bar, uint32_t empty_bar,
-                                                uint32_t empty_arrivals)
+                                                uint32_t empty_arrivals, int stages)
 {
     tk_tma_prefetch_map(&p->map_a);
     tk_tma_prefetch_map(&p->map_b);
-    for (int s = 0; s < K30_STAGES; s++) {
+    for (int s = 0; s < stages; s++) {
         tk_mbarrier_init(full_bar + 8 * s, 1);
         tk_mbarrier_init(empty_bar + 8 * s, empty_arrivals);
     }
@@ -142,12 +165,13 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
          * first round: parity 1 of a fresh barrier reads as completed. */
         tk_mbarrier_wait_parity(empty_bar + 8 * *s, *phase ^ 1);
         /* Out-of-bounds box parts are zero-filled and still counted, so
-         * the byte count is always the full stage, B's shares included. */
-        tk_mbarrier_arrive_expect_tx(fb, K30_STAGE_BYTES_N(BN));
+         * the byte count is always the full boxes, B's shares included. */
+        tk_mbarrier_arrive_expect_tx(fb, p->a_bytes + K30_B_BYTES_N(BN));
         if (A_MN) {
 #pragma unroll
             for (int j = 0; j < K30_BM / 64; j++)
-                tk_tma_load_2d(sa + j * K30_BOX, &p->map_a, m0 + 64 * j, k0, fb);
+                if (j < p->a_boxes)
+                    tk_tma_load_2d(sa + j * K30_BOX, &p->map_a, m0 + 64 * j, k0, fb);
         } else {
             tk_tma_load_2d(sa, &p->map_a, k0, m0, fb);
         }
@@ -171,29 +195,88 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
             tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES_N(BN) / cluster), &p->map_b, k0, n0 + part * (int)rank, fb,
                                      all);
         }
-        if (++*s == K30_STAGES) {
+        if (++*s == K30_STAGES_N(BN)) {
             *s = 0;
             *phase ^= 1;
         }
     }
 }
 
-/* The producer thread: walks tiles first, first + step, ... of the
- * rows_total x tiles_n tile grid (cluster rows when cluster > 1) in
- * super-tile order and loads every k-tile of each into the ring. */
-template <int A_MN, int B_MN, int BN>
-static __device__ __forceinline__ void k30_produce(const k30_params *p, uint32_t ring, uint32_t full_bar,
-                                                   uint32_t empty_bar, int first, int step, int rows_total, int group,
-                                                   int cluster, uint32_t rank)
+/* The walk of one cluster (one CTA where cluster = 1): its data-parallel
+ * tiles (cluster_id, + the number of clusters, ...) below sk_first, then,
+ * the same way, its units of the split tiles: unit v is slice v / sk_tiles
+ * of tile sk_first + v % sk_tiles. Producer and consumers walk it alike. */
+typedef struct k30_walk {
+    int t;                             /* next data-parallel tile */
+    int v;                             /* next split unit */
+} k30_walk;
+
+/* The next unit of work: tile *t, k-tiles *kb..*ke-1, split unit *v (-1 for
+ * a whole tile); 0 at the end. */
+static __device__ __forceinline__ int k30_walk_next(const k30_params *p, k30_walk *w, int *t, int *kb, int *ke,
+                                                    int *v)
 {
-    const int num_tiles = rows_total * p->tiles_n;
-    int s = 0;
-    uint32_t phase = 0;
-    for (int t = first; t < num_tiles; t += step) {
-        int tr, tn;
-        k30_tile_coords(t, rows_total, p->tiles_n, group, &tr, &tn);
-        k30_produce_tile<A_MN, B_MN, BN>(p, ring, full_bar, empty_bar, tr, tn, 0, p->k_tiles, cluster, rank, &s,
-                                         &phase);
+    if (w->t < p->sk_first) {
+        *t = w->t;
+        *kb = 0;
+        *ke = p->k_tiles;
+        *v = -1;
+        w->t += p->num_clusters;
+        return 1;
+    }
+    if (w->v >= p->sk_tiles * p->sk_slices)
+        return 0;
+    const int slice = w->v / p->sk_tiles;
+    *t = p->sk_first + (w->v - slice * p->sk_tiles);
+    *kb = slice * p->k_tiles / p->sk_slices;
+    *ke = (slice + 1) * p->k_tiles / p->sk_slices;
+    *v = w->v;
+    w->v += p->num_clusters;
+    return 1;
+}
+
+/* A split unit other than a tile's last slice leaves its sum in its slot
+ * (consumer thread tid's BN / 2 values as float4s, warp-contiguous) and
+ * publishes it by setting the slot's flag to this launch's number. */
+template <int BN>
+static __device__ __forceinline__ void k30_sk_save(const k30_params *p, const float *acc, int slot, int tid,
+                                                   int bar_id)
+{
+    float4 *dst = (float4 *)(p->sk_part + (size_t)slot * K30_SK_SLOT_FLOATS);
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+        __stcg(dst + j * 128 + tid, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+    __threadfence();
+    tk_bar_sync(bar_id, 128);
+    if (tid == 0)
+        tk_flag_store_release(p->sk_flag + slot, p->seq);
+}
+
+/* The unit of a tile's last slice adds the other slices' partial sums (for
+ * this CTA rank and consumer, `sub` of `subs` per unit) in slice order,
+ * waiting for each: a fixed order, so results are the same run to run.
+ * They are units of lower number, and every cluster walks its units in
+ * rising order, waiting only on lower ones: the waits cannot deadlock. */
+template <int BN>
+static __device__ __forceinline__ void k30_sk_gather(const k30_params *p, float *acc, int tile_in_wave, int sub,
+                                                     int subs, int tid, int bar_id)
+{
+    for (int slice = 0; slice < p->sk_slices - 1; slice++) {
+        const int slot = (slice * p->sk_tiles + tile_in_wave) * subs + sub;
+        if (tid == 0) {
+            while (tk_flag_load_acquire(p->sk_flag + slot) != p->seq)
+                __nanosleep(128);
+        }
+        tk_bar_sync(bar_id, 128);
+        const float4 *src = (const float4 *)(p->sk_part + (size_t)slot * K30_SK_SLOT_FLOATS);
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            const float4 v = __ldcg(src + j * 128 + tid);
+            acc[4 * j] += v.x;
+            acc[4 * j + 1] += v.y;
+            acc[4 * j + 2] += v.z;
+            acc[4 * j + 3] += v.w;
+        }
     }
 }
 
@@ -251,7 +334,7 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
             k30_release(empty, cluster, prev, lane);
         }
         prev = *s;
-        if (++*s == K30_STAGES) {
+        if (++*s == K30_STAGES_N(BN)) {
             *s = 0;
             *phase ^= 1;
         }
@@ -369,10 +452,17 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
 {
     memset(p, 0, sizeof *p);
     tk_status st;
-    /* A: M x K (K-major, box BM x BK) or stored K x M (M-major, 64 x 64 boxes). */
+    p->a_rows = K30_BM;
+    p->a_boxes = K30_BM / 64;
+    if (cluster == 1 && a->m < K30_BM) {
+        p->a_rows = (int)((a->m + 7) / 8 * 8);
+        p->a_boxes = (int)((a->m + 63) / 64);
+    }
+    p->a_bytes = (a->op_a == TK_OP_N ? p->a_rows : 64 * p->a_boxes) * K30_BK * 2;
+    /* A: M x K (K-major, box a_rows x BK) or stored K x M (M-major, 64 x 64 boxes). */
     if (a->op_a == TK_OP_N)
-        st = tk_tma_map_2d(&p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->m, a->k, a->lda, K30_BM, K30_BK,
-                           CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+        st = tk_tma_map_2d(&p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->m, a->k, a->lda,
+                           (uint32_t)p->a_rows, K30_BK, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
     else
         st = tk_tma_map_2d(&p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->k, a->m, a->lda, K30_BK, 64,
                            CU_TENSOR_MAP_SWIZZLE_128B, why, len);
@@ -414,15 +504,15 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
     return TK_SUCCESS;
 }
 
-/* Split-wave workspace (k31): one flag per slot (at the start, so that
+/* Split workspace (every kernel of the family): one flag per slot (at the start, so that
  * every launch finds them at the same place whatever its split), then one
  * slot of 128 x 128 fp32 partial accumulators (64 KB) per partial unit, CTA
  * and consumer warpgroup. Fewer than max_clusters tiles are split, into at
  * most K30_SK_MAX_SLICES slices of which all but the last leave a partial. */
-#define K30_SK_SLOT_FLOATS (128 * 128)
-#define K30_SK_SLOT_BYTES (K30_SK_SLOT_FLOATS * sizeof(float))
 #define K30_SK_MAX_SLICES 3
+#ifndef K30_SK_MIN_SLICE_KTILES
 #define K30_SK_MIN_SLICE_KTILES 16
+#endif
 /* Fewer tiles than clusters (512 x 4096 x 4096: 32 cluster tiles for 66
  * clusters): every tile split into up to 4 slices, again of at least
  * K30_SK_MIN_SLICE_KTILES k-tiles. Measured on the H100 (k31 alone, medians
@@ -449,26 +539,31 @@ static inline size_t k30_sk_bytes(int max_clusters, int cluster)
 
 /* The block N auto-dispatch gives a problem among the k30 family (256:
  * k31, or k30 where k31 steps back; 128: k33_wgmma_128x128; 64:
- * k34_wgmma_128x64), for sms SMs. Rules read off H100 measurements (x cuBLAS,
- * k31 / k33 / k34): 1000^3 0.60 / 0.75 / 0.76, 1024^3 0.48 / 0.66 / 0.80,
- * 512^3 0.47 / 0.60 / 0.77, 1536^3 0.66 / 0.58 / 0.52, 65536 x 64 x 4096 0.51
- * / 1.03 / 1.06, 32768 x 128 x 1024 0.80 / 0.99 / 0.88, 512 x 4096 x 4096
- * 0.80 / 0.84 / 0.60, 16 x 4096 x 14336 (B N x K) 0.81 / 0.56 / 0.47, 512 x
- * 28672 x 4096 0.93 / 0.80 / 0.53: smaller tiles where N is narrow or the
- * 128 x 256 tiles leave SMs idle and K is short; k31 (its k-split) where K
- * is long. A stand-in for a cost model. */
+ * k34_wgmma_128x64), for sms SMs. Rules read off one H100 run of the `all`
+ * suite with every configuration timed (docs/NOTES.md, "Configurations with
+ * split-K"): over its 189 shapes they pick a configuration on average 0.1%
+ * slower than the best of the four, where the rules before split-K and
+ * short A boxes lost 8%. Decode (M <= 128: one block row): k34, whose 128 x 64
+ * tiles give the most CTAs and whose few-tile split then fills the SMs
+ * (1 x 28672 x 4096: k34 0.098 ms, k33 0.099, k30 0.105, k31 0.135;
+ * 1 x 6144 x 4096: 0.031 / 0.034 / 0.044 / 0.044). Small problems whose
+ * 128 x 64 tiles fit one wave: k34 (1024^3 0.0103 / 0.0136 / 0.0220 /
+ * 0.0181). One wave of 128 x 128 tiles, or two of 128 x 256 with short K:
+ * k33 (512 x 4096 x 14336 0.087 against k31's 0.091). Else k31. A stand-in
+ * for a cost model. */
 static inline int k30_pick_bn(const tk_args *a, int sms)
 {
     const long long rows = (a->m + K30_BM - 1) / K30_BM;
-    const long long t128 = rows * ((a->n + 127) / 128), t256 = rows * ((a->n + 255) / 256);
+    const long long t64 = rows * ((a->n + 63) / 64), t128 = rows * ((a->n + 127) / 128);
+    const long long t256 = rows * ((a->n + 255) / 256);
     const long long k_tiles = (a->k + K30_BK - 1) / K30_BK;
-    if (a->n <= 64)
+    if (a->n <= 64 || rows == 1)
         return 64;
-    if (a->n <= 128)
+    if (t64 <= sms && k_tiles < 200)
+        return 64;
+    if (a->n <= 128 || t128 <= sms)
         return 128;
-    if (2 * t128 <= sms && k_tiles < 2 * K30_SK_MIN_SLICE_KTILES)
-        return 64;
-    if (2 * t256 <= sms && k_tiles < 8 * K30_SK_MIN_SLICE_KTILES)
+    if (2 * t256 <= sms && k_tiles < 2 * K30_SK_MIN_SLICE_KTILES * 4)
         return 128;
     return 256;
 }

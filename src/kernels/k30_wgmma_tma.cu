@@ -3,7 +3,7 @@
  *
  * Builds on the sm_80 tensor-core kernels by moving to Hopper's own units:
  * - One producer warpgroup: a single thread issues TMA (cp.async.bulk.tensor)
- *   loads of A and B tiles into a ring of K30_STAGES shared-memory stages.
+ *   loads of A and B tiles into a ring of shared-memory stages (4 of 48 KB here; K30_STAGES_N).
  *   Each stage has a full barrier (the producer's arrive.expect_tx plus the
  *   copy engine's complete_tx bytes) and an empty barrier (one arrival per
  *   consumer warp once its wgmma reading the stage has completed). Waits are
@@ -41,6 +41,19 @@
  * k34_wgmma_128x64 (end of this file): at 8192^3 they lose to this one, as the
  * figures say; they are for small and narrow problems, where k30_pick_bn
  * (k30_core.cuh, with its measurements) gives them to auto-dispatch.
+ * Session 4 gave all three what k31 had and small tiles need (H100, ms):
+ * - Split-K: the walk, partial sums and fixed-order fixup of k31 moved into
+ *   the core, so tiles fewer than the SMs are split into up to 4 k-slices
+ *   and a last wave into up to 3 (k30_plan_split_wave). k34 at 128 x 4096 x
+ *   4096 NT: 0.0349 -> 0.0251 (64 tiles in 2 slices); k33 at 1 x 4096 x 14336:
+ *   0.1025 -> 0.0634.
+ * - Stages from a 192 KB ring budget (K30_STAGES_N): BN 256 keeps 4 stages,
+ *   128 gets 6 and 64 gets 8. k34 at 1024^3: 0.0116 -> 0.0099 (4 vs 8
+ *   stages, two rounds in both orders); 6 stages for k34: 0.0103.
+ * - Short A boxes for M < 128 (k30_params.a_rows): TMA's zero fill of the
+ *   rows past M cost more than reading real rows (k34 at 1 x 6144 x 4096 NT
+ *   took 0.041 against 0.031 at M = 128); loading only M rounded up to 8:
+ *   1 x 6144 x 4096 0.0413 -> 0.0311, 1 x 28672 x 4096 0.139 -> 0.098.
  * Auto-dispatch prefers k31_wgmma_cluster; this kernel is the fallback (rank 29)
  * where the cluster kernel refuses a problem.
  * Reproduce: build/tilekit bench --kernel k30_wgmma_tma
@@ -50,7 +63,8 @@
 #define K30_GROUP_M 16                 /* block rows per super-tile */
 #define K30_SMEM_BYTES_N(bn) K30_SMEM_WITH_N(bn, 0)
 
-static_assert(K30_SMEM_BYTES_N(256) <= 227 * 1024, "shared memory exceeds the sm_90 per-block limit");
+static_assert(K30_SMEM_BYTES_N(256) <= 227 * 1024 && K30_SMEM_BYTES_N(128) <= 227 * 1024 &&
+                  K30_SMEM_BYTES_N(64) <= 227 * 1024, "shared memory exceeds the sm_90 per-block limit");
 
 /* A template because the operand majors are wgmma immediates and fix the
  * TMA box pattern: A_MN = 1 for M-major A (op_a T), B_MN = 1 for N-major B
@@ -63,19 +77,26 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
     extern __shared__ __align__(1024) uint8_t k30_smem[];
     const uint32_t ring = k30_ring(k30_smem);
     const uint32_t full_bar = ring + K30_RING_BYTES_N(BN);
-    const uint32_t empty_bar = full_bar + 8 * K30_STAGES;
+    const uint32_t empty_bar = full_bar + 8 * K30_STAGES_N(BN);
     const int wg = threadIdx.x / 128;
 
     if (threadIdx.x == 0)
-        k30_init(&p, full_bar, empty_bar, 4 * K30_CONSUMERS);
+        k30_init(&p, full_bar, empty_bar, 4 * K30_CONSUMERS, K30_STAGES_N(BN));
     __syncthreads();
 
     if (wg == 0) {
         /* Producer warpgroup: one thread issues every load. */
         tk_setmaxnreg_dec(K30_PRODUCER_REGS);
-        if (threadIdx.x == 0)
-            k30_produce<A_MN, B_MN, BN>(&p, ring, full_bar, empty_bar, blockIdx.x, gridDim.x, p.tiles_m, K30_GROUP_M,
-                                        1, 0);
+        if (threadIdx.x == 0) {
+            k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
+            int s = 0, t, kb, ke, v;
+            uint32_t phase = 0;
+            while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
+                int tm, tn;
+                k30_tile_coords(t, p.tiles_m, p.tiles_n, K30_GROUP_M, &tm, &tn);
+                k30_produce_tile<A_MN, B_MN, BN>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s, &phase);
+            }
+        }
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile. */
         tk_setmaxnreg_inc(K30_CONSUMER_REGS);
@@ -86,12 +107,22 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             acc[i] = 0.0f;
-        int s = 0;
+        const int tid = threadIdx.x % 128;
+        k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
+        int s = 0, t, kb, ke, v;
         uint32_t phase = 0;
-        for (int t = blockIdx.x; t < p.tiles_m * p.tiles_n; t += gridDim.x) {
+        while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
             int tm, tn;
             k30_tile_coords(t, p.tiles_m, p.tiles_n, K30_GROUP_M, &tm, &tn);
-            k30_consume_tile<A_MN, B_MN, BN>(acc, ring, full_bar, empty, 1, p.k_tiles, c, lane, &s, &phase);
+            k30_consume_tile<A_MN, B_MN, BN>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
+            if (v >= 0) {
+                if (v < p.sk_tiles * (p.sk_slices - 1)) {
+                    /* Not the tile's last slice: leave the sum to its owner. */
+                    k30_sk_save<BN>(&p, acc, v * K30_CONSUMERS + c, tid, 1 + c);
+                    continue;
+                }
+                k30_sk_gather<BN>(&p, acc, t - p.sk_first, c, K30_CONSUMERS, tid, 1 + c);
+            }
             k30_epilogue_direct<BN>(&p, acc, tm * K30_BM + 64 * c, tn * BN, warp, lane);
         }
     }
@@ -129,12 +160,26 @@ static tk_status k30_launch_bn(int bn, const tk_args *a, const tk_device *dev, c
     k30_resources_bn(bn, a, &r);
     cudaError_t e = cudaFuncSetAttribute(r.func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)r.dyn_smem);
     if (e == cudaSuccess) {
-        long long tiles = (long long)p.tiles_m * p.tiles_n;
-        unsigned grid = (unsigned)(tiles < dev->sm_count ? tiles : dev->sm_count);
+        /* One CTA per SM (the ring takes most of the shared memory); tiles
+         * split as k30_plan_split_wave plans where a->kws is given. */
+        k30_plan_split_wave(&p, a, 1, (long long)p.tiles_m * p.tiles_n, dev->sm_count);
         void *args[] = { &p };
-        e = cudaLaunchKernel(r.func, dim3(grid), dim3(K30_THREADS), args, r.dyn_smem, stream);
+        e = cudaLaunchKernel(r.func, dim3((unsigned)p.num_clusters), dim3(K30_THREADS), args, r.dyn_smem, stream);
     }
     return k30_launch_status(e, why, len);
+}
+
+/* The split workspace for block N bn: none where no split can apply. */
+static size_t k30_workspace_bn(int bn, const tk_args *a, const tk_device *dev)
+{
+    const long long tiles = ((a->m + K30_BM - 1) / K30_BM) * ((a->n + bn - 1) / bn);
+    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    return k30_sk_may_split(tiles, k_tiles, dev->sm_count) ? k30_sk_bytes(dev->sm_count, 1) : 0;
+}
+
+static size_t k30_workspace(const tk_args *a, const tk_device *dev)
+{
+    return k30_workspace_bn(256, a, dev);
 }
 
 static void k30_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
@@ -153,12 +198,12 @@ extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
     "Hopper TMA + wgmma: producer warpgroup, 2 consumer warpgroups (64x256), 4-stage mbarrier ring, persistent, "
     "super-tiles",
     90, K30_BM, K30_BN, 16, 256, 29,
-    k30_supports, k30_resources, k30_launch,
+    k30_supports, k30_resources, k30_launch, k30_workspace,
 };
 
 /* A configuration of this kernel with another block N as a registry entry of
  * its own: the launch contract's functions carry no configuration, so each
- * entry gets three one-line wrappers. It ranks first_rank where
+ * entry gets four one-line wrappers. It ranks first_rank where
  * k30_pick_bn picks its BN, auto_rank elsewhere. */
 #define K30_CONFIG(name, bn, first_rank, auto_rank, desc)                                                            \
     static void name##_resources(const tk_args *a, const tk_device *dev, tk_resources *r)                          \
@@ -171,12 +216,16 @@ extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
     {                                                                                                              \
         return k30_launch_bn(bn, a, dev, stream, why, len);                                                        \
     }                                                                                                              \
+    static size_t name##_workspace(const tk_args *a, const tk_device *dev)                                         \
+    {                                                                                                              \
+        return k30_workspace_bn(bn, a, dev);                                                                       \
+    }                                                                                                              \
     static int name##_rank(const tk_args *a, const tk_device *dev)                                                 \
     {                                                                                                              \
         return k30_pick_bn(a, dev->sm_count) == (bn) ? (first_rank) : (auto_rank);                                 \
     }                                                                                                              \
     extern "C" const tk_kernel tk_kernel_##name = {                                                                \
-        #name, desc, 90, K30_BM, bn, 16, bn, auto_rank, k30_supports, name##_resources, name##_launch, NULL,       \
+        #name, desc, 90, K30_BM, bn, 16, bn, auto_rank, k30_supports, name##_resources, name##_launch, name##_workspace,       \
         name##_rank,                                                                                               \
     };
 

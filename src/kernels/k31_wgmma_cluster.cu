@@ -121,8 +121,6 @@
  * Reproduce: build/tilekit bench --kernel k31_wgmma_cluster
  */
 #include "k30_core.cuh"
-#include "../ptx/bar.cuh"
-#include "../ptx/flag.cuh"
 #include "../ptx/stmatrix.cuh"
 
 #define K31_CLUSTER 2                  /* CTAs per cluster, along M */
@@ -257,80 +255,6 @@ static __device__ __forceinline__ void k31_epilogue_staged(const k30_params *p, 
     }
 }
 
-/* The walk of one cluster: its data-parallel tiles (cluster_id, + the
- * number of clusters, ...) below sk_first, then, the same way, its units of
- * the split last wave: unit v is slice v / sk_tiles of tile sk_first +
- * v % sk_tiles. Producer and consumers walk it alike. */
-typedef struct k31_walk {
-    int t;                             /* next data-parallel tile */
-    int v;                             /* next split unit */
-} k31_walk;
-
-/* The next unit of work: tile *t, k-tiles *kb..*ke-1, split unit *v (-1 for
- * a whole tile); 0 at the end. */
-static __device__ __forceinline__ int k31_walk_next(const k30_params *p, k31_walk *w, int *t, int *kb, int *ke,
-                                                    int *v)
-{
-    if (w->t < p->sk_first) {
-        *t = w->t;
-        *kb = 0;
-        *ke = p->k_tiles;
-        *v = -1;
-        w->t += p->num_clusters;
-        return 1;
-    }
-    if (w->v >= p->sk_tiles * p->sk_slices)
-        return 0;
-    const int slice = w->v / p->sk_tiles;
-    *t = p->sk_first + (w->v - slice * p->sk_tiles);
-    *kb = slice * p->k_tiles / p->sk_slices;
-    *ke = (slice + 1) * p->k_tiles / p->sk_slices;
-    *v = w->v;
-    w->v += p->num_clusters;
-    return 1;
-}
-
-/* A split unit other than a tile's last slice leaves its sum in its slot
- * (thread tid's 128 values as 32 float4, warp-contiguous) and publishes it
- * by setting the slot's flag to this launch's number. */
-static __device__ __forceinline__ void k31_sk_save(const k30_params *p, const float acc[128], int slot, int tid,
-                                                   int bar_id)
-{
-    float4 *dst = (float4 *)(p->sk_part + (size_t)slot * K30_SK_SLOT_FLOATS);
-#pragma unroll
-    for (int j = 0; j < 32; j++)
-        __stcg(dst + j * 128 + tid, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
-    __threadfence();
-    tk_bar_sync(bar_id, 128);
-    if (tid == 0)
-        tk_flag_store_release(p->sk_flag + slot, p->seq);
-}
-
-/* The unit of a tile's last slice adds the other slices' partial sums (for
- * this CTA rank and consumer, `sub`) in slice order, waiting for each. They
- * are units of lower number, and every cluster walks its units in rising
- * order, waiting only on lower ones: the waits cannot deadlock. */
-static __device__ __forceinline__ void k31_sk_gather(const k30_params *p, float acc[128], int tile_in_wave, int sub,
-                                                     int tid, int bar_id)
-{
-    for (int slice = 0; slice < p->sk_slices - 1; slice++) {
-        const int slot = (slice * p->sk_tiles + tile_in_wave) * (K31_CLUSTER * K30_CONSUMERS) + sub;
-        if (tid == 0) {
-            while (tk_flag_load_acquire(p->sk_flag + slot) != p->seq)
-                __nanosleep(128);
-        }
-        tk_bar_sync(bar_id, 128);
-        const float4 *src = (const float4 *)(p->sk_part + (size_t)slot * K30_SK_SLOT_FLOATS);
-#pragma unroll
-        for (int j = 0; j < 32; j++) {
-            const float4 v = __ldcg(src + j * 128 + tid);
-            acc[4 * j] += v.x;
-            acc[4 * j + 1] += v.y;
-            acc[4 * j + 2] += v.z;
-            acc[4 * j + 3] += v.w;
-        }
-    }
-}
 #endif
 
 /* A template because the operand majors are wgmma immediates and fix the TMA
@@ -353,17 +277,17 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
     /* A stage is refilled only when the consumer warps of both CTAs have
      * released it. */
     if (threadIdx.x == 0)
-        k30_init(&p, full_bar, empty_bar, 4 * K30_CONSUMERS * K31_CLUSTER);
+        k30_init(&p, full_bar, empty_bar, 4 * K30_CONSUMERS * K31_CLUSTER, K30_STAGES);
     tk_cluster_sync();
 
     if (wg == 0) {
         /* Producer warpgroup: one thread issues every load. */
         tk_setmaxnreg_dec(K30_PRODUCER_REGS);
         if (threadIdx.x == 0) {
-            k31_walk w = { cluster_id, cluster_id };
+            k30_walk w = { cluster_id, cluster_id };
             int s = 0, t, kb, ke, v;
             uint32_t phase = 0;
-            while (k31_walk_next(&p, &w, &t, &kb, &ke, &v)) {
+            while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
                 int ctm, tn;
                 k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
                 k30_produce_tile<A_MN, B_MN, K30_BN>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke, K31_CLUSTER,
@@ -387,10 +311,10 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
         for (int i = 0; i < 128; i++)
             acc[i] = 0.0f;
         const int tid = threadIdx.x % 128, sub = (int)rank * K30_CONSUMERS + c;
-        k31_walk w = { cluster_id, cluster_id };
+        k30_walk w = { cluster_id, cluster_id };
         int s = 0, t, kb, ke, v;
         uint32_t phase = 0;
-        while (k31_walk_next(&p, &w, &t, &kb, &ke, &v)) {
+        while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
             int ctm, tn;
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
             const int tm = ctm * K31_CLUSTER + (int)rank;
@@ -398,10 +322,10 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
-                    k31_sk_save(&p, acc, v * (K31_CLUSTER * K30_CONSUMERS) + sub, tid, 1 + c);
+                    k30_sk_save<K30_BN>(&p, acc, v * (K31_CLUSTER * K30_CONSUMERS) + sub, tid, 1 + c);
                     continue;
                 }
-                k31_sk_gather(&p, acc, t - p.sk_first, sub, tid, 1 + c);
+                k30_sk_gather<K30_BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * K30_CONSUMERS, tid, 1 + c);
             }
             if (p.c_staged)
                 k31_epilogue_staged(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c);

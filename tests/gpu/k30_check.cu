@@ -415,13 +415,21 @@ static void k30_split_plan(void)
 static void k30_split_plan_pick_bn(void)
 {
     static const struct { int64_t m, n, k; int bn; } cases[] = {
-        { 1000, 1000, 1000, 64 },     /* 64 tiles of 128 x 128, 16 k-tiles: the smallest tiles */
+        { 1000, 1000, 1000, 64 },     /* 128 tiles of 128 x 64 fit one wave */
         { 512, 512, 512, 64 },
-        { 1536, 1536, 1536, 256 },    /* 144 tiles of 128 x 128 */
+        { 128, 128, 128, 64 },        /* N fits 128, but 128 x 64 tiles are cheaper */
+        { 1536, 1536, 1536, 256 },    /* 144 tiles of 128 x 128: more than one wave */
+        { 2048, 2048, 2048, 256 },
         { 65536, 64, 4096, 64 },      /* N fits 64 */
-        { 32768, 128, 1024, 128 },    /* N fits 128 */
-        { 512, 4096, 4096, 128 },     /* 64 tiles of 128 x 256, 64 k-tiles */
-        { 16, 4096, 14336, 256 },     /* 224 k-tiles: k31's split */
+        { 32768, 128, 1024, 128 },    /* N fits 128, 512 tiles of 128 x 64 */
+        { 512, 4096, 4096, 128 },     /* 128 tiles of 128 x 128: one wave */
+        { 512, 4096, 14336, 128 },
+        { 512, 768, 3072, 64 },       /* 48 tiles of 128 x 64 */
+        { 16, 4096, 14336, 64 },      /* decode: one block row */
+        { 1, 28672, 4096, 64 },
+        { 128, 50257, 768, 64 },
+        { 2048, 768, 3072, 128 },     /* 96 tiles of 128 x 128 */
+        { 512, 28672, 4096, 256 },
         { 8192, 8192, 8192, 256 },
         { 4096, 4097, 4096, 256 },
     };
@@ -443,10 +451,12 @@ static void k30_repeat(void)
     if (!g_ok_device)
         return;
     /* 512 x 4096 x 4096: k31 splits each of its 32 tiles in 2 slices (a
-     * fixed-order fixup) */
-    for (int kidx = 0; kidx < 2 * g_nkernels; kidx++) {
+     * fixed-order fixup); 128 x 4096 x 4096: every kernel splits its few
+     * tiles (k34: 64 tiles in 2 slices, the others in 4) */
+    static const int64_t ms[] = { 4096, 512, 128 };
+    for (int kidx = 0; kidx < 3 * g_nkernels; kidx++) {
         const char *kernel = g_kernels[kidx % g_nkernels];
-        const int64_t m = kidx < g_nkernels ? 4096 : 512;
+        const int64_t m = ms[kidx / g_nkernels];
         gcase c = { m, 4096, 4096, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
         tk_gemm_problem p;
         bufs b;

@@ -132,13 +132,12 @@ void tk_tests(void)
      * K = 9 is below one K-step; 4097 and 1031 make odd leading dimensions
      * of C; with N x K = ... x 64 the kernels take A and B as they are but C
      * (ldc 263) only element by element; 300 x 600 x 4000 has so few tiles
- * that k31 splits each in 3 k-slices (fp32 C only: cuBLAS's bf16 C there
- * is off by up to 8 bf16 ulps where k30, which never splits, and k31 pass
- * the fp64 check; k30_check checks that split with bf16 C exactly). Kernels
- * that refuse are skipped;
-     * auto must run everything. */
+     * that every Hopper configuration splits each in k-slices (cuBLAS's
+     * bf16 C is off the fp64 reference there by up to 8 bf16 ulps: verify
+     * then judges by the fp64 reference alone). Kernels that refuse are
+     * skipped; auto must run everything. */
     static const struct { int64_t m, n, k; int f32_only; } odd[] = {
-        { 257, 263, 271, 0 }, { 333, 4097, 129, 0 }, { 4099, 1031, 9, 0 }, { 520, 263, 64, 0 }, { 300, 600, 4000, 1 },
+        { 257, 263, 271, 0 }, { 333, 4097, 129, 0 }, { 4099, 1031, 9, 0 }, { 520, 263, 64, 0 }, { 300, 600, 4000, 0 },
     };
     for (size_t s = 0; s < sizeof odd / sizeof odd[0]; s++)
         for (int kn = 0; kn < nk; kn++) {
@@ -151,6 +150,20 @@ void tk_tests(void)
                 tk_lab_case c = { (tk_layout)(combo >> 2 & 1), op_a, op_b, odd[s].m, odd[s].n, odd[s].k,
                                   op_a == TK_OP_T ? 1.5f : 1.0f, combo & 16 ? 0.5f : 0.0f,
                                   combo & 8 ? TK_BF16 : TK_F32, 1, 0, combo & 32 ? 1 + (combo + (int)s) % 7 : 0 };
+                run_one(kernels[kn], &c);
+            }
+        }
+    /* Decode: M around the 8-row steps of the Hopper kernels' short A box
+     * and the 64-row consumer split, every op, type of C and beta. */
+    static const int64_t decode_m[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65 };
+    for (size_t s = 0; s < sizeof decode_m / sizeof decode_m[0]; s++)
+        for (int kn = 0; kn < nk; kn++) {
+            if (strcmp(kernels[kn], "auto") && strncmp(kernels[kn], "k3", 2))
+                continue;
+            for (int combo = 0; combo < 16; combo++) {
+                tk_op op_a = (tk_op)(combo & 1), op_b = (tk_op)(combo >> 1 & 1);
+                tk_lab_case c = { TK_ROW_MAJOR, op_a, op_b, decode_m[s], 1000, 3000, 1.0f, combo & 8 ? -1.5f : 0.0f,
+                                  combo & 4 ? TK_BF16 : TK_F32, 1, 1, 0 };
                 run_one(kernels[kn], &c);
             }
         }
