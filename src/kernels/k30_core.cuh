@@ -235,6 +235,17 @@ static __device__ __forceinline__ int k30_walk_next(const k30_params *p, k30_wal
     return 1;
 }
 
+/* k30_walk_next, and the unit's tile as (tile row, tile column) of a
+ * rows_total-row tile grid in super-tile order of `group` rows. */
+static __device__ __forceinline__ int k30_walk_tile(const k30_params *p, k30_walk *w, int rows_total, int group,
+                                                    int *t, int *tr, int *tn, int *kb, int *ke, int *v)
+{
+    if (!k30_walk_next(p, w, t, kb, ke, v))
+        return 0;
+    k30_tile_coords(*t, rows_total, p->tiles_n, group, tr, tn);
+    return 1;
+}
+
 /* A split unit other than a tile's last slice leaves its sum in its slot
  * (consumer thread tid's BN / 2 values as float4s, warp-contiguous) and
  * publishes it by setting the slot's flag to this launch's number. */

@@ -89,13 +89,10 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
         tk_setmaxnreg_dec(K30_PRODUCER_REGS);
         if (threadIdx.x == 0) {
             k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
-            int s = 0, t, kb, ke, v;
+            int s = 0, t, tm, tn, kb, ke, v;
             uint32_t phase = 0;
-            while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
-                int tm, tn;
-                k30_tile_coords(t, p.tiles_m, p.tiles_n, K30_GROUP_M, &tm, &tn);
+            while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v))
                 k30_produce_tile<A_MN, B_MN, BN>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s, &phase);
-            }
         }
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile. */
@@ -109,11 +106,9 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
             acc[i] = 0.0f;
         const int tid = threadIdx.x % 128;
         k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
-        int s = 0, t, kb, ke, v;
+        int s = 0, t, tm, tn, kb, ke, v;
         uint32_t phase = 0;
-        while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
-            int tm, tn;
-            k30_tile_coords(t, p.tiles_m, p.tiles_n, K30_GROUP_M, &tm, &tn);
+        while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
             k30_consume_tile<A_MN, B_MN, BN>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
