@@ -229,6 +229,7 @@ static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, cudaStream_
         if (need)
             tk_handle_kernel_ws(h, a, need, stream);
     }
+    a->lc = &h->lc;
     char why[TK_MSG_LEN] = "";
     st = k->launch(a, &h->dev, stream, why, sizeof why);
     return st ? tk_fail(h, st, "kernel %s: %s", k->name, why) : TK_SUCCESS;

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include "kernel.h"
+#include "launch_cache.h"
 
 #define TK_ATTR_CACHE 64
 
@@ -26,6 +27,7 @@ struct tk_handle_s {
      * candidate kernel of every auto-dispatched call otherwise. */
     struct { const void *func; tk_func_attrs fa; } attrs[TK_ATTR_CACHE];
     int nattrs;
+    tk_launch_cache lc;          /* tensor maps, shared memory grants, occupancy */
 };
 
 /* Records a failure on h (may be NULL) and on the calling thread, and

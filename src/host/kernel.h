@@ -56,6 +56,9 @@ typedef struct tk_args {
      * flags a launch writes into kws tell its own from older launches'. */
     void *kws; size_t kws_bytes;
     uint32_t seq;
+    /* The handle's launch cache (launch_cache.h: tensor maps, shared memory
+     * grants, cluster occupancy); NULL: nothing cached. */
+    struct tk_launch_cache *lc;
 } tk_args;
 
 /* What one launch needs; checked against tk_device before launching. */

@@ -6,10 +6,10 @@
  * ms on the H100 with 128, the same with none) and aligned shapes 0.5-3%
  * (docs/NOTES.md).
  *
- * The entry point is looked up on every call rather than cached in a static:
- * tilekit keeps no global mutable state, and the lookup plus encode cost
- * microseconds, small next to the GEMMs that use TMA. */
+ * The entry point and the maps are kept in the handle's launch cache
+ * (launch_cache.h), not in statics: tilekit keeps no global mutable state. */
 #include <stdio.h>
+#include <string.h>
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
 #include "tma.h"
@@ -30,8 +30,12 @@ tk_status tk_tma_check(const char *name, const void *p, int64_t ld, size_t elem_
     return TK_SUCCESS;
 }
 
-static tk_status encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn, char *why, size_t len)
+static tk_status encode_fn(tk_launch_cache *lc, PFN_cuTensorMapEncodeTiled_v12000 *fn, char *why, size_t len)
 {
+    if (lc && lc->encode) {
+        *fn = (PFN_cuTensorMapEncodeTiled_v12000)lc->encode;
+        return TK_SUCCESS;
+    }
     void *p = NULL;
     enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
     cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
@@ -42,15 +46,33 @@ static tk_status encode_fn(PFN_cuTensorMapEncodeTiled_v12000 *fn, char *why, siz
         return TK_ERR_CUDA;
     }
     *fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+    if (lc)
+        lc->encode = p;
     return TK_SUCCESS;
 }
 
-tk_status tk_tma_map_2d(CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes, const void *base,
-                        uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows, uint32_t box_cols,
-                        CUtensorMapSwizzle swizzle, char *why, size_t len)
+tk_status tk_tma_map_2d(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes,
+                        const void *base, uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows,
+                        uint32_t box_cols, CUtensorMapSwizzle swizzle, char *why, size_t len)
 {
+    tk_tma_key key;
+    memset(&key, 0, sizeof key);
+    key.base = base;
+    key.rows = rows;
+    key.cols = cols;
+    key.ld = ld;
+    key.box_rows = box_rows;
+    key.box_cols = box_cols;
+    key.dtype = (int)dtype;
+    key.swizzle = (int)swizzle;
+    key.elem_bytes = elem_bytes;
+    const CUtensorMap *hit = tk_lc_map_find(lc, &key);
+    if (hit) {
+        *map = *hit;
+        return TK_SUCCESS;
+    }
     PFN_cuTensorMapEncodeTiled_v12000 encode;
-    tk_status st = encode_fn(&encode, why, len);
+    tk_status st = encode_fn(lc, &encode, why, len);
     if (st)
         return st;
     cuuint64_t dims[2] = { cols, rows };             /* innermost first */
@@ -66,5 +88,6 @@ tk_status tk_tma_map_2d(CUtensorMap *map, CUtensorMapDataType dtype, size_t elem
                  box_cols, base);
         return TK_ERR_CUDA;
     }
+    tk_lc_map_put(lc, &key, map);
     return TK_SUCCESS;
 }

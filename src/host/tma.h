@@ -10,6 +10,7 @@
 
 #include <cuda.h>
 #include "kernel.h"
+#include "launch_cache.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,8 +25,9 @@ tk_status tk_tma_check(const char *name, const void *p, int64_t ld, size_t elem_
 /* Encodes the map of a row-major matrix of rows x cols elements with leading
  * dimension ld (elements), copied in boxes of box_rows x box_cols (box_cols *
  * elem_bytes <= 128 with the 128B swizzle). Boxes may reach past the matrix:
- * loads zero-fill and stores clip there. L2 promotion is 128 bytes. */
-tk_status tk_tma_map_2d(CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes, const void *base,
+ * loads zero-fill and stores clip there. L2 promotion is 128 bytes. With lc,
+ * a map encoded before from the same inputs is copied instead. */
+tk_status tk_tma_map_2d(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes, const void *base,
                         uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows, uint32_t box_cols,
                         CUtensorMapSwizzle swizzle, char *why, size_t len);
 

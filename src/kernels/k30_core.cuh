@@ -472,19 +472,19 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
     p->a_bytes = (a->op_a == TK_OP_N ? p->a_rows : 64 * p->a_boxes) * K30_BK * 2;
     /* A: M x K (K-major, box a_rows x BK) or stored K x M (M-major, 64 x 64 boxes). */
     if (a->op_a == TK_OP_N)
-        st = tk_tma_map_2d(&p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->m, a->k, a->lda,
+        st = tk_tma_map_2d(a->lc, &p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->m, a->k, a->lda,
                            (uint32_t)p->a_rows, K30_BK, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
     else
-        st = tk_tma_map_2d(&p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->k, a->m, a->lda, K30_BK, 64,
+        st = tk_tma_map_2d(a->lc, &p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->k, a->m, a->lda, K30_BK, 64,
                            CU_TENSOR_MAP_SWIZZLE_128B, why, len);
     if (st)
         return st;
     /* B: stored N x K (op T, K-major) or K x N (op N, N-major, 64 x 64 boxes). */
     if (a->op_b == TK_OP_T)
-        st = tk_tma_map_2d(&p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->n, a->k, a->ldb,
+        st = tk_tma_map_2d(a->lc, &p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->n, a->k, a->ldb,
                            (uint32_t)(bn / cluster), K30_BK, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
     else
-        st = tk_tma_map_2d(&p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->k, a->n, a->ldb, K30_BK, 64,
+        st = tk_tma_map_2d(a->lc, &p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->k, a->n, a->ldb, K30_BK, 64,
                            CU_TENSOR_MAP_SWIZZLE_128B, why, len);
     if (st)
         return st;
@@ -676,7 +676,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
      * for the last), and staged bf16 values would be rounded twice. */
     p.c_staged = a->beta == 0.0f;
     if (p.c_tma) {
-        st = tk_tma_map_2d(&p.map_c, a->c_type == TK_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+        st = tk_tma_map_2d(a->lc, &p.map_c, a->c_type == TK_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                                            : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                            cs, a->c, a->m, a->n, a->ldc, 64, (uint32_t)(128 / cs), CU_TENSOR_MAP_SWIZZLE_128B, why,
                            len);
@@ -684,7 +684,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
             return st;
     }
 
-    cudaError_t e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t e = tk_lc_func_smem(a->lc, func, smem);
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = cluster;
@@ -700,7 +700,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
     cfg.numAttrs = 1;
     int clusters = 0;
     if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveClusters(&clusters, func, &cfg);
+        e = tk_lc_max_clusters(a->lc, func, &cfg, cluster, &clusters);
     if (e == cudaSuccess && clusters < 1) {
         snprintf(why, len, "no cluster of %d CTAs with %d bytes of shared memory fits on this GPU", cluster,
                  smem);

@@ -153,7 +153,7 @@ static tk_status k30_launch_bn(int bn, const tk_args *a, const tk_device *dev, c
         return st;
     tk_resources r;
     k30_resources_bn(bn, a, &r);
-    cudaError_t e = cudaFuncSetAttribute(r.func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)r.dyn_smem);
+    cudaError_t e = tk_lc_func_smem(a->lc, r.func, (int)r.dyn_smem);
     if (e == cudaSuccess) {
         /* One CTA per SM (the ring takes most of the shared memory); tiles
          * split as k30_plan_split_wave plans where a->kws is given. */

@@ -1,0 +1,66 @@
+/* launch_cache.h - what the host side of a launch can keep between calls on
+ * one handle: TMA tensor maps, the dynamic shared memory already granted to a
+ * kernel entry, and how many clusters of an entry fit co-resident.
+ *
+ * Every entry is keyed by all of its inputs, so a hit returns exactly what
+ * asking again would return: a tensor map by base pointer, element type,
+ * sizes, leading dimension, box and swizzle (a map holds nothing else, so a
+ * freed and reused pointer with the same shape gets a map that is still
+ * right); the occupancy by entry, shared memory and cluster size on the
+ * handle's one device. A handle's cache is used by one call at a time (the
+ * handle rule in tilekit.h). Kernels get it as tk_args.lc; NULL (tests,
+ * introspection) means no caching. Measured on the H100: tk_gemm_ex's host
+ * time per call, docs/NOTES.md.
+ */
+#ifndef TK_HOST_LAUNCH_CACHE_H
+#define TK_HOST_LAUNCH_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include "kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TK_LC_MAPS 32
+#define TK_LC_FUNCS 64
+
+typedef struct tk_tma_key {
+    const void *base;
+    uint64_t rows, cols, ld;
+    uint32_t box_rows, box_cols;
+    int dtype, swizzle;
+    size_t elem_bytes;
+} tk_tma_key;
+
+typedef struct tk_launch_cache {
+    void *encode;                      /* cuTensorMapEncodeTiled, once looked up */
+    struct { tk_tma_key key; CUtensorMap map; } maps[TK_LC_MAPS];
+    int nmaps, next_map;               /* filled entries; the next to replace when full */
+    struct { const void *func; int smem; int cluster; int clusters; } funcs[TK_LC_FUNCS];
+    int nfuncs, next_func;
+    uint64_t map_hits, map_misses;     /* for tests */
+} tk_launch_cache;
+
+/* cudaFuncSetAttribute(func, MaxDynamicSharedMemorySize, smem), skipped when
+ * lc saw the same entry granted at least smem. */
+cudaError_t tk_lc_func_smem(tk_launch_cache *lc, const void *func, int smem);
+
+/* cudaOccupancyMaxActiveClusters for func launched as cfg (its dynamic shared
+ * memory and cluster size, attrs[0] the cluster dimension), cached by entry,
+ * shared memory and cluster size. */
+cudaError_t tk_lc_max_clusters(tk_launch_cache *lc, const void *func, const cudaLaunchConfig_t *cfg, int cluster,
+                               int *clusters);
+
+/* The cached map for key, or NULL. */
+const CUtensorMap *tk_lc_map_find(tk_launch_cache *lc, const tk_tma_key *key);
+/* Remembers map under key (replacing the oldest entry when full). */
+void tk_lc_map_put(tk_launch_cache *lc, const tk_tma_key *key, const CUtensorMap *map);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TK_HOST_LAUNCH_CACHE_H */

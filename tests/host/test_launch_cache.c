@@ -1,0 +1,97 @@
+/* test_launch_cache.c - the handle's launch cache (launch_cache.c) on the
+ * CPU: a tensor map is found only under exactly the key it was put with
+ * (every field of the key matters, so no call gets another call's map),
+ * the oldest entry goes when the cache is full, and NULL caches nothing. */
+#include <string.h>
+#include "host/launch_cache.h"
+#include "check.h"
+
+static tk_tma_key key0(void)
+{
+    tk_tma_key k;
+    memset(&k, 0, sizeof k);
+    k.base = (const void *)(uintptr_t)0x10000;
+    k.rows = 4096;
+    k.cols = 4096;
+    k.ld = 4096;
+    k.box_rows = 128;
+    k.box_cols = 64;
+    k.dtype = 10;
+    k.swizzle = 3;
+    k.elem_bytes = 2;
+    return k;
+}
+
+static CUtensorMap map_of(unsigned char tag)
+{
+    CUtensorMap m;
+    memset(&m, tag, sizeof m);
+    return m;
+}
+
+static void test_map_key(void)
+{
+    static tk_launch_cache lc;
+    memset(&lc, 0, sizeof lc);
+    tk_tma_key k = key0();
+    CHECK(tk_lc_map_find(&lc, &k) == NULL, "empty cache: miss");
+    CUtensorMap m = map_of(7);
+    tk_lc_map_put(&lc, &k, &m);
+    const CUtensorMap *hit = tk_lc_map_find(&lc, &k);
+    CHECK(hit && !memcmp(hit, &m, sizeof m), "the same key finds the map put with it");
+    /* each field changed alone: a miss */
+    for (int f = 0; f < 9; f++) {
+        tk_tma_key x = key0();
+        switch (f) {
+        case 0: x.base = (const void *)(uintptr_t)0x10010; break;
+        case 1: x.rows = 4095; break;
+        case 2: x.cols = 4095; break;
+        case 3: x.ld = 4104; break;
+        case 4: x.box_rows = 8; break;
+        case 5: x.box_cols = 32; break;
+        case 6: x.dtype = 7; break;
+        case 7: x.swizzle = 0; break;
+        case 8: x.elem_bytes = 4; break;
+        }
+        CHECK(tk_lc_map_find(&lc, &x) == NULL, "key field %d changed: must miss", f);
+    }
+    CHECK(lc.map_hits == 1 && lc.map_misses == 10, "hits %llu misses %llu", (unsigned long long)lc.map_hits,
+          (unsigned long long)lc.map_misses);
+}
+
+static void test_map_full(void)
+{
+    static tk_launch_cache lc;
+    memset(&lc, 0, sizeof lc);
+    for (int i = 0; i < TK_LC_MAPS + 3; i++) {
+        tk_tma_key k = key0();
+        k.rows = 100 + i;
+        CUtensorMap m = map_of((unsigned char)i);
+        tk_lc_map_put(&lc, &k, &m);
+    }
+    CHECK(lc.nmaps == TK_LC_MAPS, "%d entries, expected %d", lc.nmaps, TK_LC_MAPS);
+    for (int i = 0; i < TK_LC_MAPS + 3; i++) {
+        tk_tma_key k = key0();
+        k.rows = 100 + i;
+        const CUtensorMap *hit = tk_lc_map_find(&lc, &k);
+        if (i < 3)
+            CHECK(hit == NULL, "entry %d (among the oldest) replaced", i);
+        else
+            CHECK(hit && ((const unsigned char *)hit)[0] == (unsigned char)i, "entry %d kept with its own map", i);
+    }
+}
+
+static void test_null_cache(void)
+{
+    tk_tma_key k = key0();
+    CUtensorMap m = map_of(1);
+    tk_lc_map_put(NULL, &k, &m);
+    CHECK(tk_lc_map_find(NULL, &k) == NULL, "no cache: always a miss");
+}
+
+void tk_tests(void)
+{
+    TK_TEST(test_map_key);
+    TK_TEST(test_map_full);
+    TK_TEST(test_null_cache);
+}
