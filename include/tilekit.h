@@ -56,7 +56,11 @@ typedef struct tk_handle_s *tk_handle;
  * leading dimension or address is not 16-byte aligned, aligned copies of
  * them, as large as those operands: all allocated on first use and kept)
  * that its launches use in stream order: as with a cuBLAS handle, GEMMs that
- * may run at the same time on different streams need different handles. */
+ * may run at the same time on different streams need different handles.
+ * When the environment variable TILEKIT_TUNE names a tune cache written by
+ * `tilekit tune` on this GPU, auto-dispatch runs the kernels it lists for
+ * those problems; a file that cannot be used is ignored with a warning on
+ * stderr. */
 tk_status tk_create(tk_handle *out);
 tk_status tk_destroy(tk_handle h);
 

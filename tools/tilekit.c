@@ -1,4 +1,4 @@
-/* tilekit - the kernel lab's command line: bench | verify | info.
+/* tilekit - the kernel lab's command line: bench | verify | info | tune.
  *
  * Every argument is checked before the GPU is touched, so a bad one exits 2
  * with a message on any machine. Exit 1: a verify failure or a runtime error. */
@@ -11,10 +11,11 @@
 #include "tilekit.h"
 #include "host/kernel.h"
 #include "host/lab.h"
+#include "host/tune.h"
 
 #define MAX_LIST 64
 
-enum { F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32 };
+enum { F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32, F_TUNE = 64 };
 
 typedef struct shape { int64_t m, n, k; } shape;
 
@@ -31,13 +32,16 @@ typedef struct opts {
     const char *suite;          /* --suite: its shapes replace --m/--n/--k and --shapes */
     tk_lab_shape *suite_shapes;
     int nsuite;
+    const char *tune_file;      /* tune: --file */
+    int out_given;              /* tune: --out given (else both types of C) */
 } opts;
 
 static const char *usage =
-    "usage: tilekit bench|verify|info [options]   (tilekit CMD --help for each)\n"
+    "usage: tilekit bench|verify|info|tune [options]   (tilekit CMD --help for each)\n"
     "  bench   time kernels (with cuBLAS in the same run) and print a table\n"
     "  verify  check kernels against cuBLAS (every element) and an fp64 CPU reference\n"
-    "  info    device properties and each kernel's registers, shared memory, occupancy\n";
+    "  info    device properties and each kernel's registers, shared memory, occupancy\n"
+    "  tune    time every auto-dispatch candidate on a suite's shapes; write a tune cache\n";
 
 static const char *help_problem =
     "  --kernel NAME[,NAME..]|all   kernels (default all; auto = auto-dispatch)\n"
@@ -53,6 +57,18 @@ static const char *help_problem =
 
 static void print_help(const char *cmd)
 {
+    if (!strcmp(cmd, "tune")) {
+        printf("usage: tilekit tune --suite NAME|FILE [options]\n"
+               "  --suite NAME|FILE            the shapes (bench/shapes/NAME.txt or a file), row-major\n"
+               "  --out fp32|bf16              only this type of C (default: both)\n"
+               "  --budget SECONDS             sampling time per kernel and shape (default 0.25)\n"
+               "  --file PATH                  the tune cache to write (default tilekit-tune.txt)\n"
+               "Times auto-dispatch and every kernel it may run (cuBLAS excluded) on each shape, L2\n"
+               "flushed, and writes the fastest per shape and type of C. Auto-dispatch reads the\n"
+               "file when the environment variable " TK_TUNE_ENV " names it (checked at tk_create: a\n"
+               "file from another GPU, or a malformed one, is ignored with a warning).\n");
+        return;
+    }
     if (!strcmp(cmd, "bench"))
         printf("usage: tilekit bench [options]\n%s"
                "  --hot                        do not flush L2 before each sample\n"
@@ -212,6 +228,7 @@ static int parse_args(int argc, char **argv, opts *o)
     int allowed = F_KERNEL;
     if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES;
     if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY;
+    if (!strcmp(o->cmd, "tune")) allowed = F_TUNE;
     int64_t m = 8192, n = 8192, k = 8192;
     const char *clash = NULL;   /* the last option given that --suite excludes */
     int kernel_given = 0;
@@ -222,12 +239,12 @@ static int parse_args(int argc, char **argv, opts *o)
         char *flag = argv[i], *val = NULL;
         char *eq = strchr(flag, '=');
         static const struct { const char *name; int group, has_val; } flags[] = {
-            { "--help", F_KERNEL, 0 }, { "--kernel", F_KERNEL, 1 }, { "--m", F_SHAPE, 1 }, { "--n", F_SHAPE, 1 },
+            { "--help", F_KERNEL | F_TUNE, 0 }, { "--kernel", F_KERNEL, 1 }, { "--m", F_SHAPE, 1 }, { "--n", F_SHAPE, 1 },
             { "--k", F_SHAPE, 1 }, { "--shapes", F_SHAPE, 1 }, { "--layout", F_PROBLEM, 1 },
-            { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM, 1 },
+            { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM | F_TUNE, 1 },
             { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM, 1 },
-            { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH, 0 }, { "--budget", F_BENCH, 1 },
-            { "--suite", F_BENCH, 1 },
+            { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH, 0 }, { "--budget", F_BENCH | F_TUNE, 1 },
+            { "--suite", F_BENCH | F_TUNE, 1 }, { "--file", F_TUNE, 1 },
             { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
             { "--offset", F_PROBLEM, 1 },
         };
@@ -262,7 +279,11 @@ static int parse_args(int argc, char **argv, opts *o)
         else if (!strcmp(name, "--layout")) { rc = parse_pick(name, val, "row", "col", &pick); o->c.layout = (tk_layout)pick; }
         else if (!strcmp(name, "--op-a")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_a = (tk_op)pick; }
         else if (!strcmp(name, "--op-b")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_b = (tk_op)pick; }
-        else if (!strcmp(name, "--out")) { rc = parse_pick(name, val, "fp32", "bf16", &pick); o->c.out = (tk_dtype)pick; }
+        else if (!strcmp(name, "--out")) {
+            rc = parse_pick(name, val, "fp32", "bf16", &pick);
+            o->c.out = (tk_dtype)pick;
+            o->out_given = 1;
+        }
         else if (!strcmp(name, "--alpha")) { rc = parse_f(name, val, &d); o->c.alpha = (float)d; }
         else if (!strcmp(name, "--beta")) { rc = parse_f(name, val, &d); o->c.beta = (float)d; }
         else if (!strcmp(name, "--budget")) {
@@ -289,8 +310,14 @@ static int parse_args(int argc, char **argv, opts *o)
         else if (!strcmp(name, "--json")) o->json = val;
         else if (!strcmp(name, "--csv")) o->csv = val;
         else if (!strcmp(name, "--suite")) o->suite = val;
+        else if (!strcmp(name, "--file")) o->tune_file = val;
         if (rc)
             return 2;
+    }
+    if (!strcmp(o->cmd, "tune")) {
+        if (!o->suite)
+            return bad("tune: --suite NAME|FILE is required (the shapes to tune)");
+        return suite_args(o, NULL, 0);
     }
     if (o->suite)
         return suite_args(o, clash, kernel_given);
@@ -431,6 +458,92 @@ static int cmd_bench(const opts *o)
     return rc;
 }
 
+/* tune: for each shape and type of C, auto-dispatch and every kernel it may
+ * run, timed; the fastest goes to the tune cache (tune.h). */
+static int cmd_tune(const opts *o)
+{
+    char why[TK_LAB_MSG_LEN];
+    tk_lab_bench *b;
+    if (tk_lab_bench_open(&b, &o->bench, why, sizeof why)) {
+        fprintf(stderr, "tilekit tune: %s\n", why);
+        return 1;
+    }
+    const tk_lab_bench_info *info = tk_lab_bench_get_info(b);
+    tk_lab_bench_print_header(stdout, info);
+    const char *cand[256];
+    int ncand = 0;
+    for (int i = 0; i < tk_registry_count() && ncand < 256; i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (k->auto_rank > 0 && k->min_sm <= info->sm)
+            cand[ncand++] = k->name;
+    }
+    const int ntypes = o->out_given ? 1 : 2;
+    char *lines = calloc((size_t)o->nsuite * ntypes, 160);
+    if (!lines) {
+        tk_lab_bench_close(b);
+        return 1;
+    }
+    int nlines = 0, changed = 0;
+    double log_gain = 0;
+    for (int s = 0; s < o->nsuite; s++)
+        for (int t = 0; t < ntypes; t++) {
+            const tk_lab_shape *sh = &o->suite_shapes[s];
+            tk_lab_case c = o->c;
+            c.layout = TK_ROW_MAJOR;
+            c.m = sh->m; c.n = sh->n; c.k = sh->k;
+            c.op_a = sh->op_a; c.op_b = sh->op_b;
+            c.out = o->out_given ? o->c.out : (tk_dtype)t;
+            fprintf(stderr, "tune: [%d/%d] %lldx%lldx%lld %c %c %s\n", s * ntypes + t + 1, o->nsuite * ntypes,
+                    (long long)c.m, (long long)c.n, (long long)c.k, c.op_a == TK_OP_N ? 'n' : 't',
+                    c.op_b == TK_OP_N ? 'n' : 't', c.out == TK_F32 ? "fp32" : "bf16");
+            tk_lab_bench_row auto_row, row, best;
+            memset(&best, 0, sizeof best);
+            tk_lab_bench_run(b, "auto", &c, &auto_row);
+            tk_lab_bench_print_row(stdout, &auto_row);
+            for (int i = 0; i < ncand; i++) {
+                if (tk_lab_bench_run(b, cand[i], &c, &row))
+                    continue;   /* refused: not a candidate for this problem */
+                tk_lab_bench_print_row(stdout, &row);
+                if (!best.samples || row.ms_median < best.ms_median)
+                    best = row;
+            }
+            fflush(stdout);
+            if (!best.samples)
+                continue;
+            snprintf(lines + (size_t)nlines++ * 160, 160, "%lld %lld %lld %c %c %s %s\n", (long long)c.m,
+                     (long long)c.n, (long long)c.k, c.op_a == TK_OP_N ? 'n' : 't', c.op_b == TK_OP_N ? 'n' : 't',
+                     c.out == TK_F32 ? "fp32" : "bf16", best.kernel);
+            if (auto_row.samples && strcmp(auto_row.chosen, best.kernel)) {
+                changed++;
+                log_gain += log(auto_row.ms_median / best.ms_median);
+            }
+        }
+    const char *path = o->tune_file ? o->tune_file : "tilekit-tune.txt";
+    FILE *f = fopen(path, "w");
+    int rc = 0;
+    if (!f) {
+        fprintf(stderr, "tilekit tune: cannot write %s: %s\n", path, strerror(errno));
+        rc = 1;
+    } else {
+        fprintf(f, "# tilekit tune cache: `tilekit tune --suite %s`, %d problems; auto-dispatch reads it\n"
+                   "# when %s names this file. Fields: M N K op_a op_b C-type kernel (row-major).\n"
+                   "%s\ndevice %d %d %s\n",
+                o->suite, nlines, TK_TUNE_ENV, TK_TUNE_MAGIC, info->sm_count, info->sm, info->name);
+        for (int i = 0; i < nlines; i++)
+            fputs(lines + (size_t)i * 160, f);
+        if (fclose(f)) {
+            fprintf(stderr, "tilekit tune: cannot write %s: %s\n", path, strerror(errno));
+            rc = 1;
+        }
+    }
+    printf("\ntune: %d problems written to %s; the shape rules chose another kernel on %d of them, "
+           "which the tuned choice runs %.3fx faster (geomean over those)\n",
+           nlines, path, changed, changed ? exp(log_gain / changed) : 1.0);
+    free(lines);
+    tk_lab_bench_close(b);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -448,7 +561,7 @@ int main(int argc, char **argv)
     opts o = { 0 };
     o.cmd = argv[1];
     o.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, 0, 0, 1.0f, 0.0f, TK_F32, 1, 0, 0 };
-    if (strcmp(o.cmd, "bench") && strcmp(o.cmd, "verify") && strcmp(o.cmd, "info")) {
+    if (strcmp(o.cmd, "bench") && strcmp(o.cmd, "verify") && strcmp(o.cmd, "info") && strcmp(o.cmd, "tune")) {
         fprintf(stderr, "tilekit: unknown command '%s'\n%s", o.cmd, usage);
         return 2;
     }
@@ -456,7 +569,7 @@ int main(int argc, char **argv)
         return 2;
     if (!strcmp(o.cmd, "info"))
         return tk_lab_info(stdout, o.kernels);
-    int rc = !strcmp(o.cmd, "verify") ? cmd_verify(&o) : cmd_bench(&o);
+    int rc = !strcmp(o.cmd, "verify") ? cmd_verify(&o) : !strcmp(o.cmd, "tune") ? cmd_tune(&o) : cmd_bench(&o);
     free(o.suite_shapes);
     return rc;
 }

@@ -143,14 +143,17 @@ static int rank_of(const tk_handle h, const tk_kernel *k, const tk_args *a)
     return k->rank ? k->rank(a, &h->dev) : k->auto_rank;
 }
 
+/* The rank of the kernel the tune cache names for a problem: above all. */
+#define TK_TUNE_RANK 1000
+
 /* The highest-ranked kernel that fits a, or NULL; *rank its rank. */
 static const tk_kernel *best_fit(tk_handle h, const tk_args *a, int *rank)
 {
-    const tk_kernel *best = NULL;
+    const tk_kernel *best = NULL, *tuned = h->ntune ? tk_tune_find(h->tune, h->ntune, a) : NULL;
     int best_rank = 0;
     for (int i = 0; i < tk_registry_count(); i++) {
         const tk_kernel *k = tk_registry_at(i);
-        int r = rank_of(h, k, a);
+        int r = k == tuned ? TK_TUNE_RANK : rank_of(h, k, a);
         if (r <= best_rank)
             continue;
         if (kernel_fits(h, k, a) == TK_SUCCESS) {

@@ -24,6 +24,13 @@ tk_status tk_create(tk_handle *out)
         free(h);
         return r;
     }
+    const char *tune = getenv(TK_TUNE_ENV);
+    if (tune && *tune && h->have_device) {
+        char why[TK_MSG_LEN];
+        if (tk_tune_load(tune, &h->dev, &h->tune, &h->ntune, why, sizeof why))
+            fprintf(stderr, "tilekit: %s=%s ignored: %s; auto-dispatch uses its shape rules\n", TK_TUNE_ENV, tune,
+                    why);
+    }
     *out = h;
     return TK_SUCCESS;
 }
@@ -38,6 +45,7 @@ tk_status tk_destroy(tk_handle h)
         cudaFree(h->workspace);
     if (h->kws)
         cudaFree(h->kws);
+    free(h->tune);
     if (h->copy_ws)
         cudaFree(h->copy_ws);
     free(h);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include "kernel.h"
 #include "launch_cache.h"
+#include "tune.h"
 
 #define TK_ATTR_CACHE 64
 
@@ -28,6 +29,8 @@ struct tk_handle_s {
     struct { const void *func; tk_func_attrs fa; } attrs[TK_ATTR_CACHE];
     int nattrs;
     tk_launch_cache lc;          /* tensor maps, shared memory grants, occupancy */
+    tk_tune_entry *tune;         /* the tune cache named by TILEKIT_TUNE (tune.h); NULL: none */
+    int ntune;
 };
 
 /* Records a failure on h (may be NULL) and on the calling thread, and

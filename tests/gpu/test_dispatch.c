@@ -4,7 +4,10 @@
  * the portable kernel below sm_90, a Hopper kernel on sm_90, and for
  * misaligned operands the same kernels on copies (k01_naive only when the
  * problem is tiny). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "host/internal.h"
 #include "../host/check.h"
@@ -134,6 +137,81 @@ static void test_copy_refused(void)
     cudaFree(a); cudaFree(b); cudaFree(c);
 }
 
+/* A handle created with TILEKIT_TUNE naming `text` written to a file. */
+static tk_handle tuned_handle(const char *text)
+{
+    char path[] = "/tmp/tk_tune_dispatchXXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    setenv(TK_TUNE_ENV, path, 1);
+    tk_handle t = NULL;
+    tk_create(&t);
+    unsetenv(TK_TUNE_ENV);
+    unlink(path);
+    return t;
+}
+
+/* The tune cache overrides the shape rules for the problems it lists, and
+ * only where its kernel supports the problem; a stale or malformed file
+ * changes nothing. The tuned run is checked for its result too. */
+static void test_tune_cache(void)
+{
+    if (h->dev.sm < 90) {
+        printf("     (device is sm_%d: the tuned kernel below is a Hopper one)\n", h->dev.sm);
+        return;
+    }
+    tk_gemm_problem p = problem(512, 512, 517, 520, TK_OP_N, TK_OP_N);   /* lda 520: aligned */
+    const tk_kernel *model = pick(&p);
+    const char *other = model && !strcmp(model->name, "k33_wgmma_128x128") ? "k34_wgmma_128x64" : "k33_wgmma_128x128";
+    char text[512];
+    snprintf(text, sizeof text, "tilekit-tune 1\ndevice %d %d %s\n512 512 517 n n fp32 %s\n", h->dev.sm_count,
+             h->dev.sm, h->dev.name, other);
+    tk_handle t = tuned_handle(text);
+    CHECK(t && t->ntune == 1, "the tune file was not read");
+    if (!t)
+        return;
+    const char *name = tk_select_kernel(t, &p);
+    CHECK(name && !strcmp(name, other), "tuned: auto chose %s, the file says %s (the rules: %s)", name ? name : "nothing",
+          other, model ? model->name : "nothing");
+    tk_gemm_problem q = problem(512, 512, 516, 520, TK_OP_N, TK_OP_N);   /* not listed */
+    const char *qn = tk_select_kernel(t, &q), *qm = tk_select_kernel(h, &q);
+    CHECK(qn && qm && !strcmp(qn, qm), "an unlisted problem: %s, without the file %s", qn ? qn : "-", qm ? qm : "-");
+    /* the tuned kernel runs and is right */
+    void *a = NULL, *b = NULL, *c = NULL;
+    if (!cudaMalloc(&a, (size_t)512 * 520 * 2) && !cudaMalloc(&b, (size_t)517 * 512 * 2) &&
+        !cudaMalloc(&c, (size_t)512 * 512 * 4)) {
+        cudaMemset(a, 0x3f, (size_t)512 * 520 * 2);
+        cudaMemset(b, 0x3f, (size_t)517 * 512 * 2);
+        tk_status st = tk_gemm(t, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 512, 512, 517, 1.0f, a, 520, b, 512, 0.0f, c, TK_F32,
+                               512, NULL, NULL);
+        float v = 0.0f;
+        cudaDeviceSynchronize();
+        cudaMemcpy(&v, (float *)c + 512 * 511 + 511, 4, cudaMemcpyDeviceToHost);
+        float want = 517.0f * 0.74609375f * 0.74609375f;
+        CHECK(st == TK_SUCCESS && v > want * 0.999f && v < want * 1.001f, "tuned run: status %d, C[511][511] = %g, "
+              "expected %g", st, (double)v, (double)want);
+    } else {
+        CHECK(0, "cudaMalloc failed");
+    }
+    cudaFree(a); cudaFree(b); cudaFree(c);
+    tk_destroy(t);
+    /* stale and malformed files: ignored (a warning on stderr), the rules decide */
+    const char *ignored[2] = { "tilekit-tune 1\ndevice 1 90 Some Other GPU\n512 512 517 n n fp32 k33_wgmma_128x128\n",
+                               "tilekit-tune 1\ndevice 132 90 x\n512 512 n n fp32\n" };
+    for (int i = 0; i < 2; i++) {
+        t = tuned_handle(ignored[i]);
+        CHECK(t && t->ntune == 0 && t->tune == NULL, "file %d should be ignored", i);
+        name = t ? tk_select_kernel(t, &p) : NULL;
+        CHECK(name && model && !strcmp(name, model->name), "file %d ignored: auto chose %s, the rules %s", i,
+              name ? name : "-", model ? model->name : "-");
+        tk_destroy(t);
+    }
+}
+
 void tk_tests(void)
 {
     have_gpu = tk_create(&h) == TK_SUCCESS && h->have_device;
@@ -146,5 +224,6 @@ void tk_tests(void)
     TK_TEST(test_sm80_picks_portable);
     TK_TEST(test_unaligned_routes);
     TK_TEST(test_copy_refused);
+    TK_TEST(test_tune_cache);
     tk_destroy(h);
 }

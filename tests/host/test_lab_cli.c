@@ -67,6 +67,13 @@ static void test_bad_arguments_exit_2(void)
         { "bench --suite /no/such/dir/x.txt", "/no/such/dir/x.txt: cannot open" },
         { "verify --suite odd", "unknown option" },
         { "info --suite odd", "--suite" },
+        { "tune", "--suite NAME|FILE is required" },
+        { "tune --suite odd --kernel k31_wgmma_cluster", "--kernel" },
+        { "tune --suite odd --m 64", "--m" },
+        { "tune --suite odd --out fp16", "--out" },
+        { "tune --suite nope", "suite 'nope'" },
+        { "tune --suite odd --file", "missing value" },
+        { "bench --file x.txt", "--file" },
     };
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -99,7 +106,7 @@ static void test_bad_suite_file_exit_2(void)
 static void test_help_exits_0(void)
 {
     static const char *const args[] = { "--help", "bench --help", "verify --help", "info --help",
-                                         "bench --m 64 --help" };
+                                         "bench --m 64 --help", "tune --help" };
     char out[4096];
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         int rc = run(args[i], out, sizeof out);

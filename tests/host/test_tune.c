@@ -1,0 +1,154 @@
+/* test_tune.c - the tune cache's reader (tune.c) on the CPU: a good file
+ * gives the kernel of each listed problem and nothing for others; a file
+ * from another GPU (stale), a malformed one and a missing one are refused
+ * whole with a message naming the cause and the line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "host/internal.h"
+#include "check.h"
+
+static tk_device h100(void)
+{
+    tk_device d;
+    memset(&d, 0, sizeof d);
+    d.sm = 90;
+    d.sm_count = 132;
+    snprintf(d.name, sizeof d.name, "NVIDIA H100 80GB HBM3");
+    return d;
+}
+
+static tk_args prob(int64_t m, int64_t n, int64_t k, tk_op oa, tk_op ob, tk_dtype ct)
+{
+    tk_args a;
+    memset(&a, 0, sizeof a);
+    a.m = m; a.n = n; a.k = k; a.op_a = oa; a.op_b = ob; a.c_type = ct;
+    return a;
+}
+
+static const char *good =
+    "# measured by tilekit tune\n"
+    "tilekit-tune 1\n"
+    "device 132 90 NVIDIA H100 80GB HBM3\n"
+    "\n"
+    "4096 4096 4096 n t fp32 k31_wgmma_cluster\n"
+    "1 4096 4096 n t bf16 k33_wgmma_128x128\r\n"
+    "1000 1000 1000 n n fp32 k34_wgmma_128x64   # a comment is not allowed here\n";
+
+static void test_good(void)
+{
+    tk_device d = h100();
+    tk_tune_entry *e = NULL;
+    int n = 0;
+    char why[TK_MSG_LEN] = "";
+    /* the trailing comment makes line 7 have 8+ fields: malformed */
+    CHECK(tk_tune_parse(good, &d, &e, &n, why, sizeof why) == -1 && strstr(why, "line 7"), "got '%s'", why);
+    const char *ok = "tilekit-tune 1\ndevice 132 90 NVIDIA H100 80GB HBM3\n"
+                     "4096 4096 4096 n t fp32 k31_wgmma_cluster\n"
+                     "1 4096 4096 n t bf16 k33_wgmma_128x128\r\n"
+                     "1000 1000 1000 n n fp32 k34_wgmma_128x64\n";
+    CHECK(tk_tune_parse(ok, &d, &e, &n, why, sizeof why) == 0 && n == 3, "parse: %s (n %d)", why, n);
+    tk_args a = prob(1, 4096, 4096, TK_OP_N, TK_OP_T, TK_BF16);
+    const tk_kernel *k = tk_tune_find(e, n, &a);
+    CHECK(k && !strcmp(k->name, "k33_wgmma_128x128"), "1x4096x4096 NT bf16 -> %s", k ? k->name : "(none)");
+    a.c_type = TK_F32;
+    CHECK(tk_tune_find(e, n, &a) == NULL, "the fp32 problem is not listed");
+    a = prob(1000, 1000, 1000, TK_OP_N, TK_OP_N, TK_F32);
+    k = tk_tune_find(e, n, &a);
+    CHECK(k && !strcmp(k->name, "k34_wgmma_128x64"), "1000^3 -> %s", k ? k->name : "(none)");
+    a.op_b = TK_OP_T;
+    CHECK(tk_tune_find(e, n, &a) == NULL, "another op: not listed");
+    a = prob(4096, 4096, 4096, TK_OP_N, TK_OP_T, TK_F32);
+    k = tk_tune_find(e, n, &a);
+    CHECK(k && !strcmp(k->name, "k31_wgmma_cluster"), "4096^3 NT -> %s", k ? k->name : "(none)");
+    free(e);
+}
+
+static void expect_refused(const char *text, const tk_device *d, const char *needle)
+{
+    tk_tune_entry *e = (tk_tune_entry *)(uintptr_t)1;
+    int n = 5;
+    char why[TK_MSG_LEN] = "";
+    int rc = tk_tune_parse(text, d, &e, &n, why, sizeof why);
+    CHECK(rc == -1 && e == NULL && n == 0, "refused with nothing allocated (rc %d)", rc);
+    CHECK(strstr(why, needle) != NULL, "message '%s' should contain '%s'", why, needle);
+}
+
+static void test_stale(void)
+{
+    tk_device d = h100();
+    const char *body = "4096 4096 4096 n t fp32 k31_wgmma_cluster\n";
+    char text[512];
+    snprintf(text, sizeof text, "tilekit-tune 1\ndevice 114 90 NVIDIA H100 PCIe\n%s", body);
+    expect_refused(text, &d, "stale: measured on '114 90 NVIDIA H100 PCIe'");
+    snprintf(text, sizeof text, "tilekit-tune 1\ndevice 132 80 NVIDIA H100 80GB HBM3\n%s", body);
+    expect_refused(text, &d, "stale");
+    snprintf(text, sizeof text, "tilekit-tune 1\ndevice 132 90 NVIDIA H200\n%s", body);
+    expect_refused(text, &d, "this GPU is NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)");
+}
+
+static void test_malformed(void)
+{
+    tk_device d = h100();
+    const char *hdr = "tilekit-tune 1\ndevice 132 90 NVIDIA H100 80GB HBM3\n";
+    expect_refused("", &d, "empty");
+    expect_refused("# only a comment\n", &d, "empty");
+    expect_refused("tilekit-tune 2\n", &d, "line 1: expected 'tilekit-tune 1'");
+    expect_refused("tilekit-tune 1\n", &d, "no 'device' line");
+    expect_refused("tilekit-tune 1\ndevice x\n", &d, "line 2: expected 'device SMS SM NAME'");
+    const struct { const char *line, *needle; } bad[] = {
+        { "4096 4096 n t fp32 k31_wgmma_cluster\n", "line 3: expected 'M N K OPA OPB OUT KERNEL'" },
+        { "0 4096 4096 n t fp32 k31_wgmma_cluster\n", "line 3: sizes must be at least 1" },
+        { "4096 4096 4096 x t fp32 k31_wgmma_cluster\n", "line 3: ops must be n or t" },
+        { "4096 4096 4096 n t fp16 k31_wgmma_cluster\n", "line 3: OUT must be fp32 or bf16" },
+        { "4096 4096 4096 n t fp32 k99_nothing\n", "line 3: 'k99_nothing' is not a kernel" },
+        { "4096 4096 4096 n t fp32 cublas\n", "line 3: 'cublas' is not a kernel auto-dispatch may run" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", hdr, bad[i].line);
+        expect_refused(text, &d, bad[i].needle);
+    }
+    char *big = malloc(2048);
+    if (big) {
+        snprintf(big, 2048, "%s", hdr);
+        size_t l = strlen(big);
+        memset(big + l, '9', 900);
+        big[l + 900] = '\0';
+        expect_refused(big, &d, "line 3: longer than 511 characters");
+        free(big);
+    }
+}
+
+static void test_files(void)
+{
+    tk_device d = h100();
+    tk_tune_entry *e = NULL;
+    int n = 0;
+    char why[TK_MSG_LEN] = "";
+    CHECK(tk_tune_load("/nonexistent/tilekit-tune.txt", &d, &e, &n, why, sizeof why) == -1 &&
+              strstr(why, "cannot read /nonexistent/tilekit-tune.txt"),
+          "missing file: '%s'", why);
+    char path[] = "/tmp/tk_tune_testXXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0)
+        return;
+    FILE *f = fdopen(fd, "w");
+    fputs("tilekit-tune 1\ndevice 132 90 NVIDIA H100 80GB HBM3\n512 512 512 n n bf16 k34_wgmma_128x64\n", f);
+    fclose(f);
+    CHECK(tk_tune_load(path, &d, &e, &n, why, sizeof why) == 0 && n == 1, "load: %s", why);
+    tk_args a = prob(512, 512, 512, TK_OP_N, TK_OP_N, TK_BF16);
+    CHECK(e && tk_tune_find(e, n, &a) == tk_registry_find("k34_wgmma_128x64"), "512^3 bf16 -> k34");
+    free(e);
+    unlink(path);
+}
+
+void tk_tests(void)
+{
+    TK_TEST(test_good);
+    TK_TEST(test_stale);
+    TK_TEST(test_malformed);
+    TK_TEST(test_files);
+}
