@@ -11,7 +11,7 @@
 #include "tilekit.h"
 #include "host/kernel.h"
 #include "host/lab.h"
-#include "host/tune.h"
+#include "host/internal.h"
 
 #define MAX_LIST 64
 
@@ -470,12 +470,12 @@ static int cmd_tune(const opts *o)
     }
     const tk_lab_bench_info *info = tk_lab_bench_get_info(b);
     tk_lab_bench_print_header(stdout, info);
-    const char *cand[256];
+    const tk_kernel *cand[256];
     int ncand = 0;
     for (int i = 0; i < tk_registry_count() && ncand < 256; i++) {
         const tk_kernel *k = tk_registry_at(i);
         if (k->auto_rank > 0 && k->min_sm <= info->sm)
-            cand[ncand++] = k->name;
+            cand[ncand++] = k;
     }
     const int ntypes = o->out_given ? 1 : 2;
     char *lines = calloc((size_t)o->nsuite * ntypes, 160);
@@ -500,8 +500,12 @@ static int cmd_tune(const opts *o)
             memset(&best, 0, sizeof best);
             tk_lab_bench_run(b, "auto", &c, &auto_row);
             tk_lab_bench_print_row(stdout, &auto_row);
+            const double flop = 2.0 * (double)c.m * (double)c.n * (double)c.k;
             for (int i = 0; i < ncand; i++) {
-                if (tk_lab_bench_run(b, cand[i], &c, &row))
+                /* the rank-1 fallback (k01_naive) only where auto-dispatch may take it */
+                if (cand[i]->auto_rank <= 1 && flop > TK_ROUTE_TINY_FLOP)
+                    continue;
+                if (tk_lab_bench_run(b, cand[i]->name, &c, &row))
                     continue;   /* refused: not a candidate for this problem */
                 tk_lab_bench_print_row(stdout, &row);
                 if (!best.samples || row.ms_median < best.ms_median)
