@@ -401,16 +401,26 @@ static int bench_suite(tk_lab_bench *b, const opts *o, const char *const *order,
     return nrows;
 }
 
-static int cmd_bench(const opts *o)
+/* Opens the bench context of `cmd` and prints its header; NULL on failure
+ * (message printed). */
+static tk_lab_bench *open_bench(const opts *o, const char *cmd)
 {
     char why[TK_LAB_MSG_LEN];
     tk_lab_bench *b;
     if (tk_lab_bench_open(&b, &o->bench, why, sizeof why)) {
-        fprintf(stderr, "tilekit bench: %s\n", why);
-        return 1;
+        fprintf(stderr, "tilekit %s: %s\n", cmd, why);
+        return NULL;
     }
+    tk_lab_bench_print_header(stdout, tk_lab_bench_get_info(b));
+    return b;
+}
+
+static int cmd_bench(const opts *o)
+{
+    tk_lab_bench *b = open_bench(o, "bench");
+    if (!b)
+        return 1;
     const tk_lab_bench_info *info = tk_lab_bench_get_info(b);
-    tk_lab_bench_print_header(stdout, info);
     /* cuBLAS first for each shape, so every later row has its ratio. */
     const char *order[MAX_LIST + 1];
     int norder = 0, has_cublas = 0;
@@ -462,14 +472,10 @@ static int cmd_bench(const opts *o)
  * run, timed; the fastest goes to the tune cache (tune.h). */
 static int cmd_tune(const opts *o)
 {
-    char why[TK_LAB_MSG_LEN];
-    tk_lab_bench *b;
-    if (tk_lab_bench_open(&b, &o->bench, why, sizeof why)) {
-        fprintf(stderr, "tilekit tune: %s\n", why);
+    tk_lab_bench *b = open_bench(o, "tune");
+    if (!b)
         return 1;
-    }
     const tk_lab_bench_info *info = tk_lab_bench_get_info(b);
-    tk_lab_bench_print_header(stdout, info);
     const tk_kernel *cand[256];
     int ncand = 0;
     for (int i = 0; i < tk_registry_count() && ncand < 256; i++) {
