@@ -448,8 +448,10 @@ static int cmd_bench(const opts *o)
             tk_lab_bench_print_row(stdout, &rows[nrows++]);
             fflush(stdout);
         }
-    if (o->nsuite)
+    if (o->nsuite) {
         tk_lab_bench_print_summary(stdout, rows, nrows);
+        tk_lab_bench_print_decode_bw(stdout, info, rows, nrows);
+    }
     int rc = 0;
     const char *path[2] = { o->json, o->csv };
     for (int w = 0; w < 2; w++) {

@@ -26,6 +26,9 @@ uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i);
 void tk_lab_fill(void *x, tk_dtype type, size_t n, uint64_t seed);
 /* The same into device memory x, on stream (util.cu); a CUDA error code. */
 int tk_lab_fill_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream);
+/* Reads bytes (a multiple of 16) at x once with sms * 4 blocks (util.cu): the
+ * DRAM read probe; sink holds sms * 4 words. 0 or a cudaError_t. */
+int tk_lab_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream);
 int tk_lab_threads(void);                      /* worker threads to use: online CPUs, >= 1 */
 
 /* The offset of logical element (i, j) of a matrix in layout l with leading dimension ld. */
@@ -237,6 +240,7 @@ typedef struct tk_lab_bench_info {
     int l2_flush;
     size_t flush_bytes;
     int nvml_mhz;               /* SM clock when opened; 0 if NVML is absent */
+    double dram_read_gbs;       /* measured DRAM read bandwidth, GB/s (tk_lab_dram_read); 0: not measured */
 } tk_lab_bench_info;
 
 tk_status tk_lab_bench_open(tk_lab_bench **b, const tk_lab_bench_opts *o, char *why, size_t len);
@@ -250,6 +254,13 @@ void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *row);
  * but cuBLAS, per suite and overall, the geometric mean of x cuBLAS, the
  * slowest shape, the shapes below TK_LAB_SUITE_BELOW and those not measured. */
 void tk_lab_bench_print_summary(FILE *f, const tk_lab_bench_row *rows, int n);
+/* After it: auto-dispatch's decode rows (M <= 16, B of at least 64 MB) as
+ * bytes of A + B + C per second against info->dram_read_gbs. */
+void tk_lab_bench_print_decode_bw(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
+/* The current GPU's DRAM read bandwidth in GB/s: the median of 10 reads
+ * of a 1 GiB buffer (512 MiB if that cannot be had) after 2 warm-ups. 0 on
+ * failure (why filled). */
+double tk_lab_dram_read(int sm_count, char *why, size_t len);
 /* The files of --json / --csv (the JSON schema is read by bench/ scripts).
  * When a row has a suite or a chosen kernel, every row gets "suite" and
  * "chosen" fields (columns), else the files are as before; with suite rows

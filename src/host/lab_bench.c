@@ -121,8 +121,57 @@ tk_status tk_lab_bench_open(tk_lab_bench **out, const tk_lab_bench_opts *o, char
     in->l2_flush = !o->hot;
     in->flush_bytes = b->flush_bytes;
     in->nvml_mhz = tk_lab_nvml_sm_clock(d->id);
+    char bw_why[TK_LAB_MSG_LEN];
+    in->dram_read_gbs = tk_lab_dram_read(d->sm_count, bw_why, sizeof bw_why);
     *out = b;
     return TK_SUCCESS;
+}
+
+double tk_lab_dram_read(int sm_count, char *why, size_t len)
+{
+    size_t bytes = (size_t)1 << 30;
+    void *x = NULL, *sink = NULL;
+    cudaStream_t s = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    double gbs = 0;
+    if (cudaMalloc(&x, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        bytes >>= 1;
+        x = NULL;
+        if (cudaMalloc(&x, bytes) != cudaSuccess)
+            x = NULL;
+    }
+    cudaError_t e = x ? cudaSuccess : cudaErrorMemoryAllocation;
+    if (!e) e = cudaMalloc(&sink, (size_t)sm_count * 4 * 4);
+    if (!e) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (!e) e = cudaEventCreate(&e0);
+    if (!e) e = cudaEventCreate(&e1);
+    if (!e) e = (cudaError_t)tk_lab_fill_device(x, TK_BF16, bytes / 2, 7, s);
+    float ms[10];
+    for (int i = 0; i < 12 && !e; i++) {
+        if (!e) e = cudaEventRecord(e0, s);
+        if (!e) e = (cudaError_t)tk_lab_read_device(x, bytes, sink, sm_count, s);
+        if (!e) e = cudaEventRecord(e1, s);
+        if (!e) e = cudaEventSynchronize(e1);
+        if (!e && i >= 2) e = cudaEventElapsedTime(&ms[i - 2], e0, e1);
+    }
+    if (!e) {
+        for (int i = 1; i < 10; i++)   /* insertion sort for the median */
+            for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+                float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t;
+            }
+        const double med = 0.5 * (ms[4] + ms[5]);
+        gbs = med > 0 ? (double)bytes / (med * 1e6) : 0;
+    } else {
+        snprintf(why, len, "DRAM read probe: %s", cudaGetErrorString(e));
+        cudaGetLastError();
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (s) cudaStreamDestroy(s);
+    cudaFree(sink);
+    cudaFree(x);
+    return gbs;
 }
 
 const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b) { return &b->info; }

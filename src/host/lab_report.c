@@ -24,6 +24,9 @@ void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *in)
                 tk_lab_flop_per_clk(in->sm), in->clock_mhz);
     else
         fprintf(f, "peak: unknown for sm_%d (no %%peak column)\n", in->sm);
+    if (in->dram_read_gbs > 0)
+        fprintf(f, "DRAM read: %.0f GB/s measured (1 GiB read once, median of 10; the yardstick for decode)\n",
+                in->dram_read_gbs);
     if (in->l2_flush)
         fprintf(f, "L2 flush: on (cudaMemsetAsync of %.1f MiB before each sample)\n", in->flush_bytes / 1048576.0);
     else
@@ -243,8 +246,8 @@ int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_b
     json_str(f, in->name);
     fprintf(f, ",\"sm\":%d,\"sm_count\":%d,\"clock_mhz\":%d,\"l2_bytes\":%d},\n", in->sm, in->sm_count,
             in->clock_mhz, in->l2_bytes);
-    fprintf(f, " \"peak_tflops\":%.6g,\"l2_flush\":%s,\n \"results\":[", in->peak_tflops,
-            in->l2_flush ? "true" : "false");
+    fprintf(f, " \"peak_tflops\":%.6g,\"l2_flush\":%s,\"dram_read_gbs\":%.6g,\n \"results\":[", in->peak_tflops,
+            in->l2_flush ? "true" : "false", in->dram_read_gbs);
     for (int i = 0; i < n; i++) {
         const tk_lab_bench_row *r = &rows[i];
         int ok = !strcmp(r->status, "ok");
@@ -331,4 +334,37 @@ int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *in, const tk_lab_be
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
+}
+
+void tk_lab_bench_print_decode_bw(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n)
+{
+    int count = 0;
+    double min_pct = 0, sum_pct = 0;
+    const tk_lab_bench_row *worst = NULL;
+    for (int i = 0; i < n; i++) {
+        const tk_lab_bench_row *r = &rows[i];
+        const double b_bytes = 2.0 * (double)r->c.n * (double)r->c.k;
+        if (strcmp(r->kernel, "auto") || strcmp(r->status, "ok") || r->c.m > 16 || b_bytes < 64e6 ||
+            !(r->ms_median > 0))
+            continue;
+        const double bytes = b_bytes + 2.0 * (double)r->c.m * (double)r->c.k +
+                             (r->c.out == TK_F32 ? 4.0 : 2.0) * (double)r->c.m * (double)r->c.n;
+        const double pct = info->dram_read_gbs > 0 ? 100.0 * bytes / (r->ms_median * 1e6) / info->dram_read_gbs : 0;
+        if (!worst || pct < min_pct) {
+            worst = r;
+            min_pct = pct;
+        }
+        sum_pct += pct;
+        count++;
+    }
+    if (!count)
+        return;
+    if (info->dram_read_gbs <= 0) {
+        fprintf(f, "decode (M <= 16, B >= 64 MB): %d rows; DRAM read bandwidth not measured\n", count);
+        return;
+    }
+    fprintf(f, "decode (M <= 16, B >= 64 MB): %d rows, A + B + C bytes per second = %.1f%% of the measured DRAM "
+               "read bandwidth (%.0f GB/s) on average, min %.1f%% (%lldx%lldx%lld)\n",
+            count, sum_pct / count, info->dram_read_gbs, min_pct, (long long)worst->c.m, (long long)worst->c.n,
+            (long long)worst->c.k);
 }

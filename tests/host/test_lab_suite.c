@@ -371,6 +371,49 @@ static void test_report_suite_fields(void)
           strstr(out, "\"ok\",\"llm\",\"k31_wgmma_cluster\"\n"), "CSV: %s", out);
 }
 
+/* The decode line: only auto's ok rows with M <= 16 and B of at least 64 MB
+ * count; bytes of A + B + C per second against the measured read rate. */
+static void test_decode_bandwidth(void)
+{
+    tk_lab_bench_row rows[5];
+    memset(rows, 0, sizeof rows);
+    const struct { const char *k; int64_t m, n, k_; double ms; } r[5] = {
+        { "auto", 1, 28672, 4096, 0.1 },      /* 235003904 bytes in 0.1 ms: 2350 GB/s */
+        { "auto", 16, 4096, 14336, 0.1 },     /* 117440512 + 458752 + 262144 bytes: 1181.6 GB/s */
+        { "cublas", 1, 28672, 4096, 0.05 },   /* not auto */
+        { "auto", 32, 28672, 4096, 0.05 },    /* M > 16 */
+        { "auto", 1, 4096, 4096, 0.01 },      /* B of 33.5 MB */
+    };
+    for (int i = 0; i < 5; i++) {
+        snprintf(rows[i].kernel, sizeof rows[i].kernel, "%s", r[i].k);
+        snprintf(rows[i].status, sizeof rows[i].status, "ok");
+        rows[i].c.m = r[i].m; rows[i].c.n = r[i].n; rows[i].c.k = r[i].k_;
+        rows[i].c.out = TK_F32;
+        rows[i].ms_median = r[i].ms;
+    }
+    tk_lab_bench_info info;
+    memset(&info, 0, sizeof info);
+    info.dram_read_gbs = 3000;
+    char buf[1024] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    CHECK(f != NULL, "fmemopen");
+    if (!f)
+        return;
+    tk_lab_bench_print_decode_bw(f, &info, rows, 5);
+    fclose(f);
+    /* (78.33 + 39.39) / 2 = 58.86; min 39.39 at 16x4096x14336 */
+    CHECK(strstr(buf, "2 rows") && strstr(buf, "58.9% ") && strstr(buf, "min 39.4% (16x4096x14336)") &&
+              strstr(buf, "(3000 GB/s)"),
+          "got '%s'", buf);
+    info.dram_read_gbs = 0;
+    f = fmemopen(buf, sizeof buf - 1, "w");
+    if (!f)
+        return;
+    tk_lab_bench_print_decode_bw(f, &info, rows, 5);
+    fclose(f);
+    CHECK(strstr(buf, "not measured") != NULL, "unmeasured bandwidth: '%s'", buf);
+}
+
 void tk_tests(void)
 {
     char cwd[PATH_MAX];
@@ -381,6 +424,7 @@ void tk_tests(void)
     if (!mkdtemp(tmp))
         perror("mkdtemp");      /* every test below then fails on its files */
     unsetenv("TILEKIT_SHAPES");
+    TK_TEST(test_decode_bandwidth);
     TK_TEST(test_real_suites_parse);
     TK_TEST(test_malformed_lines);
     TK_TEST(test_comments_blanks_crlf);
