@@ -26,6 +26,7 @@
 #include "../ptx/flag.cuh"
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/setmaxnreg.cuh"
+#include "../ptx/stmatrix.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma.cuh"
 #include "../tiles/epilogue.cuh"
@@ -59,6 +60,10 @@
  * + 1024 to align the ring to the 128B-swizzle pattern, + the full and empty
  * barriers. */
 #define K30_SMEM_WITH_N(bn, extra) (1024 + K30_RING_BYTES_N(bn) + (extra) + 2 * 8 * K30_STAGES_N(bn))
+/* The staged epilogue's two 8 KB chunk buffers per consumer warpgroup (a
+ * chunk: 64 rows x 128 bytes, one TMA store box). */
+#define K30_EPI_CHUNK 8192
+#define K30_EPI_BYTES (K30_CONSUMERS * 2 * K30_EPI_CHUNK)
 #define K30_B_BYTES K30_B_BYTES_N(K30_BN)
 #define K30_STAGE_BYTES K30_STAGE_BYTES_N(K30_BN)
 #define K30_RING_BYTES K30_RING_BYTES_N(K30_BN)
@@ -418,6 +423,127 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
         }
     }
 }
+/* Before writing chunk buffer `buf`: the TMA store that last read it (two
+ * chunks ago) must be done reading; then the whole consumer may write. */
+static __device__ __forceinline__ void k30_chunk_acquire(int tid, int bar_id)
+{
+    if (tid == 0)
+        tk_tma_store_wait_read(1);
+    tk_bar_sync(bar_id, 128);
+}
+
+/* Where TMA cannot store C (p->c_tma == 0 with beta == 0: C misaligned, an
+ * odd ldc, or rows not ending on 16 bytes), the consumer's 128 threads store
+ * the staged 64-row chunk row by row: warp w rows w, w + 4, ..., lane l
+ * column l (fp32, 32 per chunk) or columns 2l and 2l + 1 (bf16, 64 per
+ * chunk), so each warp access covers 128 contiguous bytes of one row of C
+ * where the direct epilogue's covered 8 rows (with it 4096 x 4097 x 4096 NT
+ * took 0.288 ms, with this 0.234, against 0.204 for 4096 x 4104 x 4096).
+ * The logical 16-byte unit u of staged row r sits at r * 128 + (u ^ r % 8) * 16. */
+static __device__ __forceinline__ void k30_chunk_store_rows(const k30_params *p, const uint8_t *bp, int col0,
+                                                              int row0, int tid)
+{
+    const int warp = tid >> 5, lane = tid & 31;
+    /* Few live values (the 128 accumulators are still live here): a row
+     * pointer stepped by 4 rows, this lane's columns left, rows left. */
+    const int bf16 = p->c_bf16, esz = bf16 ? 2 : 4;
+    const int gc = col0 + (bf16 ? 2 * lane : lane);
+    const int cols_left = p->n - gc;   /* > 0: column gc exists; > 1: gc + 1 too */
+    const int rows = min(64, p->m - row0);
+    char *q = (char *)p->c + ((int64_t)(row0 + warp) * p->ldc + gc) * esz;
+    const int64_t step = (int64_t)4 * p->ldc * esz;
+    const uint8_t *src = bp + (lane & 3) * 4;
+#pragma unroll 1
+    for (int r = warp; r < rows; r += 4, q += step) {
+        const uint32_t v = *(const uint32_t *)(src + r * 128 + (((lane >> 2) ^ (r & 7)) << 4));
+        if (bf16) {
+            if (cols_left > 1 && p->c_pairs) {
+                *(uint32_t *)q = v;
+            } else {
+                if (cols_left > 0)
+                    ((uint16_t *)q)[0] = (uint16_t)(v & 0xFFFF);
+                if (cols_left > 1)
+                    ((uint16_t *)q)[1] = (uint16_t)(v >> 16);
+            }
+        } else if (cols_left > 0) {
+            *(uint32_t *)q = v;   /* beta == 0 (c_staged): C is not read */
+        }
+    }
+}
+
+/* After writing a chunk: meet, then store it, either by one thread's TMA
+ * store of the 64 x 128-byte box (after making the generic-proxy writes
+ * visible to the copy engine) or row by row. */
+static __device__ __forceinline__ void k30_chunk_release(const k30_params *p, int tid, int bar_id, uint32_t buf,
+                                                           const uint8_t *bp, int col, int row)
+{
+    if (p->c_tma) {
+        tk_fence_proxy_async_shared();
+        tk_bar_sync(bar_id, 128);
+        if (tid == 0) {
+            tk_tma_store_2d(&p->map_c, buf, col, row);
+            tk_tma_store_commit();
+        }
+    } else {
+        tk_bar_sync(bar_id, 128);
+        k30_chunk_store_rows(p, bp, col, row, tid);
+    }
+}
+
+/* Staged epilogue (p->c_staged): 64 x BN through two 8 KB chunk buffers at
+ * ebuf (generic pointer epp), 128B-swizzled like the TMA box expects: the
+ * 16-byte chunk c of row r sits at r * 128 + ((c ^ (r % 8)) * 16); each
+ * chunk then leaves by k30_chunk_release. */
+template <int BN>
+static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, const float *acc, int r0, int c0,
+                                                          int warp, int lane, uint32_t ebuf, uint8_t *epp, int bar_id)
+{
+    const int tid = warp * 32 + lane;
+    const float alpha = p->alpha;
+    if (p->c_bf16) {
+        /* BN / 64 chunks of 64 columns; stmatrix x4 stores the 8x8 blocks (h, j),
+         * (h+1, j), (h, j+1), (h+1, j+1); lanes 8i..8i+7 address block i. */
+        const int i = lane >> 3;
+        const int srow = 16 * warp + 8 * (i & 1) + (lane & 7);
+#pragma unroll
+        for (int q = 0; q < BN / 64; q++) {
+            const uint32_t buf = ebuf + (q & 1) * K30_EPI_CHUNK;
+            const uint8_t *bp = epp + (q & 1) * K30_EPI_CHUNK;
+            k30_chunk_acquire(tid, bar_id);
+#pragma unroll
+            for (int jp = 0; jp < 4; jp++) {
+                const int j = 8 * q + 2 * jp;
+                const int jl = 2 * jp + (i >> 1);
+                tk_stmatrix_x4(buf + srow * 128 + ((jl ^ (lane & 7)) << 4),
+                               k30_pack_bf16x2(alpha * acc[4 * j], alpha * acc[4 * j + 1]),
+                               k30_pack_bf16x2(alpha * acc[4 * j + 2], alpha * acc[4 * j + 3]),
+                               k30_pack_bf16x2(alpha * acc[4 * j + 4], alpha * acc[4 * j + 5]),
+                               k30_pack_bf16x2(alpha * acc[4 * j + 6], alpha * acc[4 * j + 7]));
+            }
+            k30_chunk_release(p, tid, bar_id, buf, bp, c0 + 64 * q, r0);
+        }
+    } else {
+        /* BN / 32 chunks of 32 columns; each thread writes 8-byte pairs. */
+#pragma unroll
+        for (int q = 0; q < BN / 32; q++) {
+            const uint32_t buf = ebuf + (q & 1) * K30_EPI_CHUNK;
+            uint8_t *bp = epp + (q & 1) * K30_EPI_CHUNK;
+            k30_chunk_acquire(tid, bar_id);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int srow = 16 * warp + 8 * h + (lane >> 2);
+#pragma unroll
+                for (int jj = 0; jj < 4; jj++) {
+                    const int j = 4 * q + jj;
+                    const int c16 = 2 * jj + ((lane & 3) >> 1);
+                    float2 *dst = (float2 *)(bp + srow * 128 + ((c16 ^ (lane >> 2)) << 4) + (lane & 1) * 8);
+                    *dst = make_float2(alpha * acc[4 * j + 2 * h], alpha * acc[4 * j + 2 * h + 1]);
+                }
+            }
+            k30_chunk_release(p, tid, bar_id, buf, bp, c0 + 32 * q, r0);
+        }
+    }
+}
 #endif
 
 /* The kernel instance for the operand majors of a problem. */
@@ -651,6 +777,35 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int clus
     p->sk_first = (int)(tiles - rem);
 }
 
+/* How the epilogue stores C (both launchers): staged through shared
+ * memory when beta == 0, leaving by TMA stores where TMA can store C
+ * (p->c_tma, its tensor map encoded here) and row by row elsewhere; the
+ * direct epilogue when beta != 0. */
+static inline tk_status k30_plan_c(k30_params *p, const tk_args *a, char *why, size_t len)
+{
+    size_t cs = a->c_type == TK_F32 ? 4 : 2;
+    char ignore[TK_MSG_LEN];
+    /* A TMA store writes whole 16-byte units at the right edge (seen on the
+     * H100: columns past N up to the next 16 bytes were overwritten), so
+     * rows must end on a 16-byte boundary too. */
+    p->c_tma = a->beta == 0.0f && (a->n * (int64_t)cs) % 16 == 0 &&
+              tk_tma_check("C", a->c, a->ldc, cs, ignore, sizeof ignore) == TK_SUCCESS;
+    /* With beta == 0 always staged (stored row by row where TMA cannot);
+     * beta != 0 takes the direct epilogue: the row-by-row store reading C
+     * measured 0.394 ms at 4096^3 fp32 (0.55x cuBLAS; each row's load waits
+     * for the last), and staged bf16 values would be rounded twice. */
+    p->c_staged = a->beta == 0.0f;
+    if (p->c_tma) {
+        tk_status st = tk_tma_map_2d(a->lc, &p->map_c, a->c_type == TK_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                           : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                           cs, a->c, a->m, a->n, a->ldc, 64, (uint32_t)(128 / cs), CU_TENSOR_MAP_SWIZZLE_128B, why,
+                           len);
+        if (st)
+            return st;
+    }
+    return TK_SUCCESS;
+}
+
 /* The launch of the cluster kernel (k31): parameters, the C
  * tensor map when the epilogue can store C with TMA (p.c_tma), the cluster
  * launch configuration and a persistent grid of as many clusters as fit
@@ -661,28 +816,10 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
 {
     k30_params p;
     tk_status st = k30_fill_params(&p, a, cluster, K30_BN, why, len);
+    if (!st)
+        st = k30_plan_c(&p, a, why, len);
     if (st)
         return st;
-    size_t cs = a->c_type == TK_F32 ? 4 : 2;
-    char ignore[TK_MSG_LEN];
-    /* A TMA store writes whole 16-byte units at the right edge (seen on the
-     * H100: columns past N up to the next 16 bytes were overwritten), so
-     * rows must end on a 16-byte boundary too. */
-    p.c_tma = a->beta == 0.0f && (a->n * (int64_t)cs) % 16 == 0 &&
-              tk_tma_check("C", a->c, a->ldc, cs, ignore, sizeof ignore) == TK_SUCCESS;
-    /* With beta == 0 always staged (stored row by row where TMA cannot);
-     * beta != 0 takes the direct epilogue: the row-by-row store reading C
-     * measured 0.394 ms at 4096^3 fp32 (0.55x cuBLAS; each row's load waits
-     * for the last), and staged bf16 values would be rounded twice. */
-    p.c_staged = a->beta == 0.0f;
-    if (p.c_tma) {
-        st = tk_tma_map_2d(a->lc, &p.map_c, a->c_type == TK_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-                                                           : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                           cs, a->c, a->m, a->n, a->ldc, 64, (uint32_t)(128 / cs), CU_TENSOR_MAP_SWIZZLE_128B, why,
-                           len);
-        if (st)
-            return st;
-    }
 
     cudaError_t e = tk_lc_func_smem(a->lc, func, smem);
     cudaLaunchAttribute attr[1];

@@ -121,141 +121,12 @@
  * Reproduce: build/tilekit bench --kernel k31_wgmma_cluster
  */
 #include "k30_core.cuh"
-#include "../ptx/stmatrix.cuh"
 
 #define K31_CLUSTER 2                  /* CTAs per cluster, along M */
 #define K31_GROUP_M 16                 /* block rows per super-tile (8 cluster rows) */
-#define K31_EPI_CHUNK 8192             /* 64 rows x 128 bytes: one TMA store box */
-#define K31_EPI_BYTES (K30_CONSUMERS * 2 * K31_EPI_CHUNK)
-#define K31_SMEM_BYTES K30_SMEM_WITH(K31_EPI_BYTES)
+#define K31_SMEM_BYTES K30_SMEM_WITH(K30_EPI_BYTES)
 
 static_assert(K31_SMEM_BYTES <= 227 * 1024, "shared memory exceeds the sm_90 per-block limit");
-
-/* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
- * an empty kernel body and would warn that they are unused). */
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* Before writing chunk buffer `buf`: the TMA store that last read it (two
- * chunks ago) must be done reading; then the whole consumer may write. */
-static __device__ __forceinline__ void k31_chunk_acquire(int tid, int bar_id)
-{
-    if (tid == 0)
-        tk_tma_store_wait_read(1);
-    tk_bar_sync(bar_id, 128);
-}
-
-/* Where TMA cannot store C (p->c_tma == 0 with beta == 0: C misaligned, an
- * odd ldc, or rows not ending on 16 bytes), the consumer's 128 threads store
- * the staged 64-row chunk row by row: warp w rows w, w + 4, ..., lane l
- * column l (fp32, 32 per chunk) or columns 2l and 2l + 1 (bf16, 64 per
- * chunk), so each warp access covers 128 contiguous bytes of one row of C
- * where the direct epilogue's covered 8 rows (with it 4096 x 4097 x 4096 NT
- * took 0.288 ms, with this 0.234, against 0.204 for 4096 x 4104 x 4096).
- * The logical 16-byte unit u of staged row r sits at r * 128 + (u ^ r % 8) * 16. */
-static __device__ __forceinline__ void k31_chunk_store_rows(const k30_params *p, const uint8_t *bp, int col0,
-                                                              int row0, int tid)
-{
-    const int warp = tid >> 5, lane = tid & 31;
-    /* Few live values (the 128 accumulators are still live here): a row
-     * pointer stepped by 4 rows, this lane's columns left, rows left. */
-    const int bf16 = p->c_bf16, esz = bf16 ? 2 : 4;
-    const int gc = col0 + (bf16 ? 2 * lane : lane);
-    const int cols_left = p->n - gc;   /* > 0: column gc exists; > 1: gc + 1 too */
-    const int rows = min(64, p->m - row0);
-    char *q = (char *)p->c + ((int64_t)(row0 + warp) * p->ldc + gc) * esz;
-    const int64_t step = (int64_t)4 * p->ldc * esz;
-    const uint8_t *src = bp + (lane & 3) * 4;
-#pragma unroll 1
-    for (int r = warp; r < rows; r += 4, q += step) {
-        const uint32_t v = *(const uint32_t *)(src + r * 128 + (((lane >> 2) ^ (r & 7)) << 4));
-        if (bf16) {
-            if (cols_left > 1 && p->c_pairs) {
-                *(uint32_t *)q = v;
-            } else {
-                if (cols_left > 0)
-                    ((uint16_t *)q)[0] = (uint16_t)(v & 0xFFFF);
-                if (cols_left > 1)
-                    ((uint16_t *)q)[1] = (uint16_t)(v >> 16);
-            }
-        } else if (cols_left > 0) {
-            *(uint32_t *)q = v;   /* beta == 0 (c_staged): C is not read */
-        }
-    }
-}
-
-/* After writing a chunk: meet, then store it, either by one thread's TMA
- * store of the 64 x 128-byte box (after making the generic-proxy writes
- * visible to the copy engine) or row by row. */
-static __device__ __forceinline__ void k31_chunk_release(const k30_params *p, int tid, int bar_id, uint32_t buf,
-                                                           const uint8_t *bp, int col, int row)
-{
-    if (p->c_tma) {
-        tk_fence_proxy_async_shared();
-        tk_bar_sync(bar_id, 128);
-        if (tid == 0) {
-            tk_tma_store_2d(&p->map_c, buf, col, row);
-            tk_tma_store_commit();
-        }
-    } else {
-        tk_bar_sync(bar_id, 128);
-        k31_chunk_store_rows(p, bp, col, row, tid);
-    }
-}
-
-/* Staged epilogue (p->c_staged): 64 x 256 through two 8 KB chunk buffers at
- * ebuf (generic pointer epp), 128B-swizzled like the TMA box expects: the
- * 16-byte chunk c of row r sits at r * 128 + ((c ^ (r % 8)) * 16); each
- * chunk then leaves by k31_chunk_release. */
-static __device__ __forceinline__ void k31_epilogue_staged(const k30_params *p, float acc[128], int r0, int c0,
-                                                          int warp, int lane, uint32_t ebuf, uint8_t *epp, int bar_id)
-{
-    const int tid = warp * 32 + lane;
-    const float alpha = p->alpha;
-    if (p->c_bf16) {
-        /* 4 chunks of 64 columns; stmatrix x4 stores the 8x8 blocks (h, j),
-         * (h+1, j), (h, j+1), (h+1, j+1); lanes 8i..8i+7 address block i. */
-        const int i = lane >> 3;
-        const int srow = 16 * warp + 8 * (i & 1) + (lane & 7);
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const uint32_t buf = ebuf + (q & 1) * K31_EPI_CHUNK;
-            const uint8_t *bp = epp + (q & 1) * K31_EPI_CHUNK;
-            k31_chunk_acquire(tid, bar_id);
-#pragma unroll
-            for (int jp = 0; jp < 4; jp++) {
-                const int j = 8 * q + 2 * jp;
-                const int jl = 2 * jp + (i >> 1);
-                tk_stmatrix_x4(buf + srow * 128 + ((jl ^ (lane & 7)) << 4),
-                               k30_pack_bf16x2(alpha * acc[4 * j], alpha * acc[4 * j + 1]),
-                               k30_pack_bf16x2(alpha * acc[4 * j + 2], alpha * acc[4 * j + 3]),
-                               k30_pack_bf16x2(alpha * acc[4 * j + 4], alpha * acc[4 * j + 5]),
-                               k30_pack_bf16x2(alpha * acc[4 * j + 6], alpha * acc[4 * j + 7]));
-            }
-            k31_chunk_release(p, tid, bar_id, buf, bp, c0 + 64 * q, r0);
-        }
-    } else {
-        /* 8 chunks of 32 columns; each thread writes 8-byte pairs. */
-#pragma unroll
-        for (int q = 0; q < 8; q++) {
-            const uint32_t buf = ebuf + (q & 1) * K31_EPI_CHUNK;
-            uint8_t *bp = epp + (q & 1) * K31_EPI_CHUNK;
-            k31_chunk_acquire(tid, bar_id);
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int srow = 16 * warp + 8 * h + (lane >> 2);
-#pragma unroll
-                for (int jj = 0; jj < 4; jj++) {
-                    const int j = 4 * q + jj;
-                    const int c16 = 2 * jj + ((lane & 3) >> 1);
-                    float2 *dst = (float2 *)(bp + srow * 128 + ((c16 ^ (lane >> 2)) << 4) + (lane & 1) * 8);
-                    *dst = make_float2(alpha * acc[4 * j + 2 * h], alpha * acc[4 * j + 2 * h + 1]);
-                }
-            }
-            k31_chunk_release(p, tid, bar_id, buf, bp, c0 + 32 * q, r0);
-        }
-    }
-}
-
-#endif
 
 /* A template because the operand majors are wgmma immediates and fix the TMA
  * box pattern (A_MN: op_a T, B_MN: op_b N). */
@@ -267,7 +138,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
     /* The ring, then the epilogue chunk buffers, then the barriers. */
     const uint32_t ring = k30_ring(k31_smem);
     const uint32_t epi = ring + K30_RING_BYTES;
-    const uint32_t full_bar = epi + K31_EPI_BYTES;
+    const uint32_t full_bar = epi + K30_EPI_BYTES;
     const uint32_t empty_bar = full_bar + 8 * K30_STAGES;
     const int wg = threadIdx.x / 128;
     const uint32_t rank = tk_cluster_ctarank();
@@ -304,7 +175,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
 #pragma unroll
         for (int r = 0; r < K31_CLUSTER; r++)
             empty[r] = tk_mapa_shared_cluster(empty_bar, (uint32_t)r);
-        const uint32_t ebuf = epi + c * 2 * K31_EPI_CHUNK;
+        const uint32_t ebuf = epi + c * 2 * K30_EPI_CHUNK;
         uint8_t *epp = k31_smem + (ebuf - tk_smem_u32(k31_smem));
         float acc[128];
 #pragma unroll
@@ -328,7 +199,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
                 k30_sk_gather<K30_BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * K30_CONSUMERS, tid, 1 + c);
             }
             if (p.c_staged)
-                k31_epilogue_staged(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c);
+                k30_epilogue_staged<K30_BN>(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c);
             else
                 k30_epilogue_direct<K30_BN>(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane);
         }
