@@ -29,8 +29,9 @@
  *   128-byte rows reach L2 and the stores drain while the next tile's MMAs
  *   run; otherwise (an odd ldc, a misaligned view) the consumer stores the
  *   chunk row by row, 128 contiguous bytes per warp access. With beta != 0
- *   (C must be read) the direct epilogue of k30_wgmma_tma is used; it stores
- *   single elements where pairs would be misaligned.
+ *   (C must be read) the direct epilogue is used; it stores single elements
+ *   where pairs would be misaligned. Both live in k30_core.cuh, which gave
+ *   the staged one to k30/k33/k34 as well (session 4).
  * - Split last wave: with T cluster tiles on C clusters the walk ends with
  *   T % C tiles while the other clusters idle. When splitting those tiles
  *   into 2 or 3 slices of their k-tiles (at least 16 each) ends that wave in
