@@ -97,7 +97,7 @@ typedef struct k30_params {
     int a_rows, a_boxes, a_bytes;
     int c_bf16;
     int c_pairs;                       /* C rows allow 2-element stores (ldc even, C aligned to a pair) */
-    int c_staged;                      /* k31: epilogue through shared memory, then ... */
+    int c_staged;                      /* beta == 0: epilogue through shared memory, then ... */
     int c_tma;                         /* ... TMA stores (else row-by-row stores) */
     /* Split tiles (sk_slices > 0): the walk's last sk_tiles
      * tiles, from sk_first on, are split into sk_slices equal k-ranges dealt
@@ -423,6 +423,7 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
         }
     }
 }
+
 /* Before writing chunk buffer `buf`: the TMA store that last read it (two
  * chunks ago) must be done reading; then the whole consumer may write. */
 static __device__ __forceinline__ void k30_chunk_acquire(int tid, int bar_id)
@@ -677,10 +678,11 @@ static inline size_t k30_sk_bytes(int max_clusters, int cluster)
 /* The block N auto-dispatch gives a problem among the k30 family (256:
  * k31, or k30 where k31 steps back; 128: k33_wgmma_128x128; 64:
  * k34_wgmma_128x64), for sms SMs. Rules read off one H100 run of the `all`
- * suite with every configuration timed (docs/NOTES.md, "Configurations with
- * split-K"): over its 189 shapes they pick a configuration on average 0.1%
- * slower than the best of the four, where the rules before split-K and
- * short A boxes lost 8%. Decode (M <= 128: one block row): k34, whose 128 x 64
+ * suite with every configuration timed (docs/NOTES.md, session 4, "Pick
+ * rules rewritten"): over its 189 shapes they picked a configuration on
+ * average 0.1% slower than the best of the four, where the rules before
+ * split-K and short A boxes lost 8%; after the staged epilogue came to all
+ * configurations, 0.73% (misses listed in NOTES). Decode (M <= 128: one block row): k34, whose 128 x 64
  * tiles give the most CTAs and whose few-tile split then fills the SMs
  * (1 x 28672 x 4096: k34 0.098 ms, k33 0.099, k30 0.105, k31 0.135;
  * 1 x 6144 x 4096: 0.031 / 0.034 / 0.044 / 0.044). Small problems whose
@@ -700,7 +702,7 @@ static inline int k30_pick_bn(const tk_args *a, int sms)
         return 64;
     if (a->n <= 128 || t128 <= sms)
         return 128;
-    if (2 * t256 <= sms && k_tiles < 2 * K30_SK_MIN_SLICE_KTILES * 4)
+    if (2 * t256 <= sms && k_tiles < 8 * K30_SK_MIN_SLICE_KTILES)
         return 128;
     return 256;
 }
