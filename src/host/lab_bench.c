@@ -147,20 +147,18 @@ double tk_lab_dram_read(int sm_count, char *why, size_t len)
     if (!e) e = cudaEventCreate(&e0);
     if (!e) e = cudaEventCreate(&e1);
     if (!e) e = (cudaError_t)tk_lab_fill_device(x, TK_BF16, bytes / 2, 7, s);
-    float ms[10];
+    double ms[10];
     for (int i = 0; i < 12 && !e; i++) {
+        float t = 0;
         if (!e) e = cudaEventRecord(e0, s);
         if (!e) e = (cudaError_t)tk_lab_read_device(x, bytes, sink, sm_count, s);
         if (!e) e = cudaEventRecord(e1, s);
         if (!e) e = cudaEventSynchronize(e1);
-        if (!e && i >= 2) e = cudaEventElapsedTime(&ms[i - 2], e0, e1);
+        if (!e && i >= 2 && !(e = cudaEventElapsedTime(&t, e0, e1)))
+            ms[i - 2] = t;
     }
     if (!e) {
-        for (int i = 1; i < 10; i++)   /* insertion sort for the median */
-            for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
-                float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t;
-            }
-        const double med = 0.5 * (ms[4] + ms[5]);
+        const double med = tk_lab_percentile(ms, 10, 0.5);
         gbs = med > 0 ? (double)bytes / (med * 1e6) : 0;
     } else {
         snprintf(why, len, "DRAM read probe: %s", cudaGetErrorString(e));
