@@ -688,21 +688,32 @@ static inline size_t k30_sk_bytes(int max_clusters, int cluster)
  * 1 x 6144 x 4096: 0.031 / 0.034 / 0.044 / 0.044). Small problems whose
  * 128 x 64 tiles fit one wave: k34 (1024^3 0.0103 / 0.0136 / 0.0220 /
  * 0.0181). One wave of 128 x 128 tiles, or two of 128 x 256 with short K:
- * k33 (512 x 4096 x 14336 0.087 against k31's 0.091). Else k31. A stand-in
- * for a cost model. */
+ * k33 (512 x 4096 x 14336 0.087 against k31's 0.091), and so are up to four
+ * waves of them with K of at most 16 k-tiles. Else k31. A stand-in for a
+ * cost model. */
 static inline int k30_pick_bn(const tk_args *a, int sms)
 {
     const long long rows = (a->m + K30_BM - 1) / K30_BM;
     const long long t64 = rows * ((a->n + 63) / 64), t128 = rows * ((a->n + 127) / 128);
     const long long t256 = rows * ((a->n + 255) / 256);
     const long long k_tiles = (a->k + K30_BK - 1) / K30_BK;
+    /* Rows of A or B that are not 128-byte multiples (1000^3: 2000 B) split
+     * each TMA row into several L2 requests: ncu, k34 at 1000^3 904K L2
+     * read requests against 197K at 1024^3; the 128 x 128 tiles read A half
+     * as often (1000^3: k33 0.0130 ms, k34 0.0138-0.0141). */
+    const int ragged = (a->lda * 2) % 128 != 0 || (a->ldb * 2) % 128 != 0;
     if (a->n <= 64 || rows == 1)
         return 64;
     if (t64 <= sms && k_tiles < 200)
-        return 64;
+        return ragged && t128 <= sms ? 128 : 64;
     if (a->n <= 128 || t128 <= sms)
         return 128;
     if (2 * t256 <= sms && k_tiles < 8 * K30_SK_MIN_SLICE_KTILES)
+        return 128;
+    /* Short K on a few waves of 128 x 128 tiles: k31's 128 x 256 tiles
+     * spend most of their time outside the main loop (2048 x 2304 x 768 NT:
+     * k31 0.0276 ms, k33 0.0228; 2048 x 3072 x 768 NT 0.0286 / 0.0243). */
+    if (k_tiles <= 16 && t128 <= 4 * sms)
         return 128;
     return 256;
 }

@@ -414,8 +414,15 @@ static void k30_split_plan(void)
  * 132 SMs: host arithmetic, run with the split plan in the CPU suite. */
 static void k30_split_plan_pick_bn(void)
 {
-    static const struct { int64_t m, n, k; int bn; } cases[] = {
+    static const struct { int64_t m, n, k; int bn; int64_t lda, ldb; } cases[] = {
         { 1000, 1000, 1000, 64 },     /* 128 tiles of 128 x 64 fit one wave */
+        { 1000, 1000, 1000, 128, 1000, 1000 },   /* rows of 2000 bytes: 128 x 128 */
+        { 1000, 1000, 1000, 128, 1024, 1000 },
+        { 1000, 1000, 1000, 64, 1024, 1024 },
+        { 1024, 1024, 1024, 64, 1024, 1024 },
+        { 2048, 2304, 768, 128 },     /* short K: 16 x 18 tiles of 128 x 128 */
+        { 2048, 3072, 768, 128 },
+        { 4096, 4096, 768, 256 },     /* 1024 tiles of 128 x 128: too many */
         { 512, 512, 512, 64 },
         { 128, 128, 128, 64 },        /* N fits 128, but 128 x 64 tiles are cheaper */
         { 1536, 1536, 1536, 256 },    /* 144 tiles of 128 x 128: more than one wave */
@@ -439,6 +446,8 @@ static void k30_split_plan_pick_bn(void)
         a.m = cases[i].m;
         a.n = cases[i].n;
         a.k = cases[i].k;
+        a.lda = cases[i].lda;
+        a.ldb = cases[i].ldb;
         int bn = k30_pick_bn(&a, 132);
         CHECK(bn == cases[i].bn, "%lldx%lldx%lld: BN %d, expected %d", (long long)a.m, (long long)a.n,
               (long long)a.k, bn, cases[i].bn);
