@@ -47,6 +47,12 @@ if [ "$PART" = all ] || [ "$PART" = test ]; then
     bash tests/run_gpu.sh "$BUILD" > "$out/gpu-test.log" 2>&1
     summary+=("gpu-test: $(tail -n 1 "$out/gpu-test.log") in $(( $(date +%s) - t0 )) s")
     grep -E '^(FAIL|   \()' "$out/gpu-test.log" | head -n 20
+    # Every registry kernel under memcheck, racecheck, synccheck and initcheck
+    # at three odd shapes, tight and padded (bench/sanitize.sh).
+    t0=$(date +%s)
+    bash bench/sanitize.sh "$BUILD" "$out" > "$out/sanitize.txt" 2>&1
+    summary+=("sanitize sweep (bench/sanitize.sh): exit $? in $(( $(date +%s) - t0 )) s, $(grep -c ': exit 0 ' "$out/sanitize.txt") of $(grep -c '^sanitize ' "$out/sanitize.txt") runs clean")
+    cat "$out/sanitize.txt"
     # The Hopper kernels under memcheck and racecheck at a small and a medium
     # shape, against k01_naive (racecheck flags cuBLAS's own kernels).
     if [ -x "$BUILD/tests/gpucu_k30_check" ]; then

@@ -87,6 +87,8 @@ static void print_help(const char *cmd)
                "                               rounded up to a multiple of 8, plus 8; the padding of\n"
                "                               A and B holds random values, C's a sentinel that must\n"
                "                               survive the run (a change is a \"write outside C\")\n"
+               "  --no-cublas                  do not run cuBLAS: the fp64 CPU reference alone judges\n"
+               "                               (as under compute-sanitizer, bench/sanitize.sh)\n"
                "  --json FILE                  also write the results there\n"
                "exit status: 0 all passed (or skipped), 1 a case failed, 2 bad arguments\n", help_problem);
     else
@@ -243,7 +245,7 @@ static int parse_args(int argc, char **argv, opts *o)
             { "--k", F_SHAPE, 1 }, { "--shapes", F_SHAPE, 1 }, { "--layout", F_PROBLEM, 1 },
             { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM | F_TUNE, 1 },
             { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM, 1 },
-            { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH, 0 }, { "--budget", F_BENCH | F_TUNE, 1 },
+            { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH | F_VERIFY, 0 }, { "--budget", F_BENCH | F_TUNE, 1 },
             { "--suite", F_BENCH | F_TUNE, 1 }, { "--file", F_TUNE, 1 },
             { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
             { "--offset", F_PROBLEM, 1 },
@@ -336,6 +338,7 @@ static int cmd_verify(const opts *o)
         fprintf(stderr, "tilekit verify: %s\n", why);
         return 1;
     }
+    tk_lab_verify_set_cublas(v, !o->no_cublas);
     FILE *jf = o->json ? fopen(o->json, "w") : NULL;
     if (o->json && !jf)
         fprintf(stderr, "tilekit verify: cannot write %s: %s\n", o->json, strerror(errno));

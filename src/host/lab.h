@@ -195,11 +195,16 @@ typedef struct tk_lab_verify_result {
      * cannot judge the case and the fp64 reference alone does. */
     tk_lab_report cublas_vs_ref;
     int cublas_off;
+    int no_cublas;              /* cuBLAS was not run (tk_lab_verify_set_cublas) */
 } tk_lab_verify_result;
 
 /* A verify context owns a handle, a stream and the per-shape input cache. */
 tk_status tk_lab_verify_open(tk_lab_verify **v, char *why, size_t len);
 void tk_lab_verify_close(tk_lab_verify *v);
+/* on = 0: run cases without cuBLAS, judged by the fp64 reference alone
+ * (under compute-sanitizer's racecheck, cuBLAS's kernels hit a sanitizer
+ * internal error); default 1. */
+void tk_lab_verify_set_cublas(tk_lab_verify *v, int on);
 /* The error-map cells for kernel's C in `layout`, in logical rows x cols:
  * the registry's BM x BN (128 x 128 if unset) and WM x WN (0 = none),
  * swapped for column-major, whose C the kernel sees transposed. */

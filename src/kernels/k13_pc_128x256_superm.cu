@@ -88,16 +88,18 @@ static __global__ void __launch_bounds__(NTHREADS, 1) k13_kernel(tk_args p)
 
     const int ktiles = (int)tk_ceil_div(p.k, TILE);
     /* Producers and consumers run separate loops that meet at one barrier
-     * per K-step (a named barrier over all warps, which may be reached from
-     * different code), so the accumulators live only in the consumer branch
+     * per K-step (over all warps; the unaligned barrier.sync, since they
+     * reach it from different code: the aligned bar.sync must be reached
+     * from one code position, and compute-sanitizer's synccheck flagged
+     * it), so the accumulators live only in the consumer branch
      * and the producers' address registers do not compete with them. */
     if (is_producer) {
         k13_produce(sm, 0, &ga, &gb, row, col, 0);
-        tk_sync_warps(1, NWARPS);
+        tk_sync_roles(1, NWARPS);
         for (int tile = 0, toc = 1; tile < ktiles; tile++, toc ^= 1) {
             if (tile + 1 < ktiles)
                 k13_produce(sm, toc, &ga, &gb, row, col, tile + 1);
-            tk_sync_warps(1, NWARPS);   /* toc is full and the consumers are done with tic */
+            tk_sync_roles(1, NWARPS);   /* toc is full and the consumers are done with tic */
         }
         return;
     }
@@ -108,7 +110,7 @@ static __global__ void __launch_bounds__(NTHREADS, 1) k13_kernel(tk_args p)
 #pragma unroll
     for (int i = 0; i < TILE / 16; i++)
         tk_zero(acc[i]);
-    tk_sync_warps(1, NWARPS);
+    tk_sync_roles(1, NWARPS);
     for (int tile = 0, tic = 0; tile < ktiles; tile++, tic ^= 1) {
 #pragma unroll
         for (int kk = 0; kk < TILE / 16; kk++) {
@@ -121,7 +123,7 @@ static __global__ void __launch_bounds__(NTHREADS, 1) k13_kernel(tk_args p)
                 tk_mma_AB(acc[i], a, b, acc[i]);
             }
         }
-        tk_sync_warps(1, NWARPS);   /* matches the producers' barrier of this K-step */
+        tk_sync_roles(1, NWARPS);   /* matches the producers' barrier of this K-step */
     }
 
     const tk_gl_out out = tk_gl_out_make(p.c, p.m, p.n, p.ldc, p.c_type);

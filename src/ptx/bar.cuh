@@ -7,6 +7,14 @@
  *   other ids let a subset of warps (say the consumer warps) synchronize
  *   without stalling the rest of the block. Every warp that arrives must
  *   pass the same nthreads.
+ * bar.sync is barrier.sync.aligned: every participating thread must execute
+ * the same barrier instruction (the same code position), else the behaviour
+ * is undefined (compute-sanitizer's synccheck reports it as divergent).
+ *
+ * barrier.sync id, nthreads
+ *   The same without .aligned: the participating warps may arrive from
+ *   different code, e.g. producer warps in their loop and consumer warps in
+ *   theirs (k13).
  * Clobbers: "memory", so the compiler keeps shared accesses on their side.
  */
 #ifndef TK_PTX_BAR_CUH
@@ -15,6 +23,11 @@
 static __device__ __forceinline__ void tk_bar_sync(int id, int nthreads)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
+}
+
+static __device__ __forceinline__ void tk_barrier_sync(int id, int nthreads)
+{
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
 }
 
 #endif

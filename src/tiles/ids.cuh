@@ -36,4 +36,12 @@ static __device__ __forceinline__ void tk_sync_block(void) { __syncthreads(); }
  * warps run on. */
 static __device__ __forceinline__ void tk_sync_warps(int id, int nwarps) { tk_bar_sync(id, nwarps * TK_WARP_THREADS); }
 
+/* The same for warps that reach the barrier from different code (a
+ * producer loop and a consumer loop): the unaligned barrier, since the
+ * aligned one requires one code position for all (bar.cuh). */
+static __device__ __forceinline__ void tk_sync_roles(int id, int nwarps)
+{
+    tk_barrier_sync(id, nwarps * TK_WARP_THREADS);
+}
+
 #endif /* TK_TILES_IDS_CUH */

@@ -74,6 +74,8 @@ static void test_bad_arguments_exit_2(void)
         { "tune --suite nope", "suite 'nope'" },
         { "tune --suite odd --file", "missing value" },
         { "bench --file x.txt", "--file" },
+        { "verify --no-cublas=1", "takes no value" },
+        { "info --no-cublas", "--no-cublas" },
     };
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
