@@ -70,8 +70,8 @@
 #define K30_SMEM_WITH(extra) K30_SMEM_WITH_N(K30_BN, extra)
 
 static_assert(K30_BM == 64 * K30_CONSUMERS, "each consumer warpgroup owns 64 rows (one wgmma M)");
-static_assert(K30_STAGE_BYTES_N(256) % 1024 == 0 && K30_STAGE_BYTES_N(128) % 1024 == 0 &&
-                  K30_STAGE_BYTES_N(64) % 1024 == 0,
+static_assert(K30_STAGE_BYTES_N(256) % 1024 == 0 && K30_STAGE_BYTES_N(192) % 1024 == 0 &&
+                  K30_STAGE_BYTES_N(128) % 1024 == 0 && K30_STAGE_BYTES_N(64) % 1024 == 0,
               "stages must keep the 1024-byte swizzle alignment");
 static_assert(K30_PRODUCER_REGS * 128 + K30_CONSUMER_REGS * 128 * K30_CONSUMERS <= 65536,
               "register reallocation exceeds the SM's 64K registers");
@@ -676,8 +676,8 @@ static inline size_t k30_sk_bytes(int max_clusters, int cluster)
 }
 
 /* The block N auto-dispatch gives a problem among the k30 family (256:
- * k31, or k30 where k31 steps back; 128: k33_wgmma_128x128; 64:
- * k34_wgmma_128x64), for sms SMs. Rules read off one H100 run of the `all`
+ * k31, or k30 where k31 steps back; 192: k35_wgmma_128x192; 128:
+ * k33_wgmma_128x128; 64: k34_wgmma_128x64), for sms SMs. Rules read off one H100 run of the `all`
  * suite with every configuration timed (docs/NOTES.md, session 4, "Pick
  * rules rewritten"): over its 189 shapes they picked a configuration on
  * average 0.1% slower than the best of the four, where the rules before
@@ -691,6 +691,14 @@ static inline size_t k30_sk_bytes(int max_clusters, int cluster)
  * k33 (512 x 4096 x 14336 0.087 against k31's 0.091), and so are up to four
  * waves of them with K of at most 16 k-tiles. Else k31. A stand-in for a
  * cost model. */
+/* The share of the launched waves that tiles fill: tiles on `slots`
+ * CTAs (or clusters) run in ceil(tiles / slots) waves. */
+static inline double k30_wave_fill(long long tiles, int slots)
+{
+    const long long waves = (tiles + slots - 1) / slots;
+    return waves > 0 ? (double)tiles / (double)(waves * slots) : 0.0;
+}
+
 static inline int k30_pick_bn(const tk_args *a, int sms)
 {
     const long long rows = (a->m + K30_BM - 1) / K30_BM;
@@ -715,6 +723,15 @@ static inline int k30_pick_bn(const tk_args *a, int sms)
      * k31 0.0276 ms, k33 0.0228; 2048 x 3072 x 768 NT 0.0286 / 0.0243). */
     if (k_tiles <= 16 && t128 <= 4 * sms)
         return 128;
+    /* 128 x 192 tiles where their last wave is much fuller than that of
+     * k31's 256 x 256 cluster tiles (1536^3: 96 tiles on 132 SMs against 36
+     * cluster tiles on 66 clusters; 3072^3: 2.91 waves against 2.18): k35
+     * 1.07-1.23x faster on the 7 suite shapes where this holds (NOTES,
+     * session 5). Not with ragged rows, where k31's multicast of B matters
+     * more (3000^3: k35 0.1345 ms, k31 0.1012). */
+    const long long ct256 = ((rows + 1) / 2) * ((a->n + 255) / 256);
+    if (!ragged && k30_wave_fill(rows * ((a->n + 191) / 192), sms) >= k30_wave_fill(ct256, sms / 2) + 0.1)
+        return 192;
     return 256;
 }
 

@@ -40,8 +40,10 @@
  * saw 754.5 TFLOP/s = 1.005x cuBLAS at 8192^3 fp32 out (0.99-1.01x over four
  * runs), 0.96x at 4096^3, 0.94-0.97x with bf16 out.
  * The same kernel with BN = 128 and 64 is registered as k33_wgmma_128x128 and
- * k34_wgmma_128x64 (end of this file): at 8192^3 they lose to this one, as the
- * figures say; they are for small and narrow problems, where k30_pick_bn
+ * k34_wgmma_128x64, and with BN = 192 as k35_wgmma_128x192 (end of this
+ * file): at 8192^3 they lose to this one, as the figures say; they are for
+ * small and narrow problems and (k35) for shapes whose last wave of 128 x
+ * 256 tiles would be mostly empty, where k30_pick_bn
  * (k30_core.cuh, with its measurements) gives them to auto-dispatch.
  * Session 4 gave all three what k31 had and small tiles need (H100, ms):
  * - Split-K: the walk, partial sums and fixed-order fixup of k31 moved into
@@ -70,8 +72,8 @@
 #define K30_GROUP_M 16                 /* block rows per super-tile */
 #define K30_SMEM_BYTES_N(bn) K30_SMEM_WITH_N(bn, K30_EPI_BYTES)
 
-static_assert(K30_SMEM_BYTES_N(256) <= 227 * 1024 && K30_SMEM_BYTES_N(128) <= 227 * 1024 &&
-                  K30_SMEM_BYTES_N(64) <= 227 * 1024, "shared memory exceeds the sm_90 per-block limit");
+static_assert(K30_SMEM_BYTES_N(256) <= 227 * 1024 && K30_SMEM_BYTES_N(192) <= 227 * 1024 &&
+                  K30_SMEM_BYTES_N(128) <= 227 * 1024 && K30_SMEM_BYTES_N(64) <= 227 * 1024, "shared memory exceeds the sm_90 per-block limit");
 
 /* A template because the operand majors are wgmma immediates and fix the
  * TMA box pattern: A_MN = 1 for M-major A (op_a T), B_MN = 1 for N-major B
@@ -146,10 +148,11 @@ static tk_status k30_supports(const tk_args *a, const tk_device *dev, char *why,
     return k30_supports_common(a, dev, 0, why, len);
 }
 
-/* The instance of block N bn (256, 128 or 64) for a's operand majors. */
+/* The instance of block N bn (256, 192, 128 or 64) for a's operand majors. */
 static const void *k30_func(int bn, tk_op op_a, tk_op op_b)
 {
     return bn == 256   ? K30_SELECT_BN(k30_kernel, 256, op_a, op_b)
+           : bn == 192 ? K30_SELECT_BN(k30_kernel, 192, op_a, op_b)
            : bn == 128 ? K30_SELECT_BN(k30_kernel, 128, op_a, op_b)
                        : K30_SELECT_BN(k30_kernel, 64, op_a, op_b);
 }
@@ -256,3 +259,10 @@ K30_CONFIG(k33_wgmma_128x128, 128, 31, 27,
 K30_CONFIG(k34_wgmma_128x64, 64, 32, 26,
            "k30_wgmma_tma with 128x64 block tiles (wgmma m64n64k16): four times the tiles of 128x256 for small "
            "problems")
+
+/* k35_wgmma_128x192: BN = 192 (wgmma m64n192k16, 96 accumulators, 40 KB
+ * stages, 4 of them): one wave where 128 x 128 tiles need a little more
+ * than one (1536^3: 96 tiles of 128 x 192 against 144 of 128 x 128). */
+K30_CONFIG(k35_wgmma_128x192, 192, 33, 25,
+           "k30_wgmma_tma with 128x192 block tiles (wgmma m64n192k16): one wave where 128x128 tiles need just "
+           "over one")

@@ -2,7 +2,7 @@
  *
  *   gpucu_k30_check [name-substring]       correctness tests (sm_90 only)
  *   TK_K30_BENCH=1 gpucu_k30_check bench   also the timing table
- *   TK_K30_KERNELS=a,b                     kernels under test (default: every k30_*, k31_*)
+ *   TK_K30_KERNELS=a,b                     kernels under test (default: the k30 family)
  *   TK_K30_REF=k01_naive                   reference kernel (default cublas; use
  *                                          k01_naive under compute-sanitizer, whose
  *                                          racecheck flags cuBLAS's own kernels)
@@ -37,7 +37,8 @@ extern "C" {
 
 static tk_handle g_h;
 static int g_ok_device;
-/* The kernels under test: every registry entry named k30_* or k31_*, or the
+/* The kernels under test: every registry entry of the k30 family (k30_*,
+ * k31_*, k33_*, k34_*, k35_*), or the
  * comma-separated list in TK_K30_KERNELS. */
 static const char *g_kernels[8];
 static int g_nkernels;
@@ -425,7 +426,12 @@ static void k30_split_plan_pick_bn(void)
         { 4096, 4096, 768, 256 },     /* 1024 tiles of 128 x 128: too many */
         { 512, 512, 512, 64 },
         { 128, 128, 128, 64 },        /* N fits 128, but 128 x 64 tiles are cheaper */
-        { 1536, 1536, 1536, 256 },    /* 144 tiles of 128 x 128: more than one wave */
+        { 1536, 1536, 1536, 192 },    /* 144 tiles of 128 x 128, 96 of 128 x 192: one wave */
+        { 1536, 1536, 1536, 256, 1544, 1544 },   /* ragged rows: k31's multicast */
+        { 3072, 3072, 3072, 192 },    /* 2.91 waves of 128 x 192, 2.18 of 256 x 256 clusters */
+        { 3000, 3000, 3000, 256, 3000, 3000 },
+        { 512, 6144, 4096, 192 },
+        { 4096, 4096, 4096, 256 },    /* 3.88 waves of clusters, 5.33 of 128 x 192 */
         { 2048, 2048, 2048, 256 },
         { 65536, 64, 4096, 64 },      /* N fits 64 */
         { 32768, 128, 1024, 128 },    /* N fits 128, 512 tiles of 128 x 64 */
@@ -638,7 +644,7 @@ void tk_tests(void)
             if (tk_kernel_get(i, &kp) != TK_SUCCESS)
                 continue;
             if (!strncmp(kp.name, "k30_", 4) || !strncmp(kp.name, "k31_", 4) || !strncmp(kp.name, "k33_", 4) ||
-                !strncmp(kp.name, "k34_", 4))
+                !strncmp(kp.name, "k34_", 4) || !strncmp(kp.name, "k35_", 4))
                 g_kernels[g_nkernels++] = kp.name;
         }
     }
