@@ -267,6 +267,8 @@ double tk_lab_dram_read(int sm_count, char *why, size_t len);
  * the JSON also gets the "summary" that tk_lab_bench_print_summary prints. */
 int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
 int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
+/* s as a JSON string: quoted; quotes, backslashes and control characters escaped. */
+void tk_lab_json_str(FILE *f, const char *s);
 /* The SM clock in MHz via NVML (dlopen'ed), or 0 when unavailable. */
 int tk_lab_nvml_sm_clock(int cuda_device);
 
