@@ -26,6 +26,10 @@ uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i);
 void tk_lab_fill(void *x, tk_dtype type, size_t n, uint64_t seed);
 /* The same into device memory x, on stream (util.cu); a CUDA error code. */
 int tk_lab_fill_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream);
+/* Device memory x = small integers of stream seed (tk_lab_rand_int in
+ * lab_rand.h, in [-3, 3]) as bf16 or fp32, on stream (util.cu): inputs whose
+ * fp32 GEMM is exact. A CUDA error code. */
+int tk_lab_fill_int_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream);
 /* Reads bytes (a multiple of 16) at x once with sms * 4 blocks (util.cu): the
  * DRAM read probe; sink holds sms * 4 words. 0 or a cudaError_t. */
 int tk_lab_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream);
