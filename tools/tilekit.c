@@ -1,7 +1,8 @@
 /* tilekit - the kernel lab's command line: bench | verify | info | tune | fuzz.
  *
  * Every argument is checked before the GPU is touched, so a bad one exits 2
- * with a message on any machine. Exit 1: a verify failure or a runtime error. */
+ * with a message on any machine. Exit 1: a verify or fuzz failure, or a
+ * runtime error (no GPU). */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
