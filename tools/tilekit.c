@@ -1,7 +1,8 @@
-/* tilekit - the kernel lab's command line: bench | verify | info | tune.
+/* tilekit - the kernel lab's command line: bench | verify | info | tune | fuzz.
  *
  * Every argument is checked before the GPU is touched, so a bad one exits 2
- * with a message on any machine. Exit 1: a verify failure or a runtime error. */
+ * with a message on any machine. Exit 1: a verify or fuzz failure, or a
+ * runtime error (no GPU). */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -15,7 +16,7 @@
 
 #define MAX_LIST 64
 
-enum { F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32, F_TUNE = 64 };
+enum { F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32, F_TUNE = 64, F_FUZZ = 128 };
 
 typedef struct shape { int64_t m, n, k; } shape;
 
@@ -23,6 +24,7 @@ typedef struct opts {
     const char *cmd;
     const char *kernels[MAX_LIST + 1];  /* NULL-terminated */
     int nkernels;
+    int kernels_all;            /* --kernel all (or no --kernel) */
     shape shapes[MAX_LIST];
     int nshapes, mnk_set;
     tk_lab_case c;              /* layout, ops, out, alpha, beta, seed, pad */
@@ -34,14 +36,18 @@ typedef struct opts {
     int nsuite;
     const char *tune_file;      /* tune: --file */
     int out_given;              /* tune: --out given (else both types of C) */
+    tk_lab_fuzz_opts fuzz;      /* fuzz: its options (seed, kernels and budget copied in after parsing) */
+    int cases_given, case_given, budget_given;
 } opts;
 
 static const char *usage =
-    "usage: tilekit bench|verify|info|tune [options]   (tilekit CMD --help for each)\n"
+    "usage: tilekit bench|verify|info|tune|fuzz [options]   (tilekit CMD --help for each)\n"
     "  bench   time kernels (with cuBLAS in the same run) and print a table\n"
     "  verify  check kernels against cuBLAS (every element) and an fp64 CPU reference\n"
     "  info    device properties and each kernel's registers, shared memory, occupancy\n"
-    "  tune    time every auto-dispatch candidate on a suite's shapes; write a tune cache\n";
+    "  tune    time every auto-dispatch candidate on a suite's shapes; write a tune cache\n"
+    "  fuzz    seeded random problems on auto-dispatch and every kernel, checked bit for bit\n"
+    "          (integer inputs) or against fp64, with guard bands around C\n";
 
 static const char *help_problem =
     "  --kernel NAME[,NAME..]|all   kernels (default all; auto = auto-dispatch)\n"
@@ -57,6 +63,31 @@ static const char *help_problem =
 
 static void print_help(const char *cmd)
 {
+    if (!strcmp(cmd, "fuzz")) {
+        printf("usage: tilekit fuzz [options]\n"
+               "  --seed S                     the stream of cases (default 1): case I of seed S is always\n"
+               "                               the same problem\n"
+               "  --cases N                    run cases 0..N-1 (default %d)\n"
+               "  --budget SECONDS             instead: run cases 0, 1, ... until SECONDS have passed\n"
+               "  --case I                     run case I alone (the replay of a failure)\n"
+               "  --kernel NAME[,NAME..]|all   subjects (default all: auto-dispatch and every kernel but\n"
+               "                               cublas, the yardstick of verify)\n"
+               "  --max-size N                 M, N and K at most (1..%d, default %d)\n"
+               "  --max-volume V               M*N*K at most (default %lld)\n"
+               "  --json FILE                  also write the counts and the first failures there\n"
+               "Each case draws M, N, K (tile multiples and one off them, primes, small values; most\n"
+               "small or medium), ops, layout, type of C, alpha and beta (0 included: C then starts as\n"
+               "NaN), leading dimensions (tight to padded) and pointer offsets 0..7. Half the cases\n"
+               "have small-integer inputs, whose result every kernel must get bit for bit; the others\n"
+               "random ones, judged against the fp64 reference with verify's tolerance. C lies between\n"
+               "guard bands: a write there, before C's offset or into its padding fails. The k0* and\n"
+               "k1* kernels are left out of cases above M*N*K = 2^28 (too slow). Each failure prints\n"
+               "one line that ends with the command replaying it, e.g.\n"
+               "  tilekit fuzz --seed 1 --case 17 --kernel k30_wgmma_tma\n"
+               "exit status: 0 no failures, 1 a failure or no GPU, 2 bad arguments\n",
+               TK_LAB_FUZZ_CASES, TK_LAB_FUZZ_MAX_SIZE, TK_LAB_FUZZ_MAX_SIZE, (long long)TK_LAB_FUZZ_MAX_VOLUME);
+        return;
+    }
     if (!strcmp(cmd, "tune")) {
         printf("usage: tilekit tune --suite NAME|FILE [options]\n"
                "  --suite NAME|FILE            the shapes (bench/shapes/NAME.txt or a file), row-major\n"
@@ -107,18 +138,21 @@ static int bad(const char *fmt, ...)
     return 2;
 }
 
-static int parse_i64(const char *flag, const char *s, int64_t *out)
+static int parse_range(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end)
         return bad("%s: '%s' is not an integer", flag, s);
-    if (v < 1 || v > (1ll << 24))
-        return bad("%s: %s is out of range (expected 1..%lld)", flag, s, 1ll << 24);
+    if (v < lo || v > hi)
+        return bad("%s: %s is out of range (expected %lld..%lld)", flag, s, (long long)lo, (long long)hi);
     *out = v;
     return 0;
 }
+
+/* A size: 1..2^24. */
+static int parse_i64(const char *flag, const char *s, int64_t *out) { return parse_range(flag, s, 1, 1ll << 24, out); }
 
 static int parse_f(const char *flag, const char *s, double *out)
 {
@@ -134,7 +168,8 @@ static int parse_f(const char *flag, const char *s, double *out)
 static int parse_kernels(opts *o, char *list)
 {
     o->nkernels = 0;
-    if (!strcmp(list, "all")) {
+    o->kernels_all = !strcmp(list, "all");
+    if (o->kernels_all) {
         for (int i = 0; i < tk_registry_count() && i < MAX_LIST; i++)
             o->kernels[o->nkernels++] = tk_registry_at(i)->name;
     } else {
@@ -225,12 +260,34 @@ static int suite_args(opts *o, const char *clash, int kernel_given)
     return 0;
 }
 
+/* fuzz: the parsed options into o->fuzz, checked whole (tk_lab_fuzz_check)
+ * so that every bad value exits 2 before the GPU is touched. */
+static int fuzz_args(opts *o)
+{
+    tk_lab_fuzz_opts *f = &o->fuzz;
+    if (o->case_given && (o->cases_given || o->budget_given))
+        return bad("--case replays one case: leave out --cases and --budget");
+    if (o->cases_given && o->budget_given)
+        return bad("--cases and --budget: give one or the other");
+    if (o->budget_given) {
+        f->budget_s = o->bench.budget_s;
+        f->cases = 0;
+    }
+    f->seed = o->c.seed;
+    f->kernels = o->kernels_all ? NULL : o->kernels;
+    char why[TK_LAB_MSG_LEN];
+    if (tk_lab_fuzz_check(f, why, sizeof why))
+        return bad("%s", why);
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, opts *o)
 {
     int allowed = F_KERNEL;
     if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES;
     if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY;
     if (!strcmp(o->cmd, "tune")) allowed = F_TUNE;
+    if (!strcmp(o->cmd, "fuzz")) allowed |= F_FUZZ;
     int64_t m = 8192, n = 8192, k = 8192;
     const char *clash = NULL;   /* the last option given that --suite excludes */
     int kernel_given = 0;
@@ -244,11 +301,12 @@ static int parse_args(int argc, char **argv, opts *o)
             { "--help", F_KERNEL | F_TUNE, 0 }, { "--kernel", F_KERNEL, 1 }, { "--m", F_SHAPE, 1 }, { "--n", F_SHAPE, 1 },
             { "--k", F_SHAPE, 1 }, { "--shapes", F_SHAPE, 1 }, { "--layout", F_PROBLEM, 1 },
             { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM | F_TUNE, 1 },
-            { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM, 1 },
-            { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH | F_VERIFY, 0 }, { "--budget", F_BENCH | F_TUNE, 1 },
+            { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM | F_FUZZ, 1 },
+            { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH | F_VERIFY, 0 }, { "--budget", F_BENCH | F_TUNE | F_FUZZ, 1 },
             { "--suite", F_BENCH | F_TUNE, 1 }, { "--file", F_TUNE, 1 },
-            { "--json", F_FILES, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
-            { "--offset", F_PROBLEM, 1 },
+            { "--json", F_FILES | F_FUZZ, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
+            { "--offset", F_PROBLEM, 1 }, { "--cases", F_FUZZ, 1 }, { "--case", F_FUZZ, 1 },
+            { "--max-size", F_FUZZ, 1 }, { "--max-volume", F_FUZZ, 1 },
         };
         if (eq && !strncmp(flag, "--", 2)) {
             *eq = '\0';
@@ -292,6 +350,7 @@ static int parse_args(int argc, char **argv, opts *o)
             rc = parse_f(name, val, &d);
             if (!rc && d <= 0) rc = bad("--budget: %s must be > 0 seconds", val);
             o->bench.budget_s = d;
+            o->budget_given = 1;
         } else if (!strcmp(name, "--seed")) {
             char *end;
             errno = 0;
@@ -313,9 +372,21 @@ static int parse_args(int argc, char **argv, opts *o)
         else if (!strcmp(name, "--csv")) o->csv = val;
         else if (!strcmp(name, "--suite")) o->suite = val;
         else if (!strcmp(name, "--file")) o->tune_file = val;
+        else if (!strcmp(name, "--cases")) {
+            rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.cases);
+            o->cases_given = 1;
+        } else if (!strcmp(name, "--case")) {
+            rc = parse_range(name, val, 0, INT64_C(1) << 62, &o->fuzz.only_case);
+            o->case_given = 1;
+        } else if (!strcmp(name, "--max-size"))
+            rc = parse_range(name, val, 1, TK_LAB_FUZZ_MAX_SIZE, &o->fuzz.gen.max_size);
+        else if (!strcmp(name, "--max-volume"))
+            rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.gen.max_volume);
         if (rc)
             return 2;
     }
+    if (!strcmp(o->cmd, "fuzz"))
+        return fuzz_args(o);
     if (!strcmp(o->cmd, "tune")) {
         if (!o->suite)
             return bad("tune: --suite NAME|FILE is required (the shapes to tune)");
@@ -380,6 +451,39 @@ static int cmd_verify(const opts *o)
         printf("verify: %d skipped (the kernel refused the case)\n", skipped);
     printf("verify: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+/* fuzz: the run, the failure lines as they come, then the counts. The JSON
+ * file is opened first: a path that cannot be written exits 2 before any
+ * GPU work. */
+static int cmd_fuzz(const opts *o)
+{
+    FILE *jf = NULL;
+    if (o->json && !(jf = fopen(o->json, "w")))
+        return bad("--json: cannot write %s: %s", o->json, strerror(errno));
+    tk_lab_fuzz_summary *s = malloc(sizeof *s);
+    if (!s) {
+        fprintf(stderr, "tilekit fuzz: out of host memory\n");
+        if (jf)
+            fclose(jf);
+        return 1;
+    }
+    char why[TK_LAB_MSG_LEN];
+    tk_status st = tk_lab_fuzz_run(&o->fuzz, s, why, sizeof why);
+    if (st != TK_SUCCESS)
+        fprintf(stderr, "tilekit fuzz: %s (%s)\n", why, tk_status_string(st));
+    if (s->cases)
+        tk_lab_fuzz_print_summary(stdout, &o->fuzz, s);
+    int rc = st != TK_SUCCESS || s->total.failed ? 1 : 0;
+    if (jf) {
+        int werr = tk_lab_fuzz_write_json(jf, &o->fuzz, s);
+        if (fclose(jf) || werr) {
+            fprintf(stderr, "tilekit fuzz: cannot write %s: %s\n", o->json, strerror(errno));
+            rc = 1;
+        }
+    }
+    free(s);
+    return rc;
 }
 
 /* The suite's shapes, each with its own ops: the kernels of `order` one
@@ -576,7 +680,9 @@ int main(int argc, char **argv)
     opts o = { 0 };
     o.cmd = argv[1];
     o.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, 0, 0, 1.0f, 0.0f, TK_F32, 1, 0, 0 };
-    if (strcmp(o.cmd, "bench") && strcmp(o.cmd, "verify") && strcmp(o.cmd, "info") && strcmp(o.cmd, "tune")) {
+    tk_lab_fuzz_defaults(&o.fuzz);
+    if (strcmp(o.cmd, "bench") && strcmp(o.cmd, "verify") && strcmp(o.cmd, "info") && strcmp(o.cmd, "tune") &&
+        strcmp(o.cmd, "fuzz")) {
         fprintf(stderr, "tilekit: unknown command '%s'\n%s", o.cmd, usage);
         return 2;
     }
@@ -584,7 +690,10 @@ int main(int argc, char **argv)
         return 2;
     if (!strcmp(o.cmd, "info"))
         return tk_lab_info(stdout, o.kernels);
-    int rc = !strcmp(o.cmd, "verify") ? cmd_verify(&o) : !strcmp(o.cmd, "tune") ? cmd_tune(&o) : cmd_bench(&o);
+    int rc = !strcmp(o.cmd, "verify") ? cmd_verify(&o)
+             : !strcmp(o.cmd, "tune")   ? cmd_tune(&o)
+             : !strcmp(o.cmd, "fuzz")   ? cmd_fuzz(&o)
+                                        : cmd_bench(&o);
     free(o.suite_shapes);
     return rc;
 }

@@ -26,6 +26,10 @@ uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i);
 void tk_lab_fill(void *x, tk_dtype type, size_t n, uint64_t seed);
 /* The same into device memory x, on stream (util.cu); a CUDA error code. */
 int tk_lab_fill_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream);
+/* Device memory x = small integers of stream seed (tk_lab_rand_int in
+ * lab_rand.h, in [-3, 3]) as bf16 or fp32, on stream (util.cu): inputs whose
+ * fp32 GEMM is exact. A CUDA error code. */
+int tk_lab_fill_int_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream);
 /* Reads bytes (a multiple of 16) at x once with sms * 4 blocks (util.cu): the
  * DRAM read probe; sink holds sms * 4 words. 0 or a cudaError_t. */
 int tk_lab_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream);
@@ -272,6 +276,8 @@ double tk_lab_dram_read(int sm_count, char *why, size_t len);
  * the JSON also gets the "summary" that tk_lab_bench_print_summary prints. */
 int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
 int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
+/* s as a JSON string: quoted; quotes, backslashes and control characters escaped. */
+void tk_lab_json_str(FILE *f, const char *s);
 /* The SM clock in MHz via NVML (dlopen'ed), or 0 when unavailable. */
 int tk_lab_nvml_sm_clock(int cuda_device);
 
@@ -325,6 +331,119 @@ typedef struct tk_lab_suite_stat {
  * the number of entries (at most n + 1), or -1 when max is too small. */
 int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, double threshold,
                          tk_lab_suite_stat *out, int max);
+
+/* ---- fuzz (lab_fuzz.c) ----
+ * Seeded random problems run on auto-dispatch and every kernel that accepts
+ * them. Case i of seed s comes from its own counter-based stream, so any one
+ * case is replayed without generating the others. Half the cases are exact:
+ * small-integer inputs and alpha, beta that keep every fp32 value exact, so
+ * every kernel must match the fp64 reference bit for bit (bf16 C: the exact
+ * value rounded to nearest even); the others are random and judged with
+ * tk_lab_tolerance. C sits between guard bands of TK_LAB_FUZZ_GUARD_BYTES
+ * holding the padding sentinel; the bands, C's padding and the elements
+ * before C's offset must keep it. The generator is pure host code. */
+#define TK_LAB_FUZZ_MAX_SIZE 6000                   /* M, N, K at most: --max-size's default and limit */
+#define TK_LAB_FUZZ_MAX_VOLUME (INT64_C(1) << 30)   /* M*N*K at most: --max-volume's default */
+#define TK_LAB_FUZZ_SLOW_VOLUME (INT64_C(1) << 28)  /* k0* and k1* kernels skipped above this M*N*K */
+#define TK_LAB_FUZZ_CASES 1000                      /* cases of a run without --cases or --budget */
+#define TK_LAB_FUZZ_GUARD_BYTES 4096
+#define TK_LAB_FUZZ_KERNELS 64                      /* subjects of one run at most */
+#define TK_LAB_FUZZ_KEEP 32                         /* failures kept in the summary (the JSON's) */
+
+typedef struct tk_lab_fuzz_params {
+    int64_t max_size;           /* 1..TK_LAB_FUZZ_MAX_SIZE */
+    int64_t max_volume;         /* >= 1 */
+} tk_lab_fuzz_params;
+
+typedef struct tk_lab_fuzz_case {
+    uint64_t seed;              /* where it came from: the run's seed and the case's index */
+    int64_t index;
+    int exact;                  /* 1: small-integer inputs, checked bit for bit; 0: random, with tolerance */
+    tk_layout layout;
+    tk_op op_a, op_b;
+    tk_dtype out;
+    int64_t m, n, k;
+    float alpha, beta;
+    int64_t lda, ldb, ldc;
+    int off_a, off_b, off_c;    /* 0..TK_LAB_OFFSET_MAX elements from the start of each buffer */
+    uint64_t data_seed;         /* the inputs' streams */
+} tk_lab_fuzz_case;
+
+typedef enum tk_lab_fuzz_operand { TK_LAB_FUZZ_A, TK_LAB_FUZZ_B, TK_LAB_FUZZ_C } tk_lab_fuzz_operand;
+
+/* Case `index` of stream `seed`: M, N, K in 1..max_size (small values,
+ * multiples of 8..256 and one off them, primes, log-uniform), M*N*K <=
+ * max_volume; every op, layout and type of C; alpha, beta from {0, 1, -1,
+ * 0.5, 2, -3, random, 65536 (alpha)}; leading dimensions tight, +1, +7, +8
+ * or a multiple of 8 plus extra; pointer offsets 0..7. */
+void tk_lab_fuzz_case_gen(const tk_lab_fuzz_params *p, uint64_t seed, int64_t index, tk_lab_fuzz_case *c);
+/* The stored lines of an operand (rows of a row-major matrix, columns of a
+ * column-major one) and their logical length; its ld >= len, and its buffer
+ * holds off + lines * ld elements. */
+void tk_lab_fuzz_extent(const tk_lab_fuzz_case *c, tk_lab_fuzz_operand x, int64_t *lines, int64_t *len);
+/* p = the case over buffers a, b, c (its offsets added); NULL stays NULL. */
+void tk_lab_fuzz_problem(const tk_lab_fuzz_case *c, const void *a, const void *b, void *cc, tk_gemm_problem *p);
+/* "517x256x63 row TN bf16 exact a=2 b=0 lda=64 ldb=256 ldc=259 off=0,0,3" */
+void tk_lab_fuzz_case_name(const tk_lab_fuzz_case *c, char *buf, size_t len);
+
+typedef struct tk_lab_fuzz_opts {
+    uint64_t seed;
+    int64_t cases;              /* run cases 0..cases-1 (budget_s == 0) */
+    double budget_s;            /* > 0: cases 0, 1, ... until this many seconds have passed */
+    int64_t only_case;          /* >= 0: only this case (a replay); -1: cases or budget_s */
+    const char *const *kernels; /* NULL-terminated: "auto" and registry names but cublas; NULL: all of them */
+    tk_lab_fuzz_params gen;
+    FILE *log;                  /* failure lines go here (NULL: nowhere) */
+} tk_lab_fuzz_opts;
+
+typedef struct tk_lab_fuzz_stat {
+    char name[64];
+    int64_t checked;            /* kernel-cases run and judged (failed ones included) */
+    int64_t exact;              /* those in exact mode */
+    int64_t skipped;            /* refused by tk_kernel_supports */
+    int64_t capped;             /* slow kernels left out above TK_LAB_FUZZ_SLOW_VOLUME */
+    int64_t failed;
+} tk_lab_fuzz_stat;
+
+typedef struct tk_lab_fuzz_failure {
+    char kernel[80];            /* "auto -> k30_wgmma_tma" for auto-dispatch */
+    tk_lab_fuzz_case c;
+    char what[TK_LAB_MSG_LEN];
+} tk_lab_fuzz_failure;
+
+typedef struct tk_lab_fuzz_summary {
+    int64_t cases;
+    tk_lab_fuzz_stat total;     /* name "" */
+    int nkernels;
+    tk_lab_fuzz_stat kernel[TK_LAB_FUZZ_KERNELS];
+    tk_lab_fuzz_case largest;   /* by M*N*K; index -1 before any case */
+    double seconds;
+    int nkept;
+    tk_lab_fuzz_failure kept[TK_LAB_FUZZ_KEEP];   /* the first failures */
+    char error[TK_LAB_MSG_LEN]; /* why the run could not start or stopped early; "" if neither */
+} tk_lab_fuzz_summary;
+
+/* cases TK_LAB_FUZZ_CASES, no budget, only_case -1, all kernels, the
+ * default sizes, seed 1, log stdout */
+void tk_lab_fuzz_defaults(tk_lab_fuzz_opts *o);
+/* 0, or -1 with why naming the bad option as the CLI spells it (--max-size,
+ * --kernel, ...). Needs no GPU. */
+int tk_lab_fuzz_check(const tk_lab_fuzz_opts *o, char *why, size_t len);
+/* The command that replays one kernel-case of a run of o:
+ * "tilekit fuzz --seed S --case I --kernel NAME" (plus the size options
+ * where they are not the defaults). */
+void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
+/* Runs the cases of o; each failure is one line on o->log with its replay
+ * command. TK_SUCCESS when the cases ran (failures or not: see s); the
+ * check's TK_ERR_INVALID_VALUE, TK_ERR_NO_DEVICE and the like with why
+ * filled when nothing could run; TK_ERR_CUDA when a CUDA error stopped the
+ * run part way (s covers the cases before it, s->error says why). */
+tk_status tk_lab_fuzz_run(const tk_lab_fuzz_opts *o, tk_lab_fuzz_summary *s, char *why, size_t len);
+/* One line per kernel, then the summary line (cases, kernel-cases checked,
+ * skipped, capped, failures, the largest problem). */
+void tk_lab_fuzz_print_summary(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz_summary *s);
+/* The summary as JSON; 0, or -1 on a write error. */
+int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz_summary *s);
 
 /* ---- info (lab_info.c) ---- */
 /* Device properties and per-kernel resources; kernels = NULL for all,

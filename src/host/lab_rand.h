@@ -40,4 +40,17 @@ static inline TK_HD uint16_t tk_lab_rand_elem(uint64_t seed, uint64_t i)
     return tk_lab_rand_f32_to_bf16((float)x);
 }
 
+/* The largest magnitude of tk_lab_rand_int: products of two such values and
+ * their sums over K <= 6000 stay far below 2^24, so an fp32 GEMM of them is
+ * exact (the fuzzer's exact mode). */
+#define TK_LAB_RAND_INT_MAX 3
+
+/* Element i of stream seed as an integer in [-TK_LAB_RAND_INT_MAX,
+ * TK_LAB_RAND_INT_MAX], uniform, zero included. */
+static inline TK_HD int tk_lab_rand_int(uint64_t seed, uint64_t i)
+{
+    uint64_t r = tk_lab_rand_mix(tk_lab_rand_mix(seed) + (i + 1) * 0x9e3779b97f4a7c15ull);
+    return (int)(r % (2 * TK_LAB_RAND_INT_MAX + 1)) - TK_LAB_RAND_INT_MAX;
+}
+
 #endif /* TK_LAB_RAND_H */

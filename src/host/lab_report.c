@@ -59,8 +59,7 @@ void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *r)
     else fprintf(f, " %5s\n", "-");
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void json_str(FILE *f, const char *s)
+void tk_lab_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -101,7 +100,7 @@ static void json_opt_str(FILE *f, const char *key, const char *s)
 {
     fprintf(f, ",\"%s\":", key);
     if (*s)
-        json_str(f, s);
+        tk_lab_json_str(f, s);
     else
         fputs("null", f);
 }
@@ -192,7 +191,7 @@ static void json_stat(FILE *f, const tk_lab_bench_row *rows, const tk_lab_suite_
     fputc('{', f);
     if (!overall) {
         fputs("\"suite\":", f);
-        json_str(f, s->suite);
+        tk_lab_json_str(f, s->suite);
         fputc(',', f);
     }
     fprintf(f, "\"shapes\":%d,\"measured\":%d,\"not_measured\":%d", s->shapes, s->measured, s->not_measured);
@@ -202,7 +201,7 @@ static void json_stat(FILE *f, const tk_lab_bench_row *rows, const tk_lab_suite_
     if (s->min_index >= 0) {
         char shape[64];
         shape_str(&rows[s->min_index], shape, sizeof shape);
-        json_str(f, shape);
+        tk_lab_json_str(f, shape);
     } else
         fputs("null", f);
     fprintf(f, ",\"below\":%d}", s->below);
@@ -219,7 +218,7 @@ static void json_summary(FILE *f, const tk_lab_bench_row *rows, int n)
     for (int k = 0; k < nk; k++) {
         int ns = kernel_summary(rows, n, kernels[k], st);
         fprintf(f, "%s\n  {\"kernel\":", k ? "," : "");
-        json_str(f, kernels[k]);
+        tk_lab_json_str(f, kernels[k]);
         fputs(",\"suites\":[", f);
         for (int j = 0; j < ns - 1; j++) {
             fputs(j ? ",\n   " : "\n   ", f);
@@ -243,7 +242,7 @@ int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_b
     int extra = has_suite_fields(rows, n);
     fprintf(f, "{\"tool\":\"tilekit bench\",\"version\":\"%d.%d.%d\",\"device\":{\"name\":", TILEKIT_VERSION_MAJOR,
             TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH);
-    json_str(f, in->name);
+    tk_lab_json_str(f, in->name);
     fprintf(f, ",\"sm\":%d,\"sm_count\":%d,\"clock_mhz\":%d,\"l2_bytes\":%d},\n", in->sm, in->sm_count,
             in->clock_mhz, in->l2_bytes);
     fprintf(f, " \"peak_tflops\":%.6g,\"l2_flush\":%s,\"dram_read_gbs\":%.6g,\n \"results\":[", in->peak_tflops,
@@ -252,7 +251,7 @@ int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_b
         const tk_lab_bench_row *r = &rows[i];
         int ok = !strcmp(r->status, "ok");
         fprintf(f, "%s\n  {\"kernel\":", i ? "," : "");
-        json_str(f, r->kernel);
+        tk_lab_json_str(f, r->kernel);
         fprintf(f, ",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"layout\":\"%s\",\"op_a\":\"%s\",\"op_b\":\"%s\",\"out\":\"%s\"",
                 (long long)r->c.m, (long long)r->c.n, (long long)r->c.k, r->c.layout == TK_ROW_MAJOR ? "row" : "col",
                 r->c.op_a == TK_OP_N ? "n" : "t", r->c.op_b == TK_OP_N ? "n" : "t",
@@ -267,7 +266,7 @@ int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_b
         json_num(f, "pct_peak", r->pct_peak, ok);
         json_num(f, "ratio_cublas", r->ratio_cublas, ok);
         fputs(",\"status\":", f);
-        json_str(f, r->status);
+        tk_lab_json_str(f, r->status);
         if (extra) {
             json_opt_str(f, "suite", r->suite);
             json_opt_str(f, "chosen", r->chosen);

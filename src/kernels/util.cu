@@ -2,7 +2,7 @@
  * case of the GEMM; beta == 0 writes zeros without reading C, BLAS
  * semantics), the strided 2-D copy that repacks operands whose leading
  * dimension or address a fast kernel cannot take (route.c), and the lab's
- * random fill on the device. */
+ * random and small-integer fills on the device. */
 #include <stdio.h>
 #include "../host/kernel.h"
 extern "C" {   /* lab.h is a C header without C++ guards */
@@ -109,6 +109,29 @@ extern "C" int tk_lab_fill_device(void *x, tk_dtype type, size_t n, uint64_t see
         return 0;
     const size_t blocks = (n + 255) / 256;
     fill_rand_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, (cudaStream_t)stream>>>(
+        x, type == TK_F32, n, seed);
+    return (int)cudaGetLastError();
+}
+
+/* The fuzzer's exact-mode inputs (lab_rand.h): small integers, as bf16 or
+ * fp32, whose products and sums an fp32 GEMM computes without rounding. */
+static __global__ void fill_int_kernel(void *x, int f32, size_t n, uint64_t seed)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float v = (float)tk_lab_rand_int(seed, i);
+        if (f32)
+            ((float *)x)[i] = v;
+        else
+            ((uint16_t *)x)[i] = tk_f32_to_bf16(v);
+    }
+}
+
+extern "C" int tk_lab_fill_int_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream)
+{
+    if (!n)
+        return 0;
+    const size_t blocks = (n + 255) / 256;
+    fill_int_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, (cudaStream_t)stream>>>(
         x, type == TK_F32, n, seed);
     return (int)cudaGetLastError();
 }

@@ -76,6 +76,25 @@ static void test_bad_arguments_exit_2(void)
         { "bench --file x.txt", "--file" },
         { "verify --no-cublas=1", "takes no value" },
         { "info --no-cublas", "--no-cublas" },
+        { "fuzz --cases 0", "--cases" },
+        { "fuzz --cases x", "--cases" },
+        { "fuzz --budget -1", "--budget" },
+        { "fuzz --cases 5 --budget 3", "one or the other" },
+        { "fuzz --case -1", "--case" },
+        { "fuzz --case 3 --cases 4", "--case replays one case" },
+        { "fuzz --budget 9 --case 4", "--case replays one case" },
+        { "fuzz --kernel cublas", "cublas" },
+        { "fuzz --kernel auto,nope", "nope" },
+        { "fuzz --max-size 0", "--max-size" },
+        { "fuzz --max-size 6001", "--max-size" },
+        { "fuzz --max-volume 0", "--max-volume" },
+        { "fuzz --seed x", "--seed" },
+        { "fuzz --m 64", "--m" },
+        { "fuzz --pad", "--pad" },
+        { "fuzz --json", "missing value" },
+        { "fuzz --json /no/such/dir/f.json", "--json: cannot write /no/such/dir/f.json" },
+        { "verify --cases 5", "--cases" },
+        { "bench --max-size 5", "--max-size" },
     };
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -108,7 +127,7 @@ static void test_bad_suite_file_exit_2(void)
 static void test_help_exits_0(void)
 {
     static const char *const args[] = { "--help", "bench --help", "verify --help", "info --help",
-                                         "bench --m 64 --help", "tune --help" };
+                                         "bench --m 64 --help", "tune --help", "fuzz --help" };
     char out[4096];
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         int rc = run(args[i], out, sizeof out);
@@ -118,6 +137,25 @@ static void test_help_exits_0(void)
     CHECK(rc == 0 && strstr(out, "--pad") != NULL, "'tilekit verify --help' does not document --pad: %s", out);
     rc = run("bench --help", out, sizeof out);
     CHECK(rc == 0 && strstr(out, "--suite") != NULL, "'tilekit bench --help' does not document --suite: %s", out);
+    rc = run("--help", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "fuzz") != NULL, "'tilekit --help' does not list fuzz: %s", out);
+    rc = run("fuzz --help", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "--case I") && strstr(out, "--budget") && strstr(out, "--max-size"),
+          "'tilekit fuzz --help' does not document --case, --budget and --max-size: %s", out);
+}
+
+/* A valid fuzz run: without a GPU it exits 1 naming the missing device (no
+ * crash, no summary of cases that never ran); with one, a few small cases
+ * pass and the summary line closes the output. */
+static void test_fuzz_without_gpu_fails_cleanly(void)
+{
+    char out[8192];
+    int rc = run("fuzz --cases 2 --max-size 16 --kernel auto", out, sizeof out);
+    if (rc == 0) {
+        CHECK(strstr(out, "fuzz: seed 1, 2 cases") != NULL, "a passing fuzz run without its summary line: %s", out);
+        return;
+    }
+    CHECK(rc == 1 && strstr(out, "TK_ERR_NO_DEVICE") != NULL, "'tilekit fuzz' without a GPU exited %d: %s", rc, out);
 }
 
 void tk_tests(void)
@@ -134,4 +172,5 @@ void tk_tests(void)
     TK_TEST(test_bad_arguments_exit_2);
     TK_TEST(test_bad_suite_file_exit_2);
     TK_TEST(test_help_exits_0);
+    TK_TEST(test_fuzz_without_gpu_fails_cleanly);
 }

@@ -1,0 +1,308 @@
+/* test_lab_fuzz.c - the fuzzer's case generator and option check, on the
+ * CPU: a case depends on (seed, index) alone; sizes, leading dimensions and
+ * offsets stay in bounds; every mode, op, layout, type of C and offset
+ * occurs; exact cases keep every fp32 value exact; and the check names the
+ * bad option. The GPU run is tests/gpu/test_fuzz.c. */
+#include <math.h>
+#include <string.h>
+#include "host/lab.h"
+#include "check.h"
+
+#define NCASES 2000
+
+static const tk_lab_fuzz_params defaults = { TK_LAB_FUZZ_MAX_SIZE, TK_LAB_FUZZ_MAX_VOLUME };
+
+static void test_same_seed_and_index_same_case(void)
+{
+    tk_lab_fuzz_params small = { 300, 1 << 20 };
+    for (int64_t i = 0; i < 200; i++) {
+        tk_lab_fuzz_case a, b, c;
+        tk_lab_fuzz_case_gen(&defaults, 7, i, &a);
+        /* another case drawn in between changes nothing: no hidden state */
+        tk_lab_fuzz_case_gen(&defaults, 7, i + 1000, &c);
+        tk_lab_fuzz_case_gen(&defaults, 7, i, &b);
+        CHECK(!memcmp(&a, &b, sizeof a), "seed 7 case %lld differs between two draws", (long long)i);
+        CHECK(a.seed == 7 && a.index == i, "case %lld does not record its seed and index", (long long)i);
+        tk_lab_fuzz_case_gen(&small, 7, i, &c);
+        CHECK(c.m <= 300 && c.n <= 300 && c.k <= 300, "case %lld ignores max_size", (long long)i);
+    }
+    int differ = 0;
+    for (int64_t i = 0; i < 50; i++) {
+        tk_lab_fuzz_case a, b;
+        tk_lab_fuzz_case_gen(&defaults, 1, i, &a);
+        tk_lab_fuzz_case_gen(&defaults, 2, i, &b);
+        differ += a.m != b.m || a.n != b.n || a.k != b.k || a.data_seed != b.data_seed;
+    }
+    CHECK(differ >= 45, "seeds 1 and 2 give the same cases (%d of 50 differ)", differ);
+}
+
+/* The stored line count and length, worked out independently of tk_lab_fuzz_extent. */
+static void want_extent(const tk_lab_fuzz_case *c, int x, int64_t *lines, int64_t *len)
+{
+    int64_t r = x == 0 ? (c->op_a == TK_OP_N ? c->m : c->k) : x == 1 ? (c->op_b == TK_OP_N ? c->k : c->n) : c->m;
+    int64_t q = x == 0 ? (c->op_a == TK_OP_N ? c->k : c->m) : x == 1 ? (c->op_b == TK_OP_N ? c->n : c->k) : c->n;
+    *lines = c->layout == TK_ROW_MAJOR ? r : q;
+    *len = c->layout == TK_ROW_MAJOR ? q : r;
+}
+
+static void test_cases_within_bounds(void)
+{
+    const tk_lab_fuzz_params ps[] = { defaults, { 1, 1 }, { 17, 1000 }, { 6000, 1 << 20 } };
+    for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++)
+        for (int64_t i = 0; i < NCASES; i++) {
+            tk_lab_fuzz_case c;
+            tk_lab_fuzz_case_gen(&ps[pi], 3, i, &c);
+            const int64_t mx = ps[pi].max_size;
+            CHECK(c.m >= 1 && c.n >= 1 && c.k >= 1 && c.m <= mx && c.n <= mx && c.k <= mx,
+                  "params %zu case %lld: %lldx%lldx%lld outside 1..%lld", pi, (long long)i, (long long)c.m,
+                  (long long)c.n, (long long)c.k, (long long)mx);
+            CHECK(c.m * c.n * c.k <= ps[pi].max_volume, "params %zu case %lld: volume over the cap", pi,
+                  (long long)i);
+            const int64_t ld[3] = { c.lda, c.ldb, c.ldc };
+            const int off[3] = { c.off_a, c.off_b, c.off_c };
+            for (int x = 0; x < 3; x++) {
+                int64_t lines, len, wl, wn;
+                tk_lab_fuzz_extent(&c, (tk_lab_fuzz_operand)x, &lines, &len);
+                want_extent(&c, x, &wl, &wn);
+                CHECK(lines == wl && len == wn, "case %lld operand %d: extent %lld x %lld, want %lld x %lld",
+                      (long long)i, x, (long long)lines, (long long)len, (long long)wl, (long long)wn);
+                CHECK(ld[x] >= len && ld[x] <= ((len + 7) / 8 * 8) + 63,
+                      "case %lld operand %d: ld %lld for lines of %lld", (long long)i, x, (long long)ld[x],
+                      (long long)len);
+                CHECK(off[x] >= 0 && off[x] <= TK_LAB_OFFSET_MAX, "case %lld: offset %d", (long long)i, off[x]);
+            }
+            CHECK(isfinite(c.alpha) && isfinite(c.beta), "case %lld: alpha %g beta %g", (long long)i,
+                  (double)c.alpha, (double)c.beta);
+        }
+}
+
+/* Counts of what 2000 cases of seed 1 cover. */
+typedef struct coverage {
+    int mode[2], layout[2], op_a[2], op_b[2], out[2], off[TK_LAB_OFFSET_MAX + 1];
+    int beta0, alpha_huge, alpha_zero, mult64, off_by_one, prime, small, odd_ld, vec;
+    int64_t largest;
+} coverage;
+
+static int prime(int64_t v)
+{
+    for (int64_t d = 2; d * d <= v; d++)
+        if (v % d == 0)
+            return 0;
+    return v >= 2;
+}
+
+static void cover_dim(coverage *cv, int64_t d)
+{
+    cv->mult64 += d % 64 == 0;
+    cv->off_by_one += d > 64 && (d % 64 == 1 || d % 64 == 63);
+    cv->prime += d > 100 && prime(d);
+    cv->small += d <= 16;
+}
+
+static void cover(coverage *cv, const tk_lab_fuzz_case *c)
+{
+    cv->mode[c->exact]++;
+    cv->layout[c->layout]++;
+    cv->op_a[c->op_a]++;
+    cv->op_b[c->op_b]++;
+    cv->out[c->out]++;
+    cv->off[c->off_a]++;
+    cv->off[c->off_b]++;
+    cv->off[c->off_c]++;
+    cv->beta0 += c->beta == 0.0f;
+    cv->alpha_huge += c->alpha == 65536.0f;
+    cv->alpha_zero += c->alpha == 0.0f;
+    cover_dim(cv, c->m);
+    cover_dim(cv, c->n);
+    cover_dim(cv, c->k);
+    cv->odd_ld += c->lda % 2 == 1 || c->ldb % 2 == 1 || c->ldc % 2 == 1;
+    cv->vec += c->lda % 8 == 0 && c->ldb % 8 == 0 && c->ldc % 8 == 0 && !c->off_a && !c->off_b && !c->off_c;
+    if (c->m * c->n * c->k > cv->largest)
+        cv->largest = c->m * c->n * c->k;
+}
+
+static void test_everything_occurs(void)
+{
+    coverage cv;
+    memset(&cv, 0, sizeof cv);
+    for (int64_t i = 0; i < NCASES; i++) {
+        tk_lab_fuzz_case c;
+        tk_lab_fuzz_case_gen(&defaults, 1, i, &c);
+        cover(&cv, &c);
+    }
+    for (int v = 0; v < 2; v++) {
+        CHECK(cv.mode[v] > NCASES / 4, "mode %d in %d of %d cases", v, cv.mode[v], NCASES);
+        CHECK(cv.layout[v] > NCASES / 4, "layout %d in %d cases", v, cv.layout[v]);
+        CHECK(cv.op_a[v] > NCASES / 4 && cv.op_b[v] > NCASES / 4, "op %d: op_a %d, op_b %d cases", v, cv.op_a[v],
+              cv.op_b[v]);
+        CHECK(cv.out[v] > NCASES / 4, "out %d in %d cases", v, cv.out[v]);
+    }
+    for (int o = 0; o <= TK_LAB_OFFSET_MAX; o++)
+        CHECK(cv.off[o] > (o ? 50 : NCASES), "pointer offset %d drawn %d times", o, cv.off[o]);
+    CHECK(cv.beta0 > NCASES / 4, "beta == 0 in %d cases", cv.beta0);
+    CHECK(cv.alpha_huge > 20 && cv.alpha_zero > 20, "alpha 65536 in %d cases, 0 in %d", cv.alpha_huge,
+          cv.alpha_zero);
+    CHECK(cv.mult64 > 200 && cv.off_by_one > 100 && cv.prime > 50 && cv.small > 600,
+          "sizes: %d multiples of 64, %d one off them, %d primes > 100, %d small", cv.mult64, cv.off_by_one, cv.prime,
+          cv.small);
+    CHECK(cv.odd_ld > 200 && cv.vec > NCASES / 3, "%d cases with an odd ld, %d 16-byte aligned throughout",
+          cv.odd_ld, cv.vec);
+    CHECK(cv.largest > (int64_t)1 << 28, "the largest case has only %lld multiply-adds", (long long)cv.largest);
+}
+
+/* An exact case's values must all be exact in fp32: with |acc| <= 9K and
+ * |c0| <= 3, |alpha| 9K + |beta| 3 must fit 24 bits above the lowest bit of
+ * alpha and beta (recomputed here with frexp, not the generator's code). */
+static int lowest_bit(float x)
+{
+    int e;
+    double f = frexp(fabs((double)x), &e);
+    while (f != floor(f)) {
+        f *= 2;
+        e--;
+    }
+    return e;
+}
+
+static void test_exact_cases_stay_exact(void)
+{
+    int exact = 0, with_beta = 0;
+    for (int64_t i = 0; i < NCASES; i++) {
+        tk_lab_fuzz_case c;
+        tk_lab_fuzz_case_gen(&defaults, 5, i, &c);
+        if (!c.exact)
+            continue;
+        exact++;
+        with_beta += c.beta != 0.0f;
+        double bound = fabs((double)c.alpha) * 9.0 * (double)c.k + fabs((double)c.beta) * 3.0;
+        int q = 1000;
+        if (c.alpha != 0.0f)
+            q = lowest_bit(c.alpha);
+        if (c.beta != 0.0f && lowest_bit(c.beta) < q)
+            q = lowest_bit(c.beta);
+        CHECK(q == 1000 || bound < ldexp(1.0, 24 + q), "case %lld: alpha %g beta %g K %lld not exact in fp32",
+              (long long)i, (double)c.alpha, (double)c.beta, (long long)c.k);
+        /* small integers or powers of two, nothing else */
+        const float ab[2] = { c.alpha, c.beta };
+        for (int j = 0; j < 2; j++) {
+            float v = fabsf(ab[j]);
+            int e, pow2 = v > 0 && frexpf(v, &e) == 0.5f;
+            CHECK(v == floorf(v) || pow2, "case %lld: exact-mode scalar %g", (long long)i, (double)ab[j]);
+        }
+    }
+    CHECK(exact > NCASES / 4 && with_beta > exact / 4, "%d exact cases, %d of them with beta != 0", exact, with_beta);
+}
+
+static void test_problem_applies_offsets(void)
+{
+    tk_lab_fuzz_case c;
+    for (int64_t i = 0; i < 200; i++) {
+        tk_lab_fuzz_case_gen(&defaults, 11, i, &c);
+        static char a[64], b[64], cc[64];
+        tk_gemm_problem p;
+        tk_lab_fuzz_problem(&c, a, b, cc, &p);
+        size_t esz = c.out == TK_F32 ? 4 : 2;
+        CHECK((const char *)p.a == a + 2 * c.off_a && (const char *)p.b == b + 2 * c.off_b &&
+                  (char *)p.c == cc + esz * (size_t)c.off_c,
+              "case %lld: pointers not offset by %d, %d, %d elements", (long long)i, c.off_a, c.off_b, c.off_c);
+        CHECK(p.m == c.m && p.n == c.n && p.k == c.k && p.lda == c.lda && p.ldb == c.ldb && p.ldc == c.ldc &&
+                  p.layout == c.layout && p.op_a == c.op_a && p.op_b == c.op_b && p.c_type == c.out &&
+                  p.alpha == c.alpha && p.beta == c.beta,
+              "case %lld: the problem is not the case", (long long)i);
+        tk_lab_fuzz_problem(&c, NULL, NULL, NULL, &p);
+        CHECK(!p.a && !p.b && !p.c, "NULL buffers must stay NULL");
+    }
+    char name[192];
+    tk_lab_fuzz_case_name(&c, name, sizeof name);
+    CHECK(strstr(name, c.exact ? "exact" : "random") && strstr(name, "lda="), "case name '%s'", name);
+}
+
+static void test_check_names_the_option(void)
+{
+    static const char *const bad_kernel[] = { "cublas", NULL }, *const unknown[] = { "auto", "k99_nope", NULL };
+    static const char *const empty[] = { NULL }, *const good[] = { "auto", "k01_naive", NULL };
+    static const struct { const char *says; int field; double v; const char *const *k; } cases[] = {
+        { "--max-size", 0, 0, NULL },  { "--max-size", 0, TK_LAB_FUZZ_MAX_SIZE + 1, NULL },
+        { "--max-volume", 1, 0, NULL }, { "--case", 2, -2, NULL },
+        { "--cases", 3, 0, NULL },      { "--budget", 4, -1, NULL },
+        { "--budget", 4, NAN, NULL },   { "--cases and --budget", 4, 10, NULL },
+        { "cublas", 5, 0, bad_kernel }, { "k99_nope", 5, 0, unknown },
+        { "--kernel", 5, 0, empty },
+    };
+    char why[TK_LAB_MSG_LEN];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_lab_fuzz_opts o;
+        tk_lab_fuzz_defaults(&o);
+        switch (cases[i].field) {
+        case 0: o.gen.max_size = (int64_t)cases[i].v; break;
+        case 1: o.gen.max_volume = (int64_t)cases[i].v; break;
+        case 2: o.only_case = (int64_t)cases[i].v; break;
+        case 3: o.cases = (int64_t)cases[i].v; break;
+        case 4: o.budget_s = cases[i].v; break;
+        default: o.kernels = cases[i].k; break;
+        }
+        why[0] = '\0';
+        CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, cases[i].says),
+              "case %zu: expected a refusal naming '%s', got '%s'", i, cases[i].says, why);
+    }
+    tk_lab_fuzz_opts o;
+    tk_lab_fuzz_defaults(&o);
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == 0, "the defaults are refused: %s", why);
+    o.kernels = good;
+    o.cases = 0;
+    o.budget_s = 2.5;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == 0, "a budget run of auto and k01_naive is refused: %s", why);
+    o.only_case = 12;
+    o.cases = 5;   /* ignored by a replay */
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == 0, "a replay is refused: %s", why);
+}
+
+static void test_replay_command(void)
+{
+    tk_lab_fuzz_opts o;
+    tk_lab_fuzz_defaults(&o);
+    o.seed = 42;
+    char buf[256];
+    tk_lab_fuzz_replay(&o, 17, "k30_wgmma_tma", buf, sizeof buf);
+    CHECK(!strcmp(buf, "tilekit fuzz --seed 42 --case 17 --kernel k30_wgmma_tma"), "replay '%s'", buf);
+    o.gen.max_size = 512;
+    o.gen.max_volume = 1 << 24;
+    tk_lab_fuzz_replay(&o, 3, "auto", buf, sizeof buf);
+    CHECK(!strcmp(buf, "tilekit fuzz --seed 42 --case 3 --kernel auto --max-size 512 --max-volume 16777216"),
+          "replay with sizes '%s'", buf);
+}
+
+/* Without a GPU the run fails cleanly (no case, TK_ERR_NO_DEVICE); with one,
+ * a single small case of auto-dispatch passes. */
+static void test_run_without_gpu_fails_cleanly(void)
+{
+    static const char *const k[] = { "auto", NULL };
+    tk_lab_fuzz_opts o;
+    tk_lab_fuzz_defaults(&o);
+    o.cases = 1;
+    o.gen.max_size = 8;
+    o.kernels = k;
+    o.log = NULL;
+    static tk_lab_fuzz_summary s;
+    char why[TK_LAB_MSG_LEN] = "";
+    tk_status st = tk_lab_fuzz_run(&o, &s, why, sizeof why);
+    if (st == TK_SUCCESS) {
+        CHECK(s.cases == 1 && s.total.failed == 0, "one small case: %lld cases, %lld failures", (long long)s.cases,
+              (long long)s.total.failed);
+        return;
+    }
+    CHECK(st == TK_ERR_NO_DEVICE && s.cases == 0 && why[0], "no GPU: status %d, %lld cases, why '%s'", (int)st,
+          (long long)s.cases, why);
+}
+
+void tk_tests(void)
+{
+    TK_TEST(test_same_seed_and_index_same_case);
+    TK_TEST(test_cases_within_bounds);
+    TK_TEST(test_everything_occurs);
+    TK_TEST(test_exact_cases_stay_exact);
+    TK_TEST(test_problem_applies_offsets);
+    TK_TEST(test_check_names_the_option);
+    TK_TEST(test_replay_command);
+    TK_TEST(test_run_without_gpu_fails_cleanly);
+}
