@@ -494,10 +494,16 @@ static __device__ __forceinline__ void k30_chunk_release(const k30_params *p, in
 /* Staged epilogue (p->c_staged): 64 x BN through two 8 KB chunk buffers at
  * ebuf (generic pointer epp), 128B-swizzled like the TMA box expects: the
  * 16-byte chunk c of row r sits at r * 128 + ((c ^ (r % 8)) * 16); each
- * chunk then leaves by k30_chunk_release. */
+ * chunk then leaves by k30_chunk_release. *nchunk counts the consumer's
+ * chunks over all its tiles: chunk i uses buffer i % 2, so the buffer
+ * k30_chunk_acquire waits for is always the one written two chunks ago,
+ * also across tiles when a tile has an odd number of chunks (bf16 C with BN
+ * 64 or 192: restarting at buffer 0 each tile overwrote a buffer its last
+ * TMA store could still be reading; found by `tilekit fuzz`). */
 template <int BN>
 static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, const float *acc, int r0, int c0,
-                                                          int warp, int lane, uint32_t ebuf, uint8_t *epp, int bar_id)
+                                                          int warp, int lane, uint32_t ebuf, uint8_t *epp, int bar_id,
+                                                          int *nchunk)
 {
     const int tid = warp * 32 + lane;
     const float alpha = p->alpha;
@@ -508,8 +514,9 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
         const int srow = 16 * warp + 8 * (i & 1) + (lane & 7);
 #pragma unroll
         for (int q = 0; q < BN / 64; q++) {
-            const uint32_t buf = ebuf + (q & 1) * K30_EPI_CHUNK;
-            const uint8_t *bp = epp + (q & 1) * K30_EPI_CHUNK;
+            const int odd = (*nchunk)++ & 1;
+            const uint32_t buf = ebuf + odd * K30_EPI_CHUNK;
+            const uint8_t *bp = epp + odd * K30_EPI_CHUNK;
             k30_chunk_acquire(tid, bar_id);
 #pragma unroll
             for (int jp = 0; jp < 4; jp++) {
@@ -527,8 +534,9 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
         /* BN / 32 chunks of 32 columns; each thread writes 8-byte pairs. */
 #pragma unroll
         for (int q = 0; q < BN / 32; q++) {
-            const uint32_t buf = ebuf + (q & 1) * K30_EPI_CHUNK;
-            uint8_t *bp = epp + (q & 1) * K30_EPI_CHUNK;
+            const int odd = (*nchunk)++ & 1;
+            const uint32_t buf = ebuf + odd * K30_EPI_CHUNK;
+            uint8_t *bp = epp + odd * K30_EPI_CHUNK;
             k30_chunk_acquire(tid, bar_id);
 #pragma unroll
             for (int h = 0; h < 2; h++) {

@@ -121,6 +121,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
         k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
         int s = 0, t, tm, tn, kb, ke, v;
         uint32_t phase = 0;
+        int nchunk = 0;                /* staged chunks so far (k30_epilogue_staged) */
         while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
             k30_consume_tile<A_MN, B_MN, BN>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
             if (v >= 0) {
@@ -132,7 +133,8 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
                 k30_sk_gather<BN>(&p, acc, t - p.sk_first, c, K30_CONSUMERS, tid, 1 + c);
             }
             if (p.c_staged)
-                k30_epilogue_staged<BN>(&p, acc, tm * K30_BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c);
+                k30_epilogue_staged<BN>(&p, acc, tm * K30_BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c,
+                                        &nchunk);
             else
                 k30_epilogue_direct<BN>(&p, acc, tm * K30_BM + 64 * c, tn * BN, warp, lane);
         }

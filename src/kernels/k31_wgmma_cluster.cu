@@ -186,6 +186,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
         k30_walk w = { cluster_id, cluster_id };
         int s = 0, t, kb, ke, v;
         uint32_t phase = 0;
+        int nchunk = 0;                /* staged chunks so far (k30_epilogue_staged) */
         while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
             int ctm, tn;
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
@@ -200,7 +201,8 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
                 k30_sk_gather<K30_BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * K30_CONSUMERS, tid, 1 + c);
             }
             if (p.c_staged)
-                k30_epilogue_staged<K30_BN>(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c);
+                k30_epilogue_staged<K30_BN>(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c,
+                                            &nchunk);
             else
                 k30_epilogue_direct<K30_BN>(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane);
         }

@@ -167,6 +167,22 @@ void tk_tests(void)
                 run_one(kernels[kn], &c);
             }
         }
+    /* Many tiles per CTA, each of one k-tile, bf16 C: each tile's staged
+     * epilogue follows the last one's TMA stores closely. With BN 64 and 192
+     * a tile has an odd number of bf16 chunks, and restarting at chunk
+     * buffer 0 each tile overwrote a buffer still being stored (k34, k35;
+     * found by `tilekit fuzz`, cases 2155 and 2301 of seed 1). */
+    static const struct { int64_t m, n, k; } quick[] = { { 3713, 2048, 3 }, { 5888, 3745, 5 } };
+    for (size_t s = 0; s < sizeof quick / sizeof quick[0]; s++)
+        for (int kn = 0; kn < nk; kn++) {
+            if (strcmp(kernels[kn], "auto") && strncmp(kernels[kn], "k3", 2))
+                continue;
+            for (int combo = 0; combo < 4; combo++) {
+                tk_lab_case c = { (tk_layout)(combo & 1), TK_OP_N, (tk_op)(combo >> 1 & 1), quick[s].m, quick[s].n,
+                                  quick[s].k, 1.0f, 0.0f, TK_BF16, 1, 1, 0 };
+                run_one(kernels[kn], &c);
+            }
+        }
     for (int kn = 0; kn < nk; kn++) {
         tk_lab_case big = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 8192, 8192, 8192, 1.0f, 0.0f, TK_F32, 1, 0, 0 };
         run_one(kernels[kn], &big);
