@@ -46,6 +46,8 @@ if [ "$PART" = all ] || [ "$PART" = test ]; then
     t0=$(date +%s)
     bash tests/run_gpu.sh "$BUILD" > "$out/gpu-test.log" 2>&1
     summary+=("gpu-test: $(tail -n 1 "$out/gpu-test.log") in $(( $(date +%s) - t0 )) s")
+    huge=$(grep -m 1 '^huge: largest verified' "$out/gpu-test.log")
+    [ -n "$huge" ] && summary+=("$huge")
     grep -E '^(FAIL|   \()' "$out/gpu-test.log" | head -n 20
     # Every registry kernel under memcheck, racecheck, synccheck and initcheck
     # at three odd shapes, tight and padded (bench/sanitize.sh).

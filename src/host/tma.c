@@ -27,6 +27,13 @@ tk_status tk_tma_check(const char *name, const void *p, int64_t ld, size_t elem_
         snprintf(why, len, "TMA needs %s 16-byte aligned; %p is not", name, p);
         return TK_ERR_NOT_SUPPORTED;
     }
+    /* cuTensorMapEncodeTiled rejects strides of 2^40 bytes and more: refused
+     * here, such a matrix is routed elsewhere instead of failing at launch. */
+    if ((uint64_t)ld >= TK_TMA_MAX_STRIDE / elem_bytes) {
+        snprintf(why, len, "TMA row strides must be below 2^40 bytes: %s has %lld elements of %zu bytes per row",
+                 name, (long long)ld, elem_bytes);
+        return TK_ERR_NOT_SUPPORTED;
+    }
     return TK_SUCCESS;
 }
 

@@ -18,8 +18,9 @@ extern "C" {
 
 /* TMA's rules for a matrix `name` at p with leading dimension ld (elements of
  * elem_bytes each): the base 16-byte aligned and the row stride a multiple of
- * 16 bytes. p == NULL (introspection) judges ld only. TK_SUCCESS or
- * TK_ERR_NOT_SUPPORTED with the reason in why. */
+ * 16 bytes below TK_TMA_MAX_STRIDE. p == NULL (introspection) judges ld
+ * only. TK_SUCCESS or TK_ERR_NOT_SUPPORTED with the reason in why. */
+#define TK_TMA_MAX_STRIDE ((uint64_t)1 << 40)
 tk_status tk_tma_check(const char *name, const void *p, int64_t ld, size_t elem_bytes, char *why, size_t len);
 
 /* Encodes the map of a row-major matrix of rows x cols elements with leading

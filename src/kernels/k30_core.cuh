@@ -564,8 +564,11 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
     ((op_a) == TK_OP_T ? ((op_b) == TK_OP_N ? (const void *)kernel<1, 1, bn> : (const void *)kernel<1, 0, bn>)     \
                        : ((op_b) == TK_OP_N ? (const void *)kernel<0, 1, bn> : (const void *)kernel<0, 0, bn>))
 
-/* Support check shared by both kernels; m_slack: rows a cluster may address
- * past M (its coordinates must stay 32-bit). */
+/* Support check shared by both kernels. Tile corners and TMA coordinates
+ * are 32-bit ints: a CTA's last tile reaches m_slack rows past M at most
+ * (K30_BM; a cluster's last row of tiles, K31_CLUSTER * K30_BM) and up to
+ * K30_BN columns past N (the direct epilogue compares r0 + 64 with M and
+ * c0 + BN with N), so those ends must stay below 2^31 too. */
 static inline tk_status k30_supports_common(const tk_args *a, const tk_device *dev, int64_t m_slack, char *why,
                                             size_t len)
 {
@@ -576,12 +579,11 @@ static inline tk_status k30_supports_common(const tk_args *a, const tk_device *d
                  dev->sm);
         return TK_ERR_NOT_SUPPORTED;
     }
-    if (a->m > INT32_MAX - m_slack || a->n > INT32_MAX || a->k > INT32_MAX) {
-        if (m_slack)
-            snprintf(why, len, "TMA coordinates are 32-bit: M, N and K must be below 2^31 - %lld",
-                     (long long)m_slack);
-        else
-            snprintf(why, len, "TMA coordinates are 32-bit: M, N and K must be below 2^31");
+    if (a->m > INT32_MAX - m_slack || a->n > INT32_MAX - K30_BN || a->k > INT32_MAX) {
+        snprintf(why, len,
+                 "tile corners and TMA coordinates are 32-bit: M must be at most 2^31 - 1 - %lld, N at most "
+                 "2^31 - 1 - %d and K below 2^31",
+                 (long long)m_slack, K30_BN);
         return TK_ERR_NOT_SUPPORTED;
     }
     /* C has no requirement: the direct epilogue stores single elements

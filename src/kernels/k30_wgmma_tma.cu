@@ -147,7 +147,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
 
 static tk_status k30_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    return k30_supports_common(a, dev, 0, why, len);
+    return k30_supports_common(a, dev, K30_BM, why, len);
 }
 
 /* The instance of block N bn (256, 192, 128 or 64) for a's operand majors. */
