@@ -61,7 +61,7 @@ tk_status tk_handle_cublas(tk_handle h)
     if (s != CUBLAS_STATUS_SUCCESS)
         return tk_fail(h, TK_ERR_CUBLAS, "cublasCreate: %s", cublasGetStatusString(s));
     void *ws = NULL;
-    cudaError_t e = cudaMalloc(&ws, TK_CUBLAS_WORKSPACE);
+    cudaError_t e = tk_handle_malloc(h, &ws, TK_CUBLAS_WORKSPACE);
     if (e != cudaSuccess) {
         cublasDestroy(cb);
         return tk_fail(h, TK_ERR_ALLOC, "cudaMalloc(cuBLAS workspace, %u bytes): %s",
@@ -90,10 +90,8 @@ void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, cudaStream_t str
         h->kws = NULL;
         h->kws_bytes = 0;
         void *p = NULL;
-        if (cudaMalloc(&p, bytes) != cudaSuccess) {
-            cudaGetLastError();
+        if (tk_handle_malloc(h, &p, bytes) != cudaSuccess)
             return;
-        }
         if (cudaMemsetAsync(p, 0, bytes, stream) != cudaSuccess) {
             cudaGetLastError();
             cudaFree(p);
@@ -114,4 +112,22 @@ void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, cudaStream_t str
     a->kws = h->kws;
     a->kws_bytes = h->kws_bytes;
     a->seq = h->seq;
+}
+
+/* The test hook: 1 when this allocation is the one h->fail_alloc named. */
+static int alloc_fails(tk_handle h)
+{
+    return h->fail_alloc > 0 && --h->fail_alloc == 0;
+}
+
+cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes)
+{
+    /* An injected failure is a real failed cudaMalloc (no GPU has 2^62
+     * bytes), so the runtime is left as a real one leaves it. */
+    cudaError_t e = cudaMalloc(p, alloc_fails(h) ? (size_t)1 << 62 : bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        *p = NULL;
+    }
+    return e;
 }

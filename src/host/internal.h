@@ -22,6 +22,7 @@ struct tk_handle_s {
     void *copy_ws;               /* auto-dispatch's copies of misaligned operands (route.c) */
     size_t copy_ws_bytes;
     size_t copy_ws_limit;        /* 0: none; tests set one to see the refusal */
+    int fail_alloc;              /* tests: n > 0 fails the n-th device allocation from now (handle.c) */
     char err[TK_MSG_LEN];        /* last error of this handle */
     /* cudaFuncGetAttributes of the kernel entries seen so far: constant per
      * entry and device, and a few microseconds each, asked for every
@@ -44,6 +45,12 @@ tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o
 
 /* Creates the cuBLAS handle and workspace on first use. */
 tk_status tk_handle_cublas(tk_handle h);
+
+/* cudaMalloc for the handle's workspaces: every device allocation of the
+ * library goes through here, so the test hook h->fail_alloc reaches them
+ * all. On failure *p is NULL and the runtime's last error is cleared (a
+ * later launch would report it as its own). */
+cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes);
 
 /* Points a->kws at a zeroed workspace of at least `bytes` (allocated on first
  * use, grown when too small) and numbers the launch (a->seq). Leaves a->kws
