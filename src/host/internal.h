@@ -29,7 +29,9 @@ struct tk_handle_s {
     int ws_streams;
     cudaStream_t ws_stream;      /* the stream of the last call that used a workspace */
     cudaEvent_t ws_event;        /* created when a second stream is seen */
-    int fail_alloc;              /* tests: n > 0 fails the n-th device allocation from now (handle.c) */
+    /* Tests: n > 0 fails the n-th device allocation from now (tk_handle_malloc's,
+     * or the creation of ws_event). */
+    int fail_alloc;
     char err[TK_MSG_LEN];        /* last error of this handle */
     /* cudaFuncGetAttributes of the kernel entries seen so far: constant per
      * entry and device, and a few microseconds each, asked for every
