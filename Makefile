@@ -69,6 +69,8 @@ $(BUILD)/tests/gpu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o
 $(BUILD)/tests/gpucu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS)
+# The tests' own headers (check.h, the GPU tests' int_gemm.h).
+$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/host/*.c tests/gpu/*.c)): $(wildcard tests/host/*.h tests/gpu/*.h)
 $(BUILD)/obj/tests/host/check.o: tests/host/check.c tests/host/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@

@@ -50,23 +50,41 @@ typedef struct tk_handle_s *tk_handle;
 
 /* Creates a handle bound to the current CUDA device. Succeeds without a GPU
  * (calls that need one then return TK_ERR_NO_DEVICE), so argument checks can
- * be used and tested anywhere. A handle must not be used by two host threads
- * at once. It owns device workspaces (cuBLAS's; up to about 35 MB for the
- * Hopper kernel's split last wave; and, for auto-dispatch of operands whose
- * leading dimension or address is not 16-byte aligned, aligned copies of
- * them, as large as those operands: all allocated on first use and kept)
- * that its launches use in stream order: as with a cuBLAS handle, GEMMs that
- * may run at the same time on different streams need different handles.
- * When the environment variable TILEKIT_TUNE names a tune cache written by
- * `tilekit tune` on this GPU, auto-dispatch runs the kernels it lists for
- * those problems; a file that cannot be used is ignored with a warning on
- * stderr. */
+ * be used and tested anywhere. It owns device workspaces (cuBLAS's; up to
+ * about 35 MB for the Hopper kernels' split tiles; and, for auto-dispatch of
+ * operands whose leading dimension or address is not 16-byte aligned,
+ * aligned copies of them, as large as those operands: all allocated on first
+ * use and kept). When the environment variable TILEKIT_TUNE names a tune
+ * cache written by `tilekit tune` on this GPU, auto-dispatch runs the
+ * kernels it lists for those problems; a file that cannot be used is ignored
+ * with a warning on stderr.
+ *
+ * Threads and streams:
+ * - A handle is used by one host thread at a time: threads that share one
+ *   must take turns (a mutex around each call), and the handle's device must
+ *   be current in the calling thread. Different handles, and the functions
+ *   that take none (tk_status_string, tk_kernel_count, ...), may be used by
+ *   any number of threads at once.
+ * - Any call may name any stream. A GEMM runs after the work enqueued on its
+ *   stream before it. Calls on one handle that use one of its workspaces
+ *   (copies, split tiles, cuBLAS) also run after the previous such call on
+ *   that handle, whatever its stream: the handle makes the stream wait for
+ *   it (and synchronizes the device once, the first time it sees a second
+ *   stream). So one handle on several streams is always correct; GEMMs
+ *   that should run at the same time on the GPU need a handle each.
+ * - A call that fails leaves the handle usable. One refused with
+ *   INVALID_VALUE, NOT_SUPPORTED, ARCH_MISMATCH, NO_DEVICE, OUT_OF_RESOURCES
+ *   or ALLOC has not written C.
+ * - tk_destroy may be called while its GEMMs still run: their workspaces
+ *   are freed after them. */
 tk_status tk_create(tk_handle *out);
 tk_status tk_destroy(tk_handle h);
 
 /* The detailed message of the last failed call on h (which argument, what
- * was expected). With h == NULL: the last failure of this host thread on
- * any handle, or of a call that had no usable handle. "" if none. */
+ * was expected); "" after a successful one. With h == NULL: the last
+ * failure of the calling host thread on any handle, or of a call that had
+ * no usable handle ("" if none): each thread has its own, so it reads right
+ * while other threads fail on their own handles. */
 const char *tk_last_error(tk_handle h);
 
 typedef enum tk_layout { TK_ROW_MAJOR = 0, TK_COL_MAJOR = 1 } tk_layout;

@@ -216,11 +216,14 @@ static tk_status prepare(tk_handle h, const tk_gemm_problem *p, const char *name
     return TK_SUCCESS;
 }
 
+/* The cuBLAS entry runs on the handle's cuBLAS handle and workspace. */
+static int is_cublas(const tk_kernel *k) { return !strcmp(k->name, "cublas"); }
+
 /* Launches kernel k on a (its cuBLAS handle or workspace attached). */
 static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, cudaStream_t stream)
 {
     tk_status st;
-    if (!strcmp(k->name, "cublas")) {
+    if (is_cublas(k)) {
         if ((st = tk_handle_cublas(h)))
             return st;
         a->cublas = h->cublas;
@@ -238,6 +241,32 @@ static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, cudaStream_
     return st ? tk_fail(h, st, "kernel %s: %s", k->name, why) : TK_SUCCESS;
 }
 
+/* Whether running r touches a device workspace of the handle: copies of
+ * operands, the kernel's own workspace, cuBLAS's. */
+static int uses_workspace(tk_handle h, const tk_route *r)
+{
+    return r->bytes || is_cublas(r->k) || (r->k->workspace && r->k->workspace(&r->run, &h->dev));
+}
+
+/* Copies in, the kernel, C back; ordered after the handle's previous call
+ * that used a workspace, where this one uses one too (handle.c). */
+static tk_status run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s)
+{
+    int ws = uses_workspace(h, r);
+    tk_status st = ws ? tk_handle_ws_begin(h, s) : TK_SUCCESS;
+    if (st)
+        return st;
+    if (r->bytes)
+        st = tk_route_copy_in(h, r, a, s);
+    if (!st)
+        st = launch(h, r->k, &r->run, s);
+    if (!st)
+        st = tk_route_copy_out(h, r, a, s);
+    if (ws)
+        tk_handle_ws_end(h, s);
+    return st;
+}
+
 tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, void *stream)
 {
     tk_args a;
@@ -252,18 +281,15 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
         st = tk_launch_scale_c(&a, s, why, sizeof why);
         return st ? tk_fail(h, st, "scale C by beta (K = 0): %s", why) : TK_SUCCESS;
     }
-    if (k) {
-        st = kernel_fits(h, k, &a);
-        return st ? st : launch(h, k, &a, s);
-    }
     tk_route r;
-    if ((st = select_route(h, &a, &r)))
-        return st;
-    if (r.bytes && (st = tk_route_copy_in(h, &r, &a, s)))
-        return st;
-    if ((st = launch(h, r.k, &r.run, s)))
-        return st;
-    return tk_route_copy_out(h, &r, &a, s);
+    if (k) {   /* a named kernel runs the problem as it is */
+        tk_route_plan(&a, 0, 0, &r);
+        r.k = k;
+        st = kernel_fits(h, k, &a);
+    } else {
+        st = select_route(h, &a, &r);
+    }
+    return st ? st : run(h, &r, &a, s);
 }
 
 tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k,

@@ -22,6 +22,16 @@ struct tk_handle_s {
     void *copy_ws;               /* auto-dispatch's copies of misaligned operands (route.c) */
     size_t copy_ws_bytes;
     size_t copy_ws_limit;        /* 0: none; tests set one to see the refusal */
+    /* The order of the calls that use the workspaces above (handle.c,
+     * tk_handle_ws_begin): 0 none yet, 1 all on ws_stream so far, 2 on
+     * several streams, each such call recording ws_event on its stream when
+     * it ends and the next one waiting for it. */
+    int ws_streams;
+    cudaStream_t ws_stream;      /* the stream of the last call that used a workspace */
+    cudaEvent_t ws_event;        /* created when a second stream is seen */
+    /* Tests: n > 0 fails the n-th device allocation from now (tk_handle_malloc's,
+     * or the creation of ws_event). */
+    int fail_alloc;
     char err[TK_MSG_LEN];        /* last error of this handle */
     /* cudaFuncGetAttributes of the kernel entries seen so far: constant per
      * entry and device, and a few microseconds each, asked for every
@@ -44,6 +54,19 @@ tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o
 
 /* Creates the cuBLAS handle and workspace on first use. */
 tk_status tk_handle_cublas(tk_handle h);
+
+/* cudaMalloc for the handle's workspaces: every device allocation of the
+ * library goes through here, so the test hook h->fail_alloc reaches them
+ * all. On failure *p is NULL and the runtime's last error is cleared (a
+ * later launch would report it as its own). */
+cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes);
+
+/* Around the work of one call that uses a workspace of the handle (copies,
+ * split workspace, cuBLAS's) on stream s: begin makes s wait for the
+ * previous such call, whatever its stream; end (also after a failure, once
+ * begin succeeded) marks where this call's work ends on s. */
+tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s);
+void tk_handle_ws_end(tk_handle h, cudaStream_t s);
 
 /* Points a->kws at a zeroed workspace of at least `bytes` (allocated on first
  * use, grown when too small) and numbers the launch (a->seq). Leaves a->kws

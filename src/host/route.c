@@ -123,14 +123,11 @@ static tk_status ensure_ws(tk_handle h, size_t bytes)
         cudaFree(h->copy_ws);
     h->copy_ws = NULL;
     h->copy_ws_bytes = 0;
-    cudaError_t e = cudaMalloc(&h->copy_ws, bytes);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        h->copy_ws = NULL;
+    cudaError_t e = tk_handle_malloc(h, &h->copy_ws, bytes);
+    if (e != cudaSuccess)
         return tk_fail(h, TK_ERR_OUT_OF_RESOURCES,
                        "auto: cudaMalloc of %zu bytes of workspace to copy misaligned operands failed: %s", bytes,
                        cudaGetErrorString(e));
-    }
     h->copy_ws_bytes = bytes;
     return TK_SUCCESS;
 }

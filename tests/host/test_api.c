@@ -366,6 +366,60 @@ static void test_last_error_scopes(void)
     tk_destroy(h2);
 }
 
+/* Two threads fail at the same time, each on its own handle with its own
+ * bad argument, and read tk_last_error(NULL) once both have failed: were the
+ * message one per process, one of the two would read the other's. */
+#define LE_ROUNDS 200
+
+typedef struct le_thread {
+    const char *word;            /* "lda" or "ldb": the argument this thread gets wrong */
+    tk_handle h;
+    pthread_barrier_t *both;
+    int wrong;                   /* rounds that read another message */
+    char seen[TK_MSG_LEN];       /* the first of them */
+} le_thread;
+
+static void *fail_rounds(void *arg)
+{
+    le_thread *t = arg;
+    tk_gemm_problem p = base_problem();
+    if (!strcmp(t->word, "lda"))
+        p.lda = 1;
+    else
+        p.ldb = 1;
+    for (int r = 0; r < LE_ROUNDS; r++) {
+        tk_gemm_ex(t->h, &p, NULL, NULL);
+        pthread_barrier_wait(t->both);   /* both messages written */
+        const char *msg = tk_last_error(NULL);
+        if (!contains(msg, t->word) && !t->wrong++)
+            snprintf(t->seen, sizeof t->seen, "%s", msg);
+        pthread_barrier_wait(t->both);   /* both read before the next round writes */
+    }
+    return NULL;
+}
+
+static void test_last_error_two_threads(void)
+{
+    pthread_barrier_t both;
+    pthread_barrier_init(&both, NULL, 2);
+    le_thread t[2] = { { "lda", make_handle(), &both, 0, "" }, { "ldb", make_handle(), &both, 0, "" } };
+    pthread_t tid;
+    int started = pthread_create(&tid, NULL, fail_rounds, &t[1]) == 0;
+    CHECK(started, "pthread_create");
+    if (started) {
+        fail_rounds(&t[0]);
+        pthread_join(tid, NULL);
+    }
+    for (int i = 0; i < 2 && started; i++) {
+        CHECK(t[i].wrong == 0, "thread %d (%s) read another message in %d of %d rounds: %s", i, t[i].word, t[i].wrong,
+              LE_ROUNDS, t[i].seen);
+        CHECK(contains(tk_last_error(t[i].h), t[i].word), "handle %d: %s", i, tk_last_error(t[i].h));
+    }
+    pthread_barrier_destroy(&both);
+    tk_destroy(t[0].h);
+    tk_destroy(t[1].h);
+}
+
 /* ---- internals ---- */
 
 static void test_normalize(void)
@@ -554,6 +608,72 @@ static void test_arch_mismatch(void)
           "200 KiB on an A100-sized device accepted");
 }
 
+/* The allocation hook fails exactly the n-th device allocation from now, as
+ * a failed cudaMalloc whose error the wrapper clears (a later launch would
+ * report it as its own otherwise). Without a GPU every allocation fails and
+ * the runtime repeats its missing-driver error for good: only the count is
+ * checked then. */
+static void test_alloc_hook(void)
+{
+    tk_handle h = make_handle();
+    if (!h)
+        return;
+    void *p = (void *)1;
+    h->fail_alloc = 2;
+    cudaError_t e = tk_handle_malloc(h, &p, 256);   /* the first: a real allocation */
+    CHECK(h->fail_alloc == 1, "the first allocation moved the hook to %d, expected 1", h->fail_alloc);
+    CHECK((e == cudaSuccess) == (p != NULL), "status %s with pointer %p", cudaGetErrorString(e), p);
+    cudaFree(p);
+    cudaGetLastError();
+    p = (void *)1;
+    e = tk_handle_malloc(h, &p, 256);
+    CHECK(e != cudaSuccess && p == NULL, "the second allocation: %s, pointer %p", cudaGetErrorString(e), p);
+    CHECK(h->fail_alloc == 0, "hook left at %d", h->fail_alloc);
+    if (have_gpu()) {
+        e = cudaGetLastError();
+        CHECK(e == cudaSuccess, "the failure was left as the runtime's last error: %s", cudaGetErrorString(e));
+        e = tk_handle_malloc(h, &p, 256);
+        CHECK(e == cudaSuccess && p != NULL, "the allocation after the hook: %s", cudaGetErrorString(e));
+        cudaFree(p);
+    }
+    tk_destroy(h);
+}
+
+/* Calls that use the workspaces on one stream make no CUDA call to order
+ * them (the stream value below is never given to CUDA); the first call on a
+ * second stream needs the event, which the hook can fail (ALLOC, nothing
+ * changed). cudaStreamPerThread is a second stream even after itself: it
+ * names each thread's own. */
+static void test_ws_order(void)
+{
+    tk_handle h = make_handle();
+    if (!h)
+        return;
+    cudaStream_t s = (cudaStream_t)(uintptr_t)0x5000;
+    for (int i = 0; i < 3; i++) {
+        CHECK(tk_handle_ws_begin(h, s) == TK_SUCCESS, "call %d on one stream: %s", i, tk_last_error(h));
+        tk_handle_ws_end(h, s);
+    }
+    CHECK(h->ws_streams == 1 && h->ws_stream == s && h->ws_event == NULL, "one stream: mode %d, event %p",
+          h->ws_streams, (void *)h->ws_event);
+    h->fail_alloc = 1;
+    tk_status st = tk_handle_ws_begin(h, cudaStreamPerThread);
+    CHECK(st == TK_ERR_ALLOC && h->ws_streams == 1 && h->ws_event == NULL && h->fail_alloc == 0,
+          "event creation failed by the hook: %s, mode %d (%s)", tk_status_string(st), h->ws_streams,
+          tk_last_error(h));
+    if (have_gpu()) {
+        for (int i = 0; i < 2; i++) {
+            st = tk_handle_ws_begin(h, cudaStreamPerThread);
+            CHECK(st == TK_SUCCESS && h->ws_streams == 2 && h->ws_event != NULL,
+                  "per-thread stream, call %d: %s, mode %d (%s)", i, tk_status_string(st), h->ws_streams,
+                  tk_last_error(h));
+            tk_handle_ws_end(h, cudaStreamPerThread);
+        }
+        CHECK(cudaStreamSynchronize(cudaStreamPerThread) == cudaSuccess, "per-thread stream");
+    }
+    tk_destroy(h);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_status_strings);
@@ -571,8 +691,11 @@ void tk_tests(void)
     TK_TEST(test_no_device);
     TK_TEST(test_registry);
     TK_TEST(test_last_error_scopes);
+    TK_TEST(test_last_error_two_threads);
     TK_TEST(test_normalize);
     TK_TEST(test_check_resources);
     TK_TEST(test_check_align);
     TK_TEST(test_arch_mismatch);
+    TK_TEST(test_alloc_hook);
+    TK_TEST(test_ws_order);
 }
