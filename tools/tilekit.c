@@ -4,12 +4,15 @@
  * with a message on any machine. Exit 1: a verify failure or a runtime error. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "tilekit.h"
 #include "host/kernel.h"
 #include "host/lab.h"
@@ -219,6 +222,27 @@ static int parse_shapes(opts *o, char *list)
     return 0;
 }
 
+/* An output file must be writable before the run, not after minutes of it:
+ * an existing file is checked without being truncated (its old results
+ * stay until the new ones are written); a new one is created and removed. */
+static int check_writable(const char *flag, const char *path)
+{
+    struct stat sb;
+    if (!stat(path, &sb)) {
+        if (S_ISDIR(sb.st_mode))
+            return bad("%s: '%s' is a directory (expected a file to write)", flag, path);
+        if (access(path, W_OK))
+            return bad("%s: cannot write '%s': %s", flag, path, strerror(errno));
+        return 0;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return bad("%s: cannot create '%s': %s", flag, path, strerror(errno));
+    close(fd);
+    unlink(path);
+    return 0;
+}
+
 /* One of two spellings: returns 0 or 1 in *out, or 2 on error. */
 static int parse_pick(const char *flag, const char *v, const char *w0, const char *w1, int *out)
 {
@@ -356,10 +380,10 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
             rc = bad("--offset: '%s' is not an integer in 0..%d", val, TK_LAB_OFFSET_MAX);
         o->c.offset = (int)v;
     }
-    else if (!strcmp(name, "--json")) o->json = val;
-    else if (!strcmp(name, "--csv")) o->csv = val;
+    else if (!strcmp(name, "--json")) rc = check_writable(name, o->json = val);
+    else if (!strcmp(name, "--csv")) rc = check_writable(name, o->csv = val);
     else if (!strcmp(name, "--suite")) o->suite = val;
-    else if (!strcmp(name, "--file")) o->tune_file = val;
+    else if (!strcmp(name, "--file")) rc = check_writable(name, o->tune_file = val);
     return rc ? 2 : 0;
 }
 
@@ -387,8 +411,9 @@ static int parse_args(int argc, char **argv, opts *o)
     if (!strcmp(o->cmd, "tune")) {
         if (!o->suite)
             return bad("tune: --suite NAME|FILE is required (the shapes to tune)");
-        if (!o->tune_file)
-            o->tune_file = TUNE_FILE_DEFAULT;
+        /* the default file too must be writable before the timings */
+        if (!o->tune_file && check_writable("--file", o->tune_file = TUNE_FILE_DEFAULT))
+            return 2;
         return suite_args(o, NULL, 0);
     }
     if (o->suite)

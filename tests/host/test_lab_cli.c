@@ -142,6 +142,53 @@ static void test_hostile_values_exit_2(void)
         expect_exit_2(".", cases[i].args, cases[i].says);
 }
 
+/* Output files are checked before any GPU work, not after the run. */
+static void test_unwritable_output_exit_2(void)
+{
+    static const struct { const char *args, *says; } cases[] = {
+        { "bench --json /nonexistent/dir/x.json", "--json: cannot create '/nonexistent/dir/x.json'" },
+        { "verify --json /nonexistent/dir/x.json", "--json: cannot create" },
+        { "bench --csv /nonexistent/dir/x.csv", "--csv: cannot create '/nonexistent/dir/x.csv'" },
+        { "bench --json /tmp", "--json: '/tmp' is a directory" },
+        { "bench --csv=/", "--csv: '/' is a directory" },
+        { "bench --json ''", "--json: cannot create ''" },
+        { "tune --suite odd --file /nonexistent/dir/t.txt", "--file: cannot create '/nonexistent/dir/t.txt'" },
+        { "tune --suite odd --file /tmp", "--file: '/tmp' is a directory" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_exit_2(".", cases[i].args, cases[i].says);
+    /* tune's default file, in a directory nobody (not even root) can create files in */
+    expect_exit_2("/proc", "tune --suite odd", "--file: cannot create 'tilekit-tune.txt'");
+}
+
+/* The check of an output file leaves no trace: a new file is removed again
+ * and an existing one keeps its contents (here the run stops at --m abc). */
+static void test_output_check_leaves_files_alone(void)
+{
+    char path[] = "/tmp/tk_cli_out_XXXXXX", args[128];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp failed");
+    if (fd < 0)
+        return;
+    static const char text[] = "earlier results\n";
+    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write failed");
+    close(fd);
+    snprintf(args, sizeof args, "bench --json %s --m abc", path);
+    expect_exit_2(".", args, "--m: 'abc' is not an integer");
+    char got[64] = "";
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+    got[n] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(!strcmp(got, text), "%s changed by the check: '%s'", path, got);
+    unlink(path);
+    snprintf(args, sizeof args, "bench --csv %s --m abc", path);
+    expect_exit_2(".", args, "--m: 'abc' is not an integer");
+    CHECK(access(path, F_OK) != 0, "%s left behind by the check", path);
+    unlink(path);
+}
+
 /* A suite file with a bad line ends the CLI with exit 2 and the file:line
  * message before any GPU work (this machine may have none). */
 static void test_bad_suite_file_exit_2(void)
@@ -189,6 +236,8 @@ void tk_tests(void)
     /* a missing CLI shows up as exit 127 in every case */
     TK_TEST(test_bad_arguments_exit_2);
     TK_TEST(test_hostile_values_exit_2);
+    TK_TEST(test_unwritable_output_exit_2);
+    TK_TEST(test_output_check_leaves_files_alone);
     TK_TEST(test_bad_suite_file_exit_2);
     TK_TEST(test_help_exits_0);
 }
