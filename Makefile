@@ -1,6 +1,7 @@
 # tilekit - one entry point. `make` builds build/libtilekit.{so,a}, the CLI
-# build/tilekit and the tests; `make test` runs the CPU suite, `make gpu-test`
-# the GPU suite, `make bench` the main job (needs an NVIDIA GPU).
+# build/tilekit and the tests; `make test` runs the CPU suite, `make asan-fuzz`
+# the API fuzz under sanitizers (no GPU needed), `make gpu-test` the GPU
+# suite, `make bench` the main job (needs an NVIDIA GPU).
 #
 # ARCHS: the GPU targets of the fat binary. sm_90a is Hopper with its
 # architecture-specific features (wgmma, setmaxnreg); the -gencode form is
@@ -28,14 +29,15 @@ HOST_SRCS   := $(wildcard src/host/*.c)
 KERNEL_C    := $(wildcard src/kernels/*.c)
 KERNEL_CU   := $(wildcard src/kernels/*.cu)
 DEV_HEADERS := $(wildcard src/tiles/*.cuh src/ptx/*.cuh src/kernels/*.cuh) src/host/kernel.h include/tilekit.h
-LIB_OBJS    := $(HOST_SRCS:%.c=$(BUILD)/obj/%.o) $(KERNEL_C:%.c=$(BUILD)/obj/%.o) $(KERNEL_CU:%.cu=$(BUILD)/obj/%.o)
+CU_OBJS     := $(KERNEL_CU:%.cu=$(BUILD)/obj/%.o)
+LIB_OBJS    := $(HOST_SRCS:%.c=$(BUILD)/obj/%.o) $(KERNEL_C:%.c=$(BUILD)/obj/%.o) $(CU_OBJS)
 
 CLI         := $(BUILD)/tilekit
 CPU_TESTS   := $(patsubst tests/host/%.c,$(BUILD)/tests/%,$(wildcard tests/host/test_*.c))
 GPU_TESTS   := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu_%,$(wildcard tests/gpu/*.c)) \
                $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpucu_%,$(wildcard tests/gpu/*.cu))
 
-.PHONY: all lib test gpu-test bench install clean
+.PHONY: all lib test asan-fuzz gpu-test bench install clean
 all: lib $(CLI) $(CPU_TESTS) $(GPU_TESTS)
 lib: $(BUILD)/libtilekit.so $(BUILD)/libtilekit.a
 
@@ -77,6 +79,28 @@ $(BUILD)/obj/tests/host/check.o: tests/host/check.c tests/host/check.h
 
 test: all
 	@bash tests/run_cpu.sh $(BUILD)
+
+# The API fuzz (tests/fuzz/fuzz_api.c): the host C of the library rebuilt with
+# AddressSanitizer and UndefinedBehaviorSanitizer in $(BUILD)/asan, any report
+# fatal, linked with the device objects of the normal build as they are (no
+# sanitizer instruments nvcc's output; the fuzz reaches none of it without a
+# GPU). It models a machine without one, so no GPU is made visible to it.
+# Against the CUDA runtime it needs no ASAN_OPTIONS: with no driver the
+# runtime stops at its first call (cudaErrorInsufficientDriver or
+# cudaErrorNoDevice), before mapping any device memory.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+ASAN_OBJS  := $(patsubst %.c,$(BUILD)/asan/%.o,$(HOST_SRCS) $(KERNEL_C) tests/fuzz/fuzz_api.c)
+FUZZ       := $(BUILD)/asan/fuzz_api
+FUZZ_ARGS  ?= --seconds 30 --seed 1
+
+$(BUILD)/asan/%.o: %.c $(wildcard src/host/*.h) include/tilekit.h src/kernels/kernels.def
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -O1 $(ASAN_FLAGS) -c $< -o $@
+$(FUZZ): $(ASAN_OBJS) $(CU_OBJS)
+	$(CC) $(ASAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+asan-fuzz: $(FUZZ)
+	CUDA_VISIBLE_DEVICES=-1 $(FUZZ) $(FUZZ_ARGS)
 
 gpu-test: all
 	@bash tests/run_gpu.sh $(BUILD)

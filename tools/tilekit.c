@@ -3,18 +3,24 @@
  * Every argument is checked before the GPU is touched, so a bad one exits 2
  * with a message on any machine. Exit 1: a verify or fuzz failure, or a
  * runtime error (no GPU). */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "tilekit.h"
 #include "host/kernel.h"
 #include "host/lab.h"
 #include "host/internal.h"
 
 #define MAX_LIST 64
+#define TUNE_FILE_DEFAULT "tilekit-tune.txt"
 
 enum { F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32, F_TUNE = 64, F_FUZZ = 128 };
 
@@ -34,7 +40,7 @@ typedef struct opts {
     const char *suite;          /* --suite: its shapes replace --m/--n/--k and --shapes */
     tk_lab_shape *suite_shapes;
     int nsuite;
-    const char *tune_file;      /* tune: --file */
+    const char *tune_file;      /* tune: --file, or TUNE_FILE_DEFAULT */
     int out_given;              /* tune: --out given (else both types of C) */
     tk_lab_fuzz_opts fuzz;      /* fuzz: its options (seed, kernels and budget copied in after parsing) */
     int cases_given, case_given, budget_given;
@@ -93,7 +99,7 @@ static void print_help(const char *cmd)
                "  --suite NAME|FILE            the shapes (bench/shapes/NAME.txt or a file), row-major\n"
                "  --out fp32|bf16              only this type of C (default: both)\n"
                "  --budget SECONDS             sampling time per kernel and shape (default 0.25)\n"
-               "  --file PATH                  the tune cache to write (default tilekit-tune.txt)\n"
+               "  --file PATH                  the tune cache to write (default " TUNE_FILE_DEFAULT ")\n"
                "Times auto-dispatch and every kernel it may run (cuBLAS excluded) on each shape, L2\n"
                "flushed, and writes the fastest per shape and type of C. Auto-dispatch reads the\n"
                "file when the environment variable " TK_TUNE_ENV " names it (checked at tk_create: a\n"
@@ -143,9 +149,9 @@ static int parse_range(const char *flag, const char *s, int64_t lo, int64_t hi, 
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end)
+    if (end == s || *end)
         return bad("%s: '%s' is not an integer", flag, s);
-    if (v < lo || v > hi)
+    if (errno == ERANGE || v < lo || v > hi)
         return bad("%s: %s is out of range (expected %lld..%lld)", flag, s, (long long)lo, (long long)hi);
     *out = v;
     return 0;
@@ -165,6 +171,50 @@ static int parse_f(const char *flag, const char *s, double *out)
     return 0;
 }
 
+/* alpha and beta are floats: a finite double past FLT_MAX would become inf. */
+static int parse_float(const char *flag, const char *s, float *out)
+{
+    double v;
+    if (parse_f(flag, s, &v))
+        return 2;
+    if (fabs(v) > FLT_MAX)
+        return bad("%s: %s is out of the float range (expected |x| <= %g)", flag, s, (double)FLT_MAX);
+    *out = (float)v;
+    return 0;
+}
+
+/* strtoull would take " -1" (leading space, then a sign) as 2^64 - 1. */
+static int parse_seed(const char *s, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (!isdigit((unsigned char)s[0]) || errno || *end)
+        return bad("--seed: '%s' is not a non-negative integer below 2^64", s);
+    *out = v;
+    return 0;
+}
+
+/* Splits a comma-separated list (of `form`, for the message) in place into
+ * at most MAX_LIST fields. An empty field ("", ",", "a,,b", "a,") is
+ * refused, not skipped: it is a typo that would otherwise drop a name. */
+static int split_list(const char *flag, const char *form, char *list, char **fields, int *n)
+{
+    size_t len = strlen(list);
+    if (!len || list[0] == ',' || list[len - 1] == ',' || strstr(list, ",,"))
+        return bad("%s: '%s' has an empty item (expected %s)", flag, list, form);
+    *n = 0;
+    for (char *t = list; t; (*n)++) {
+        if (*n == MAX_LIST)
+            return bad("%s: more than %d items", flag, MAX_LIST);
+        fields[*n] = t;
+        t = strchr(t, ',');
+        if (t)
+            *t++ = '\0';
+    }
+    return 0;
+}
+
 static int parse_kernels(opts *o, char *list)
 {
     o->nkernels = 0;
@@ -173,20 +223,19 @@ static int parse_kernels(opts *o, char *list)
         for (int i = 0; i < tk_registry_count() && i < MAX_LIST; i++)
             o->kernels[o->nkernels++] = tk_registry_at(i)->name;
     } else {
-        for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
-            if (strcmp(t, "auto") && !tk_registry_find(t)) {
-                fprintf(stderr, "tilekit: --kernel: unknown kernel '%s'; known: all, auto", t);
-                for (int i = 0; i < tk_registry_count(); i++)
-                    fprintf(stderr, ", %s", tk_registry_at(i)->name);
+        char *names[MAX_LIST];
+        if (split_list("--kernel", "NAME[,NAME..]", list, names, &o->nkernels))
+            return 2;
+        for (int i = 0; i < o->nkernels; i++) {
+            if (strcmp(names[i], "auto") && !tk_registry_find(names[i])) {
+                fprintf(stderr, "tilekit: --kernel: unknown kernel '%s'; known: all, auto", names[i]);
+                for (int j = 0; j < tk_registry_count(); j++)
+                    fprintf(stderr, ", %s", tk_registry_at(j)->name);
                 fprintf(stderr, "\n");
                 return 2;
             }
-            if (o->nkernels == MAX_LIST)
-                return bad("--kernel: more than %d names", MAX_LIST);
-            o->kernels[o->nkernels++] = t;
+            o->kernels[i] = names[i];
         }
-        if (!o->nkernels)
-            return bad("--kernel: empty list");
     }
     o->kernels[o->nkernels] = NULL;
     return 0;
@@ -194,18 +243,41 @@ static int parse_kernels(opts *o, char *list)
 
 static int parse_shapes(opts *o, char *list)
 {
-    o->nshapes = 0;
-    for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
-        char *x1 = strchr(t, 'x'), *x2 = x1 ? strchr(x1 + 1, 'x') : NULL;
-        if (!x2 || o->nshapes == MAX_LIST)
-            return bad("--shapes: '%s' is not MxNxK (at most %d shapes)", t, MAX_LIST);
+    char *items[MAX_LIST];
+    if (split_list("--shapes", "MxNxK[,MxNxK..]", list, items, &o->nshapes))
+        return 2;
+    for (int i = 0; i < o->nshapes; i++) {
+        char *t = items[i], *x1 = strchr(t, 'x'), *x2 = x1 ? strchr(x1 + 1, 'x') : NULL;
+        if (!x2)
+            return bad("--shapes: '%s' is not MxNxK", t);
         *x1 = *x2 = '\0';
-        shape *s = &o->shapes[o->nshapes++];
+        shape *s = &o->shapes[i];
         if (parse_i64("--shapes (M)", t, &s->m) || parse_i64("--shapes (N)", x1 + 1, &s->n) ||
             parse_i64("--shapes (K)", x2 + 1, &s->k))
             return 2;
     }
-    return o->nshapes ? 0 : bad("--shapes: empty list");
+    return 0;
+}
+
+/* An output file must be writable before the run, not after minutes of it:
+ * an existing file is checked without being truncated (its old results
+ * stay until the new ones are written); a new one is created and removed. */
+static int check_writable(const char *flag, const char *path)
+{
+    struct stat sb;
+    if (!stat(path, &sb)) {
+        if (S_ISDIR(sb.st_mode))
+            return bad("%s: '%s' is a directory (expected a file to write)", flag, path);
+        if (access(path, W_OK))
+            return bad("%s: cannot write '%s': %s", flag, path, strerror(errno));
+        return 0;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return bad("%s: cannot create '%s': %s", flag, path, strerror(errno));
+    close(fd);
+    unlink(path);
+    return 0;
 }
 
 /* One of two spellings: returns 0 or 1 in *out, or 2 on error. */
@@ -260,6 +332,110 @@ static int suite_args(opts *o, const char *clash, int kernel_given)
     return 0;
 }
 
+static const struct flag { const char *name; int group, has_val; } flags[] = {
+    { "--help", F_KERNEL | F_TUNE, 0 }, { "--kernel", F_KERNEL, 1 }, { "--m", F_SHAPE, 1 }, { "--n", F_SHAPE, 1 },
+    { "--k", F_SHAPE, 1 }, { "--shapes", F_SHAPE, 1 }, { "--layout", F_PROBLEM, 1 },
+    { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM | F_TUNE, 1 },
+    { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM | F_FUZZ, 1 },
+    { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH | F_VERIFY, 0 }, { "--budget", F_BENCH | F_TUNE | F_FUZZ, 1 },
+    { "--suite", F_BENCH | F_TUNE, 1 }, { "--file", F_TUNE, 1 },
+    { "--json", F_FILES | F_FUZZ, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
+    { "--offset", F_PROBLEM, 1 }, { "--cases", F_FUZZ, 1 }, { "--case", F_FUZZ, 1 },
+    { "--max-size", F_FUZZ, 1 }, { "--max-volume", F_FUZZ, 1 },
+};
+#define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
+
+/* Reads the option at argv[*i] into *f (its index in flags) and its value
+ * (after '=' or the next argument, which then must not be an option itself)
+ * into *val; refuses an unknown option for cmd and a repeated one (seen:
+ * times each was given). Returns 0, or 2 after a message. */
+static int next_flag(int argc, char **argv, int *i, int allowed, const char *cmd, int *seen, int *f, char **val)
+{
+    char *flag = argv[*i], *eq = strchr(flag, '=');
+    *val = NULL;
+    if (eq && !strncmp(flag, "--", 2)) {
+        *eq = '\0';
+        *val = eq + 1;
+    }
+    *f = -1;
+    for (int j = 0; j < NFLAGS; j++)
+        if (!strcmp(flag, flags[j].name) && (flags[j].group & allowed))
+            *f = j;
+    if (*f < 0)
+        return bad("%s: unknown option for '%s' (see tilekit %s --help)", flag, cmd, cmd);
+    if (seen[*f]++)
+        return bad("%s: given twice (expected at most once)", flag);
+    if (flags[*f].has_val && !*val) {
+        if (*i + 1 >= argc)
+            return bad("%s: missing value", flag);
+        *val = argv[++*i];
+        if (!strncmp(*val, "--", 2))
+            return bad("%s: missing value (got the option '%s'; write %s=VALUE for a value starting with --)",
+                       flag, *val, flag);
+    } else if (!flags[*f].has_val && *val)
+        return bad("%s takes no value (got '%s')", flag, *val);
+    return 0;
+}
+
+/* Applies option `name` with its value val (NULL for a switch) to o; --m,
+ * --n and --k go to *mnk. Returns 0, or 2 after a message. */
+static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
+{
+    int pick = 0, rc = 0;
+    double d = 0;
+    if (!strcmp(name, "--help")) { print_help(o->cmd); exit(0); }
+    else if (!strcmp(name, "--kernel")) rc = parse_kernels(o, val);
+    else if (!strcmp(name, "--m")) { rc = parse_i64(name, val, &mnk->m); o->mnk_set = 1; }
+    else if (!strcmp(name, "--n")) { rc = parse_i64(name, val, &mnk->n); o->mnk_set = 1; }
+    else if (!strcmp(name, "--k")) { rc = parse_i64(name, val, &mnk->k); o->mnk_set = 1; }
+    else if (!strcmp(name, "--shapes")) rc = parse_shapes(o, val);
+    else if (!strcmp(name, "--layout")) { rc = parse_pick(name, val, "row", "col", &pick); o->c.layout = (tk_layout)pick; }
+    else if (!strcmp(name, "--op-a")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_a = (tk_op)pick; }
+    else if (!strcmp(name, "--op-b")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_b = (tk_op)pick; }
+    else if (!strcmp(name, "--out")) {
+        rc = parse_pick(name, val, "fp32", "bf16", &pick);
+        o->c.out = (tk_dtype)pick;
+        o->out_given = 1;
+    }
+    else if (!strcmp(name, "--alpha")) rc = parse_float(name, val, &o->c.alpha);
+    else if (!strcmp(name, "--beta")) rc = parse_float(name, val, &o->c.beta);
+    else if (!strcmp(name, "--budget")) {
+        rc = parse_f(name, val, &d);
+        if (!rc && d <= 0) rc = bad("--budget: %s must be > 0 seconds", val);
+        o->bench.budget_s = d;
+        o->budget_given = 1;
+    } else if (!strcmp(name, "--seed")) {
+        unsigned long long seed = 0;
+        rc = parse_seed(val, &seed);
+        o->c.seed = seed;
+    } else if (!strcmp(name, "--hot")) o->bench.hot = 1;
+    else if (!strcmp(name, "--no-cublas")) o->no_cublas = 1;
+    else if (!strcmp(name, "--pad")) o->c.pad = 1;
+    else if (!strcmp(name, "--offset")) {
+        char *end;
+        errno = 0;
+        long v = strtol(val, &end, 10);
+        if (errno || end == val || *end || v < 0 || v > TK_LAB_OFFSET_MAX)
+            rc = bad("--offset: '%s' is not an integer in 0..%d", val, TK_LAB_OFFSET_MAX);
+        o->c.offset = (int)v;
+    }
+    else if (!strcmp(name, "--json")) rc = check_writable(name, o->json = val);
+    else if (!strcmp(name, "--csv")) rc = check_writable(name, o->csv = val);
+    else if (!strcmp(name, "--suite")) o->suite = val;
+    else if (!strcmp(name, "--file")) rc = check_writable(name, o->tune_file = val);
+    else if (!strcmp(name, "--cases")) {
+        rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.cases);
+        o->cases_given = 1;
+    } else if (!strcmp(name, "--case")) {
+        rc = parse_range(name, val, 0, INT64_C(1) << 62, &o->fuzz.only_case);
+        o->case_given = 1;
+    } else if (!strcmp(name, "--max-size"))
+        rc = parse_range(name, val, 1, TK_LAB_FUZZ_MAX_SIZE, &o->fuzz.gen.max_size);
+    else if (!strcmp(name, "--max-volume"))
+        rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.gen.max_volume);
+    return rc ? 2 : 0;
+}
+
 /* fuzz: the parsed options into o->fuzz, checked whole (tk_lab_fuzz_check)
  * so that every bad value exits 2 before the GPU is touched. */
 static int fuzz_args(opts *o)
@@ -288,108 +464,29 @@ static int parse_args(int argc, char **argv, opts *o)
     if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY;
     if (!strcmp(o->cmd, "tune")) allowed = F_TUNE;
     if (!strcmp(o->cmd, "fuzz")) allowed |= F_FUZZ;
-    int64_t m = 8192, n = 8192, k = 8192;
+    shape mnk = { 8192, 8192, 8192 };
     const char *clash = NULL;   /* the last option given that --suite excludes */
-    int kernel_given = 0;
+    int seen[NFLAGS] = { 0 }, kernel_given = 0;
     char all[] = "all";
     if (parse_kernels(o, all))
         return 2;
     for (int i = 2; i < argc; i++) {
-        char *flag = argv[i], *val = NULL;
-        char *eq = strchr(flag, '=');
-        static const struct { const char *name; int group, has_val; } flags[] = {
-            { "--help", F_KERNEL | F_TUNE, 0 }, { "--kernel", F_KERNEL, 1 }, { "--m", F_SHAPE, 1 }, { "--n", F_SHAPE, 1 },
-            { "--k", F_SHAPE, 1 }, { "--shapes", F_SHAPE, 1 }, { "--layout", F_PROBLEM, 1 },
-            { "--op-a", F_PROBLEM, 1 }, { "--op-b", F_PROBLEM, 1 }, { "--out", F_PROBLEM | F_TUNE, 1 },
-            { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM | F_FUZZ, 1 },
-            { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH | F_VERIFY, 0 }, { "--budget", F_BENCH | F_TUNE | F_FUZZ, 1 },
-            { "--suite", F_BENCH | F_TUNE, 1 }, { "--file", F_TUNE, 1 },
-            { "--json", F_FILES | F_FUZZ, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
-            { "--offset", F_PROBLEM, 1 }, { "--cases", F_FUZZ, 1 }, { "--case", F_FUZZ, 1 },
-            { "--max-size", F_FUZZ, 1 }, { "--max-volume", F_FUZZ, 1 },
-        };
-        if (eq && !strncmp(flag, "--", 2)) {
-            *eq = '\0';
-            val = eq + 1;
-        }
-        int f = -1;
-        for (int j = 0; j < (int)(sizeof flags / sizeof flags[0]); j++)
-            if (!strcmp(flag, flags[j].name) && (flags[j].group & allowed))
-                f = j;
-        if (f < 0)
-            return bad("%s: unknown option for '%s' (see tilekit %s --help)", flag, o->cmd, o->cmd);
-        if (flags[f].has_val && !val) {
-            if (i + 1 >= argc)
-                return bad("%s: missing value", flag);
-            val = argv[++i];
-        } else if (!flags[f].has_val && val)
-            return bad("%s takes no value (got '%s')", flag, val);
-        const char *name = flags[f].name;
-        if (suite_clash(name))
-            clash = name;
-        kernel_given |= !strcmp(name, "--kernel");
-        double d = 0;
-        int pick = 0, rc = 0;
-        if (!strcmp(name, "--help")) { print_help(o->cmd); exit(0); }
-        else if (!strcmp(name, "--kernel")) rc = parse_kernels(o, val);
-        else if (!strcmp(name, "--m")) { rc = parse_i64(name, val, &m); o->mnk_set = 1; }
-        else if (!strcmp(name, "--n")) { rc = parse_i64(name, val, &n); o->mnk_set = 1; }
-        else if (!strcmp(name, "--k")) { rc = parse_i64(name, val, &k); o->mnk_set = 1; }
-        else if (!strcmp(name, "--shapes")) rc = parse_shapes(o, val);
-        else if (!strcmp(name, "--layout")) { rc = parse_pick(name, val, "row", "col", &pick); o->c.layout = (tk_layout)pick; }
-        else if (!strcmp(name, "--op-a")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_a = (tk_op)pick; }
-        else if (!strcmp(name, "--op-b")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_b = (tk_op)pick; }
-        else if (!strcmp(name, "--out")) {
-            rc = parse_pick(name, val, "fp32", "bf16", &pick);
-            o->c.out = (tk_dtype)pick;
-            o->out_given = 1;
-        }
-        else if (!strcmp(name, "--alpha")) { rc = parse_f(name, val, &d); o->c.alpha = (float)d; }
-        else if (!strcmp(name, "--beta")) { rc = parse_f(name, val, &d); o->c.beta = (float)d; }
-        else if (!strcmp(name, "--budget")) {
-            rc = parse_f(name, val, &d);
-            if (!rc && d <= 0) rc = bad("--budget: %s must be > 0 seconds", val);
-            o->bench.budget_s = d;
-            o->budget_given = 1;
-        } else if (!strcmp(name, "--seed")) {
-            char *end;
-            errno = 0;
-            o->c.seed = strtoull(val, &end, 0);
-            if (errno || end == val || *end || val[0] == '-')
-                rc = bad("--seed: '%s' is not a non-negative integer", val);
-        } else if (!strcmp(name, "--hot")) o->bench.hot = 1;
-        else if (!strcmp(name, "--no-cublas")) o->no_cublas = 1;
-        else if (!strcmp(name, "--pad")) o->c.pad = 1;
-        else if (!strcmp(name, "--offset")) {
-            char *end;
-            errno = 0;
-            long v = strtol(val, &end, 10);
-            if (errno || end == val || *end || v < 0 || v > TK_LAB_OFFSET_MAX)
-                rc = bad("--offset: '%s' is not an integer in 0..%d", val, TK_LAB_OFFSET_MAX);
-            o->c.offset = (int)v;
-        }
-        else if (!strcmp(name, "--json")) o->json = val;
-        else if (!strcmp(name, "--csv")) o->csv = val;
-        else if (!strcmp(name, "--suite")) o->suite = val;
-        else if (!strcmp(name, "--file")) o->tune_file = val;
-        else if (!strcmp(name, "--cases")) {
-            rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.cases);
-            o->cases_given = 1;
-        } else if (!strcmp(name, "--case")) {
-            rc = parse_range(name, val, 0, INT64_C(1) << 62, &o->fuzz.only_case);
-            o->case_given = 1;
-        } else if (!strcmp(name, "--max-size"))
-            rc = parse_range(name, val, 1, TK_LAB_FUZZ_MAX_SIZE, &o->fuzz.gen.max_size);
-        else if (!strcmp(name, "--max-volume"))
-            rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.gen.max_volume);
-        if (rc)
+        char *val;
+        int f;
+        if (next_flag(argc, argv, &i, allowed, o->cmd, seen, &f, &val) || apply_flag(o, flags[f].name, val, &mnk))
             return 2;
+        if (suite_clash(flags[f].name))
+            clash = flags[f].name;
+        kernel_given |= !strcmp(flags[f].name, "--kernel");
     }
     if (!strcmp(o->cmd, "fuzz"))
         return fuzz_args(o);
     if (!strcmp(o->cmd, "tune")) {
         if (!o->suite)
             return bad("tune: --suite NAME|FILE is required (the shapes to tune)");
+        /* the default file too must be writable before the timings */
+        if (!o->tune_file && check_writable("--file", o->tune_file = TUNE_FILE_DEFAULT))
+            return 2;
         return suite_args(o, NULL, 0);
     }
     if (o->suite)
@@ -397,7 +494,7 @@ static int parse_args(int argc, char **argv, opts *o)
     if (o->nshapes && o->mnk_set)
         return bad("use either --shapes or --m/--n/--k, not both");
     if (!o->nshapes)
-        o->shapes[o->nshapes++] = (shape){ m, n, k };
+        o->shapes[o->nshapes++] = mnk;
     return 0;
 }
 
@@ -637,7 +734,7 @@ static int cmd_tune(const opts *o)
                 log_gain += log(auto_row.ms_median / best.ms_median);
             }
         }
-    const char *path = o->tune_file ? o->tune_file : "tilekit-tune.txt";
+    const char *path = o->tune_file;
     FILE *f = fopen(path, "w");
     int rc = 0;
     if (!f) {

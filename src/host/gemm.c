@@ -9,27 +9,42 @@
 
 static const char *op_name(tk_op op) { return op == TK_OP_N ? "N" : "T"; }
 
+/* 1 when a matrix of `lines` lines of `len` elements, `ld` elements apart
+ * (len <= ld), spans more than INT64_MAX bytes of esz-byte elements: the
+ * byte offsets into it would not fit in int64 (nor ptrdiff_t), so it cannot
+ * be addressed. Its span is the offset of its last element plus one,
+ * (lines - 1) * ld + len elements; an empty matrix spans none. Written with
+ * divisions so the test itself cannot overflow. */
+static int span_overflows(int64_t lines, int64_t len, int64_t ld, int64_t esz)
+{
+    if (lines == 0 || len == 0)
+        return 0;
+    int64_t max_elems = INT64_MAX / esz;
+    return len > max_elems || lines - 1 > (max_elems - len) / ld;
+}
+
 /* Checks one stored matrix: `what` has op(X) of r x c (logical), stored as
- * r x c (op N) or c x r (op T) in `layout` with leading dimension ld. */
-static tk_status check_matrix(tk_handle h, const char *what, const char *ldname, tk_layout layout,
-                              tk_op op, int64_t r, int64_t c, int64_t ld, const void *ptr, int used)
+ * r x c (op N) or c x r (op T) in `layout` with leading dimension ld and
+ * elements of esz bytes. */
+static tk_status check_matrix(tk_handle h, const char *what, const char *ldname, tk_layout layout, tk_op op,
+                              int64_t r, int64_t c, int64_t ld, int64_t esz, const void *ptr, int used)
 {
     int64_t sr = op == TK_OP_N ? r : c;   /* stored rows */
     int64_t sc = op == TK_OP_N ? c : r;   /* stored cols */
-    int64_t need = layout == TK_ROW_MAJOR ? sc : sr;
-    if (need < 1)
-        need = 1;
+    int64_t len = layout == TK_ROW_MAJOR ? sc : sr;    /* elements per line */
+    int64_t lines = layout == TK_ROW_MAJOR ? sr : sc;
+    int64_t need = len < 1 ? 1 : len;
+    const char *major = layout == TK_ROW_MAJOR ? "row" : "column";
     if (ld < need)
         return tk_fail(h, TK_ERR_INVALID_VALUE,
                        "%s: %" PRId64 " is too small: %s is stored %" PRId64 " x %" PRId64 " (%s-major, op %s), "
                        "so %s must be >= %" PRId64,
-                       ldname, ld, what, sr, sc, layout == TK_ROW_MAJOR ? "row" : "column", op_name(op),
-                       ldname, need);
-    /* The largest element offset must fit in int64 with room to spare. */
-    int64_t outer = layout == TK_ROW_MAJOR ? sr : sc;
-    if (outer > 0 && ld > (INT64_C(1) << 62) / outer)
-        return tk_fail(h, TK_ERR_INVALID_VALUE, "%s: %s is too large (%" PRId64 " x %" PRId64 ")", ldname,
-                       what, outer, ld);
+                       ldname, ld, what, sr, sc, major, op_name(op), ldname, need);
+    if (span_overflows(lines, len, ld, esz))
+        return tk_fail(h, TK_ERR_INVALID_VALUE,
+                       "%s: %s is too large: stored %" PRId64 " x %" PRId64 " (%s-major, op %s) with %s %" PRId64
+                       " and %" PRId64 "-byte elements, it spans more than INT64_MAX bytes",
+                       ldname, what, sr, sc, major, op_name(op), ldname, ld, esz);
     if (used && !ptr)
         return tk_fail(h, TK_ERR_INVALID_VALUE, "%s: pointer is NULL (expected device memory)", what);
     return TK_SUCCESS;
@@ -59,9 +74,10 @@ static tk_status normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, in
     int mn = need_ptrs && p->m > 0 && p->n > 0;
     int mnk = mn && p->k > 0;
     tk_status st;
-    if ((st = check_matrix(h, "A", "lda", p->layout, p->op_a, p->m, p->k, p->lda, p->a, mnk)) ||
-        (st = check_matrix(h, "B", "ldb", p->layout, p->op_b, p->k, p->n, p->ldb, p->b, mnk)) ||
-        (st = check_matrix(h, "C", "ldc", p->layout, TK_OP_N, p->m, p->n, p->ldc, p->c, mn)))
+    int64_t c_bytes = p->c_type == TK_F32 ? 4 : 2;
+    if ((st = check_matrix(h, "A", "lda", p->layout, p->op_a, p->m, p->k, p->lda, 2, p->a, mnk)) ||
+        (st = check_matrix(h, "B", "ldb", p->layout, p->op_b, p->k, p->n, p->ldb, 2, p->b, mnk)) ||
+        (st = check_matrix(h, "C", "ldc", p->layout, TK_OP_N, p->m, p->n, p->ldc, c_bytes, p->c, mn)))
         return st;
     memset(o, 0, sizeof *o);
     o->k = p->k;

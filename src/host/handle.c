@@ -29,7 +29,7 @@
 tk_status tk_create(tk_handle *out)
 {
     if (!out)
-        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "tk_create: out is NULL (expected a tk_handle* to fill)");
+        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "out: pointer is NULL (tk_create expects a tk_handle* to fill)");
     *out = NULL;
     tk_handle h = calloc(1, sizeof *h);
     if (!h)

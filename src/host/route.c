@@ -32,6 +32,19 @@
 
 static size_t round_up(size_t x, size_t q) { return (x + q - 1) / q * q; }
 
+/* off + rows lines of line_bytes, rounded up to 256 bytes, or SIZE_MAX when
+ * that does not fit in size_t: argument checks bound each operand's span by
+ * INT64_MAX bytes, but its copy's lines, rounded up to 8 elements, can be 8
+ * times longer (lines of one element). cudaMalloc refuses SIZE_MAX, so such
+ * a route fails for want of workspace instead of running on a wrapped one. */
+static size_t add_copy(size_t off, int64_t rows, size_t line_bytes)
+{
+    const size_t cap = SIZE_MAX - 255;   /* round_up of up to cap cannot wrap */
+    if (off > cap || (line_bytes && (size_t)rows > (cap - off) / line_bytes))
+        return SIZE_MAX;
+    return round_up(off + (size_t)rows * line_bytes, 256);
+}
+
 int tk_route_tiny(const tk_args *a)
 {
     return 2.0 * (double)a->m * (double)a->n * (double)a->k < TK_ROUTE_TINY_FLOP;
@@ -76,7 +89,7 @@ void tk_route_plan(const tk_args *a, int pack_ab, int stage_c, tk_route *r)
         r->copy[w] = 1;
         r->ld[w] = ldp;
         r->off[w] = off;
-        off = round_up(off + (size_t)rows * (size_t)ldp * esz, 256);
+        off = add_copy(off, rows, (size_t)ldp * esz);
         /* Until bound, a copied operand's pointer is NULL: support checks
          * then judge its (aligned) leading dimension alone. */
         if (w == 0) { r->run.a = NULL; r->run.lda = ldp; }

@@ -94,7 +94,8 @@ static void test_null_handle(void)
 static void test_create_destroy(void)
 {
     CHECK(tk_create(NULL) == TK_ERR_INVALID_VALUE, "tk_create(NULL) accepted");
-    CHECK(contains(tk_last_error(NULL), "out"), "message: %s", tk_last_error(NULL));
+    /* like every argument check's message, it starts with the argument's name */
+    CHECK(!strncmp(tk_last_error(NULL), "out:", 4), "message: %s", tk_last_error(NULL));
     CHECK(tk_destroy(NULL) == TK_SUCCESS, "tk_destroy(NULL) failed");
     tk_handle h = make_handle();
     CHECK(strcmp(tk_last_error(h), "") == 0, "fresh handle has an error: %s", tk_last_error(h));
@@ -194,6 +195,88 @@ static void test_leading_dims(void)
     p = base_problem();
     p.lda = INT64_MAX / 2;
     EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "huge lda", "lda", "too large");
+    tk_destroy(h);
+}
+
+/* Passes every argument check: refused for want of a GPU on this machine,
+ * or (with one) judged by a kernel, never refused as an invalid argument. */
+static void expect_valid(tk_handle h, const tk_gemm_problem *p, const char *label)
+{
+    if (have_gpu()) {
+        tk_status st = tk_kernel_supports(h, "k01_naive", p);
+        CHECK(st != TK_ERR_INVALID_VALUE, "%s: refused: %s", label, tk_last_error(h));
+        return;
+    }
+    tk_status st = tk_gemm_ex(h, p, NULL, NULL);
+    CHECK(st == TK_ERR_NO_DEVICE, "%s: got %s, want TK_ERR_NO_DEVICE (%s)", label, tk_status_string(st),
+          tk_last_error(h));
+}
+
+/* A matrix whose last byte lies past INT64_MAX cannot be addressed: its
+ * span ((lines - 1) * ld + line length elements, times 2 bytes for A and B,
+ * 4 or 2 for C) is checked in bytes, not elements, on both sides of the
+ * limit. */
+static void test_byte_size_limit(void)
+{
+    const int64_t P = 1;   /* 1 << n below is P << n: an int64 shift */
+    tk_handle h = make_handle();
+    /* C, m x 4 with ldc 4: spans 4m elements; fp32 holds INT64_MAX / 4 = 2^61 - 1 of them */
+    tk_gemm_problem p = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, P << 61, 4, 1, 1.0f, 0.0f, FAKE_A, 1, FAKE_B, 4, FAKE_C,
+                          4, TK_F32 };
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "fp32 C of 2^63 elements", "ldc:", "too large", "INT64_MAX");
+    p.m = P << 59;   /* 2^61 elements = 2^63 bytes: one past the limit (2^61 elements passed the old check) */
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "fp32 C of 2^63 bytes", "ldc:", "too large", "4-byte");
+    p.m = (P << 59) - 1;   /* 2^63 - 16 bytes */
+    expect_valid(h, &p, "fp32 C just under 2^63 bytes");
+    /* bf16 C: twice the elements in the same bytes */
+    p.c_type = TK_BF16;
+    p.m = P << 59;
+    expect_valid(h, &p, "bf16 C of 2^62 bytes");
+    p.m = P << 60;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "bf16 C of 2^63 bytes", "ldc:", "too large", "2-byte");
+    p.m = (P << 60) - 1;
+    expect_valid(h, &p, "bf16 C just under 2^63 bytes");
+
+    /* A through k: one row of k bf16 elements (B is k x 1, as long) */
+    p = (tk_gemm_problem){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 1, 1, (P << 62) - 1, 1.0f, 0.0f, FAKE_A, (P << 62) - 1,
+                           FAKE_B, 1, FAKE_C, 1, TK_F32 };
+    expect_valid(h, &p, "k = 2^62 - 1");
+    p.k = p.lda = P << 62;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "k = 2^62", "lda:", "too large");
+    /* B through ldb: two rows of one element, ldb apart */
+    p = (tk_gemm_problem){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 1, 1, 2, 1.0f, 0.0f, FAKE_A, 2, FAKE_B, (P << 62) - 2,
+                           FAKE_C, 1, TK_F32 };
+    expect_valid(h, &p, "ldb = 2^62 - 2");
+    p.ldb = (P << 62) - 1;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "ldb = 2^62 - 1", "ldb:", "too large");
+    p.ldb = INT64_MAX;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "ldb = INT64_MAX", "ldb:", "too large");
+    /* A through lda, column-major: k columns of m elements, lda apart */
+    p = (tk_gemm_problem){ TK_COL_MAJOR, TK_OP_N, TK_OP_N, 1, 1, 2, 1.0f, 0.0f, FAKE_A, (P << 62) - 2, FAKE_B, 2,
+                           FAKE_C, 1, TK_F32 };
+    expect_valid(h, &p, "column-major lda = 2^62 - 2");
+    p.lda = (P << 62) - 1;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "column-major lda = 2^62 - 1", "lda:", "too large", "column-major");
+    /* C through ldc in fp32: two rows, ldc apart */
+    p = (tk_gemm_problem){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 2, 1, 1, 1.0f, 0.0f, FAKE_A, 1, FAKE_B, 1, FAKE_C,
+                           (P << 61) - 2, TK_F32 };
+    expect_valid(h, &p, "fp32 ldc = 2^61 - 2");
+    p.ldc = (P << 61) - 1;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "fp32 ldc = 2^61 - 1", "ldc:", "too large");
+    /* one line: the leading dimension is never stepped over */
+    p.m = 1;
+    p.ldc = INT64_MAX;
+    expect_valid(h, &p, "one row of C, ldc = INT64_MAX");
+    /* an empty A (K = 0) spans nothing, whatever lda */
+    p = base_problem();
+    p.k = 0;
+    p.lda = INT64_MAX;
+    expect_valid(h, &p, "K = 0, lda = INT64_MAX");
+    /* m = INT64_MAX: A (m x 1) is checked first */
+    p = base_problem();
+    p.m = INT64_MAX;
+    p.k = p.lda = 1;
+    EXPECT(h, &p, NULL, TK_ERR_INVALID_VALUE, "m = INT64_MAX", "lda:", "too large");
     tk_destroy(h);
 }
 
@@ -684,6 +767,7 @@ void tk_tests(void)
     TK_TEST(test_bad_enums);
     TK_TEST(test_negative_dims);
     TK_TEST(test_leading_dims);
+    TK_TEST(test_byte_size_limit);
     TK_TEST(test_null_pointers);
     TK_TEST(test_noop);
     TK_TEST(test_k_zero);

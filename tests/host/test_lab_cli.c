@@ -11,11 +11,12 @@
 
 static char cli[PATH_MAX];
 
-/* Runs `cli args`, returns its exit status; its output goes to out. */
-static int run(const char *args, char *out, size_t len)
+/* Runs `cli args` in directory dir, returns its exit status; its output
+ * goes to out. */
+static int run_in(const char *dir, const char *args, char *out, size_t len)
 {
-    char cmd[PATH_MAX + 512];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", cli, args);
+    char cmd[2 * PATH_MAX + 512];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", dir, cli, args);
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;
@@ -23,6 +24,18 @@ static int run(const char *args, char *out, size_t len)
     out[n] = '\0';
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run(const char *args, char *out, size_t len) { return run_in(".", args, out, len); }
+
+/* Expects exit 2 (bad arguments, before any GPU work: without a GPU that
+ * work would end in exit 1) and a message containing `says`. */
+static void expect_exit_2(const char *dir, const char *args, const char *says)
+{
+    char out[4096];
+    int rc = run_in(dir, args, out, sizeof out);
+    CHECK(rc == 2, "'tilekit %s' exited %d (expected 2): %s", args, rc, out);
+    CHECK(strstr(out, says) != NULL, "'tilekit %s' does not mention '%s': %s", args, says, out);
 }
 
 static void test_bad_arguments_exit_2(void)
@@ -92,17 +105,109 @@ static void test_bad_arguments_exit_2(void)
         { "fuzz --m 64", "--m" },
         { "fuzz --pad", "--pad" },
         { "fuzz --json", "missing value" },
-        { "fuzz --json /no/such/dir/f.json", "--json: cannot write /no/such/dir/f.json" },
+        { "fuzz --json /no/such/dir/f.json", "--json: cannot create '/no/such/dir/f.json'" },
         { "verify --cases 5", "--cases" },
         { "bench --max-size 5", "--max-size" },
     };
-    char out[4096];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int rc = run(cases[i].args, out, sizeof out);
-        CHECK(rc == 2, "'tilekit %s' exited %d (expected 2): %s", cases[i].args, rc, out);
-        CHECK(strstr(out, cases[i].says) != NULL, "'tilekit %s' does not mention '%s': %s", cases[i].args,
-              cases[i].says, out);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_exit_2(".", cases[i].args, cases[i].says);
+}
+
+/* Hostile values: each refused with a message naming the option. */
+static void test_hostile_values_exit_2(void)
+{
+    static const struct { const char *args, *says; } cases[] = {
+        /* empty items in lists are refused, not skipped */
+        { "bench --kernel ,", "--kernel: ',' has an empty item" },
+        { "bench --kernel k01_naive,,cublas", "--kernel: 'k01_naive,,cublas' has an empty item" },
+        { "verify --kernel k01_naive,", "--kernel: 'k01_naive,' has an empty item" },
+        { "info --kernel ,k01_naive", "--kernel: ',k01_naive' has an empty item" },
+        { "bench --kernel ''", "--kernel: '' has an empty item" },
+        { "verify --kernel=", "--kernel: '' has an empty item" },
+        { "bench --shapes 8x8x8,,16x16x16", "--shapes: '8x8x8,,16x16x16' has an empty item" },
+        { "bench --shapes 8x8x8,", "--shapes: '8x8x8,' has an empty item" },
+        { "info --kernel K01_NAIVE", "unknown kernel 'K01_NAIVE'" },
+        { "bench --kernel 'k01_naive '", "unknown kernel 'k01_naive '" },
+        { "bench --kernel auto,all", "unknown kernel 'all'" },
+        /* an option given twice: the first would be silently dropped */
+        { "bench --m 64 --m 128", "--m: given twice" },
+        { "verify --kernel cublas --kernel k01_naive", "--kernel: given twice" },
+        { "bench --hot --hot", "--hot: given twice" },
+        { "verify --out=bf16 --out fp32", "--out: given twice" },
+        { "tune --suite odd --suite llm", "--suite: given twice" },
+        /* a missing value, also where the next argument is another option */
+        { "bench --m", "--m: missing value" },
+        { "bench --json --csv x.csv", "--json: missing value (got the option '--csv'" },
+        { "verify --kernel --m 64", "--kernel: missing value" },
+        { "bench --seed", "--seed: missing value" },
+        /* numbers: not numbers, out of range, not finite */
+        { "bench --m -1", "--m: -1 is out of range" },
+        { "bench --m 99999999999999999999", "--m: 99999999999999999999 is out of range" },
+        { "bench --n 16777217", "--n: 16777217 is out of range" },
+        { "bench --k ''", "--k: '' is not an integer" },
+        { "bench --k 0x40", "--k: '0x40' is not an integer" },
+        { "bench --budget nan", "--budget: 'nan' is not a finite number" },
+        { "bench --budget inf", "--budget: 'inf' is not a finite number" },
+        { "bench --budget -1", "--budget: -1 must be > 0" },
+        { "tune --suite odd --budget 0", "--budget: 0 must be > 0" },
+        { "verify --seed garbage", "--seed: 'garbage' is not a non-negative integer" },
+        { "verify --seed ' -1'", "--seed: ' -1' is not a non-negative integer" },
+        { "verify --seed 18446744073709551616", "--seed: '18446744073709551616'" },
+        { "verify --offset 8", "--offset: '8' is not an integer in 0..7" },
+        { "verify --offset -1", "--offset: '-1'" },
+        { "verify --alpha 1e39", "--alpha: 1e39 is out of the float range" },
+        { "verify --beta -1e39", "--beta: -1e39 is out of the float range" },
+        { "verify --alpha ''", "--alpha: '' is not a finite number" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_exit_2(".", cases[i].args, cases[i].says);
+}
+
+/* Output files are checked before any GPU work, not after the run. */
+static void test_unwritable_output_exit_2(void)
+{
+    static const struct { const char *args, *says; } cases[] = {
+        { "bench --json /nonexistent/dir/x.json", "--json: cannot create '/nonexistent/dir/x.json'" },
+        { "verify --json /nonexistent/dir/x.json", "--json: cannot create" },
+        { "bench --csv /nonexistent/dir/x.csv", "--csv: cannot create '/nonexistent/dir/x.csv'" },
+        { "bench --json /tmp", "--json: '/tmp' is a directory" },
+        { "bench --csv=/", "--csv: '/' is a directory" },
+        { "bench --json ''", "--json: cannot create ''" },
+        { "tune --suite odd --file /nonexistent/dir/t.txt", "--file: cannot create '/nonexistent/dir/t.txt'" },
+        { "tune --suite odd --file /tmp", "--file: '/tmp' is a directory" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_exit_2(".", cases[i].args, cases[i].says);
+    /* tune's default file, in a directory nobody (not even root) can create files in */
+    expect_exit_2("/proc", "tune --suite odd", "--file: cannot create 'tilekit-tune.txt'");
+}
+
+/* The check of an output file leaves no trace: a new file is removed again
+ * and an existing one keeps its contents (here the run stops at --m abc). */
+static void test_output_check_leaves_files_alone(void)
+{
+    char path[] = "/tmp/tk_cli_out_XXXXXX", args[128];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp failed");
+    if (fd < 0)
+        return;
+    static const char text[] = "earlier results\n";
+    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write failed");
+    close(fd);
+    snprintf(args, sizeof args, "bench --json %s --m abc", path);
+    expect_exit_2(".", args, "--m: 'abc' is not an integer");
+    char got[64] = "";
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+    got[n] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(!strcmp(got, text), "%s changed by the check: '%s'", path, got);
+    unlink(path);
+    snprintf(args, sizeof args, "bench --csv %s --m abc", path);
+    expect_exit_2(".", args, "--m: 'abc' is not an integer");
+    CHECK(access(path, F_OK) != 0, "%s left behind by the check", path);
+    unlink(path);
 }
 
 /* A suite file with a bad line ends the CLI with exit 2 and the file:line
@@ -170,6 +275,9 @@ void tk_tests(void)
     }
     /* a missing CLI shows up as exit 127 in every case */
     TK_TEST(test_bad_arguments_exit_2);
+    TK_TEST(test_hostile_values_exit_2);
+    TK_TEST(test_unwritable_output_exit_2);
+    TK_TEST(test_output_check_leaves_files_alone);
     TK_TEST(test_bad_suite_file_exit_2);
     TK_TEST(test_help_exits_0);
     TK_TEST(test_fuzz_without_gpu_fails_cleanly);

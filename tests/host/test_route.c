@@ -3,6 +3,7 @@
  * dimensions and workspace offsets of their copies, the tiny threshold and
  * the route's name. Which kernel then runs is checked on the GPU
  * (tests/gpu/test_dispatch.c). */
+#include <stdint.h>
 #include <string.h>
 #include "host/internal.h"
 #include "check.h"
@@ -83,6 +84,22 @@ static void test_transposed_and_offset(void)
     CHECK(r.bytes == (r.off[1] + (size_t)1003 * 1000 * 2 + 255) / 256 * 256, "total %zu", r.bytes);
 }
 
+/* A copy's lines are rounded up to 8 elements, so the copy of a valid
+ * operand of lines of one element can be 8 times its size: past SIZE_MAX
+ * here (2^61 x 1 bf16, 2^62 bytes, copied as 2^65). The plan then asks for
+ * SIZE_MAX bytes, which cudaMalloc refuses, not for the wrapped size (0). */
+static void test_copy_size_saturates(void)
+{
+    tk_args a = args(INT64_C(1) << 61, 8, 1, TK_OP_N, TK_OP_N, TK_F32);
+    tk_route r;
+    tk_route_plan(&a, 1, 0, &r);
+    CHECK(r.copy[0] && !r.copy[1] && r.ld[0] == 8, "copies %d %d, ld %lld", r.copy[0], r.copy[1],
+          (long long)r.ld[0]);
+    CHECK(r.bytes == SIZE_MAX, "workspace %zu bytes (expected SIZE_MAX)", r.bytes);
+    tk_route_plan(&a, 1, 1, &r);   /* C (ldc 8 fp32) is aligned: still only A */
+    CHECK(r.bytes == SIZE_MAX, "with staging: workspace %zu bytes", r.bytes);
+}
+
 static void test_tiny(void)
 {
     tk_args a = args(128, 128, 128, TK_OP_N, TK_OP_N, TK_F32);   /* 2^22 flop exactly: not tiny */
@@ -117,6 +134,7 @@ void tk_tests(void)
     TK_TEST(test_nothing_to_copy);
     TK_TEST(test_misaligned_b);
     TK_TEST(test_transposed_and_offset);
+    TK_TEST(test_copy_size_saturates);
     TK_TEST(test_tiny);
     TK_TEST(test_name);
 }
