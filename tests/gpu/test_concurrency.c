@@ -220,12 +220,17 @@ static void run_workers(tk_handle shared, worker *w)
     for (int t = 0; t < NT; t++)
         if (started[t])
             pthread_join(tid[t], NULL);
+    int checked = 0, wrong = 0;
     for (int t = 0; t < NT; t++) {
         CHECK(started[t], "thread %d: pthread_create failed", t);
         CHECK(started[t] && w[t].out.wrong == 0 && w[t].out.checked == CALLS,
               "thread %d: %d of %d calls checked, %d refused or wrong; the first: %s", t, w[t].out.checked, CALLS,
               w[t].out.wrong, w[t].out.first);
+        checked += w[t].out.checked;
+        wrong += w[t].out.wrong;
     }
+    printf("     (%d threads x %d calls, %s: %d checked bit for bit, %d wrong)\n", NT, CALLS,
+           shared ? "one shared handle" : "a handle each", checked, wrong);
 }
 
 static void test_per_thread_handles(void)
