@@ -290,3 +290,64 @@ def test_lib_no_device_or_supported():
         assert tilekit.select_kernel(A, B, C)
     # out is optional for the query: its alignment is judged on ldc alone
     assert tilekit.supports(A, B, kernel="k01_naive").status == s.status
+
+
+def _random_fake(rng, rows, cols):
+    """A device array description with some of its fields mangled."""
+    typestr = rng.choice([BF16] * 12 + [F32, "<f2", "<i4", "|u1", ">V2", "", 5])
+    shape = rng.choice([(rows, cols)] * 8 + [(rows,), (rows, cols, 1), (-rows, cols), (rows, 2 ** 63),
+                                             (rows, 2.5), (rows, None), ()])
+    strides = rng.choice([None, None, (cols, 1), (1, rows), (cols + 8, 1), (0, 1), (-cols, 1), (2 ** 62, 1),
+                          (1,), (cols, 1, 1), ("a", 1)])
+    ptr = rng.choice(["auto"] * 6 + [0, None, 1, 2 ** 64 + 5, -16, "x", 0x7f0000000001])
+    f = Fake((1, 1), strides=None)
+    cai = f.__cuda_array_interface__
+    cai["shape"] = shape
+    cai["typestr"] = typestr
+    if isinstance(shape, tuple) and strides is not None and isinstance(typestr, str) and typestr in SIZE:
+        try:
+            strides = tuple(s * SIZE[typestr] for s in strides)
+        except TypeError:
+            pass
+    cai["strides"] = strides
+    if ptr != "auto":
+        cai["data"] = (ptr, rng.random() < 0.1)
+    cai["version"] = rng.choice([3, 3, 2, 0, 4, "3"])
+    if rng.random() < 0.1:
+        cai["stream"] = rng.choice([0, 1, 2, -1, "s", 2 ** 70])
+    if rng.random() < 0.05:
+        del cai[rng.choice(list(cai))]
+    return f
+
+
+def test_plan_fuzz():
+    """Random, often hostile descriptions and arguments: the wrapper's checks
+    either accept the call or raise TypeError / ValueError, never another
+    exception (an AttributeError or OverflowError would be a crash in
+    disguise). Only the pure-Python checks run: nothing reaches the library."""
+    import random
+    rng = random.Random(11)
+    odd = [0, 1, -1, 0.5, float("nan"), float("inf"), 2 ** 70, "2", None, True, 1 + 2j]
+    accepted = 0
+    for _ in range(3000):
+        m, n, k = (rng.choice([1, 2, 7, 8, 64, 65, 4096]) for _ in range(3))
+        A = _random_fake(rng, m, k) if rng.random() < 0.5 else Fake((m, k))
+        B = _random_fake(rng, k, n) if rng.random() < 0.5 else Fake((k, n))
+        C = rng.choice([Fake((m, n), F32), Fake((m, n)), None, _random_fake(rng, m, n), "C", 3])
+        kw = dict(alpha=rng.choice(odd + [1.0] * 6), beta=rng.choice(odd + [0.0] * 6),
+                  trans_a=rng.choice([False, False, True, 0, 1, "yes", None]),
+                  trans_b=rng.choice([False, False, True, 0, 1, None]),
+                  out_dtype=rng.choice([None, None, "float32", "bfloat16", "int8", 7]),
+                  kernel=rng.choice([None, None, "auto", "", "k01_naive", 3, "x" * 1000, "k01_naive\0"]),
+                  stream=rng.choice([None, None, 0, 7, -3, 2 ** 70, "s", 1.5]),
+                  query=rng.random() < 0.3)
+        try:
+            plan(A, B, C, **kw)
+            accepted += 1
+        except (TypeError, ValueError):
+            pass
+        except Exception as e:   # any other kind is a bug in the checks
+            raise AssertionError("%s: %s, args A=%r B=%r C=%r %r" % (
+                type(e).__name__, e, getattr(A, "__cuda_array_interface__", A),
+                getattr(B, "__cuda_array_interface__", B), getattr(C, "__cuda_array_interface__", C), kw)) from e
+    assert 0 < accepted < 3000, accepted
