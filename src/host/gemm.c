@@ -235,8 +235,9 @@ static tk_status prepare(tk_handle h, const tk_gemm_problem *p, const char *name
 /* The cuBLAS entry runs on the handle's cuBLAS handle and workspace. */
 static int is_cublas(const tk_kernel *k) { return !strcmp(k->name, "cublas"); }
 
-/* Launches kernel k on a (its cuBLAS handle or workspace attached). */
-static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, cudaStream_t stream)
+/* Launches kernel k on a (its cuBLAS handle or workspace attached; kws:
+ * the bytes of its own workspace, k->workspace's answer, 0 for none). */
+static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws, cudaStream_t stream)
 {
     tk_status st;
     if (is_cublas(k)) {
@@ -246,36 +247,28 @@ static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, cudaStream_
         a->workspace = h->workspace;
         a->workspace_bytes = h->workspace_bytes;
     }
-    if (k->workspace) {
-        size_t need = k->workspace(a, &h->dev);
-        if (need)
-            tk_handle_kernel_ws(h, a, need, stream);
-    }
+    if (kws)
+        tk_handle_kernel_ws(h, a, kws, stream);
     a->lc = &h->lc;
     char why[TK_MSG_LEN] = "";
     st = k->launch(a, &h->dev, stream, why, sizeof why);
     return st ? tk_fail(h, st, "kernel %s: %s", k->name, why) : TK_SUCCESS;
 }
 
-/* Whether running r touches a device workspace of the handle: copies of
- * operands, the kernel's own workspace, cuBLAS's. */
-static int uses_workspace(tk_handle h, const tk_route *r)
-{
-    return r->bytes || is_cublas(r->k) || (r->k->workspace && r->k->workspace(&r->run, &h->dev));
-}
-
 /* Copies in, the kernel, C back; ordered after the handle's previous call
- * that used a workspace, where this one uses one too (handle.c). */
+ * that used a device workspace of the handle (copies of operands, the
+ * kernel's own workspace, cuBLAS's), where this one uses one too (handle.c). */
 static tk_status run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s)
 {
-    int ws = uses_workspace(h, r);
+    const size_t kws = r->k->workspace ? r->k->workspace(&r->run, &h->dev) : 0;
+    const int ws = r->bytes || is_cublas(r->k) || kws;
     tk_status st = ws ? tk_handle_ws_begin(h, s) : TK_SUCCESS;
     if (st)
         return st;
     if (r->bytes)
         st = tk_route_copy_in(h, r, a, s);
     if (!st)
-        st = launch(h, r->k, &r->run, s);
+        st = launch(h, r->k, &r->run, kws, s);
     if (!st)
         st = tk_route_copy_out(h, r, a, s);
     if (ws)
