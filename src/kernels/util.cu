@@ -90,35 +90,16 @@ extern "C" tk_status tk_launch_copy_2d(void *dst, int64_t ldd, const void *src, 
     return TK_SUCCESS;
 }
 
-/* The lab's random inputs made on the device (lab_rand.h): bench fills
- * suites of large shapes in milliseconds instead of seconds on the CPU. */
-static __global__ void fill_rand_kernel(void *x, int f32, size_t n, uint64_t seed)
+/* The lab's inputs made on the device (lab_rand.h): bench fills suites of
+ * large shapes in milliseconds instead of seconds on the CPU. ints = 0:
+ * tk_lab_rand_elem's bf16 values; 1: the fuzzer's exact-mode small
+ * integers (tk_lab_rand_int), whose products and sums an fp32 GEMM
+ * computes without rounding. Both are bf16-exact, so either type of x
+ * holds the same values. */
+static __global__ void fill_kernel(void *x, int f32, int ints, size_t n, uint64_t seed)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const uint16_t v = tk_lab_rand_elem(seed, i);
-        if (f32)
-            ((float *)x)[i] = tk_bf16_to_f32(v);
-        else
-            ((uint16_t *)x)[i] = v;
-    }
-}
-
-extern "C" int tk_lab_fill_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream)
-{
-    if (!n)
-        return 0;
-    const size_t blocks = (n + 255) / 256;
-    fill_rand_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, (cudaStream_t)stream>>>(
-        x, type == TK_F32, n, seed);
-    return (int)cudaGetLastError();
-}
-
-/* The fuzzer's exact-mode inputs (lab_rand.h): small integers, as bf16 or
- * fp32, whose products and sums an fp32 GEMM computes without rounding. */
-static __global__ void fill_int_kernel(void *x, int f32, size_t n, uint64_t seed)
-{
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float v = (float)tk_lab_rand_int(seed, i);
+        const float v = ints ? (float)tk_lab_rand_int(seed, i) : tk_bf16_to_f32(tk_lab_rand_elem(seed, i));
         if (f32)
             ((float *)x)[i] = v;
         else
@@ -126,14 +107,24 @@ static __global__ void fill_int_kernel(void *x, int f32, size_t n, uint64_t seed
     }
 }
 
-extern "C" int tk_lab_fill_int_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream)
+static int fill_device(void *x, tk_dtype type, int ints, size_t n, uint64_t seed, void *stream)
 {
     if (!n)
         return 0;
     const size_t blocks = (n + 255) / 256;
-    fill_int_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, (cudaStream_t)stream>>>(
-        x, type == TK_F32, n, seed);
+    fill_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, (cudaStream_t)stream>>>(x, type == TK_F32, ints,
+                                                                                             n, seed);
     return (int)cudaGetLastError();
+}
+
+extern "C" int tk_lab_fill_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream)
+{
+    return fill_device(x, type, 0, n, seed, stream);
+}
+
+extern "C" int tk_lab_fill_int_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream)
+{
+    return fill_device(x, type, 1, n, seed, stream);
 }
 
 /* The lab's DRAM read probe: every thread streams 16-byte words (four
