@@ -1,9 +1,9 @@
 /* int_gemm.h - GEMM problems whose every result is exact, for the GPU tests
  * of concurrency and failure isolation: checks are bit for bit.
  *
- * A and B hold small integers (-2..2) as bf16, so every product and every
- * partial sum, in any order and any split over K (< 2^22), is an integer
- * below 2^24: exact in fp32. alpha is a small integer or half of one, so
+ * A and B hold small integers (the lab's tk_lab_rand_int, -3..3) as bf16, so
+ * every product and every partial sum, in any order and any split over K
+ * (< 2^20), is an integer below 2^24: exact in fp32. alpha is a small integer or half of one, so
  * alpha times the sum is exact too; beta is 0. fp32 C must then equal alpha
  * times the reference exactly, and bf16 C that value rounded to nearest even
  * (what every epilogue does with an exact value). Each operand set comes
@@ -26,6 +26,8 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "tilekit.h"
+#include "host/lab.h"
+#include "host/lab_rand.h"
 
 /* Row-major C = alpha * A op(B): A is M x K with lda = K, starting a_off
  * elements into its buffer (1: only 2-byte aligned); B is K x N (op N,
@@ -48,43 +50,13 @@ typedef struct ig_set {
     void *host_c;                /* pinned, c_bytes: C read back */
 } ig_set;
 
-/* A hash of (seed, i < 2^32): splitmix64's finalizer. */
-static inline uint64_t ig_hash(uint32_t seed, uint64_t i)
-{
-    uint64_t z = ((uint64_t)seed << 32) + i + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Element i of the operand with this seed: -2..2. */
-static inline int ig_value(uint32_t seed, uint64_t i) { return (int)(ig_hash(seed, i) % 5) - 2; }
-
-static inline float ig_bf16_to_float(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* Round to nearest even (no NaN or infinity reaches it). Exact for the
- * operands' small integers. */
-static inline uint16_t ig_bf16_rne(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 /* op(A) op(B) at (i, j) from the host operands, as an exact integer. */
 static inline int64_t ig_dot(const ig_set *o, const uint16_t *ha, const uint16_t *hb, int64_t i, int64_t j)
 {
     int64_t sum = 0;
     for (int64_t kk = 0; kk < o->s.k; kk++) {
-        float a = ig_bf16_to_float(ha[o->s.a_off + i * o->lda + kk]);
-        float b = ig_bf16_to_float(o->s.op_b == TK_OP_N ? hb[kk * o->ldb + j] : hb[j * o->ldb + kk]);
+        float a = tk_lab_bf16_to_f32(ha[o->s.a_off + i * o->lda + kk]);
+        float b = tk_lab_bf16_to_f32(o->s.op_b == TK_OP_N ? hb[kk * o->ldb + j] : hb[j * o->ldb + kk]);
         sum += (int64_t)a * (int64_t)b;
     }
     return sum;
@@ -122,8 +94,8 @@ static inline int ig_reference(ig_set *o, tk_handle ref_h, const uint16_t *ha, c
         return 1;
     }
     for (int t = 0; t < 64; t++) {
-        int64_t i = t == 0 ? 0 : t == 1 ? s->m - 1 : (int64_t)(ig_hash(1, (uint64_t)t) % (uint64_t)s->m);
-        int64_t j = t == 0 ? 0 : t == 1 ? s->n - 1 : (int64_t)(ig_hash(2, (uint64_t)t) % (uint64_t)s->n);
+        int64_t i = t == 0 ? 0 : t == 1 ? s->m - 1 : (int64_t)(tk_lab_mix64(2 * (uint64_t)t) % (uint64_t)s->m);
+        int64_t j = t == 0 ? 0 : t == 1 ? s->n - 1 : (int64_t)(tk_lab_mix64(2 * (uint64_t)t + 1) % (uint64_t)s->n);
         int64_t want = ig_dot(o, ha, hb, i, j);
         if ((double)o->ref[i * s->n + j] != (double)want) {
             snprintf(why, len, "%s: cuBLAS reference at (%lld, %lld) is %g, the host's %lld", s->name, (long long)i,
@@ -154,9 +126,9 @@ static inline int ig_make(ig_set *o, const ig_shape *s, uint32_t seed, tk_handle
     } else {
         o->a = (const uint16_t *)o->a_buf + s->a_off;
         for (size_t i = 0; i < na; i++)   /* 2 seed feeds A, 2 seed + 1 B */
-            ha[i] = ig_bf16_rne((float)ig_value(2 * seed, i));
+            ha[i] = tk_lab_f32_to_bf16((float)tk_lab_rand_int(2 * (uint64_t)seed, i));
         for (size_t i = 0; i < nb; i++)
-            hb[i] = ig_bf16_rne((float)ig_value(2 * seed + 1, i));
+            hb[i] = tk_lab_f32_to_bf16((float)tk_lab_rand_int(2 * (uint64_t)seed + 1, i));
         bad = cudaMemcpy(o->a_buf, ha, na * 2, cudaMemcpyHostToDevice) ||
               cudaMemcpy(o->b, hb, nb * 2, cudaMemcpyHostToDevice);
         if (bad)
@@ -220,8 +192,8 @@ static inline int ig_check(ig_set *o, float alpha, cudaStream_t stream, char *wh
         if (o->s.c_type == TK_F32) {
             got = ((const float *)o->host_c)[i];
         } else {
-            got = ig_bf16_to_float(((const uint16_t *)o->host_c)[i]);
-            want = ig_bf16_to_float(ig_bf16_rne(want));
+            got = tk_lab_bf16_to_f32(((const uint16_t *)o->host_c)[i]);
+            want = tk_lab_bf16_to_f32(tk_lab_f32_to_bf16(want));
         }
         if (got != want && !wrong++) {   /* NaN (an entry never written) is != too */
             first = i;
