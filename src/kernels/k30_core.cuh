@@ -564,7 +564,7 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
     ((op_a) == TK_OP_T ? ((op_b) == TK_OP_N ? (const void *)kernel<1, 1, bn> : (const void *)kernel<1, 0, bn>)     \
                        : ((op_b) == TK_OP_N ? (const void *)kernel<0, 1, bn> : (const void *)kernel<0, 0, bn>))
 
-/* Support check shared by both kernels. Tile corners and TMA coordinates
+/* Support check shared by the family. Tile corners and TMA coordinates
  * are 32-bit ints: a CTA's last tile reaches m_slack rows past M at most
  * (K30_BM; a cluster's last row of tiles, K31_CLUSTER * K30_BM) and up to
  * K30_BN columns past N (the direct epilogue compares r0 + 64 with M and

@@ -73,7 +73,8 @@
 #define K30_SMEM_BYTES_N(bn) K30_SMEM_WITH_N(bn, K30_EPI_BYTES)
 
 static_assert(K30_SMEM_BYTES_N(256) <= 227 * 1024 && K30_SMEM_BYTES_N(192) <= 227 * 1024 &&
-                  K30_SMEM_BYTES_N(128) <= 227 * 1024 && K30_SMEM_BYTES_N(64) <= 227 * 1024, "shared memory exceeds the sm_90 per-block limit");
+                  K30_SMEM_BYTES_N(128) <= 227 * 1024 && K30_SMEM_BYTES_N(64) <= 227 * 1024,
+              "shared memory exceeds the sm_90 per-block limit");
 
 /* A template because the operand majors are wgmma immediates and fix the
  * TMA box pattern: A_MN = 1 for M-major A (op_a T), B_MN = 1 for N-major B
