@@ -28,7 +28,7 @@ LDLIBS   := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcublas -lcudart -lstdc++ 
 HOST_SRCS   := $(wildcard src/host/*.c)
 KERNEL_C    := $(wildcard src/kernels/*.c)
 KERNEL_CU   := $(wildcard src/kernels/*.cu)
-DEV_HEADERS := $(wildcard src/tiles/*.cuh src/ptx/*.cuh src/kernels/*.cuh) src/host/kernel.h include/tilekit.h
+DEV_HEADERS := $(wildcard src/tiles/*.cuh src/ptx/*.cuh src/kernels/*.cuh src/kernels/*.h) src/host/kernel.h include/tilekit.h
 CU_OBJS     := $(KERNEL_CU:%.cu=$(BUILD)/obj/%.o)
 LIB_OBJS    := $(HOST_SRCS:%.c=$(BUILD)/obj/%.o) $(KERNEL_C:%.c=$(BUILD)/obj/%.o) $(CU_OBJS)
 
@@ -41,7 +41,7 @@ GPU_TESTS   := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu_%,$(wildcard tests/gp
 all: lib $(CLI) $(CPU_TESTS) $(GPU_TESTS)
 lib: $(BUILD)/libtilekit.so $(BUILD)/libtilekit.a
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/host/*.h) include/tilekit.h src/kernels/kernels.def
+$(BUILD)/obj/%.o: %.c $(wildcard src/host/*.h src/kernels/*.h) include/tilekit.h src/kernels/kernels.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 

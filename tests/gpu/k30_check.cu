@@ -501,6 +501,61 @@ static void k30_repeat(void)
     }
 }
 
+/* k40_skinny's split-K (and auto-dispatch, which picks k40 for these):
+ * 100 runs bit-identical on real data, each after a k34 launch on the same
+ * handle that leaves its own split flags in the shared workspace (k40 must
+ * read them as zero arrivals). 1 x 4096 x 4096 and 16 x 4096 x 14336 NT
+ * split K 9 ways, 4096 x 8 x 4096 NT is the swapped form (C stored
+ * transposed), 9 x 1000 x 3000 bf16 C splits 23 ways. */
+static void skinny_repeat(void)
+{
+    if (!g_ok_device)
+        return;
+    static const gcase cases[] = {
+        { 1, 4096, 4096, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
+        { 16, 4096, 14336, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
+        { 4096, 8, 4096, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
+        { 9, 1000, 3000, TK_OP_N, TK_OP_T, TK_BF16, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
+    };
+    const char *kernels[] = { "k40_skinny", "auto" };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int kn = 0; kn < 2; kn++) {
+            tk_gemm_problem p, other;
+            bufs b, ob;
+            gcase oc = { 128, 4096, 4096, TK_OP_N, TK_OP_N, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR };
+            if (!setup(&cases[i], &p, &b) || !setup(&oc, &other, &ob)) {
+                CHECK(0, "out of device memory");
+                release(&b);
+                release(&ob);
+                return;
+            }
+            const size_t cs = cases[i].ct == TK_F32 ? 4 : 2;
+            const int is_bf16 = cases[i].ct == TK_BF16;
+            tk_status st = tk_gemm_ex(g_h, &p, kernels[kn], NULL);
+            CHECK(st == TK_SUCCESS, "%s: %s", kernels[kn], tk_last_error(g_h));
+            cudaMemcpy(b.ref, b.c, b.c_bytes, cudaMemcpyDeviceToDevice);
+            unsigned long long bad_runs = 0;
+            for (int r = 0; r < 100; r++) {
+                tk_gemm_ex(g_h, &other, "k34_wgmma_128x64", NULL);
+                fill_c<<<1024, 256>>>(b.c, (int64_t)(b.c_bytes / cs), is_bf16, 5, 1);
+                st = tk_gemm_ex(g_h, &p, kernels[kn], NULL);
+                CHECK(st == TK_SUCCESS, "%s run %d: %s", kernels[kn], r, tk_last_error(g_h));
+                cmp_result z = { 0, ~0ULL, 0, 0 }, h;
+                cudaMemcpy(b.cmp, &z, sizeof z, cudaMemcpyHostToDevice);
+                compare<<<1024, 256>>>(b.c, b.ref, (int64_t)(b.c_bytes / cs), is_bf16, 1, b.cmp);
+                cudaMemcpy(&h, b.cmp, sizeof h, cudaMemcpyDeviceToHost);
+                bad_runs += h.bad != 0;
+            }
+            CHECK(bad_runs == 0, "%s %lldx%lldx%lld: %llu of 100 runs differ from the first", kernels[kn],
+                  (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, bad_runs);
+            printf("    %s: 100 runs of %lldx%lldx%lld NT (real data, %s C): %llu differ from the first\n", kernels[kn],
+                   (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, is_bf16 ? "bf16" : "f32",
+                   bad_runs);
+            release(&b);
+            release(&ob);
+        }
+}
+
 static float median(float *v, int n)
 {
     for (int i = 1; i < n; i++)
@@ -661,6 +716,7 @@ void tk_tests(void)
     TK_TEST(k30_small_shapes);
     TK_TEST(k30_large_shapes);
     TK_TEST(k30_repeat);
+    TK_TEST(skinny_repeat);
     TK_TEST(k30_host_cost);
     TK_TEST(k30_bench);
     tk_destroy(g_h);

@@ -22,6 +22,14 @@
 #include "host/lab.h"
 #include "../host/check.h"
 
+/* The kernels verified on the odd views, decode and quick-tile blocks: auto,
+ * the Hopper configurations (k3*) and the skinny kernel (k4*); the seed and
+ * mma.sync kernels refuse those tight views. */
+static int takes_views(const char *k)
+{
+    return !strcmp(k, "auto") || !strncmp(k, "k3", 2) || !strncmp(k, "k4", 2);
+}
+
 static tk_lab_verify *ctx;
 static const char *cur_kernel;
 static tk_lab_case cur;
@@ -141,8 +149,8 @@ void tk_tests(void)
     };
     for (size_t s = 0; s < sizeof odd / sizeof odd[0]; s++)
         for (int kn = 0; kn < nk; kn++) {
-            if (strcmp(kernels[kn], "auto") && strncmp(kernels[kn], "k3", 2))
-                continue;   /* the seed and mma.sync kernels refuse these tight views */
+            if (!takes_views(kernels[kn]))
+                continue;
             for (int combo = 0; combo < 64; combo++) {
                 if ((combo & 8) && odd[s].f32_only)
                     continue;
@@ -158,7 +166,7 @@ void tk_tests(void)
     static const int64_t decode_m[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65 };
     for (size_t s = 0; s < sizeof decode_m / sizeof decode_m[0]; s++)
         for (int kn = 0; kn < nk; kn++) {
-            if (strcmp(kernels[kn], "auto") && strncmp(kernels[kn], "k3", 2))
+            if (!takes_views(kernels[kn]))
                 continue;
             for (int combo = 0; combo < 16; combo++) {
                 tk_op op_a = (tk_op)(combo & 1), op_b = (tk_op)(combo >> 1 & 1);
@@ -175,7 +183,7 @@ void tk_tests(void)
     static const struct { int64_t m, n, k; } quick[] = { { 3713, 2048, 3 }, { 5888, 3745, 5 } };
     for (size_t s = 0; s < sizeof quick / sizeof quick[0]; s++)
         for (int kn = 0; kn < nk; kn++) {
-            if (strcmp(kernels[kn], "auto") && strncmp(kernels[kn], "k3", 2))
+            if (!takes_views(kernels[kn]))
                 continue;
             for (int combo = 0; combo < 4; combo++) {
                 tk_lab_case c = { (tk_layout)(combo & 1), TK_OP_N, (tk_op)(combo >> 1 & 1), quick[s].m, quick[s].n,

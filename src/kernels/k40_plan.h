@@ -1,0 +1,129 @@
+/* k40_plan.h - the launch plan of k40_skinny (src/kernels/k40_skinny.cu):
+ * which operand is streamed, the token blocks, the split of K and the
+ * workspace. Plain C, so the CPU tests check it (tests/host/test_k40_plan.c).
+ *
+ * k40 computes C = op(A) op(B) with A stored M x K and B stored N x K (both
+ * read along K). The smaller of M and N is the "token" side T (its rows sit
+ * in mma.sync fragments as the n8 operand, 8 x nj per block); the
+ * larger is the "weight" side R, streamed once from DRAM, 64 rows per CTA.
+ * Where R / 64 row blocks are too few to keep every SM streaming, K is split
+ * into `splits` ranges (grid.y) whose partial sums meet in the workspace
+ * and are added in split order by the last split's CTA: the same sum, bit
+ * for bit, however the CTAs are scheduled.
+ */
+#ifndef TK_K40_PLAN_H
+#define TK_K40_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "host/kernel.h"
+
+#define K40_WARPS 4                    /* warps per CTA, 16 weight rows each */
+#define K40_ROWS (16 * K40_WARPS)      /* weight rows per CTA */
+#define K40_CHUNK 32                   /* k per chunk: 8 bf16 (16 bytes) per lane, 4 lanes per row */
+#ifndef K40_MIN_SPLIT_CHUNKS
+#define K40_MIN_SPLIT_CHUNKS 4         /* a split covers at least 4 chunks (128 k) */
+#endif
+#define K40_MAX_SPLITS 64
+#define K40_MAX_CTAS_PER_SM 3          /* resident at once by the launch bounds (NJ 8: 3, else 4) */
+#ifndef K40_SPLIT_CTAS_PER_SM
+#define K40_SPLIT_CTAS_PER_SM 2        /* a split grid's CTAs per SM */
+#endif
+#define K40_MAX_NJ 8                   /* tokens per CTA: 8 * nj, nj in 1, 2, 4, 8 */
+
+typedef struct k40_plan {
+    int swap;                          /* 1: tokens are N (B's rows), weights are A's rows */
+    int64_t r, t, k;                   /* weight rows, tokens, K */
+    int nj;                            /* n8 fragments per CTA: tokens per CTA = 8 * nj */
+    int64_t rowblocks;                 /* grid.x: ceil(r / 64) */
+    int splits;                        /* grid.y */
+    int64_t tokblocks;                 /* grid.z: ceil(t / (8 * nj)) */
+    int64_t chunks;                    /* ceil(k / 32) */
+    size_t ws_bytes;                   /* workspace for splits > 1: flags, then partial slots */
+} k40_plan;
+
+/* Bytes of one partial slot: each of the CTA's 128 threads keeps 4 floats
+ * per n8 fragment. */
+static inline size_t k40_slot_bytes(int nj)
+{
+    return (size_t)nj * K40_WARPS * 32 * 4 * sizeof(float);
+}
+
+/* Flags (one 32-bit word per CTA of a split grid), rounded to 256 bytes so
+ * the partial slots after them start aligned. */
+static inline size_t k40_flag_bytes(int64_t ctas)
+{
+    return ((size_t)ctas * sizeof(uint32_t) + 255) & ~(size_t)255;
+}
+
+/* Chunks a warp loads before its first MMA (k40_skinny.cu): 16-byte loads
+ * (aligned) keep 4 chunks in flight for up to 16 tokens; element loads
+ * take more registers per chunk. */
+#ifndef K40_U_SMALL
+#define K40_U_SMALL 4
+#endif
+#define K40_U(nj, aligned) ((aligned) ? ((nj) <= 2 ? K40_U_SMALL : (nj) == 4 ? 2 : 1) : ((nj) <= 2 ? 2 : 1))
+
+/* 16-byte loads need both operands' bases 16-byte aligned and rows a
+ * multiple of 8 elements (NULL pointers, introspection: judged on the
+ * leading dimensions). */
+static inline int k40_aligned(const tk_args *a)
+{
+    return a->lda % 8 == 0 && a->ldb % 8 == 0 && (uintptr_t)a->a % 16 == 0 && (uintptr_t)a->b % 16 == 0;
+}
+
+static inline int k40_nj_for(int64_t t)
+{
+    return t <= 8 ? 1 : t <= 16 ? 2 : t <= 32 ? 4 : 8;
+}
+
+/* The plan for a (normalized) problem on sms SMs; ws_avail: bytes of
+ * workspace the launch got (the plan never splits beyond it; (size_t)-1
+ * when asking how much a launch would want). Split grids aim at
+ * K40_SPLIT_CTAS_PER_SM CTAs per SM: a sweep of forced split counts on the
+ * H100 (docs/NOTES.md, session 6) was fastest at 2 per SM (1 x 4096 x
+ * 4096: 20.6 us with 256 CTAs, 22.9 with 640, 31.0 unsplit), and every
+ * CTA of a split grid is then resident at once (the kernel's launch
+ * bounds allow at least 3 per SM), which the last split's wait needs. */
+static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40_plan *p)
+{
+    p->swap = a->n < a->m;
+    p->r = p->swap ? a->m : a->n;
+    p->t = p->swap ? a->n : a->m;
+    p->k = a->k;
+    p->nj = k40_nj_for(p->t);
+    p->rowblocks = (p->r + K40_ROWS - 1) / K40_ROWS;
+    p->tokblocks = (p->t + 8 * p->nj - 1) / (8 * p->nj);
+    p->chunks = (p->k + K40_CHUNK - 1) / K40_CHUNK;
+    const int64_t groups = p->rowblocks * p->tokblocks;
+    int64_t s = (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) / groups;
+    const int64_t s_k = p->chunks / K40_MIN_SPLIT_CHUNKS;
+    if (s > s_k)
+        s = s_k;
+    if (s > K40_MAX_SPLITS)
+        s = K40_MAX_SPLITS;
+    if (s < 1)
+        s = 1;
+    /* Round up to the split count that gives the same number of U-chunk
+     * steps per split with no split left one step longer (1 x 3072 x 768:
+     * 24 chunks in 5 splits take 2 steps in some, in 6 splits 1 each), as
+     * long as every CTA stays resident (K40_MAX_CTAS_PER_SM). */
+    const int u = K40_U(p->nj, k40_aligned(a));
+    const int64_t steps = p->chunks / (s * u);
+    if (s > 1 && steps >= 1) {
+        const int64_t s_up = (p->chunks + steps * u - 1) / (steps * u);
+        if (s_up > s && s_up <= K40_MAX_SPLITS && groups * s_up <= (int64_t)K40_MAX_CTAS_PER_SM * (sms > 0 ? sms : 1))
+            s = s_up;
+    }
+    p->splits = (int)s;
+    p->ws_bytes = 0;
+    if (p->splits > 1) {
+        p->ws_bytes = k40_flag_bytes(groups * p->splits) + (size_t)groups * (size_t)p->splits * k40_slot_bytes(p->nj);
+        if (p->ws_bytes > ws_avail) {
+            p->splits = 1;
+            p->ws_bytes = 0;
+        }
+    }
+}
+
+#endif /* TK_K40_PLAN_H */

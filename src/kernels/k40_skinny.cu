@@ -1,0 +1,396 @@
+/* k40_skinny - decode and other skinny products (the smaller of M and N at
+ * most 64): the large operand streamed once through registers, the small
+ * one as mma.sync's n8 side, split-K with a fixed-order reduction (issue 10).
+ *
+ * What changes against k34_wgmma_128x64 (auto-dispatch's choice for decode
+ * before), and why: a 1 x N x K product is a matrix-vector product bound by
+ * reading the N x K weights once, but wgmma's M is 64 per warpgroup, so k34
+ * computed 128 rows of which one was real and ran its TMA ring, mbarriers
+ * and staged epilogue for a few bytes of output per CTA (1 x 4096 x 4096 NT:
+ * 0.91x cuBLAS; 768-wide GPT-2 rows 0.81-0.86x). Here the product is
+ * computed transposed, C^T = W X^T: the weight rows (the larger side R) are
+ * mma.sync's M (16 per warp, 64 per CTA) and the tokens (the smaller side T)
+ * its N (8 per fragment, 8 * NJ per CTA), so no tensor-core row is wasted
+ * on padding beyond T's last n8 fragment.
+ *  - No shared memory: each lane loads 16 bytes of a weight row (8 k) straight
+ *    into the registers of an mma A fragment. The k order inside a chunk of
+ *    32 is permuted (lane t's 8 k feed k-slots 2t, 2t+1, 2t+8, 2t+9 of two
+ *    k16 steps) identically for W and X, which leaves every dot product
+ *    unchanged and lets both operands load as plain 16-byte vectors.
+ *  - U chunks (U * 1 KB of weights per warp) are loaded before the first is
+ *    used; with 16-20 warps per SM that keeps ~64 KB per SM in flight, more
+ *    than DRAM latency x bandwidth / SMs (~20 KB on the H100).
+ *  - Weights are loaded with the streaming hint (__ldcs, read once); the
+ *    tokens with __ldg (the CTA's four warps read the same token chunk).
+ *  - K split over grid.y where R / 64 row blocks alone would leave SMs idle
+ *    (k40_plan.h); the other splits' partial sums go to the workspace and
+ *    the last split of a row block adds them to its own in split order:
+ *    bit-identical results run to run.
+ *  - Any alignment: 16-byte loads where rows and bases allow, element loads
+ *    otherwise (ALIGNED = 0) and on the K edge; any M, N, K (rows and tokens
+ *    past the edges are predicated off).
+ *
+ * Configuration: 4 warps (128 threads), 64 weight rows x 8 * NJ tokens per
+ * CTA, NJ in 1, 2, 4, 8 (T <= 8, 16, 32, 64; larger T takes more token
+ * blocks on grid.z and re-reads the weights), U = 4, 4, 2, 1 chunks per
+ * step (2, 2, 1, 1 with element loads). A stored M x K and B stored N x K (op_a N, op_b T: torch's
+ * F.linear); the transposed layouts go to the other kernels.
+ * Figure and reproduce: see docs/NOTES.md, session 6 ("k40_skinny").
+ *
+ * Templates: NJ sizes the register arrays of the fragments and U the load
+ * batch, which must be compile-time constants to stay in registers; C
+ * cannot express that without one copy of the kernel per configuration.
+ */
+#include <stdio.h>
+#include <limits.h>
+#include "host/kernel.h"
+#include "kernels/k40_plan.h"
+#include "ptx/flag.cuh"
+#include "ptx/ld.cuh"
+#include "ptx/mma_sync.cuh"
+#include "tiles/epilogue.cuh"
+
+#define K40_THREADS (32 * K40_WARPS)
+#ifndef K40_LD_HINT
+#define K40_LD_HINT 1                  /* 0: __ldcs for the weights (measured slower, NOTES) */
+#endif
+
+typedef struct k40_params {
+    const uint16_t *w, *x;             /* weights R x K, tokens T x K, both along K */
+    int64_t ldw, ldx;
+    void *c;
+    int64_t ldc_t, ldc_r;              /* C element (token t, row r) at c + t * ldc_t + r * ldc_r */
+    int64_t r, t, k, chunks;
+    int splits;
+    tk_dtype c_type;
+    float alpha, beta;
+    uint32_t *flag;                    /* one per (group, split): seq once that split's partial is stored */
+    float4 *part;                      /* partial slots, (group * splits + split) * 128 * NJ float4s */
+    uint32_t seq;
+} k40_params;
+
+/* 8 bf16 of a row at column k (a multiple of 8) inside K: one 16-byte
+ * load where the row is 16-byte aligned, else element by element. NULL row
+ * (past the matrix edge): zeros. STREAM: read-once data (evict first). */
+template <int ALIGNED, int STREAM>
+static __device__ __forceinline__ uint4 k40_load8(const uint16_t *row, int64_t k)
+{
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (row && ALIGNED) {
+#if K40_LD_HINT
+        v = STREAM ? tk_ld_stream_v4(row + k) : __ldg((const uint4 *)(row + k));
+#else
+        v = STREAM ? __ldcs((const uint4 *)(row + k)) : __ldg((const uint4 *)(row + k));
+#endif
+    } else if (row) {
+        v.x = (uint32_t)row[k] | (uint32_t)row[k + 1] << 16;
+        v.y = (uint32_t)row[k + 2] | (uint32_t)row[k + 3] << 16;
+        v.z = (uint32_t)row[k + 4] | (uint32_t)row[k + 5] << 16;
+        v.w = (uint32_t)row[k + 6] | (uint32_t)row[k + 7] << 16;
+    }
+    return v;
+}
+
+/* The same on the K edge: elements at K and past it are zeros. */
+static __device__ __forceinline__ uint4 k40_load8_edge(const uint16_t *row, int64_t k, int64_t kmax)
+{
+    uint32_t v[4] = { 0, 0, 0, 0 };
+    if (row) {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            if (k + e < kmax)
+                v[e / 2] |= (uint32_t)row[k + e] << (16 * (e % 2));
+    }
+    return make_uint4(v[0], v[1], v[2], v[3]);
+}
+
+/* One chunk of 32 k: lane (g, t) holds weight rows g and g + 8 (wl, wh)
+ * and token g of each n8 fragment (xv[j]) at k = 8t .. 8t + 7. Step 0
+ * takes k 8t .. 8t + 3 as k-slots 2t, 2t + 1, 2t + 8, 2t + 9 (mma_sync.cuh's
+ * fragment layout), step 1 k 8t + 4 .. 8t + 7: the same permutation of k
+ * for both operands, so every dot product is unchanged. */
+template <int NJ>
+static __device__ __forceinline__ void k40_mma_chunk(float (*acc)[4], uint4 wl, uint4 wh, const uint4 *xv)
+{
+    const uint32_t a0[4] = { wl.x, wh.x, wl.y, wh.y };
+    const uint32_t a1[4] = { wl.z, wh.z, wl.w, wh.w };
+#pragma unroll
+    for (int j = 0; j < NJ; j++) {
+        const uint32_t b0[2] = { xv[j].x, xv[j].y };
+        const uint32_t b1[2] = { xv[j].z, xv[j].w };
+        tk_mma_m16n8k16_bf16(acc[j], a0, b0, acc[j]);
+        tk_mma_m16n8k16_bf16(acc[j], a1, b1, acc[j]);
+    }
+}
+
+/* UU chunks from chunk c on, all inside K: every load issued before the
+ * first MMA, so a warp has UU KB of weights in flight. */
+template <int NJ, int ALIGNED, int UU>
+static __device__ __forceinline__ void k40_step(float (*acc)[4], const uint16_t *wl_row, const uint16_t *wh_row,
+                                                const uint16_t *const *x_row, int64_t c)
+{
+    const int64_t k0 = c * K40_CHUNK + 8 * (threadIdx.x % 4);
+    uint4 wl[UU], wh[UU], xv[UU][NJ];
+#pragma unroll
+    for (int u = 0; u < UU; u++) {
+        wl[u] = k40_load8<ALIGNED, 1>(wl_row, k0 + u * K40_CHUNK);
+        wh[u] = k40_load8<ALIGNED, 1>(wh_row, k0 + u * K40_CHUNK);
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+            xv[u][j] = k40_load8<ALIGNED, 0>(x_row[j], k0 + u * K40_CHUNK);
+    }
+#pragma unroll
+    for (int u = 0; u < UU; u++)
+        k40_mma_chunk<NJ>(acc, wl[u], wh[u], xv[u]);
+}
+
+template <int NJ, int ALIGNED>
+static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kernel(const __grid_constant__ k40_params p)
+{
+    constexpr int U = K40_U(NJ, ALIGNED);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    const int64_t r0 = (int64_t)blockIdx.x * K40_ROWS + warp * 16;
+    const int64_t t0 = (int64_t)blockIdx.z * (8 * NJ);
+    const uint16_t *wl_row = r0 + g < p.r ? p.w + (r0 + g) * p.ldw : NULL;
+    const uint16_t *wh_row = r0 + g + 8 < p.r ? p.w + (r0 + g + 8) * p.ldw : NULL;
+    const uint16_t *x_row[NJ];
+#pragma unroll
+    for (int j = 0; j < NJ; j++)
+        x_row[j] = t0 + 8 * j + g < p.t ? p.x + (t0 + 8 * j + g) * p.ldx : NULL;
+
+    const int64_t c0 = (int64_t)blockIdx.y * p.chunks / p.splits;
+    const int64_t c1 = (int64_t)(blockIdx.y + 1) * p.chunks / p.splits;
+    const int64_t c_full = c1 < p.k / K40_CHUNK ? c1 : p.k / K40_CHUNK;   /* chunks inside K */
+    float acc[NJ][4];
+#pragma unroll
+    for (int j = 0; j < NJ; j++)
+        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+
+    int64_t c = c0;
+    for (; c + U <= c_full; c += U)
+        k40_step<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c);
+    for (; c < c_full; c++)
+        k40_step<NJ, ALIGNED, 1>(acc, wl_row, wh_row, x_row, c);
+    if (c < c1) {                           /* the chunk across the K edge (c1 <= c_full + 1) */
+        const int64_t k = c * K40_CHUNK + 8 * t4;
+        uint4 xv[NJ];
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+            xv[j] = k40_load8_edge(x_row[j], k, p.k);
+        k40_mma_chunk<NJ>(acc, k40_load8_edge(wl_row, k, p.k), k40_load8_edge(wh_row, k, p.k), xv);
+    }
+
+    if (p.splits > 1) {
+        const int64_t group = (int64_t)blockIdx.z * gridDim.x + blockIdx.x;
+        const float4 *first = p.part + (size_t)(group * p.splits) * (NJ * K40_THREADS) + threadIdx.x;
+        if (blockIdx.y + 1 < (unsigned)p.splits) {
+            /* Not the last split: store the partial sum, publish it. */
+            float4 *slot = p.part + (size_t)(group * p.splits + blockIdx.y) * (NJ * K40_THREADS) + threadIdx.x;
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+                __stcg(slot + j * K40_THREADS, make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0)
+                tk_flag_store_release(p.flag + group * p.splits + blockIdx.y, p.seq);
+            return;
+        }
+        /* The last split adds the others' partial sums to its own, in
+         * split order: the same sum on every run. Thread s waits for split
+         * s's flag; a flag left by an older launch (or another kernel
+         * sharing the workspace) holds a smaller seq. No CAS, so the splits
+         * never contend on one word. The waits cannot deadlock: a split
+         * grid fits the GPU in one wave (k40_plan.h), and the last split
+         * has the highest block index of its group. */
+        if (threadIdx.x + 1 < (unsigned)p.splits)
+            while (tk_flag_load_acquire(p.flag + group * p.splits + threadIdx.x) != p.seq)
+                __nanosleep(32);
+        __syncthreads();
+        float sum[NJ][4];
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+            sum[j][0] = sum[j][1] = sum[j][2] = sum[j][3] = 0.0f;
+        /* RB slots' loads in flight at once, then added in split order:
+         * one L2 round trip per RB splits, not per split. */
+        constexpr int RB = NJ >= 8 ? 1 : 8 / NJ;
+        for (int s0 = 0; s0 + 1 < p.splits; s0 += RB) {
+            float4 v[RB][NJ];
+#pragma unroll
+            for (int u = 0; u < RB; u++)
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+                    v[u][j] = s0 + u + 1 < p.splits
+                                  ? __ldcg(first + (size_t)(s0 + u) * (NJ * K40_THREADS) + j * K40_THREADS)
+                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int u = 0; u < RB; u++)
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+                    if (s0 + u + 1 < p.splits) {
+                        sum[j][0] += v[u][j].x;
+                        sum[j][1] += v[u][j].y;
+                        sum[j][2] += v[u][j].z;
+                        sum[j][3] += v[u][j].w;
+                    }
+        }
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[j][e] += sum[j][e];
+    }
+
+    /* Fragment element e of n8 fragment j: weight row g (+8 for e >= 2),
+     * token 2t + (e & 1). */
+#pragma unroll
+    for (int j = 0; j < NJ; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int64_t row = r0 + g + (e >= 2 ? 8 : 0), tok = t0 + 8 * j + 2 * t4 + (e & 1);
+            if (row < p.r && tok < p.t)
+                tk_epilogue_store(p.c, tok * p.ldc_t + row * p.ldc_r, p.c_type, acc[j][e], p.alpha, p.beta);
+        }
+    }
+}
+
+/* The kernel instance for nj fragments and the alignment. */
+static const void *k40_func(int nj, int aligned)
+{
+    switch (nj) {
+    case 1: return aligned ? (const void *)k40_kernel<1, 1> : (const void *)k40_kernel<1, 0>;
+    case 2: return aligned ? (const void *)k40_kernel<2, 1> : (const void *)k40_kernel<2, 0>;
+    case 4: return aligned ? (const void *)k40_kernel<4, 1> : (const void *)k40_kernel<4, 0>;
+    default: return aligned ? (const void *)k40_kernel<8, 1> : (const void *)k40_kernel<8, 0>;
+    }
+}
+
+
+static tk_status k40_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+{
+    if (a->op_a != TK_OP_N || a->op_b != TK_OP_T) {
+        snprintf(why, len, "op_a %s, op_b %s is not supported: this kernel reads A stored M x K and B stored N x K "
+                 "(op_a N, op_b T), both along K",
+                 a->op_a == TK_OP_N ? "N" : "T", a->op_b == TK_OP_N ? "N" : "T");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    k40_plan p;
+    k40_make_plan(a, 1, 0, &p);
+    if (p.tokblocks > 65535 || p.rowblocks > INT_MAX) {
+        snprintf(why, len, "M = %lld and N = %lld are both too large for this skinny kernel (min(M, N) needs %lld "
+                 "blocks of %d, at most 65535)",
+                 (long long)a->m, (long long)a->n, (long long)p.tokblocks, 8 * p.nj);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    return TK_SUCCESS;
+}
+
+static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    int nj = 2, aligned = 1;
+    if (a) {
+        k40_plan p;
+        k40_make_plan(a, 1, 0, &p);
+        nj = p.nj;
+        aligned = k40_aligned(a);
+    }
+    r->func = k40_func(nj, aligned);
+    r->threads = K40_THREADS;
+    r->dyn_smem = 0;
+}
+
+#ifdef K40_EXPERIMENT
+/* Throwaway builds only (-DK40_EXPERIMENT): $K40_SPLITS forces the split
+ * count, for the sweeps in docs/NOTES.md. */
+#include <stdlib.h>
+static void k40_experiment_splits(k40_plan *p)
+{
+    const char *e = getenv("K40_SPLITS");
+    if (!e)
+        return;
+    int64_t sp = atoll(e);
+    if (sp < 1)
+        sp = 1;
+    if (sp > p->chunks)
+        sp = p->chunks;
+    p->splits = (int)sp;
+    const int64_t groups = p->rowblocks * p->tokblocks;
+    p->ws_bytes = sp > 1 ? k40_flag_bytes(groups * sp) + (size_t)groups * sp * k40_slot_bytes(p->nj) : 0;
+}
+#endif
+
+static size_t k40_workspace(const tk_args *a, const tk_device *dev)
+{
+    k40_plan p;
+    k40_make_plan(a, dev->sm_count, (size_t)-1, &p);
+#ifdef K40_EXPERIMENT
+    k40_experiment_splits(&p);
+#endif
+    return p.ws_bytes;
+}
+
+static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+{
+    k40_plan pl;
+    k40_make_plan(a, dev->sm_count, a->kws ? a->kws_bytes : 0, &pl);
+#ifdef K40_EXPERIMENT
+    k40_experiment_splits(&pl);
+    if (pl.ws_bytes > (a->kws ? a->kws_bytes : 0)) {
+        snprintf(why, len, "experiment: no workspace for %d splits", pl.splits);
+        return TK_ERR_OUT_OF_RESOURCES;
+    }
+#endif
+    const void *func = k40_func(pl.nj, k40_aligned(a));
+    k40_params p;
+    p.w = (const uint16_t *)(pl.swap ? a->a : a->b);
+    p.x = (const uint16_t *)(pl.swap ? a->b : a->a);
+    p.ldw = pl.swap ? a->lda : a->ldb;
+    p.ldx = pl.swap ? a->ldb : a->lda;
+    p.c = a->c;
+    p.ldc_t = pl.swap ? 1 : a->ldc;
+    p.ldc_r = pl.swap ? a->ldc : 1;
+    p.r = pl.r;
+    p.t = pl.t;
+    p.k = pl.k;
+    p.chunks = pl.chunks;
+    p.splits = pl.splits;
+    p.c_type = a->c_type;
+    p.alpha = a->alpha;
+    p.beta = a->beta;
+    p.seq = a->seq;
+    p.flag = NULL;
+    p.part = NULL;
+    if (pl.splits > 1) {
+        p.flag = (uint32_t *)a->kws;
+        p.part = (float4 *)((char *)a->kws + k40_flag_bytes(pl.rowblocks * pl.tokblocks * pl.splits));
+    }
+    void *args[] = { &p };
+    cudaError_t e = cudaLaunchKernel(func, dim3((unsigned)pl.rowblocks, (unsigned)pl.splits, (unsigned)pl.tokblocks),
+                                     dim3(K40_THREADS), args, 0, stream);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, len, "k40_skinny launch (%lld x %d x %lld CTAs): %s", (long long)pl.rowblocks, pl.splits,
+                 (long long)pl.tokblocks, cudaGetErrorString(e));
+        return TK_ERR_CUDA;
+    }
+    return TK_SUCCESS;
+}
+
+/* Auto-dispatch takes this kernel where the token side is at most
+ * K40_AUTO_MAX_T and its row blocks fit about one wave (or K is short);
+ * longer streams stay with k34's TMA ring, which reads them faster
+ * (measured: docs/NOTES.md, session 6). Elsewhere only as a last resort. */
+#define K40_AUTO_MAX_T 16
+static int k40_rank(const tk_args *a, const tk_device *dev)
+{
+    const int64_t t = a->m < a->n ? a->m : a->n, r = a->m < a->n ? a->n : a->m;
+    const int64_t rowblocks = (r + K40_ROWS - 1) / K40_ROWS;
+    return t <= K40_AUTO_MAX_T && (rowblocks <= 4LL * dev->sm_count || a->k <= 1024) ? 40 : 1;
+}
+
+extern "C" const tk_kernel tk_kernel_k40_skinny = {
+    "k40_skinny",
+    "skinny/decode (min(M, N) <= 64): weights streamed through registers as mma.sync m16n8k16 A fragments, tokens "
+    "as n8, split-K with a fixed-order reduction (op_a N, op_b T)",
+    80, 16, K40_ROWS, 16, 16, 1,
+    k40_supports, k40_resources, k40_launch, k40_workspace, k40_rank,
+};

@@ -1,0 +1,183 @@
+/* test_k40_plan.c - k40_skinny's launch plan (src/kernels/k40_plan.h) and
+ * auto-dispatch's choice on a modeled H100, on the CPU.
+ *
+ * The plan: which side is streamed, the token blocks, a K split that fills
+ * the SMs without slices under 4 chunks, and a workspace the split fits in
+ * (none when it gets less). The dispatch table: the registry's rank and
+ * support functions walked as auto-dispatch walks them (gemm.c best_fit,
+ * without the compiled-resource check, which needs the GPU), expecting
+ * k40 for decode in torch's F.linear layout and the wgmma configurations
+ * elsewhere. */
+#include <stdio.h>
+#include <string.h>
+#include "host/internal.h"
+#include "kernels/k40_plan.h"
+#include "check.h"
+
+static tk_args prob(int64_t m, int64_t n, int64_t k, tk_op oa, tk_op ob)
+{
+    tk_args a;
+    memset(&a, 0, sizeof a);
+    a.m = m; a.n = n; a.k = k; a.op_a = oa; a.op_b = ob; a.c_type = TK_F32;
+    a.lda = oa == TK_OP_N ? k : m;
+    a.ldb = ob == TK_OP_T ? k : n;
+    a.ldc = n;
+    return a;
+}
+
+static void test_plan_table(void)
+{
+    static const struct {
+        int64_t m, n, k;
+        int swap; int64_t r, t; int nj; int64_t rowblocks, tokblocks; int splits;
+    } cases[] = {
+        { 1, 4096, 4096, 0, 4096, 1, 1, 64, 1, 4 },        /* 2 x 132 CTAs / 64 row blocks */
+        { 16, 4096, 14336, 0, 4096, 16, 2, 64, 1, 4 },
+        { 4096, 1, 4096, 1, 4096, 1, 1, 64, 1, 4 },        /* N is the token side: C stored transposed */
+        { 16, 152064, 3584, 0, 152064, 16, 2, 2376, 1, 1 }, /* enough row blocks: no split */
+        { 1, 768, 768, 0, 768, 1, 1, 12, 1, 6 },           /* 24 chunks: at most 6 splits of 4 */
+        { 1, 768, 3072, 0, 768, 1, 1, 12, 1, 24 },     /* 22 rounded up: 4 chunks each */
+        { 9, 1000, 3000, 0, 1000, 9, 2, 16, 1, 24 },
+        { 17, 1000, 3000, 0, 1000, 17, 4, 16, 1, 24 },
+        { 33, 1000, 3000, 0, 1000, 33, 8, 16, 1, 19 },
+        { 65, 1000, 3000, 0, 1000, 65, 8, 16, 2, 9 },     /* two token blocks of 64 */
+        { 3, 5, 1, 0, 5, 3, 1, 1, 1, 1 },                  /* K = 1: one chunk */
+        { 1, 64, 1000000, 0, 64, 1, 1, 1, 1, 64 },         /* capped at 64 splits */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, TK_OP_N, TK_OP_T);
+        k40_plan p;
+        k40_make_plan(&a, 132, (size_t)-1, &p);
+        CHECK(p.swap == cases[i].swap && p.r == cases[i].r && p.t == cases[i].t && p.nj == cases[i].nj &&
+                  p.rowblocks == cases[i].rowblocks && p.tokblocks == cases[i].tokblocks &&
+                  p.splits == cases[i].splits,
+              "%lld x %lld x %lld: swap %d r %lld t %lld nj %d rowblocks %lld tokblocks %lld splits %d, expected "
+              "%d %lld %lld %d %lld %lld %d",
+              (long long)a.m, (long long)a.n, (long long)a.k, p.swap, (long long)p.r, (long long)p.t, p.nj,
+              (long long)p.rowblocks, (long long)p.tokblocks, p.splits, cases[i].swap, (long long)cases[i].r,
+              (long long)cases[i].t, cases[i].nj, (long long)cases[i].rowblocks, (long long)cases[i].tokblocks,
+              cases[i].splits);
+        const size_t want = p.splits > 1 ? k40_flag_bytes(p.rowblocks * p.tokblocks * p.splits) +
+                                               (size_t)(p.rowblocks * p.tokblocks) * p.splits * k40_slot_bytes(p.nj)
+                                         : 0;
+        CHECK(p.ws_bytes == want, "case %zu: workspace %zu, expected %zu", i, p.ws_bytes, want);
+    }
+}
+
+/* Over a grid of shapes: every split has at least K40_MIN_SPLIT_CHUNKS
+ * chunks, every CTA of a split grid is resident at once, the grid fits CUDA's
+ * limits, and with less workspace than the
+ * plan wants the launch runs unsplit. */
+static void test_plan_properties(void)
+{
+    static const int64_t ms[] = { 1, 2, 7, 8, 9, 16, 17, 63, 64, 65, 4096 };
+    static const int64_t ns[] = { 1, 63, 64, 65, 768, 4096, 50257 };
+    static const int64_t ks[] = { 1, 31, 32, 33, 127, 128, 768, 4096, 14336 };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
+            for (size_t l = 0; l < sizeof ks / sizeof ks[0]; l++) {
+                tk_args a = prob(ms[i], ns[j], ks[l], TK_OP_N, TK_OP_T);
+                k40_plan p;
+                k40_make_plan(&a, 132, (size_t)-1, &p);
+                int ok = p.splits >= 1 && p.splits <= K40_MAX_SPLITS && p.tokblocks <= 65535 &&
+                         (p.splits == 1 || p.rowblocks * p.tokblocks * p.splits <= K40_MAX_CTAS_PER_SM * 132) &&
+                         (p.splits == 1 || p.chunks / p.splits >= K40_MIN_SPLIT_CHUNKS) &&
+                         p.rowblocks * K40_ROWS >= p.r && p.tokblocks * 8 * p.nj >= p.t &&
+                         p.t == (ms[i] < ns[j] ? ms[i] : ns[j]) && (p.splits > 1) == (p.ws_bytes > 0);
+                if (p.splits > 1) {
+                    k40_plan q;
+                    k40_make_plan(&a, 132, p.ws_bytes - 1, &q);
+                    ok = ok && q.splits == 1 && q.ws_bytes == 0;
+                }
+                if (!ok && bad++ < 5)
+                    CHECK(0, "%lld x %lld x %lld: splits %d chunks %lld tokblocks %lld ws %zu", (long long)a.m,
+                          (long long)a.n, (long long)a.k, p.splits, (long long)p.chunks, (long long)p.tokblocks,
+                          p.ws_bytes);
+            }
+    CHECK(bad == 0, "%d plans broke a property", bad);
+}
+
+/* Auto-dispatch's walk over the registry on a modeled H100: the highest
+ * rank among the kernels that support the problem (gemm.c best_fit). */
+static const char *model_pick(const tk_args *a, const tk_device *dev)
+{
+    const tk_kernel *best = NULL;
+    int best_rank = 0;
+    char why[TK_MSG_LEN];
+    for (int i = 0; i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (k->auto_rank <= 0 || k->min_sm > dev->sm)
+            continue;
+        int r = k->rank ? k->rank(a, dev) : k->auto_rank;
+        if (r > best_rank && k->supports(a, dev, why, sizeof why) == TK_SUCCESS) {
+            best = k;
+            best_rank = r;
+        }
+    }
+    return best ? best->name : "none";
+}
+
+static void test_dispatch_table(void)
+{
+    tk_device h100;
+    memset(&h100, 0, sizeof h100);
+    h100.sm = 90;
+    h100.sm_count = 132;
+    static const struct { int64_t m, n, k; tk_op oa, ob; const char *want; } cases[] = {
+        { 1, 4096, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },
+        { 16, 4096, 14336, TK_OP_N, TK_OP_T, "k40_skinny" },
+        { 1, 152064, 3584, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* long stream: k34's TMA ring */
+        { 16, 50257, 768, TK_OP_N, TK_OP_T, "k40_skinny" },        /* many row blocks, short K */
+        { 8, 28672, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },
+        { 4096, 8, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },   /* small N: the swapped form */
+        { 17, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },
+        { 1, 4096, 4096, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },   /* B along N: not k40's layout */
+        { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },   /* rows of 2000 bytes */
+        { 4096, 4096, 4096, TK_OP_N, TK_OP_N, "k31_wgmma_cluster" },
+        { 1536, 1536, 1536, TK_OP_N, TK_OP_N, "k35_wgmma_128x192" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, cases[i].oa, cases[i].ob);
+        const char *got = model_pick(&a, &h100);
+        CHECK(!strcmp(got, cases[i].want), "%lld x %lld x %lld op %d%d: auto picks %s, expected %s",
+              (long long)a.m, (long long)a.n, (long long)a.k, cases[i].oa, cases[i].ob, got, cases[i].want);
+    }
+    /* On an A100 the decode case still gets k40 (sm_80+), not k21. */
+    tk_device a100 = h100;
+    a100.sm = 80;
+    a100.sm_count = 108;
+    tk_args a = prob(1, 4096, 4096, TK_OP_N, TK_OP_T);
+    CHECK(!strcmp(model_pick(&a, &a100), "k40_skinny"), "sm_80 decode: %s", model_pick(&a, &a100));
+}
+
+/* Refusals name the layout k40 reads, and too many tokens for grid.z. */
+static void test_supports(void)
+{
+    const tk_kernel *k = tk_registry_find("k40_skinny");
+    CHECK(k != NULL, "k40_skinny is not in the registry");
+    if (!k)
+        return;
+    tk_device d;
+    memset(&d, 0, sizeof d);
+    d.sm = 90;
+    d.sm_count = 132;
+    char why[TK_MSG_LEN] = "";
+    tk_args a = prob(1, 4096, 4096, TK_OP_N, TK_OP_N);
+    CHECK(k->supports(&a, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "op_b T"), "NN: %s", why);
+    a = prob(1, 4096, 4096, TK_OP_T, TK_OP_T);
+    CHECK(k->supports(&a, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "TT accepted");
+    a = prob(8192, 8192, 64, TK_OP_N, TK_OP_T);
+    CHECK(k->supports(&a, &d, why, sizeof why) == TK_SUCCESS, "8192 x 8192 refused: %s", why);
+    a = prob((int64_t)1 << 23, (int64_t)1 << 23, 64, TK_OP_N, TK_OP_T);
+    CHECK(k->supports(&a, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "65535"), "2^23 square: %s",
+          why);
+}
+
+void tk_tests(void)
+{
+    TK_TEST(test_plan_table);
+    TK_TEST(test_plan_properties);
+    TK_TEST(test_dispatch_table);
+    TK_TEST(test_supports);
+}
