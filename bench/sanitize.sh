@@ -18,7 +18,8 @@
 # leading dimensions most kernels refuse its odd K), 136 x 264 x 2056 (partial
 # tiles, tight leading dimensions multiples of 8; the Hopper kernels split its
 # few tiles over k, so the split-K workspace and fixup run), 17 x 312 x 1000
-# (decode-like M: short A boxes). Prints one line per run; exits non-zero
+# (decode-like M: short A boxes), 5 x 312 x 1000 (decode: k40_skinny splits
+# its K 8 ways in the padded NT run). Prints one line per run; exits non-zero
 # when any run reports an error or a verify case fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ BUILD=${1:-build}
 out=${2:-${OUT:-out}}
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
-SHAPES=${SAN_SHAPES:-127x129x65,136x264x2056,17x312x1000}
+SHAPES=${SAN_SHAPES:-127x129x65,136x264x2056,17x312x1000,5x312x1000}
 KERNELS=${SAN_KERNELS:-$(sed -n 's/^TK_KERNEL(\(.*\))$/\1/p' src/kernels/kernels.def | grep -v '^cublas$' | paste -sd,)}
 # cuBLAS's kernels: nvjet_*, sm90_xmma_*, sm80_xmma_*, cutlass_*, gemv*, splitKreduce*, ...
 EXCLUDE=${SAN_EXCLUDE:-kns=nvjet,kns=xmma,kns=cutlass,kns=gemv,kns=splitK,kns=cublas,kns=gemmk}
