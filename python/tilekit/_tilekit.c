@@ -101,7 +101,8 @@ static PyObject *call_method0(PyObject *o, PyObject *name)
     return PyObject_VectorcallMethod(name, &o, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
-/* The exception being raised, taken (normalized), and put back. */
+/* The exception being raised, taken (normalized; the API of 3.12 where it
+ * exists: PyErr_Fetch is deprecated there). */
 static PyObject *take_exc(void)
 {
 #if PY_VERSION_HEX >= 0x030C0000
@@ -118,23 +119,24 @@ static PyObject *take_exc(void)
 #endif
 }
 
-/* Raises type(msg) chained to the exception being raised now, as Python's
- * `raise type(msg) from e`. Steals msg (NULL: its own error stands). */
-static void raise_from(PyObject *type, PyObject *msg)
+/* Raises type("NAME: WHAT raised E: e") chained to the exception e being
+ * raised now, as Python's `raise type(...) from e`. */
+static void raise_wrapped(PyObject *type, const char *name, const char *what)
 {
-    if (!msg)
-        return;
     PyObject *cause = take_exc();
-    PyObject *exc = PyObject_CallOneArg(type, msg);
-    Py_DECREF(msg);
+    if (!cause)
+        return;
+    PyObject *tn = PyObject_GetAttr((PyObject *)Py_TYPE(cause), s_name);
+    PyObject *msg = tn ? PyUnicode_FromFormat("%s: %s raised %S: %S", name, what, tn, cause) : NULL;
+    Py_XDECREF(tn);
+    PyObject *exc = msg ? PyObject_CallOneArg(type, msg) : NULL;
+    Py_XDECREF(msg);
     if (!exc) {
-        Py_XDECREF(cause);
+        Py_DECREF(cause);
         return;
     }
-    if (cause) {
-        PyException_SetContext(exc, Py_NewRef(cause));
-        PyException_SetCause(exc, cause);   /* steals; sets __suppress_context__ */
-    }
+    PyException_SetContext(exc, Py_NewRef(cause));
+    PyException_SetCause(exc, cause);   /* steals; sets __suppress_context__ */
     PyErr_SetObject(type, exc);
     Py_DECREF(exc);
 }
@@ -711,7 +713,7 @@ static int from_dlpack(PyObject *x, mat *m, const dl_ctx *ctx)
         ((type = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0))) == -1 && PyErr_Occurred()) ||
         ((id = PyLong_AsLong(PyTuple_GET_ITEM(dev, 1))) == -1 && PyErr_Occurred())) {
         if (!dev || PyErr_Occurred())
-            raise_from(PyExc_TypeError, PyUnicode_FromFormat("%s: __dlpack_device__() failed", m->name));
+            raise_wrapped(PyExc_TypeError, m->name, "__dlpack_device__()");
         else
             PyErr_Format(PyExc_TypeError, "%s: __dlpack_device__() returned %R, expected (device_type, device_id)",
                          m->name, dev);
@@ -745,16 +747,8 @@ static int from_dlpack(PyObject *x, mat *m, const dl_ctx *ctx)
     Py_XDECREF(ver);
     Py_DECREF(sarg);
     if (!cap) {
-        if (PyErr_ExceptionMatches(PyExc_Exception)) {
-            PyObject *et, *ev, *tb;
-            PyErr_Fetch(&et, &ev, &tb);
-            PyErr_NormalizeException(&et, &ev, &tb);
-            PyObject *tn = et ? PyObject_GetAttr(et, s_name) : NULL;
-            PyObject *msg = tn && ev ? PyUnicode_FromFormat("%s: __dlpack__ raised %S: %S", m->name, tn, ev) : NULL;
-            Py_XDECREF(tn);
-            PyErr_Restore(et, ev, tb);
-            raise_from(PyExc_TypeError, msg);
-        }
+        if (PyErr_ExceptionMatches(PyExc_Exception))
+            raise_wrapped(PyExc_TypeError, m->name, "__dlpack__");
         return -1;
     }
     const dl_tensor *t = NULL;
@@ -836,17 +830,8 @@ static int describe(PyObject *x, mat *m, const dl_ctx *ctx)
         if (PyObject_HasAttr((PyObject *)Py_TYPE(x), s_cai)) {
             cai = PyObject_GetAttr(x, s_cai);
             if (!cai) {   /* a producer may refuse (torch, for a tensor that requires grad) */
-                if (!PyErr_ExceptionMatches(PyExc_Exception))
-                    return -1;
-                PyObject *et, *ev, *tb;
-                PyErr_Fetch(&et, &ev, &tb);
-                PyErr_NormalizeException(&et, &ev, &tb);
-                PyObject *tn = et ? PyObject_GetAttr(et, s_name) : NULL;
-                PyObject *msg =
-                    tn && ev ? PyUnicode_FromFormat("%s: __cuda_array_interface__ raised %S: %S", name, tn, ev) : NULL;
-                Py_XDECREF(tn);
-                PyErr_Restore(et, ev, tb);
-                raise_from(PyExc_TypeError, msg);
+                if (PyErr_ExceptionMatches(PyExc_Exception))
+                    raise_wrapped(PyExc_TypeError, name, "__cuda_array_interface__");
                 return -1;
             }
             has = 1;
