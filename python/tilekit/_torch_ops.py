@@ -85,6 +85,8 @@ def matmul(a, b):
     shapes."""
     if b.dim() != 2:
         raise ValueError("tilekit.matmul: b must be 2-D (K x N), got shape %s" % (tuple(b.shape),))
+    if a.dim() == 2:
+        return mm(a, b)
     if a.dim() < 1:
         raise ValueError("tilekit.matmul: a must have at least one dimension")
     lead = a.shape[:-1]
