@@ -1,5 +1,5 @@
 # tilekit - one entry point. `make` builds build/libtilekit.{so,a}, the CLI
-# build/tilekit and the tests; `make test` runs the CPU suite, `make asan-fuzz`
+# build/tilekit, the Python extension and the tests; `make test` runs the CPU suite, `make asan-fuzz`
 # the API fuzz under sanitizers (no GPU needed), `make gpu-test` the GPU
 # suite, `make bench` the main job (needs an NVIDIA GPU).
 #
@@ -37,9 +37,28 @@ CPU_TESTS   := $(patsubst tests/host/%.c,$(BUILD)/tests/%,$(wildcard tests/host/
 GPU_TESTS   := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu_%,$(wildcard tests/gpu/*.c)) \
                $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpucu_%,$(wildcard tests/gpu/*.cu))
 
-.PHONY: all lib test asan-fuzz gpu-test bench install clean
-all: lib $(CLI) $(CPU_TESTS) $(GPU_TESTS)
+# The Python extension (python/tilekit/_tilekit.c): the CPython C API only,
+# for $(PYTHON), built where its headers are installed (python3-dev). It
+# dlopen()s libtilekit.so at run time, so it links none of it and builds in a
+# second; tilekit/_lib.py finds it here in a checkout.
+PY_INCLUDE := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+PYEXT      := $(BUILD)/python/_tilekit$(PY_SUFFIX)
+
+.PHONY: all lib python test asan-fuzz gpu-test bench install clean
+all: lib python $(CLI) $(CPU_TESTS) $(GPU_TESTS)
 lib: $(BUILD)/libtilekit.so $(BUILD)/libtilekit.a
+
+ifneq ($(wildcard $(PY_INCLUDE)/Python.h),)
+python: $(PYEXT)
+else
+python:
+	@echo "note: no Python.h for $(PYTHON) in '$(PY_INCLUDE)': the extension is not built (install python3-dev);" \
+	      "the Python package then runs on its ctypes fallback"
+endif
+$(PYEXT): python/tilekit/_tilekit.c include/tilekit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(PY_INCLUDE) $(CFLAGS) -shared -o $@ $< -ldl
 
 $(BUILD)/obj/%.o: %.c $(wildcard src/host/*.h src/kernels/*.h) include/tilekit.h src/kernels/kernels.def
 	@mkdir -p $(dir $@)

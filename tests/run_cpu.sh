@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU test suite: every build/tests/test_* binary, the host-only part of
-# the Hopper check (k31's split-wave plan) and the Python tests.
+# the Hopper check (k31's split-wave plan) and the Python tests (on the C
+# extension, then the wrapper's again on the ctypes fallback).
 # Prints one "N passed, N failed" line last; exits non-zero on any failure.
 set -u
 build=${1:-build}
@@ -19,16 +20,31 @@ for t in "$build"/tests/test_* "$build/tests/gpucu_k30_check k30_split_plan"; do
     pass=$((pass + p)); fail=$((fail + f))
     [ $rc -ne 0 ] && [ "$f" -eq 0 ] && { echo "   (exit $rc with no failed test: counted as a failure)"; fail=$((fail + 1)); }
 done
-if [ -d tests/python ]; then
-    echo "== python tests"
-    out=$(TILEKIT_LIB="$PWD/$build/libtilekit.so" python3 tests/python/run.py 2>&1); rc=$?
-    echo "$out"
-    line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
-    if [ -z "$line" ]; then fail=$((fail + 1)); else
-        p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*}
-        pass=$((pass + p)); fail=$((fail + f))
-        [ $rc -ne 0 ] && [ "$f" -eq 0 ] && fail=$((fail + 1))
+# count NAME OUTPUT RC: adds OUTPUT's summary line to the totals; a missing
+# summary, or a non-zero exit with no failed test, counts as a failure.
+count() {
+    local line p f
+    line=$(echo "$2" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "   ($1: no summary line: counted as one failure, exit $3)"; fail=$((fail + 1)); return
     fi
+    p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*}
+    pass=$((pass + p)); fail=$((fail + f))
+    [ "$3" -ne 0 ] && [ "$f" -eq 0 ] && { echo "   ($1: exit $3 with no failed test: counted as a failure)"; fail=$((fail + 1)); }
+}
+if [ -d tests/python ]; then
+    # Every Python test on the C extension that make built (a missing one
+    # fails them all), then the wrapper's tests again on the ctypes fallback.
+    suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+    echo "== python tests (the C extension, $build/python/_tilekit$suffix)"
+    out=$(TILEKIT_LIB="$PWD/$build/libtilekit.so" TILEKIT_EXT="$PWD/$build/python/_tilekit$suffix" \
+          python3 tests/python/run.py 2>&1); rc=$?
+    echo "$out"
+    count "python tests (extension)" "$out" $rc
+    echo "== python tests (the ctypes fallback)"
+    out=$(TILEKIT_LIB="$PWD/$build/libtilekit.so" TILEKIT_EXT=off python3 tests/python/run.py test_wrapper 2>&1); rc=$?
+    echo "$out"
+    count "python tests (fallback)" "$out" $rc
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU suite: every build/tests/gpu_* and gpucu_* binary, then the Python
-# GPU tests when tests/gpu/test_python.py exists. Sums their
+# GPU tests (tests/gpu/test_python.py on both backends, test_torch.py). Sums their
 # "N passed, N failed" lines like run_cpu.sh; prints the total last and
 # exits non-zero on any failure.
 set -u
@@ -30,11 +30,20 @@ for t in "$build"/tests/gpu_* "$build"/tests/gpucu_*; do
     echo "$out"
     count "$t" "$out" $rc
 done
-if [ -f tests/gpu/test_python.py ]; then
-    echo "== tests/gpu/test_python.py"
-    out=$(TILEKIT_LIB="$PWD/$build/libtilekit.so" python3 tests/gpu/test_python.py 2>&1); rc=$?
+# The Python GPU tests: the wrapper's on the C extension that make built (a
+# missing one fails them) and on the ctypes fallback, then tilekit in
+# PyTorch (matmul, nn.Linear, patch, torch.compile, CUDA graphs, CuPy).
+suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+for backend in "$PWD/$build/python/_tilekit$suffix" off; do
+    echo "== tests/gpu/test_python.py (TILEKIT_EXT=$backend)"
+    out=$(TILEKIT_LIB="$PWD/$build/libtilekit.so" TILEKIT_EXT="$backend" python3 tests/gpu/test_python.py 2>&1); rc=$?
     echo "$out"
-    count tests/gpu/test_python.py "$out" $rc
-fi
+    count "tests/gpu/test_python.py ($backend)" "$out" $rc
+done
+echo "== tests/gpu/test_torch.py"
+out=$(TILEKIT_LIB="$PWD/$build/libtilekit.so" TILEKIT_EXT="$PWD/$build/python/_tilekit$suffix" \
+      python3 tests/gpu/test_torch.py 2>&1); rc=$?
+echo "$out"
+count tests/gpu/test_torch.py "$out" $rc
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

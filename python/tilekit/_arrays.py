@@ -150,6 +150,8 @@ def _from_cai(x, name):
     rows, cols = shape
     if rows < 0 or cols < 0:
         raise ValueError("%s: negative shape %s" % (name, shape))
+    if rows >= 2 ** 63 or cols >= 2 ** 63:   # the library's sizes are int64
+        raise ValueError("%s: shape %s is too large (each dimension must be below 2**63)" % (name, shape))
     data = cai["data"]
     if not isinstance(data, tuple) or len(data) != 2:
         raise TypeError("%s: 'data' must be a (pointer, read_only) tuple, got %r" % (name, data))
@@ -159,6 +161,8 @@ def _from_cai(x, name):
     _int(ptr, name + ": data pointer")
     if ptr < 0:
         raise ValueError("%s: data pointer %d is negative" % (name, ptr))
+    if ptr >= 2 ** 64:
+        raise ValueError("%s: data pointer %d does not fit in 64 bits" % (name, ptr))
     size = _ITEMSIZE[dtype]
     strides = cai.get("strides")
     if strides is None:   # C-contiguous
@@ -172,6 +176,8 @@ def _from_cai(x, name):
         if strides[0] % size or strides[1] % size:
             raise ValueError("%s: strides %s (bytes) are not multiples of the %d-byte element"
                              % (name, strides, size))
+        if not all(-2 ** 63 <= s < 2 ** 63 for s in strides):
+            raise ValueError("%s: strides %s (bytes) do not fit in 64 bits" % (name, strides))
         srow, scol = strides[0] // size, strides[1] // size
     stream = cai.get("stream")
     if stream is not None:

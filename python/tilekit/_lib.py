@@ -1,11 +1,17 @@
-"""The C ABI of libtilekit through ctypes: loading, prototypes, status codes.
+"""Finding and loading libtilekit and the C extension; status codes and
+exceptions; the C ABI through ctypes for the fallback backend.
 
-The library is loaded on first use, not at import, so `import tilekit` and the
-pure-Python argument checks work on a machine where it was never built.
-Every prototype is declared once, here.
+The extension (tilekit/_tilekit.c, module tilekit._tilekit) is the fast path;
+without it the pure-Python fallback (_fallback.py) calls the library through
+ctypes. Either way the library is loaded on first use, not at import, so
+`import tilekit` and the argument checks work on a machine where it was never
+built. Every ctypes prototype is declared once, here.
 """
 import ctypes
+import importlib.util
 import os
+import sys
+import sysconfig
 import threading
 
 # Mirrors of the enums in include/tilekit.h.
@@ -135,41 +141,101 @@ _PROTOTYPES = {
     "tk_select_kernel": (ctypes.c_char_p, [_handle, ctypes.POINTER(GemmProblem)]),
 }
 
-_REPO_LIB = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                          "build", "libtilekit.so"))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_REPO_BUILD = os.path.normpath(os.path.join(_HERE, "..", "..", "build"))
+_REPO_LIB = os.path.join(_REPO_BUILD, "libtilekit.so")
+_PKG_LIB = os.path.join(_HERE, "libtilekit.so")   # an installed package's own copy
 _lock = threading.Lock()
 _lib = None
 
 
 def library_path():
-    """The file load() will open: $TILEKIT_LIB, else build/libtilekit.so of this checkout."""
-    return os.environ.get("TILEKIT_LIB") or _REPO_LIB
+    """The file load() will open: $TILEKIT_LIB; else the installed package's
+    own libtilekit.so; else build/libtilekit.so of this checkout."""
+    env = os.environ.get("TILEKIT_LIB")
+    if env:
+        return env
+    return _PKG_LIB if os.path.exists(_PKG_LIB) else _REPO_LIB
+
+
+def _find_extension():
+    """The C extension module, or None for the ctypes fallback.
+    $TILEKIT_EXT names its file ("off": use the fallback); unset, the
+    installed package's own tilekit._tilekit, else the checkout's
+    build/python/_tilekit<EXT_SUFFIX> (what `make` builds), else None."""
+    path = os.environ.get("TILEKIT_EXT")
+    if path and path.lower() == "off":
+        return None
+    if not path:
+        try:
+            from . import _tilekit
+            return _tilekit
+        except ImportError:
+            pass
+        path = os.path.join(_REPO_BUILD, "python", "_tilekit" + sysconfig.get_config_var("EXT_SUFFIX"))
+        if not os.path.exists(path):
+            return None
+    spec = importlib.util.spec_from_file_location(__package__ + "._tilekit", path)
+    if spec is None:
+        raise ImportError("tilekit: %s is not a Python extension ($TILEKIT_EXT)" % path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules[spec.name] = mod
+    return mod
+
+
+EXT = _find_extension()
 
 
 def load():
-    """The loaded library with its prototypes declared; raises LibraryNotFound with a hint."""
+    """The loaded library for the backend in use: the extension bound to it,
+    or the ctypes library (load_ctypes); raises LibraryNotFound with a hint."""
     global _lib
     if _lib is not None:
         return _lib
     with _lock:
         if _lib is None:
-            path = library_path()
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError as e:
-                how = ("$TILEKIT_LIB is set to it" if os.environ.get("TILEKIT_LIB")
-                       else "build it with `make lib` in the repository root, or set $TILEKIT_LIB")
-                raise LibraryNotFound("tilekit: cannot load %s (%s); %s" % (path, e, how)) from None
-            for name, (restype, argtypes) in _PROTOTYPES.items():
-                fn = getattr(lib, name)
-                fn.restype = restype
-                fn.argtypes = argtypes
-            _lib = lib
+            if EXT is None:
+                _lib = load_ctypes()
+            else:
+                path = library_path()
+                try:
+                    EXT.bind(path)
+                except OSError as e:
+                    raise _not_found(path, e) from None
+                _lib = EXT
     return _lib
 
 
+def _not_found(path, e):
+    how = ("$TILEKIT_LIB is set to it" if os.environ.get("TILEKIT_LIB")
+           else "build it with `make lib` in the repository root, or set $TILEKIT_LIB")
+    return LibraryNotFound("tilekit: cannot load %s (%s); %s" % (path, e, how))
+
+
+_ctypes_lib = None
+
+
+def load_ctypes():
+    """The library through ctypes with its prototypes declared (the fallback
+    backend; the same loaded library as the extension's, when both are used)."""
+    global _ctypes_lib
+    if _ctypes_lib is None:
+        path = library_path()
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise _not_found(path, e) from None
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        _ctypes_lib = lib
+    return _ctypes_lib
+
+
 def last_error(handle):
-    msg = load().tk_last_error(handle)
+    msg = load_ctypes().tk_last_error(handle)
     return msg.decode("utf-8", "replace") if msg else ""
 
 
@@ -182,7 +248,7 @@ def check(status, handle, where):
 def current_device():
     """The calling thread's current CUDA device, read through the CUDA runtime
     that libtilekit itself links (so both agree); -1 when it cannot be read."""
-    lib = load()
+    lib = load_ctypes()
     try:
         fn = lib.cudaGetDevice
     except AttributeError:
@@ -208,9 +274,13 @@ def handle(device):
     shutdown would race the CUDA runtime's own teardown."""
     h = _handles.by_device.get(device)
     if h is None:
-        lib = load()
+        lib = load_ctypes()
         out = _handle()
         check(lib.tk_create(ctypes.byref(out)), None, "tk_create")
         h = out.value
         _handles.by_device[device] = h
     return h
+
+
+if EXT is not None:
+    EXT.setup(load, error_for)

@@ -181,14 +181,15 @@ static const tk_kernel *best_fit(tk_handle h, const tk_args *a, int *rank)
     return best;
 }
 
-/* Auto-dispatch: the best kernel for the problem as it is, or for copies of
- * its misaligned operands when that gets a higher-ranked kernel (route.c). */
-static tk_status select_route(tk_handle h, const tk_args *a, tk_route *r)
+/* Auto-dispatch: the best kernel for the problem as it is, or (copies != 0)
+ * for copies of its misaligned operands when that gets a higher-ranked
+ * kernel (route.c). */
+static tk_status select_route(tk_handle h, const tk_args *a, tk_route *r, int copies)
 {
     int rank = 0, t_rank = 0;
     tk_route_plan(a, 0, 0, r);
     r->k = best_fit(h, a, &rank);
-    if (!tk_route_tiny(a)) {
+    if (copies && !tk_route_tiny(a)) {
         int mis_ab = !tk_route_aligned(a->a, a->lda, 2) || !tk_route_aligned(a->b, a->ldb, 2);
         int mis_c = !tk_route_aligned(a->c, a->ldc, a->c_type == TK_F32 ? 4 : 2);
         for (int stage_c = 0; stage_c < 2; stage_c++) {
@@ -235,17 +236,45 @@ static tk_status prepare(tk_handle h, const tk_gemm_problem *p, const char *name
 /* The cuBLAS entry runs on the handle's cuBLAS handle and workspace. */
 static int is_cublas(const tk_kernel *k) { return !strcmp(k->name, "cublas"); }
 
-/* Launches kernel k on a (its cuBLAS handle or workspace attached; kws:
- * the bytes of its own workspace, k->workspace's answer, 0 for none). */
-static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws, cudaStream_t stream)
+/* Whether the work enqueued on s is being captured into a CUDA graph. A
+ * captured call is replayed as it was captured, any number of times, while
+ * the handle goes on serving other calls, so it takes nothing from the
+ * handle that replays could not share or that later calls change:
+ * - no split workspace: its launch number would repeat, and the last slice
+ *   of a replay, finding the flags already at that number, would add the
+ *   previous replay's partial sums;
+ * - no copies of misaligned operands: the copy workspace is freed and
+ *   reallocated when a later call needs more (a replay would write freed
+ *   memory); auto-dispatch picks among the kernels that take the operands
+ *   as they are;
+ * - no cuBLAS workspace (the same reason): cuBLAS runs without one;
+ * - no ordering of the handle's workspaces across streams, as it uses none:
+ *   that ordering synchronizes the device the first time it sees a second
+ *   stream, which a capture forbids.
+ * A capture that cannot be asked about (the legacy stream while another
+ * captures) is treated as none: the launch then fails as CUDA decides. */
+static int capturing(cudaStream_t s)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return cs != cudaStreamCaptureStatusNone;
+}
+
+/* Launches kernel k on a (its cuBLAS handle or workspace attached, none
+ * when graph; kws: the bytes of its own workspace, k->workspace's answer, 0
+ * for none). */
+static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws, cudaStream_t stream, int graph)
 {
     tk_status st;
     if (is_cublas(k)) {
         if ((st = tk_handle_cublas(h)))
             return st;
         a->cublas = h->cublas;
-        a->workspace = h->workspace;
-        a->workspace_bytes = h->workspace_bytes;
+        a->workspace = graph ? NULL : h->workspace;
+        a->workspace_bytes = graph ? 0 : h->workspace_bytes;
     }
     if (kws)
         tk_handle_kernel_ws(h, a, kws, stream);
@@ -257,18 +286,19 @@ static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws,
 
 /* Copies in, the kernel, C back; ordered after the handle's previous call
  * that used a device workspace of the handle (copies of operands, the
- * kernel's own workspace, cuBLAS's), where this one uses one too (handle.c). */
-static tk_status run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s)
+ * kernel's own workspace, cuBLAS's), where this one uses one too (handle.c).
+ * graph: the call is being captured (capturing()): no workspace at all. */
+static tk_status run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s, int graph)
 {
-    const size_t kws = r->k->workspace ? r->k->workspace(&r->run, &h->dev) : 0;
-    const int ws = r->bytes || is_cublas(r->k) || kws;
+    const size_t kws = !graph && r->k->workspace ? r->k->workspace(&r->run, &h->dev) : 0;
+    const int ws = !graph && (r->bytes || is_cublas(r->k) || kws);
     tk_status st = ws ? tk_handle_ws_begin(h, s) : TK_SUCCESS;
     if (st)
         return st;
     if (r->bytes)
         st = tk_route_copy_in(h, r, a, s);
     if (!st)
-        st = launch(h, r->k, &r->run, kws, s);
+        st = launch(h, r->k, &r->run, kws, s, graph);
     if (!st)
         st = tk_route_copy_out(h, r, a, s);
     if (ws)
@@ -290,15 +320,16 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
         st = tk_launch_scale_c(&a, s, why, sizeof why);
         return st ? tk_fail(h, st, "scale C by beta (K = 0): %s", why) : TK_SUCCESS;
     }
+    const int graph = capturing(s);
     tk_route r;
     if (k) {   /* a named kernel runs the problem as it is */
         tk_route_plan(&a, 0, 0, &r);
         r.k = k;
         st = kernel_fits(h, k, &a);
     } else {
-        st = select_route(h, &a, &r);
+        st = select_route(h, &a, &r, !graph);
     }
-    return st ? st : run(h, &r, &a, s);
+    return st ? st : run(h, &r, &a, s, graph);
 }
 
 tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k,
@@ -319,7 +350,7 @@ tk_status tk_kernel_supports(tk_handle h, const char *kernel, const tk_gemm_prob
         return st;
     if (!k) {
         tk_route r;
-        return select_route(h, &a, &r);
+        return select_route(h, &a, &r, 1);
     }
     return kernel_fits(h, k, &a);
 }
@@ -335,7 +366,7 @@ tk_status tk_select_route(tk_handle h, const tk_gemm_problem *p, tk_route *r)
         return st;
     if (!h->have_device)   /* a no-op passes prepare without one, but choosing needs the GPU */
         return tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
-    return select_route(h, &a, r);
+    return select_route(h, &a, r, 1);
 }
 
 const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p)

@@ -5,6 +5,8 @@ non-zero on any failure. Usage: python3 tests/python/run.py [name-substring]
 
 Tests that need libtilekit load it from $TILEKIT_LIB (tests/run_cpu.sh sets
 it) or build/libtilekit.so; if it cannot be loaded they fail, never skip.
+With TILEKIT_TEST_INSTALLED=1 they test the installed tilekit package (its
+own extension and library) instead of the checkout's python/.
 """
 import importlib.util
 import os
@@ -13,7 +15,8 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+if not os.environ.get("TILEKIT_TEST_INSTALLED"):   # else: the tilekit that is installed
+    sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, HERE)
 
 

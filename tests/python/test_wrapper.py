@@ -241,8 +241,10 @@ def test_missing_library_message():
     code = ("import tilekit\n"
             "try:\n    tilekit.kernels()\n"
             "except tilekit.LibraryNotFound as e:\n    print('MSG', e)\n")
+    here = os.path.dirname(os.path.abspath(__file__))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         cwd=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+                         cwd=here if os.environ.get("TILEKIT_TEST_INSTALLED") else os.path.join(here, "..", "..",
+                                                                                                "python"))
     assert out.returncode == 0, out.stderr
     assert "MSG" in out.stdout and "/nonexistent/libtilekit.so" in out.stdout and "TILEKIT_LIB" in out.stdout, \
         out.stdout

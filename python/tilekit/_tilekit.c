@@ -1,0 +1,1623 @@
+/* _tilekit.c - the Python wrapper's hot path as a CPython extension (the C
+ * API only: no torch headers, no C++).
+ *
+ * tilekit.gemm, and the argument checks it shares with supports() and
+ * select_kernel(), run here: the caller's matrices are read (torch tensors
+ * through a few attribute reads, other objects through
+ * __cuda_array_interface__ or DLPack), checked, mapped to a tk_gemm_problem
+ * and handed to the library. Every check raises the exception type and the
+ * message of the pure-Python fallback (tilekit/_fallback.py and _arrays.py,
+ * the reference for both; tests/python/test_backends.py compares the two
+ * call for call).
+ *
+ * libtilekit.so is not linked: bind(path) dlopen()s it on first use, the path
+ * chosen by tilekit/_lib.py ($TILEKIT_LIB, the package's copy, or the
+ * checkout's build/), so this module imports on a machine without CUDA and
+ * both backends load the same library. torch is never imported here: its
+ * types are looked up in sys.modules once the caller has imported it.
+ *
+ * Handles: one per thread and device, as the library asks (a handle serves
+ * one thread at a time), created on first use and kept until exit
+ * (destroying them at interpreter shutdown would race the CUDA runtime's own
+ * teardown). The GIL is released around the library call. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+#include "tilekit.h"
+
+/* ---- the library, bound by bind(path) ---- */
+
+static struct {
+    void *dl;
+    int (*version)(void);
+    tk_status (*create)(tk_handle *);
+    const char *(*last_error)(tk_handle);
+    tk_status (*gemm_ex)(tk_handle, const tk_gemm_problem *, const char *, void *);
+    int (*kernel_count)(void);
+    tk_status (*kernel_get)(int, tk_kernel_props *);
+    tk_status (*kernel_supports)(tk_handle, const char *, const tk_gemm_problem *);
+    const char *(*select_kernel)(tk_handle, const tk_gemm_problem *);
+    int (*get_device)(int *);    /* cudaGetDevice, cudaSetDevice (cudaError_t is an int-sized enum), */
+    int (*set_device)(int);      /* from the CUDA runtime the library links, so both agree */
+} L;
+
+/* The pointer types above are the header's: checked without referencing the
+ * symbols, which this module must not link. */
+#define SAME_TYPE(fn, member) \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), __typeof__(L.member)), #fn "'s type")
+SAME_TYPE(tk_version, version);
+SAME_TYPE(tk_create, create);
+SAME_TYPE(tk_last_error, last_error);
+SAME_TYPE(tk_gemm_ex, gemm_ex);
+SAME_TYPE(tk_kernel_count, kernel_count);
+SAME_TYPE(tk_kernel_get, kernel_get);
+SAME_TYPE(tk_kernel_supports, kernel_supports);
+SAME_TYPE(tk_select_kernel, select_kernel);
+
+/* ---- module state: Python objects looked up once ---- */
+
+#define MAX_DEVICES 64
+
+static struct {
+    PyObject *loader;            /* _lib.load: binds the library or raises LibraryNotFound */
+    PyObject *error_for;         /* _lib.error_for(status, detail, where) -> exception */
+    PyObject *real;              /* numbers.Real */
+    PyTypeObject *plan_type;     /* Plan, what plan() returns */
+    /* torch, once the caller has imported it */
+    PyObject *tensor_type, *dtype_type, *strided, *bf16, *f32, *empty, *raw_stream, *current_stream;
+    PyObject *devices[MAX_DEVICES];   /* torch.device("cuda", i), made on first use */
+} S;
+
+enum { DT_F32 = TK_F32, DT_BF16 = TK_BF16 };
+static const char *const dt_name[2] = { "fp32", "bf16" };
+static const int dt_size[2] = { 4, 2 };
+
+/* interned names */
+static PyObject *s_layout, *s_is_cuda, *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_get_device, *s_device,
+    *s_cai, *s_dlpack, *s_dlpack_device, *s_array_interface, *s_array, *s_cuda_stream, *s_name, *s_stream,
+    *s_max_version, *s_lower, *s_get, *s_torch, *s_raw_stream, *s_typestr, *s_data, *s_strides, *s_mask,
+    *s_version, *s_torch_prefix;
+
+/* ---- small helpers ---- */
+
+/* 1 and *res when o has the attribute, 0 when getting it raises
+ * AttributeError (hasattr's False), -1 on any other error. */
+static int get_attr(PyObject *o, PyObject *name, PyObject **res)
+{
+    *res = PyObject_GetAttr(o, name);
+    if (*res)
+        return 1;
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+static PyObject *call_method0(PyObject *o, PyObject *name)
+{
+    return PyObject_VectorcallMethod(name, &o, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* The exception being raised, taken (normalized; the API of 3.12 where it
+ * exists: PyErr_Fetch is deprecated there). */
+static PyObject *take_exc(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    if (v && tb)
+        PyException_SetTraceback(v, tb);
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+    return v;
+#endif
+}
+
+/* Raises type("NAME: WHAT raised E: e") chained to the exception e being
+ * raised now, as Python's `raise type(...) from e`. */
+static void raise_wrapped(PyObject *type, const char *name, const char *what)
+{
+    PyObject *cause = take_exc();
+    if (!cause)
+        return;
+    PyObject *tn = PyObject_GetAttr((PyObject *)Py_TYPE(cause), s_name);
+    PyObject *msg = tn ? PyUnicode_FromFormat("%s: %s raised %S: %S", name, what, tn, cause) : NULL;
+    Py_XDECREF(tn);
+    PyObject *exc = msg ? PyObject_CallOneArg(type, msg) : NULL;
+    Py_XDECREF(msg);
+    if (!exc) {
+        Py_DECREF(cause);
+        return;
+    }
+    PyException_SetContext(exc, Py_NewRef(cause));
+    PyException_SetCause(exc, cause);   /* steals; sets __suppress_context__ */
+    PyErr_SetObject(type, exc);
+    Py_DECREF(exc);
+}
+
+/* The library's failure as the matching TilekitError. */
+static void raise_status(tk_status st, const char *detail, const char *where)
+{
+    PyObject *e = PyObject_CallFunction(S.error_for, "iss", (int)st, detail ? detail : "", where);
+    if (e) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
+}
+
+/* Binds the library through _lib.load (which calls bind()) on first use. */
+static int need_lib(void)
+{
+    if (L.dl)
+        return 0;
+    if (!S.loader) {
+        PyErr_SetString(PyExc_RuntimeError, "tilekit._tilekit: setup() was not called");
+        return -1;
+    }
+    PyObject *r = PyObject_CallNoArgs(S.loader);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    if (!L.dl) {
+        PyErr_SetString(PyExc_RuntimeError, "tilekit._tilekit: the loader did not bind the library");
+        return -1;
+    }
+    return 0;
+}
+
+/* v as int64; an int beyond it sets *big (-1 or 1) instead. */
+static int as_i64(PyObject *v, int64_t *out, int *big)
+{
+    long long x = PyLong_AsLongLongAndOverflow(v, big);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int64_t)x;
+    return 0;
+}
+
+/* _int: v must be an int and not a bool. */
+static int check_int(PyObject *v, const char *what)
+{
+    if (PyBool_Check(v) || !PyLong_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s: %R is not an integer", what, v);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- torch, found in sys.modules (never imported here) ---- */
+
+/* 1 when torch is imported (S's torch entries set), 0 when not, -1 on error. */
+static int torch_ready(void)
+{
+    if (S.tensor_type)
+        return 1;
+    PyObject *torch = PyImport_GetModule(s_torch);
+    if (!torch)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *cuda = NULL, *c = NULL;
+    int ok = (S.dtype_type = PyObject_GetAttrString(torch, "dtype")) &&
+             (S.strided = PyObject_GetAttrString(torch, "strided")) &&
+             (S.bf16 = PyObject_GetAttrString(torch, "bfloat16")) &&
+             (S.f32 = PyObject_GetAttrString(torch, "float32")) &&
+             (S.empty = PyObject_GetAttrString(torch, "empty")) && (cuda = PyObject_GetAttrString(torch, "cuda")) &&
+             (S.current_stream = PyObject_GetAttrString(cuda, "current_stream")) &&
+             (c = PyObject_GetAttrString(torch, "_C")) &&
+             /* torch's current stream as an int without building a
+              * torch.cuda.Stream; current_stream(d).cuda_stream where missing */
+             get_attr(c, s_raw_stream, &S.raw_stream) >= 0 &&
+             (S.tensor_type = PyObject_GetAttrString(torch, "Tensor"));   /* last: it marks S as ready */
+    Py_XDECREF(cuda);
+    Py_XDECREF(c);
+    Py_DECREF(torch);
+    return ok ? 1 : -1;
+}
+
+static int is_torch_tensor(PyObject *x)
+{
+    return S.tensor_type && PyObject_TypeCheck(x, (PyTypeObject *)S.tensor_type);
+}
+
+/* torch.device("cuda", d), kept (borrowed reference). */
+static PyObject *torch_device(int d)
+{
+    if (d < 0 || d >= MAX_DEVICES) {
+        PyErr_Format(PyExc_ValueError, "tilekit: CUDA device %d is beyond the %d this module handles", d,
+                     MAX_DEVICES);
+        return NULL;
+    }
+    if (!S.devices[d]) {
+        PyObject *torch = PyImport_GetModule(s_torch);
+        if (!torch)
+            return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_RuntimeError, "tilekit: torch is not imported");
+        S.devices[d] = PyObject_CallMethod(torch, "device", "si", "cuda", d);
+        Py_DECREF(torch);
+    }
+    return S.devices[d];
+}
+
+/* torch's current stream on device d, as a pointer value. */
+static int torch_stream(int d, void **out)
+{
+    PyObject *dev = PyLong_FromLong(d), *r = NULL;
+    if (!dev)
+        return -1;
+    if (S.raw_stream) {
+        r = PyObject_CallOneArg(S.raw_stream, dev);
+    } else {
+        PyObject *s = PyObject_CallOneArg(S.current_stream, dev);
+        if (s) {
+            r = PyObject_GetAttr(s, s_cuda_stream);
+            Py_DECREF(s);
+        }
+    }
+    Py_DECREF(dev);
+    if (!r)
+        return -1;
+    *out = PyLong_AsVoidPtr(r);
+    Py_DECREF(r);
+    return *out == NULL && PyErr_Occurred() ? -1 : 0;
+}
+
+/* ---- DLPack (dlpack.h's ABI: the layouts are the standard's) ---- */
+
+enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_MANAGED = 13, DL_FLOAT = 2, DL_BFLOAT = 4, DL_READ_ONLY = 1 };
+
+typedef struct { int32_t device_type, device_id; } dl_device;
+typedef struct { uint8_t code, bits; uint16_t lanes; } dl_dtype;
+typedef struct {
+    void *data;
+    dl_device device;
+    int32_t ndim;
+    dl_dtype dtype;
+    int64_t *shape, *strides;    /* strides in elements; NULL: compact row-major */
+    uint64_t byte_offset;
+} dl_tensor;
+typedef struct { dl_tensor t; void *manager_ctx; void (*deleter)(void *); } dl_managed;   /* "dltensor" */
+typedef struct {                                                                         /* "dltensor_versioned" */
+    uint32_t major, minor;
+    void *manager_ctx;
+    void (*deleter)(void *);
+    uint64_t flags;
+    dl_tensor t;
+} dl_managed_v1;
+
+/* ---- one operand ---- */
+
+typedef struct mat {
+    const char *name;            /* "A", "B", "out" */
+    PyObject *obj;               /* borrowed: the caller's object */
+    PyObject *stream;            /* owned: the CAI 'stream' entry, or NULL */
+    PyObject *capsule;           /* owned: a DLPack capsule, kept until the call is made */
+    uint64_t ptr;
+    int64_t rows, cols, srow, scol;
+    int dtype, device;           /* device -1: not known */
+    int readonly, torch, dlpack, tr;   /* tr: the transposed view (name + ".T") */
+    void *dl_for;                /* DLPack: the stream its producer readied it for */
+} mat;
+
+static void mat_release(mat *m)
+{
+    Py_CLEAR(m->stream);
+    Py_CLEAR(m->capsule);   /* the producer's capsule destructor frees the DLPack tensor */
+}
+
+static mat mat_t(const mat *m)
+{
+    mat t = *m;
+    t.tr = !m->tr;
+    t.rows = m->cols;
+    t.cols = m->rows;
+    t.srow = m->scol;
+    t.scol = m->srow;
+    return t;
+}
+
+enum { ROW = 0, COL = 1 };
+
+/* _arrays.Matrix.storage: ROW or COL with *ld, -1 when neither. A dimension
+ * of size 1 takes any stride, and its ld is then the smallest valid one. */
+static int storage(const mat *m, int prefer, int64_t *ld)
+{
+    int64_t r = m->rows, c = m->cols;
+    int64_t c1 = c > 1 ? c : 1, r1 = r > 1 ? r : 1;
+    if (r == 0 || c == 0) {
+        *ld = prefer == ROW ? c1 : r1;
+        return prefer;
+    }
+    int ok[2];
+    int64_t lds[2];
+    ok[ROW] = (c <= 1 || m->scol == 1) && (r <= 1 || m->srow >= c1);
+    lds[ROW] = r > 1 ? m->srow : c1;
+    ok[COL] = (r <= 1 || m->srow == 1) && (c <= 1 || m->scol >= r1);
+    lds[COL] = c > 1 ? m->scol : r1;
+    for (int i = 0; i < 2; i++) {
+        int kind = i == 0 ? prefer : !prefer;
+        if (ok[kind]) {
+            *ld = lds[kind];
+            return kind;
+        }
+    }
+    return -1;
+}
+
+/* [first, last] bytes touched, last saturated far above any pointer (which
+ * keeps every comparison with another range exact); 0 when empty. Strides
+ * are non-negative here. */
+static int byte_range(const mat *m, unsigned __int128 *first, unsigned __int128 *last)
+{
+    if (m->rows == 0 || m->cols == 0)
+        return 0;
+    unsigned __int128 span = (unsigned __int128)(uint64_t)(m->rows - 1) * (uint64_t)m->srow +
+                             (unsigned __int128)(uint64_t)(m->cols - 1) * (uint64_t)m->scol;
+    const unsigned __int128 cap = (unsigned __int128)1 << 80;
+    if (span > cap)
+        span = cap;
+    unsigned size = (unsigned)dt_size[m->dtype];
+    *first = m->ptr;
+    *last = m->ptr + span * size + size - 1;
+    return 1;
+}
+
+static int overlaps(const mat *x, const mat *y)
+{
+    unsigned __int128 x0, x1, y0, y1;
+    return byte_range(x, &x0, &x1) && byte_range(y, &y0, &y1) && x0 <= y1 && y0 <= x1;
+}
+
+/* ---- torch tensors: attribute reads, in _arrays._from_torch's order ---- */
+
+static int from_torch(PyObject *x, mat *m)
+{
+    PyObject *v = PyObject_GetAttr(x, s_layout);
+    if (!v)
+        return -1;
+    if (v != S.strided) {
+        PyErr_Format(PyExc_TypeError, "%s: %S tensors are not supported (expected a dense, strided CUDA tensor)",
+                     m->name, v);
+        Py_DECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    if (!(v = PyObject_GetAttr(x, s_is_cuda)))
+        return -1;
+    int cuda = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (cuda < 0)
+        return -1;
+    if (!cuda) {
+        PyObject *dev = PyObject_GetAttr(x, s_device);
+        if (dev) {
+            PyErr_Format(PyExc_TypeError, "%s: tensor is on %S; tilekit needs CUDA tensors (move it with .cuda())",
+                         m->name, dev);
+            Py_DECREF(dev);
+        }
+        return -1;
+    }
+    if (!(v = PyObject_GetAttr(x, s_dtype)))
+        return -1;
+    m->dtype = v == S.bf16 ? DT_BF16 : v == S.f32 ? DT_F32 : -1;
+    if (m->dtype < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: dtype %S is not supported (expected torch.bfloat16, or torch.float32 for out)", m->name, v);
+        Py_DECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    PyObject *shape = PyObject_GetAttr(x, s_shape);
+    if (!shape)
+        return -1;
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != 2) {
+        PyObject *t = PySequence_Tuple(shape);
+        if (t) {
+            PyErr_Format(PyExc_ValueError, "%s: expected a 2-D matrix, got %zd dimensions (shape %S)", m->name,
+                         PyTuple_GET_SIZE(t), t);
+            Py_DECREF(t);
+        }
+        Py_DECREF(shape);
+        return -1;
+    }
+    m->rows = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, 0));
+    m->cols = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, 1));
+    Py_DECREF(shape);
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *st = call_method0(x, s_stride);
+    if (!st)
+        return -1;
+    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 2) {
+        Py_DECREF(st);
+        PyErr_Format(PyExc_TypeError, "%s: stride() did not return a pair", m->name);
+        return -1;
+    }
+    m->srow = PyLong_AsLongLong(PyTuple_GET_ITEM(st, 0));
+    m->scol = PyLong_AsLongLong(PyTuple_GET_ITEM(st, 1));
+    Py_DECREF(st);
+    if (PyErr_Occurred() || !(v = call_method0(x, s_data_ptr)))
+        return -1;
+    m->ptr = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    if (PyErr_Occurred() || !(v = call_method0(x, s_get_device)))
+        return -1;
+    m->device = (int)PyLong_AsLong(v);
+    Py_DECREF(v);
+    if (PyErr_Occurred())
+        return -1;
+    m->torch = 1;
+    return 0;
+}
+
+/* ---- __cuda_array_interface__, in _arrays._from_cai's order ---- */
+
+/* cai.get(key) as a new reference (None when missing). */
+static PyObject *cai_get(PyObject *cai, PyObject *key)
+{
+    if (PyDict_CheckExact(cai)) {
+        PyObject *v = PyDict_GetItemWithError(cai, key);
+        return v ? Py_NewRef(v) : PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    return PyObject_CallMethodOneArg(cai, s_get, key);
+}
+
+static const struct { const char *typestr; int dtype; } cai_types[] = {
+    { "<f4", DT_F32 }, { "=f4", DT_F32 }, { "<V2", DT_BF16 }, { "|V2", DT_BF16 }, { "bfloat16", DT_BF16 },
+};
+static const struct { const char *typestr, *hint; } cai_hints[] = {
+    { "<f2", "float16" }, { "<f8", "float64" }, { "<i2", "int16" }, { "<i4", "int32" },
+    { "<i8", "int64" },   { "|i1", "int8" },    { "|u1", "uint8" },  { "<u2", "uint16" },
+};
+
+/* The element type of a CAI typestr; -1 with TypeError when unsupported. */
+static int cai_dtype(PyObject *typestr, const char *name)
+{
+    if (!PyUnicode_Check(typestr)) {
+        PyErr_Format(PyExc_TypeError, "%s: typestr %R is not a string", name, typestr);
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof cai_types / sizeof cai_types[0]; i++)
+        if (PyUnicode_CompareWithASCIIString(typestr, cai_types[i].typestr) == 0)
+            return cai_types[i].dtype;
+    const char *hint = "";
+    for (size_t i = 0; i < sizeof cai_hints / sizeof cai_hints[0]; i++)
+        if (PyUnicode_CompareWithASCIIString(typestr, cai_hints[i].typestr) == 0)
+            hint = cai_hints[i].hint;
+    PyErr_Format(PyExc_TypeError,
+                 "%s: element type %R%s%s%s is not supported (expected bfloat16 '<V2', or float32 '<f4' for out)",
+                 name, typestr, *hint ? " (" : "", hint, *hint ? ")" : "");
+    return -1;
+}
+
+static int from_cai(PyObject *cai, mat *m)
+{
+    const char *name = m->name;
+    char what[64];
+    if (!PyDict_Check(cai)) {
+        PyObject *tn = PyObject_GetAttr((PyObject *)Py_TYPE(cai), s_name);
+        if (tn) {
+            PyErr_Format(PyExc_TypeError, "%s: __cuda_array_interface__ is a %S, expected a dict", name, tn);
+            Py_DECREF(tn);
+        }
+        return -1;
+    }
+    PyObject *const keys[4] = { s_shape, s_typestr, s_data, s_version };
+    for (int i = 0; i < 4; i++) {
+        int has = PySequence_Contains(cai, keys[i]);
+        if (has <= 0) {
+            if (has == 0)
+                PyErr_Format(PyExc_TypeError, "%s: __cuda_array_interface__ has no '%U' entry", name, keys[i]);
+            return -1;
+        }
+    }
+    int rc = -1, big = 0;
+    PyObject *v = NULL, *shape = NULL, *strides = NULL, *readonly = NULL;
+    if (!(v = PyObject_GetItem(cai, s_typestr)) || (m->dtype = cai_dtype(v, name)) < 0)
+        goto out;
+    Py_CLEAR(v);
+    if (!(v = cai_get(cai, s_mask)))
+        goto out;
+    if (v != Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s: masked arrays are not supported", name);
+        goto out;
+    }
+    Py_CLEAR(v);
+    if (!(v = PyObject_GetItem(cai, s_shape)) || !(shape = PySequence_Tuple(v)))
+        goto out;
+    Py_CLEAR(v);
+    snprintf(what, sizeof what, "%s: shape entry", name);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++)
+        if (check_int(PyTuple_GET_ITEM(shape, i), what))
+            goto out;
+    if (PyTuple_GET_SIZE(shape) != 2) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a 2-D matrix, got %zd dimensions (shape %S)", name,
+                     PyTuple_GET_SIZE(shape), shape);
+        goto out;
+    }
+    int big_r = 0, big_c = 0;
+    if (as_i64(PyTuple_GET_ITEM(shape, 0), &m->rows, &big_r) || as_i64(PyTuple_GET_ITEM(shape, 1), &m->cols, &big_c))
+        goto out;
+    if (big_r < 0 || big_c < 0 || (!big_r && m->rows < 0) || (!big_c && m->cols < 0)) {
+        PyErr_Format(PyExc_ValueError, "%s: negative shape %S", name, shape);
+        goto out;
+    }
+    if (big_r || big_c) {
+        PyErr_Format(PyExc_ValueError, "%s: shape %S is too large (each dimension must be below 2**63)", name, shape);
+        goto out;
+    }
+    if (!(v = PyObject_GetItem(cai, s_data)))
+        goto out;
+    if (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != 2) {
+        PyErr_Format(PyExc_TypeError, "%s: 'data' must be a (pointer, read_only) tuple, got %R", name, v);
+        goto out;
+    }
+    PyObject *ptr = PyTuple_GET_ITEM(v, 0);
+    m->ptr = 0;
+    if (ptr != Py_None) {
+        snprintf(what, sizeof what, "%s: data pointer", name);
+        if (check_int(ptr, what))
+            goto out;
+        m->ptr = PyLong_AsUnsignedLongLong(ptr);
+        if (m->ptr == (uint64_t)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            long long sv = PyLong_AsLongLongAndOverflow(ptr, &big);
+            if (PyErr_Occurred())
+                goto out;
+            if (big < 0 || (!big && sv < 0))
+                PyErr_Format(PyExc_ValueError, "%s: data pointer %S is negative", name, ptr);
+            else
+                PyErr_Format(PyExc_ValueError, "%s: data pointer %S does not fit in 64 bits", name, ptr);
+            goto out;
+        }
+    }
+    readonly = Py_NewRef(PyTuple_GET_ITEM(v, 1));
+    Py_CLEAR(v);
+    if (!(v = cai_get(cai, s_strides)))
+        goto out;
+    int size = dt_size[m->dtype];
+    if (v == Py_None) {   /* C-contiguous */
+        m->srow = m->cols;
+        m->scol = 1;
+    } else {
+        if (!(strides = PySequence_Tuple(v)))
+            goto out;
+        if (PyTuple_GET_SIZE(strides) != 2) {
+            PyErr_Format(PyExc_ValueError, "%s: %zd strides for a 2-D shape", name, PyTuple_GET_SIZE(strides));
+            goto out;
+        }
+        snprintf(what, sizeof what, "%s: stride", name);
+        int64_t sb[2];
+        int big_s[2];
+        for (int i = 0; i < 2; i++)
+            if (check_int(PyTuple_GET_ITEM(strides, i), what) ||
+                as_i64(PyTuple_GET_ITEM(strides, i), &sb[i], &big_s[i]))
+                goto out;
+        if (big_s[0] || big_s[1]) {
+            /* beyond int64: first whether they split an element, as Python's % would say */
+            PyObject *sz = PyLong_FromLong(size);
+            int split = 0;
+            for (int i = 0; i < 2 && sz && !split; i++) {
+                PyObject *r = PyNumber_Remainder(PyTuple_GET_ITEM(strides, i), sz);
+                if (!r) {
+                    Py_DECREF(sz);
+                    goto out;
+                }
+                split = PyObject_IsTrue(r);
+                Py_DECREF(r);
+            }
+            Py_XDECREF(sz);
+            if (split)
+                PyErr_Format(PyExc_ValueError, "%s: strides %S (bytes) are not multiples of the %d-byte element",
+                             name, strides, size);
+            else
+                PyErr_Format(PyExc_ValueError, "%s: strides %S (bytes) do not fit in 64 bits", name, strides);
+            goto out;
+        }
+        if (sb[0] % size || sb[1] % size) {
+            PyErr_Format(PyExc_ValueError, "%s: strides %S (bytes) are not multiples of the %d-byte element", name,
+                         strides, size);
+            goto out;
+        }
+        m->srow = sb[0] / size;
+        m->scol = sb[1] / size;
+    }
+    Py_CLEAR(v);
+    if (!(v = cai_get(cai, s_stream)))
+        goto out;
+    if (v != Py_None) {
+        snprintf(what, sizeof what, "%s: stream", name);
+        if (check_int(v, what))
+            goto out;
+        int zero = PyLong_AsLongLongAndOverflow(v, &big) == 0 && !big;
+        if (PyErr_Occurred())
+            goto out;
+        if (zero) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: stream 0 is not allowed by __cuda_array_interface__ (use 1 or 2)", name);
+            goto out;
+        }
+        m->stream = Py_NewRef(v);
+    }
+    m->device = -1;
+    if ((m->readonly = PyObject_IsTrue(readonly)) >= 0)
+        rc = 0;
+out:
+    Py_XDECREF(readonly);
+    Py_XDECREF(v);
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    return rc;
+}
+
+/* ---- DLPack producers (objects with __dlpack__ and a CUDA __dlpack_device__) ---- */
+
+/* The stream a DLPack producer is asked to make its data ready on: the
+ * stream argument; else, with torch operands, torch's current stream on the
+ * producer's device; else the legacy default stream. *for_stream is that
+ * stream as the library will get it (NULL: legacy default), *arg what
+ * __dlpack__ gets (None, or an int: 1 is the legacy default stream). */
+typedef struct dl_ctx {
+    PyObject *stream;            /* the stream argument (NULL or None: not given) */
+    int any_torch;
+} dl_ctx;
+
+static int dl_consumer_stream(const dl_ctx *ctx, int device, void **for_stream, PyObject **arg)
+{
+    *for_stream = NULL;
+    PyObject *s = ctx->stream;
+    if (s && s != Py_None) {
+        PyObject *v = NULL;
+        if (PyLong_Check(s))
+            v = Py_NewRef(s);
+        else if (get_attr(s, s_cuda_stream, &v) < 0)
+            return -1;
+        if (v && PyLong_Check(v)) {
+            *for_stream = PyLong_AsVoidPtr(v);
+            Py_DECREF(v);
+            if (PyErr_Occurred())
+                return -1;
+            *arg = PyLong_FromVoidPtr(*for_stream ? *for_stream : (void *)1);
+            return *arg ? 0 : -1;
+        }
+        Py_XDECREF(v);   /* not a stream: plan() raises for it later */
+    } else if (ctx->any_torch) {
+        if (torch_stream(device, for_stream))
+            return -1;
+        *arg = PyLong_FromVoidPtr(*for_stream ? *for_stream : (void *)1);
+        return *arg ? 0 : -1;
+    }
+    *arg = Py_NewRef(Py_None);
+    return 0;
+}
+
+/* 1: x is a CUDA DLPack producer and m describes it (its capsule kept in m);
+ * 0: it is not one (no __dlpack__, or its memory is not CUDA device memory);
+ * -1: error. */
+static int from_dlpack(PyObject *x, mat *m, const dl_ctx *ctx)
+{
+    PyObject *fn = NULL, *dev = NULL;
+    int r = get_attr(x, s_dlpack, &fn);
+    if (r <= 0)
+        return r;
+    Py_DECREF(fn);
+    if ((r = get_attr(x, s_dlpack_device, &fn)) <= 0)
+        return r;
+    dev = PyObject_CallNoArgs(fn);
+    Py_DECREF(fn);
+    long type = 0, id = 0;
+    if (!dev || !PyTuple_Check(dev) || PyTuple_GET_SIZE(dev) != 2 ||
+        ((type = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0))) == -1 && PyErr_Occurred()) ||
+        ((id = PyLong_AsLong(PyTuple_GET_ITEM(dev, 1))) == -1 && PyErr_Occurred())) {
+        if (!dev || PyErr_Occurred())
+            raise_wrapped(PyExc_TypeError, m->name, "__dlpack_device__()");
+        else
+            PyErr_Format(PyExc_TypeError, "%s: __dlpack_device__() returned %R, expected (device_type, device_id)",
+                         m->name, dev);
+        Py_XDECREF(dev);
+        return -1;
+    }
+    Py_DECREF(dev);
+    if (type != DL_CUDA && type != DL_CUDA_MANAGED)
+        return 0;
+    void *for_stream;
+    PyObject *sarg = NULL;
+    if (dl_consumer_stream(ctx, (int)id, &for_stream, &sarg))
+        return -1;
+    /* DLPack 1.x first (read-only flag); older producers take no max_version */
+    PyObject *args[3] = { x, sarg, NULL };
+    PyObject *kw = Py_BuildValue("(OO)", s_stream, s_max_version), *ver = Py_BuildValue("(ii)", 1, 0);
+    PyObject *cap = NULL;
+    if (kw && ver) {
+        args[2] = ver;
+        cap = PyObject_VectorcallMethod(s_dlpack, args, 1, kw);
+        if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyObject *kw1 = PyTuple_GetSlice(kw, 0, 1);
+            if (kw1) {
+                cap = PyObject_VectorcallMethod(s_dlpack, args, 1, kw1);
+                Py_DECREF(kw1);
+            }
+        }
+    }
+    Py_XDECREF(kw);
+    Py_XDECREF(ver);
+    Py_DECREF(sarg);
+    if (!cap) {
+        if (PyErr_ExceptionMatches(PyExc_Exception))
+            raise_wrapped(PyExc_TypeError, m->name, "__dlpack__");
+        return -1;
+    }
+    const dl_tensor *t = NULL;
+    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+        const dl_managed_v1 *v1 = PyCapsule_GetPointer(cap, "dltensor_versioned");
+        if (v1->major != 1) {
+            PyErr_Format(PyExc_TypeError, "%s: DLPack version %u.%u is not supported (expected 1.x)", m->name,
+                         (unsigned)v1->major, (unsigned)v1->minor);
+            Py_DECREF(cap);
+            return -1;
+        }
+        t = &v1->t;
+        m->readonly = (v1->flags & DL_READ_ONLY) != 0;
+    } else if (PyCapsule_IsValid(cap, "dltensor")) {
+        t = &((const dl_managed *)PyCapsule_GetPointer(cap, "dltensor"))->t;
+    } else {
+        PyErr_Format(PyExc_TypeError, "%s: __dlpack__ did not return a DLPack capsule", m->name);
+        Py_DECREF(cap);
+        return -1;
+    }
+    m->capsule = cap;   /* released with m */
+    m->dlpack = 1;
+    m->device = t->device.device_id;
+    m->dl_for = for_stream;
+    if (t->dtype.lanes == 1 && t->dtype.code == DL_BFLOAT && t->dtype.bits == 16) {
+        m->dtype = DT_BF16;
+    } else if (t->dtype.lanes == 1 && t->dtype.code == DL_FLOAT && t->dtype.bits == 32) {
+        m->dtype = DT_F32;
+    } else {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: DLPack dtype (code %u, bits %u, lanes %u) is not supported (expected bfloat16, or float32 "
+                     "for out)", m->name, (unsigned)t->dtype.code, (unsigned)t->dtype.bits, (unsigned)t->dtype.lanes);
+        return -1;
+    }
+    if (t->ndim != 2 || !t->shape) {
+        PyObject *shape = PyTuple_New(t->shape && t->ndim > 0 ? t->ndim : 0);
+        for (int i = 0; shape && t->shape && i < t->ndim; i++)
+            PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong(t->shape[i]));
+        if (shape)
+            PyErr_Format(PyExc_ValueError, "%s: expected a 2-D matrix, got %d dimensions (shape %S)", m->name,
+                         (int)t->ndim, shape);
+        Py_XDECREF(shape);
+        return -1;
+    }
+    m->rows = t->shape[0];
+    m->cols = t->shape[1];
+    if (m->rows < 0 || m->cols < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: negative shape (%lld, %lld)", m->name, (long long)m->rows,
+                     (long long)m->cols);
+        return -1;
+    }
+    m->srow = t->strides ? t->strides[0] : m->cols;
+    m->scol = t->strides ? t->strides[1] : 1;
+    m->ptr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
+    return 1;
+}
+
+/* ---- describe: _arrays.describe ---- */
+
+static const char host_msg[] = "%s: %S is host memory; tilekit needs device memory (a CUDA tensor or an object with "
+                                "__cuda_array_interface__)";
+
+static int describe(PyObject *x, mat *m, const dl_ctx *ctx)
+{
+    const char *name = m->name;
+    m->device = -1;
+    if (x == Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s: got None (expected a CUDA tensor or an object with __cuda_array_interface__)",
+                     name);
+        return -1;
+    }
+    m->obj = x;
+    if (is_torch_tensor(x)) {
+        if (from_torch(x, m))
+            return -1;
+    } else {
+        PyObject *cai = NULL;
+        int has;
+        if (PyObject_HasAttr((PyObject *)Py_TYPE(x), s_cai)) {
+            cai = PyObject_GetAttr(x, s_cai);
+            if (!cai) {   /* a producer may refuse (torch, for a tensor that requires grad) */
+                if (PyErr_ExceptionMatches(PyExc_Exception))
+                    raise_wrapped(PyExc_TypeError, name, "__cuda_array_interface__");
+                return -1;
+            }
+            has = 1;
+        } else if ((has = get_attr(x, s_cai, &cai)) < 0) {
+            return -1;
+        }
+        if (has) {
+            int r = from_cai(cai, m);
+            Py_DECREF(cai);
+            if (r)
+                return -1;
+        } else {
+            int r = from_dlpack(x, m, ctx);
+            if (r < 0)
+                return -1;
+            if (r == 0) {
+                PyObject *v;
+                int host = PyList_Check(x) || PyTuple_Check(x);
+                if (!host && (host = get_attr(x, s_array_interface, &v)) > 0)
+                    Py_DECREF(v);
+                if (!host && (host = get_attr(x, s_array, &v)) > 0)
+                    Py_DECREF(v);
+                if (host < 0)
+                    return -1;
+                PyObject *tn = PyObject_GetAttr((PyObject *)Py_TYPE(x), s_name);
+                if (tn) {
+                    if (host)
+                        PyErr_Format(PyExc_TypeError, host_msg, name, tn);
+                    else
+                        PyErr_Format(PyExc_TypeError, "%s: %S is not a CUDA tensor and has no __cuda_array_interface__",
+                                     name, tn);
+                    Py_DECREF(tn);
+                }
+                return -1;
+            }
+        }
+    }
+    if (m->srow < 0 || m->scol < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: negative strides (%lld, %lld) are not supported", name,
+                     (long long)m->srow, (long long)m->scol);
+        return -1;
+    }
+    if (m->ptr == 0 && m->rows > 0 && m->cols > 0) {
+        PyErr_Format(PyExc_ValueError, "%s: data pointer is NULL for a %lld x %lld matrix", name,
+                     (long long)m->rows, (long long)m->cols);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the checked call: _fallback._plan ---- */
+
+enum { A_A, A_B, A_OUT, A_ALPHA, A_BETA, A_TA, A_TB, A_OUT_DTYPE, A_KERNEL, A_STREAM, A_QUERY, NARG };
+static const char *const arg_cnames[NARG] = { "A",       "B",         "out",    "alpha",  "beta", "trans_a",
+                                              "trans_b", "out_dtype", "kernel", "stream", "query" };
+static PyObject *arg_names[NARG];
+
+typedef struct plan {
+    mat a, b, c;
+    int has_c, c_dtype, layout, op_a, op_b, ta, tb, device, any_torch;
+    int64_t m, n, k, lda, ldb, ldc;
+    double alpha, beta;
+    const char *kernel;          /* NULL: auto; else the UTF-8 of the caller's str (alive for the call) */
+    Py_ssize_t kernel_len;
+    PyObject *stream;            /* owned: the stream value, or NULL */
+} plan;
+
+static void plan_release(plan *p)
+{
+    mat_release(&p->a);
+    mat_release(&p->b);
+    mat_release(&p->c);
+    Py_CLEAR(p->stream);
+}
+
+/* _real: a real number that is not a bool, as a float; `dflt` when absent. */
+static int real_arg(PyObject *v, const char *what, double dflt, double *out)
+{
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    int ok = 0;
+    if (!PyBool_Check(v)) {
+        ok = PyFloat_Check(v) || PyLong_Check(v);
+        if (!ok && (ok = PyObject_IsInstance(v, S.real)) < 0)
+            return -1;
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: %R is not a real number", what, v);
+        return -1;
+    }
+    if (PyFloat_CheckExact(v)) {
+        *out = PyFloat_AS_DOUBLE(v);
+        return 0;
+    }
+    PyObject *f = PyNumber_Float(v);
+    if (!f)
+        return -1;
+    *out = PyFloat_AS_DOUBLE(f);
+    Py_DECREF(f);
+    return 0;
+}
+
+/* _arrays.parse_dtype: DT_F32 or DT_BF16, -1 with TypeError. */
+static int parse_dtype(PyObject *d)
+{
+    if (S.f32 && d == S.f32)
+        return DT_F32;
+    if (S.bf16 && d == S.bf16)
+        return DT_BF16;
+    if (PyUnicode_Check(d)) {
+        PyObject *key = call_method0(d, s_lower);
+        if (!key)
+            return -1;
+        if (PyUnicode_Tailmatch(key, s_torch_prefix, 0, PY_SSIZE_T_MAX, -1) == 1) {
+            PyObject *k2 = PyUnicode_Substring(key, 6, PY_SSIZE_T_MAX);
+            Py_DECREF(key);
+            if (!(key = k2))
+                return -1;
+        }
+        static const struct { const char *name; int dt; } names[] = {
+            { "fp32", DT_F32 }, { "float32", DT_F32 }, { "f32", DT_F32 }, { "bf16", DT_BF16 }, { "bfloat16", DT_BF16 },
+        };
+        int dt = -1;
+        for (size_t i = 0; i < sizeof names / sizeof names[0] && dt < 0; i++)
+            if (PyUnicode_CompareWithASCIIString(key, names[i].name) == 0)
+                dt = names[i].dt;
+        Py_DECREF(key);
+        if (dt < 0)
+            PyErr_Format(PyExc_TypeError, "out_dtype: %R is not a supported output type (expected 'fp32' or 'bf16')", d);
+        return dt;
+    }
+    if (S.dtype_type) {
+        int r = PyObject_IsInstance(d, S.dtype_type);
+        if (r < 0)
+            return -1;
+        if (r) {
+            PyErr_Format(PyExc_TypeError, "out_dtype: %S is not supported (expected torch.float32 or torch.bfloat16)",
+                         d);
+            return -1;
+        }
+    }
+    PyErr_Format(PyExc_TypeError, "out_dtype: %R is not a dtype (expected torch.float32, torch.bfloat16, 'fp32' or 'bf16')",
+                 d);
+    return -1;
+}
+
+/* _operand: (op, ld) of the logical operand x in a `layout` problem. */
+static int operand(const mat *x, int layout, int *op, int64_t *ld)
+{
+    int kind = storage(x, layout, ld);
+    if (kind < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s%s: strides (%lld, %lld) of its %lld x %lld storage are neither row- nor column-contiguous "
+                     "(one dimension must have stride 1 and the other must not overlap it); make a contiguous copy "
+                     "first",
+                     x->name, x->tr ? ".T" : "", (long long)x->srow, (long long)x->scol, (long long)x->rows,
+                     (long long)x->cols);
+        return -1;
+    }
+    *op = kind == layout ? TK_OP_N : TK_OP_T;
+    return 0;
+}
+
+static int make_plan(plan *p, PyObject *const *arg, int query)
+{
+    memset(p, 0, sizeof *p);
+    p->a.name = "A";
+    p->b.name = "B";
+    p->c.name = "out";
+    p->device = -1;
+    if (torch_ready() < 0)
+        return -1;
+    PyObject *A = arg[A_A], *B = arg[A_B], *out = arg[A_OUT] == Py_None ? NULL : arg[A_OUT];
+    dl_ctx ctx = { arg[A_STREAM], is_torch_tensor(A) || is_torch_tensor(B) || (out && is_torch_tensor(out)) };
+    if (describe(A, &p->a, &ctx) || describe(B, &p->b, &ctx))
+        return -1;
+    const mat *ab[2] = { &p->a, &p->b };
+    for (int i = 0; i < 2; i++)
+        if (ab[i]->dtype != DT_BF16) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s: dtype %s is not supported: tilekit multiplies bfloat16 inputs (convert with "
+                         ".to(torch.bfloat16))",
+                         ab[i]->name, dt_name[ab[i]->dtype]);
+            return -1;
+        }
+    if (real_arg(arg[A_ALPHA], "alpha", 1.0, &p->alpha) || real_arg(arg[A_BETA], "beta", 0.0, &p->beta))
+        return -1;
+    PyObject *kernel = arg[A_KERNEL];
+    if (kernel && kernel != Py_None) {
+        if (!PyUnicode_Check(kernel)) {
+            PyErr_Format(PyExc_TypeError,
+                         "kernel: %R is not a name (expected a string such as 'k01_naive', or None for auto)", kernel);
+            return -1;
+        }
+        if (PyUnicode_GetLength(kernel) > 0 && PyUnicode_CompareWithASCIIString(kernel, "auto") != 0 &&
+            !(p->kernel = PyUnicode_AsUTF8AndSize(kernel, &p->kernel_len)))
+            return -1;
+    }
+    if ((arg[A_TA] && (p->ta = PyObject_IsTrue(arg[A_TA])) < 0) || (arg[A_TB] && (p->tb = PyObject_IsTrue(arg[A_TB])) < 0))
+        return -1;
+    mat oa = p->ta ? mat_t(&p->a) : p->a, ob = p->tb ? mat_t(&p->b) : p->b;   /* op(A) M x K, op(B) K x N */
+    if (oa.cols != ob.rows) {
+        PyErr_Format(PyExc_ValueError,
+                     "shape mismatch: op(A) is %lld x %lld but op(B) is %lld x %lld (inner dimensions differ; "
+                     "trans_a=%s, trans_b=%s)",
+                     (long long)oa.rows, (long long)oa.cols, (long long)ob.rows, (long long)ob.cols,
+                     p->ta ? "True" : "False", p->tb ? "True" : "False");
+        return -1;
+    }
+    p->m = oa.rows;
+    p->k = oa.cols;
+    p->n = ob.cols;
+    int want = -1;
+    if (arg[A_OUT_DTYPE] && arg[A_OUT_DTYPE] != Py_None && (want = parse_dtype(arg[A_OUT_DTYPE])) < 0)
+        return -1;
+    if (out) {
+        mat *c = &p->c;
+        if (describe(out, c, &ctx))
+            return -1;
+        p->has_c = 1;
+        if (want >= 0 && c->dtype != want) {
+            PyErr_Format(PyExc_ValueError, "out: dtype %s does not match out_dtype %s", dt_name[c->dtype], dt_name[want]);
+            return -1;
+        }
+        if (c->rows != p->m || c->cols != p->n) {
+            PyErr_Format(PyExc_ValueError, "out: shape %lld x %lld, expected %lld x %lld (M x N)", (long long)c->rows,
+                         (long long)c->cols, (long long)p->m, (long long)p->n);
+            return -1;
+        }
+        if (c->readonly) {
+            PyErr_SetString(PyExc_ValueError, "out: the array is read-only");
+            return -1;
+        }
+        for (int i = 0; i < 2; i++)
+            if (overlaps(c, ab[i])) {
+                PyErr_Format(PyExc_ValueError, "out overlaps %s in memory: the kernel would read what it overwrites",
+                             ab[i]->name);
+                return -1;
+            }
+        int kind = storage(c, ROW, &p->ldc);
+        if (kind < 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "out: strides (%lld, %lld) are neither row- nor column-contiguous (one dimension must have "
+                         "stride 1 and the other must not overlap it)",
+                         (long long)c->srow, (long long)c->scol);
+            return -1;
+        }
+        p->layout = kind == ROW ? TK_ROW_MAJOR : TK_COL_MAJOR;
+        p->c_dtype = c->dtype;
+    } else {
+        if (!query && p->beta != 0.0) {
+            char *g = PyOS_double_to_string(p->beta, 'g', 6, 0, NULL);
+            if (g) {
+                PyErr_Format(PyExc_ValueError, "beta is %s but out is None: beta scales an existing out, so pass out",
+                             g);
+                PyMem_Free(g);
+            }
+            return -1;
+        }
+        if (!query && !(p->a.torch || p->b.torch)) {
+            PyErr_SetString(PyExc_TypeError, "out: required when neither A nor B is a torch tensor (tilekit allocates "
+                                             "the result only through torch)");
+            return -1;
+        }
+        p->layout = TK_ROW_MAJOR;
+        p->ldc = p->n > 1 ? p->n : 1;
+        p->c_dtype = want >= 0 ? want : DT_F32;
+    }
+    int layout = p->layout == TK_ROW_MAJOR ? ROW : COL;
+    if (operand(&oa, layout, &p->op_a, &p->lda) || operand(&ob, layout, &p->op_b, &p->ldb))
+        return -1;
+
+    /* one device: of the torch operands (the Python fallback's rule) and of the DLPack ones */
+    const mat *all[3] = { &p->a, &p->b, p->has_c ? &p->c : NULL };
+    int devs[3], nd = 0;
+    for (int i = 0; i < 3; i++)
+        if (all[i] && (all[i]->torch || all[i]->dlpack)) {
+            int d = all[i]->device, seen = 0;
+            for (int j = 0; j < nd; j++)
+                seen |= devs[j] == d;
+            if (!seen)
+                devs[nd++] = d;
+        }
+    if (nd > 1) {
+        for (int i = 1; i < nd; i++)   /* sorted, as the fallback prints them */
+            for (int j = i; j > 0 && devs[j - 1] > devs[j]; j--) {
+                int t = devs[j];
+                devs[j] = devs[j - 1];
+                devs[j - 1] = t;
+            }
+        char list[96] = "";
+        size_t used = 0;
+        for (int i = 0; i < nd && used < sizeof list; i++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%scuda:%d", i ? ", " : "", devs[i]);
+        PyErr_Format(PyExc_TypeError, "A, B and out must be on one CUDA device, got %s", list);
+        return -1;
+    }
+    p->device = nd ? devs[0] : -1;
+    p->any_torch = p->a.torch || p->b.torch || (p->has_c && p->c.torch);
+
+    PyObject *stream = arg[A_STREAM];
+    if (stream && stream != Py_None) {
+        if (PyLong_Check(stream)) {
+            p->stream = Py_NewRef(stream);
+        } else {
+            int r = get_attr(stream, s_cuda_stream, &p->stream);
+            if (r <= 0) {
+                if (r == 0)
+                    PyErr_Format(PyExc_TypeError,
+                                 "stream: %R is neither a cudaStream_t value (int) nor a torch.cuda.Stream", stream);
+                return -1;
+            }
+        }
+    } else {
+        const mat *order[3] = { p->has_c ? &p->c : NULL, &p->a, &p->b };   /* out's stream first */
+        for (int i = 0; i < 3 && !p->stream; i++)
+            if (order[i] && order[i]->stream)
+                p->stream = Py_NewRef(order[i]->stream);
+    }
+    return 0;
+}
+
+/* ---- handles: one per thread and device ---- */
+
+static _Thread_local tk_handle tl_handles[MAX_DEVICES + 1];   /* [d + 1]: device d; [0]: no device (-1) */
+
+static int current_device(void)
+{
+    int d = -1;
+    return L.get_device(&d) == 0 ? d : -1;
+}
+
+static tk_handle get_handle(int device)
+{
+    if (device < -1 || device >= MAX_DEVICES) {
+        PyErr_Format(PyExc_ValueError, "tilekit: CUDA device %d is beyond the %d this module handles", device,
+                     MAX_DEVICES);
+        return NULL;
+    }
+    tk_handle *slot = &tl_handles[device + 1];
+    if (!*slot) {
+        tk_status st = L.create(slot);
+        if (st) {
+            raise_status(st, L.last_error(NULL), "tk_create");
+            *slot = NULL;
+            return NULL;
+        }
+    }
+    return *slot;
+}
+
+/* Makes the operands' device current for the call (launches go to the
+ * current device); skipped when it already is. *prev: the device to go back
+ * to, -1 for none. */
+static int enter_device(const plan *p, int *prev)
+{
+    *prev = -1;
+    if (p->device < 0)
+        return 0;
+    int cur = -1;
+    if (L.get_device(&cur) != 0 || cur == p->device)   /* no usable GPU: the library will say so */
+        return 0;
+    int e = L.set_device(p->device);
+    if (e) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "cudaSetDevice(%d) failed with CUDA error %d", p->device, e);
+        raise_status(TK_ERR_CUDA, msg, "tilekit");
+        return -1;
+    }
+    *prev = cur;
+    return 0;
+}
+
+static void leave_device(int prev)
+{
+    if (prev >= 0)
+        L.set_device(prev);
+}
+
+static tk_gemm_problem problem(const plan *p)
+{
+    tk_gemm_problem q = {
+        .layout = (tk_layout)p->layout, .op_a = (tk_op)p->op_a, .op_b = (tk_op)p->op_b,
+        .m = p->m, .n = p->n, .k = p->k, .alpha = (float)p->alpha, .beta = (float)p->beta,
+        .a = (const void *)(uintptr_t)p->a.ptr, .lda = p->lda,
+        .b = (const void *)(uintptr_t)p->b.ptr, .ldb = p->ldb,
+        .c = p->has_c ? (void *)(uintptr_t)p->c.ptr : NULL, .ldc = p->ldc,
+        .c_type = (tk_dtype)p->c_dtype,
+    };
+    return q;
+}
+
+/* ---- argument binding (fastcall) ---- */
+
+/* Binds args to arg_names[0..nmax): the first npos may be positional; A and
+ * B are required; absent ones are NULL. */
+static int bind_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int npos, int nmax,
+                     PyObject **out)
+{
+    for (int i = 0; i < NARG; i++)
+        out[i] = NULL;
+    if (nargs > npos) {
+        PyErr_Format(PyExc_TypeError, "%s() takes from 2 to %d positional arguments but %zd were given", fn, npos,
+                     nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        out[i] = args[i];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, j);
+        int i = 0;
+        while (i < nmax && key != arg_names[i])
+            i++;
+        if (i == nmax)   /* not interned the same: compare the text */
+            for (i = 0; i < nmax && PyUnicode_Compare(key, arg_names[i]) != 0; i++)
+                ;
+        if (i == nmax) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fn, key);
+            return -1;
+        }
+        if (out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fn, arg_cnames[i]);
+            return -1;
+        }
+        out[i] = args[nargs + j];
+    }
+    for (int i = 0; i < 2; i++)
+        if (!out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fn, arg_cnames[i]);
+            return -1;
+        }
+    return 0;
+}
+
+/* ---- the module's functions ---- */
+
+PyDoc_STRVAR(gemm_doc,
+"gemm($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"     kernel=None, *, stream=None)\n--\n\n"
+"out = alpha * op(A) @ op(B) + beta * out, with op(X) = X.T if trans_x.\n\n"
+"A, B: bf16, 2-D, torch CUDA tensors, __cuda_array_interface__ objects or\n"
+"DLPack producers of CUDA memory. out: M x N, fp32 or bf16; allocated (torch,\n"
+"row-major) when None, which needs beta == 0 and a torch input. out_dtype:\n"
+"torch.float32 (default) or torch.bfloat16, or \"fp32\"/\"bf16\". kernel: a\n"
+"registry name (see kernels()) or None for auto-dispatch. stream: a\n"
+"cudaStream_t value or torch stream; default: torch's current stream for\n"
+"torch inputs, else the CAI 'stream' entry (out's, then A's, then B's), else\n"
+"the legacy default stream. Returns out. Asynchronous with respect to the host.");
+
+static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    PyObject *arg[NARG], *out = NULL;
+    plan p;
+    if (bind_args("gemm", args, nargs, kwnames, 9, 10, arg))
+        return NULL;
+    if (make_plan(&p, arg, 0) || need_lib())
+        goto fail;
+    int prev;
+    if (enter_device(&p, &prev))
+        goto fail;
+    if (p.has_c) {
+        out = Py_NewRef(arg[A_OUT]);
+    } else {   /* p.a or p.b is a torch tensor here (make_plan's rule) */
+        PyObject *dev = torch_device(p.a.torch ? p.a.device : p.b.device), *size = NULL, *kw = NULL;
+        if (dev && (size = Py_BuildValue("(LL)", (long long)p.m, (long long)p.n)) &&
+            (kw = Py_BuildValue("(ss)", "dtype", "device"))) {
+            PyObject *call[3] = { size, p.c_dtype == DT_F32 ? S.f32 : S.bf16, dev };
+            out = PyObject_Vectorcall(S.empty, call, 1, kw);
+        }
+        Py_XDECREF(size);
+        Py_XDECREF(kw);
+        PyObject *ptr = out ? call_method0(out, s_data_ptr) : NULL;
+        if (ptr) {
+            p.c.ptr = PyLong_AsUnsignedLongLong(ptr);
+            p.has_c = 1;
+            Py_DECREF(ptr);
+        }
+        if (!ptr || PyErr_Occurred()) {
+            leave_device(prev);
+            goto fail;
+        }
+    }
+    tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
+    void *stream = NULL;
+    int bad = !h;
+    if (!bad && p.stream) {
+        stream = PyLong_AsVoidPtr(p.stream);
+        bad = stream == NULL && PyErr_Occurred();
+    } else if (!bad && p.any_torch) {
+        bad = torch_stream(p.device, &stream);
+    }
+    const mat *dl[3] = { &p.a, &p.b, &p.c };
+    for (int i = 0; i < 3 && !bad; i++)
+        if (dl[i]->dlpack && dl[i]->dl_for != stream) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
+                         "__cuda_array_interface__ 'stream' of another argument); pass stream=",
+                         dl[i]->name, dl[i]->dl_for, stream);
+            bad = 1;
+        }
+    if (bad) {
+        leave_device(prev);
+        goto fail;
+    }
+    tk_gemm_problem q = problem(&p);
+    tk_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = L.gemm_ex(h, &q, p.kernel, stream);
+    Py_END_ALLOW_THREADS
+    leave_device(prev);
+    if (st) {
+        raise_status(st, L.last_error(h), "tilekit.gemm");
+        goto fail;
+    }
+    plan_release(&p);
+    return out;
+fail:
+    plan_release(&p);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+PyDoc_STRVAR(plan_doc,
+"plan($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"     kernel=None, stream=None, query=False)\n--\n\n"
+"The checked call gemm() (query=True: supports()) would make, as a Plan;\n"
+"raises what gemm() raises for its arguments. Loads nothing (for tests).");
+
+static PyStructSequence_Field plan_fields[] = {
+    { "m", NULL }, { "n", NULL }, { "k", NULL }, { "layout", NULL }, { "op_a", NULL }, { "op_b", NULL },
+    { "lda", NULL }, { "ldb", NULL }, { "ldc", NULL }, { "c_dtype", NULL }, { "alpha", NULL }, { "beta", NULL },
+    { "kernel", NULL }, { "device", NULL }, { "stream", NULL }, { NULL, NULL },
+};
+static PyStructSequence_Desc plan_desc = { "tilekit._tilekit.Plan", "A checked gemm call.", plan_fields, 15 };
+
+static PyObject *py_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    PyObject *arg[NARG];
+    plan p;
+    if (bind_args("plan", args, nargs, kwnames, 11, 11, arg))
+        return NULL;
+    int query = arg[A_QUERY] ? PyObject_IsTrue(arg[A_QUERY]) : 0;
+    if (query < 0)
+        return NULL;
+    if (make_plan(&p, arg, query)) {
+        plan_release(&p);
+        return NULL;
+    }
+    PyObject *r = PyStructSequence_New(S.plan_type);
+    if (r) {
+        PyObject *v[15] = {
+            PyLong_FromLongLong(p.m), PyLong_FromLongLong(p.n), PyLong_FromLongLong(p.k), PyLong_FromLong(p.layout),
+            PyLong_FromLong(p.op_a), PyLong_FromLong(p.op_b), PyLong_FromLongLong(p.lda), PyLong_FromLongLong(p.ldb),
+            PyLong_FromLongLong(p.ldc), PyUnicode_FromString(dt_name[p.c_dtype]), PyFloat_FromDouble(p.alpha),
+            PyFloat_FromDouble(p.beta),
+            p.kernel ? PyBytes_FromStringAndSize(p.kernel, p.kernel_len) : Py_NewRef(Py_None),
+            p.device >= 0 ? PyLong_FromLong(p.device) : Py_NewRef(Py_None),
+            Py_NewRef(p.stream ? p.stream : Py_None),
+        };
+        int ok = 1;
+        for (int i = 0; i < 15; i++) {
+            ok &= v[i] != NULL;
+            PyStructSequence_SetItem(r, i, v[i] ? v[i] : Py_NewRef(Py_None));
+        }
+        if (!ok)
+            Py_CLEAR(r);
+    }
+    plan_release(&p);
+    return r;
+}
+
+PyDoc_STRVAR(supports_doc,
+"supports($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"         kernel=None)\n--\n\n"
+"(status, reason): whether `kernel` (None: auto-dispatch) can run this gemm\n"
+"on the device, launching nothing; tilekit.supports wraps it.");
+
+static PyObject *py_supports(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    PyObject *arg[NARG], *r = NULL;
+    plan p;
+    int prev;
+    if (bind_args("supports", args, nargs, kwnames, 9, 9, arg))
+        return NULL;
+    if (make_plan(&p, arg, 1) || need_lib() || enter_device(&p, &prev))
+        goto done;
+    tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
+    if (h) {
+        tk_gemm_problem q = problem(&p);
+        tk_status st = L.kernel_supports(h, p.kernel, &q);
+        if (st == TK_ERR_INVALID_VALUE)   /* a bad argument (unknown kernel, ...) is an error, not a refusal */
+            raise_status(st, L.last_error(h), "tilekit.supports");
+        else
+            r = Py_BuildValue("(is)", (int)st, st ? L.last_error(h) : "");
+    }
+    leave_device(prev);
+done:
+    plan_release(&p);
+    return r;
+}
+
+PyDoc_STRVAR(select_kernel_doc,
+"select_kernel($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,\n"
+"              out_dtype=None)\n--\n\n"
+"The kernel name auto-dispatch would run for this gemm on the current device;\n"
+"raises the library's error when none can.");
+
+static PyObject *py_select_kernel(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    PyObject *arg[NARG], *r = NULL;
+    plan p;
+    int prev;
+    if (bind_args("select_kernel", args, nargs, kwnames, 8, 8, arg))
+        return NULL;
+    if (make_plan(&p, arg, 1) || need_lib() || enter_device(&p, &prev))
+        goto done;
+    tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
+    if (h) {
+        tk_gemm_problem q = problem(&p);
+        /* tk_kernel_supports(NULL kernel) runs the same choice and returns its status */
+        tk_status st = L.kernel_supports(h, NULL, &q);
+        const char *name = st ? NULL : L.select_kernel(h, &q);
+        if (st)
+            raise_status(st, L.last_error(h), "tilekit.select_kernel");
+        else if (!name)
+            raise_status(TK_ERR_NOT_SUPPORTED, L.last_error(h), "tilekit.select_kernel");
+        else
+            r = PyUnicode_FromString(name);
+    }
+    leave_device(prev);
+done:
+    plan_release(&p);
+    return r;
+}
+
+static PyObject *py_kernels(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    if (need_lib())
+        return NULL;
+    int n = L.kernel_count();
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < n; i++) {
+        tk_kernel_props k;
+        tk_status st = L.kernel_get(i, &k);
+        if (st) {
+            raise_status(st, L.last_error(NULL), "tk_kernel_get");
+            Py_CLEAR(list);
+            break;
+        }
+        PyObject *d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i}", "name", k.name, "description", k.description, "min_sm",
+                                    k.min_sm, "bm", k.bm, "bn", k.bn);
+        if (!d || PyList_Append(list, d))
+            Py_CLEAR(list);
+        Py_XDECREF(d);
+    }
+    return list;
+}
+
+static PyObject *py_version(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return need_lib() ? NULL : PyLong_FromLong(L.version());
+}
+
+static PyObject *py_current_device(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return need_lib() ? NULL : PyLong_FromLong(current_device());
+}
+
+/* bind(path): dlopen()s libtilekit and finds its functions; OSError with
+ * dlerror()'s message (what ctypes.CDLL would say) when it cannot. Binding
+ * once: later calls return at once. */
+static PyObject *py_bind(PyObject *mod, PyObject *path)
+{
+    (void)mod;
+    if (L.dl)
+        Py_RETURN_NONE;
+    PyObject *bytes = NULL;
+    if (!PyUnicode_FSConverter(path, &bytes))
+        return NULL;
+    void *dl = dlopen(PyBytes_AS_STRING(bytes), RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *e = dlerror();
+        PyErr_SetString(PyExc_OSError, e ? e : "dlopen failed");
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    static const struct { const char *name; size_t off; } syms[] = {
+#define SYM(n, m) { #n, offsetof(__typeof__(L), m) }
+        SYM(tk_version, version),           SYM(tk_create, create),
+        SYM(tk_last_error, last_error),     SYM(tk_gemm_ex, gemm_ex),
+        SYM(tk_kernel_count, kernel_count), SYM(tk_kernel_get, kernel_get),
+        SYM(tk_kernel_supports, kernel_supports), SYM(tk_select_kernel, select_kernel),
+        SYM(cudaGetDevice, get_device),     SYM(cudaSetDevice, set_device),
+#undef SYM
+    };
+    __typeof__(L) l = { .dl = dl };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        void *f = dlsym(dl, syms[i].name);
+        if (!f) {
+            PyErr_Format(PyExc_OSError, "%s: undefined symbol %s", PyBytes_AS_STRING(bytes), syms[i].name);
+            dlclose(dl);
+            Py_DECREF(bytes);
+            return NULL;
+        }
+        memcpy((char *)&l + syms[i].off, &f, sizeof f);
+    }
+    Py_DECREF(bytes);
+    L = l;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_setup(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *loader, *error_for;
+    if (!PyArg_ParseTuple(args, "OO:setup", &loader, &error_for))
+        return NULL;
+    Py_XSETREF(S.loader, Py_NewRef(loader));
+    Py_XSETREF(S.error_for, Py_NewRef(error_for));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    { "gemm", (PyCFunction)(void (*)(void))py_gemm, METH_FASTCALL | METH_KEYWORDS, gemm_doc },
+    { "plan", (PyCFunction)(void (*)(void))py_plan, METH_FASTCALL | METH_KEYWORDS, plan_doc },
+    { "supports", (PyCFunction)(void (*)(void))py_supports, METH_FASTCALL | METH_KEYWORDS, supports_doc },
+    { "select_kernel", (PyCFunction)(void (*)(void))py_select_kernel, METH_FASTCALL | METH_KEYWORDS,
+      select_kernel_doc },
+    { "kernels", py_kernels, METH_NOARGS, "The registry: a dict per kernel (name, description, min_sm, bm, bn)." },
+    { "version", py_version, METH_NOARGS, "TILEKIT_VERSION of the bound library." },
+    { "current_device", py_current_device, METH_NOARGS, "cudaGetDevice through the library's runtime; -1 if none." },
+    { "bind", py_bind, METH_O, "bind(path): dlopen libtilekit (OSError with dlerror's message)." },
+    { "setup", py_setup, METH_VARARGS, "setup(loader, error_for): the Python side's loader and error factory." },
+    { NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_tilekit", .m_doc = "tilekit's hot path in C (see tilekit/__init__.py).",
+    .m_size = -1, .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__tilekit(void)
+{
+    static const struct { PyObject **var; const char *text; } names[] = {
+        { &s_layout, "layout" }, { &s_is_cuda, "is_cuda" }, { &s_dtype, "dtype" }, { &s_shape, "shape" },
+        { &s_stride, "stride" }, { &s_data_ptr, "data_ptr" }, { &s_get_device, "get_device" },
+        { &s_device, "device" }, { &s_cai, "__cuda_array_interface__" }, { &s_dlpack, "__dlpack__" },
+        { &s_dlpack_device, "__dlpack_device__" }, { &s_array_interface, "__array_interface__" },
+        { &s_array, "__array__" }, { &s_cuda_stream, "cuda_stream" }, { &s_name, "__name__" },
+        { &s_stream, "stream" }, { &s_max_version, "max_version" }, { &s_lower, "lower" }, { &s_get, "get" },
+        { &s_torch, "torch" }, { &s_raw_stream, "_cuda_getCurrentRawStream" }, { &s_typestr, "typestr" },
+        { &s_data, "data" }, { &s_strides, "strides" }, { &s_mask, "mask" }, { &s_version, "version" },
+        { &s_torch_prefix, "torch." },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!*names[i].var && !(*names[i].var = PyUnicode_InternFromString(names[i].text)))
+            return NULL;
+    for (int i = 0; i < NARG; i++)
+        if (!arg_names[i] && !(arg_names[i] = PyUnicode_InternFromString(arg_cnames[i])))
+            return NULL;
+    if (!S.real) {
+        PyObject *numbers = PyImport_ImportModule("numbers");
+        if (!numbers)
+            return NULL;
+        S.real = PyObject_GetAttrString(numbers, "Real");
+        Py_DECREF(numbers);
+        if (!S.real)
+            return NULL;
+    }
+    if (!S.plan_type && !(S.plan_type = PyStructSequence_NewType(&plan_desc)))
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddObjectRef(m, "Plan", (PyObject *)S.plan_type) < 0)
+        Py_CLEAR(m);
+    return m;
+}

@@ -1,0 +1,114 @@
+"""tilekit as a PyTorch operator: torch.ops.tilekit.mm, tilekit.matmul and
+tilekit.patch. Imported on first use of those names (it imports torch).
+
+torch.ops.tilekit.mm(a, b) is a torch.library custom op: bf16 a (M x K) times
+bf16 b (K x N), fp32 accumulation, bf16 result, on tilekit.gemm. It has a
+fake-tensor implementation (shapes, dtype and device only), so torch.compile
+traces through it without a graph break, and an autograd formula whose two
+products are the op itself on transposed views (dA = dC B^T, dB = A^T dC):
+tilekit runs them as op T problems, no copy. Inside the op, an operand whose
+strides tilekit cannot take (neither dimension contiguous, e.g. an expanded
+gradient) is copied with .contiguous(); the result is allocated by torch
+(torch.empty), so the caching allocator and CUDA-graph memory pools apply.
+The call runs on torch's current stream of the tensors' device and never
+synchronizes the host.
+"""
+import torch
+
+import tilekit
+
+
+def _check(a, b):
+    """The op's argument rules, the same for real and fake tensors."""
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError("tilekit::mm: expected 2-D matrices, got %d-D and %d-D" % (a.dim(), b.dim()))
+    for name, x in (("a", a), ("b", b)):
+        if x.dtype != torch.bfloat16:
+            raise TypeError("tilekit::mm: %s has dtype %s; tilekit multiplies bfloat16 tensors (convert with "
+                            ".to(torch.bfloat16))" % (name, x.dtype))
+    if a.shape[1] != b.shape[0]:
+        raise ValueError("tilekit::mm: shape mismatch: a is %d x %d but b is %d x %d"
+                         % (a.shape[0], a.shape[1], b.shape[0], b.shape[1]))
+    if a.device != b.device:
+        raise TypeError("tilekit::mm: a is on %s but b on %s" % (a.device, b.device))
+
+
+def _usable(x):
+    """x itself when one dimension is contiguous and the other does not
+    overlap it (what tilekit takes, views included), else a contiguous copy."""
+    r, c = x.shape
+    sr, sc = x.stride()
+    if (c <= 1 or sc == 1) and (r <= 1 or sr >= max(c, 1)):
+        return x
+    if (r <= 1 or sr == 1) and (c <= 1 or sc >= max(r, 1)):
+        return x
+    return x.contiguous()
+
+
+@torch.library.custom_op("tilekit::mm", mutates_args=())
+def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b with bf16 a (M x K) and b (K x N): a bf16 M x N tensor, on tilekit."""
+    _check(a, b)
+    out = torch.empty((a.shape[0], b.shape[1]), dtype=torch.bfloat16, device=a.device)
+    tilekit.gemm(_usable(a), _usable(b), out)   # looked up per call: tests may wrap it
+    return out
+
+
+@mm.register_fake
+def _mm_fake(a, b):
+    _check(a, b)
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def _mm_setup(ctx, inputs, output):
+    a, b = inputs
+    ctx.save_for_backward(a, b)
+
+
+def _mm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    ga = mm(grad, b.t()) if ctx.needs_input_grad[0] else None   # dA = dC B^T: B^T is a view (op T)
+    gb = mm(a.t(), grad) if ctx.needs_input_grad[1] else None   # dB = A^T dC: A^T is a view (op T)
+    return ga, gb
+
+
+mm.register_autograd(_mm_backward, setup_context=_mm_setup)
+
+
+def matmul(a, b):
+    """a @ b on tilekit, as a torch op (autograd, torch.compile, CUDA graphs).
+
+    a: bf16 (..., K), any number of leading batch dimensions (a 1-D a is one
+    row, as in torch.matmul); b: bf16 K x N, 2-D (a transposed view such as
+    weight.t() is used as it is). Returns bf16 (..., N): fp32 accumulation,
+    rounded once. TypeError for another dtype or device, ValueError for
+    shapes."""
+    if b.dim() != 2:
+        raise ValueError("tilekit.matmul: b must be 2-D (K x N), got shape %s" % (tuple(b.shape),))
+    if a.dim() == 2:
+        return mm(a, b)
+    if a.dim() < 1:
+        raise ValueError("tilekit.matmul: a must have at least one dimension")
+    lead = a.shape[:-1]
+    y = mm(a.reshape(-1, a.shape[-1]), b)
+    return y.reshape(*lead, b.shape[1])
+
+
+def linear(x, weight, bias=None):
+    """torch.nn.functional.linear on tilekit: x @ weight.T (+ bias), bf16."""
+    y = matmul(x, weight.t())
+    return y if bias is None else y + bias
+
+
+def patch(model):
+    """Makes every torch.nn.Linear of model (model itself included) a
+    tilekit.nn.Linear, in place: the same module objects with the same
+    parameters, buffers, hooks and state_dict keys, only their class (and so
+    their forward) changed, so optimizers and references to them keep
+    working. Subclasses of torch.nn.Linear, which may have their own forward,
+    are left alone. Returns model."""
+    from .nn import Linear
+    for m in model.modules():
+        if type(m) is torch.nn.Linear:
+            m.__class__ = Linear
+    return model

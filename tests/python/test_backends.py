@@ -1,0 +1,231 @@
+"""The C extension against the pure-Python fallback, without a GPU: the same
+hostile calls through both must give the same plan, or raise the same
+exception type with the same message. Also the extension's own paths: its
+argument binding, DLPack producers (capsules made here with ctypes, pointing
+at no memory) and the library's statuses. Needs the extension: fails, never
+skips, when tilekit runs on the fallback (tests/run_cpu.sh runs this file
+with the extension only).
+"""
+import ctypes
+import math
+import random
+
+import tilekit
+from tilekit import _fallback, _lib
+
+from test_wrapper import BF16, F32, Fake, _random_fake, raises
+
+EXT = _lib.EXT
+FIELDS = ("m", "n", "k", "layout", "op_a", "op_b", "lda", "ldb", "ldc", "c_dtype", "alpha", "beta", "kernel",
+          "stream")
+
+
+def outcome(fn, *args, **kw):
+    """("ok", fields) or ("raise", type, message)."""
+    try:
+        p = fn(*args, **kw)
+    except Exception as e:
+        return ("raise", type(e).__name__, str(e))
+    vals = []
+    for f in FIELDS:
+        v = getattr(p, f)
+        vals.append(repr(v) if isinstance(v, float) and math.isnan(v) else v)
+    return ("ok", tuple(vals))
+
+
+def same(args, kw, what):
+    want = outcome(_fallback.plan, *args, **kw)
+    got = outcome(EXT.plan, *args, **kw)
+    assert got == want, "%s: extension %r, fallback %r" % (what, got, want)
+    return want
+
+
+def test_extension_is_used():
+    assert EXT is not None and tilekit.backend() == "extension", \
+        "the C extension was not found (build it with make; TILEKIT_EXT names its file)"
+    assert tilekit.gemm is EXT.gemm
+
+
+def test_plans_match_fuzz():
+    """test_wrapper's hostile descriptions and arguments through both backends."""
+    rng = random.Random(12)
+    odd = [0, 1, -1, 0.5, float("nan"), float("inf"), 2 ** 70, "2", None, True, 1 + 2j, 10 ** 400]
+    kinds = {}
+    for i in range(4000):
+        m, n, k = (rng.choice([0, 1, 2, 7, 8, 64, 65, 4096]) for _ in range(3))
+        A = _random_fake(rng, m, k) if rng.random() < 0.5 else Fake((m, k), strides=rng.choice([None, (1, m)]))
+        B = _random_fake(rng, k, n) if rng.random() < 0.5 else Fake((k, n), strides=rng.choice([None, (1, k)]))
+        C = rng.choice([Fake((m, n), F32), Fake((m, n)), Fake((m, n), F32, strides=(1, m)), None,
+                        _random_fake(rng, m, n), "C", 3, [1.0]])
+        if rng.random() < 0.05:   # out aliasing A
+            C = Fake((m, n), F32, ptr=A.__cuda_array_interface__["data"][0])
+        kw = dict(alpha=rng.choice(odd + [1.0] * 6), beta=rng.choice(odd + [0.0] * 6),
+                  trans_a=rng.choice([False, False, True, 0, 1, "yes", None]),
+                  trans_b=rng.choice([False, False, True, 0, 1, None]),
+                  out_dtype=rng.choice([None, None, "float32", "bfloat16", "BF16", "torch.float32", "int8", 7]),
+                  kernel=rng.choice([None, None, "auto", "", "k01_naive", 3, "x" * 1000, "k01_naive\0", "\ud800"]),
+                  stream=rng.choice([None, None, 0, 7, -3, 2 ** 70, "s", 1.5]))
+        if rng.random() < 0.3:   # a valid call, transposes and views drawn
+            ta, tb = rng.random() < 0.5, rng.random() < 0.5
+            A = Fake((k, m) if ta else (m, k), strides=rng.choice([None, (1, k if ta else m)]))
+            B = Fake((n, k) if tb else (k, n), strides=rng.choice([None, (1, n if tb else k)]))
+            C = rng.choice([Fake((m, n), F32), Fake((m, n), strides=(1, m)), None])
+            kw = dict(alpha=1.0, beta=0.0, trans_a=ta, trans_b=tb, out_dtype=None, kernel=None,
+                      stream=rng.choice([None, 5]))
+        args = (A, B, C, kw["alpha"], kw["beta"], kw["trans_a"], kw["trans_b"], kw["out_dtype"], kw["kernel"],
+                kw["stream"])
+        r = same(args, {"query": rng.random() < 0.3}, "call %d" % i)
+        kinds[r[0] if r[0] == "ok" else r[1]] = kinds.get(r[0] if r[0] == "ok" else r[1], 0) + 1
+    # the fuzz reached acceptance and both kinds of refusal
+    assert kinds.get("ok", 0) > 100 and kinds.get("TypeError", 0) > 100 and kinds.get("ValueError", 0) > 100, kinds
+
+
+def test_library_statuses_match():
+    """Calls that reach the library: the same TilekitError (class, status, message) from both."""
+    A, B, C = Fake((8, 4)), Fake((4, 6)), Fake((8, 6), F32)
+    cases = [
+        (tilekit.gemm, _fallback.gemm, (A, B, C), {"kernel": "k99_nope"}),
+        (tilekit.gemm, _fallback.gemm, (A, B, C), {"kernel": "k01_naive"}),
+        (tilekit.gemm, _fallback.gemm, (A, B, C), {}),
+        (tilekit.select_kernel, None, (A, B, C), {}),
+    ]
+    for ext_fn, py_fn, args, kw in cases:
+        try:
+            ext_fn(*args, **kw)
+            got = None
+        except tilekit.TilekitError as e:
+            got = (type(e), e.status, str(e))
+        if py_fn is None:
+            # the fallback's select_kernel, through its own module
+            try:
+                _fallback.select_kernel(*args, **kw)
+                want = None
+            except tilekit.TilekitError as e:
+                want = (type(e), e.status, str(e))
+        else:
+            try:
+                py_fn(*args, **kw)
+                want = None
+            except tilekit.TilekitError as e:
+                want = (type(e), e.status, str(e))
+        assert got == want, (kw, got, want)
+    assert EXT.supports(A, B, C, 1.0, 0.0, False, False, None, "k01_naive") == \
+        _fallback.supports(A, B, C, 1.0, 0.0, False, False, None, "k01_naive")
+    assert tilekit.kernels() == _fallback.kernels()
+    assert EXT.version() == _fallback.version()
+
+
+def test_argument_binding():
+    A, B, C = Fake((8, 4)), Fake((4, 6)), Fake((8, 6), F32)
+    raises(TypeError, tilekit.gemm, A, match="missing required argument 'B'")
+    raises(TypeError, tilekit.gemm, A, B, C, bogus=1, match="unexpected keyword argument 'bogus'")
+    raises(TypeError, tilekit.gemm, A, B, C, out=C, match="multiple values for argument 'out'")
+    raises(TypeError, tilekit.gemm, A, B, C, 1.0, 0.0, False, False, None, None, 0, match="positional")
+    p = tilekit._plan(B=B, A=A, out=C, query=False)
+    assert (p.m, p.n, p.k, p.kernel) == (8, 6, 4, None)
+    p = tilekit._plan(A, B, C, kernel="k01_naive", stream=5)
+    assert p.kernel == b"k01_naive" and p.stream == 5
+
+
+# ---- DLPack producers: capsules built here with ctypes ----
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManaged(ctypes.Structure):
+    _fields_ = [("t", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+class _DLManagedV1(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("t", _DLTensor)]
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class DLFake:
+    """A DLPack producer of 'device memory' at a made-up address. versioned:
+    DLPack 1.x capsules (and max_version accepted); dtype (code, bits);
+    strides in elements or None; device_type 2 = CUDA, 1 = CPU."""
+    _next = [0x7e0000000000]
+
+    def __init__(self, shape, dtype=(4, 16), strides=None, versioned=True, readonly=False, device_type=2,
+                 ptr="auto", offset=0):
+        if ptr == "auto":
+            ptr = DLFake._next[0]
+            DLFake._next[0] += 1 << 24
+        self.shape, self.dtype, self.strides, self.versioned = tuple(shape), dtype, strides, versioned
+        self.readonly, self.device_type, self.ptr, self.offset = readonly, device_type, ptr, offset
+        self.streams = []     # what each __dlpack__ call was asked for
+        self.keep = []        # the structs the capsules point at
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+    def __dlpack__(self, stream=None, max_version=None, **kw):
+        if max_version is not None and not self.versioned:
+            raise TypeError("max_version is not supported")   # an older producer
+        self.streams.append(stream)
+        shape = (ctypes.c_int64 * len(self.shape))(*self.shape)
+        strides = (ctypes.c_int64 * 2)(*self.strides) if self.strides else None
+        t = _DLTensor(self.ptr, self.device_type, 0, len(self.shape), self.dtype[0], self.dtype[1], 1,
+                      ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64)),
+                      ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64)) if strides else None, self.offset)
+        if self.versioned and max_version is not None:
+            m = _DLManagedV1(1, 0, None, None, 1 if self.readonly else 0, t)
+            name = b"dltensor_versioned"
+        else:
+            m = _DLManaged(t, None, None)
+            name = b"dltensor"
+        self.keep.append((m, shape, strides))
+        return _capsule_new(ctypes.addressof(m), name, None)
+
+
+def test_dlpack_plan():
+    """DLPack producers are read like CAI objects: strides, views, dtype, read-only out."""
+    M, N, K = 8, 6, 4
+    for versioned in (True, False):
+        A, B = DLFake((M, K), versioned=versioned), DLFake((N, K), versioned=versioned)
+        C = DLFake((M, N), (2, 32), versioned=versioned)
+        p = tilekit._plan(A, B, C, trans_b=True)
+        assert (p.m, p.n, p.k, p.op_a, p.lda, p.op_b, p.ldb, p.ldc, p.c_dtype) == \
+            (M, N, K, _lib.OP_N, K, _lib.OP_T, K, N, "fp32"), p
+        assert A.streams == [None], A.streams   # no stream argument, no torch: the legacy default stream
+        p = tilekit._plan(DLFake((M, K), strides=(1, M)), DLFake((K, N), offset=64), C)   # a transposed view
+        assert (p.op_a, p.lda) == (_lib.OP_T, M), p
+    A, B = DLFake((M, K)), DLFake((K, N))
+    tilekit._plan(A, B, DLFake((M, N), (2, 32)), stream=7)
+    assert A.streams == [7], A.streams
+    raises(ValueError, tilekit._plan, A, B, DLFake((M, N), (2, 32), readonly=True), match="read-only")
+    raises(TypeError, tilekit._plan, DLFake((M, K), (2, 16)), B, None, match=("A", "DLPack dtype", "code 2, bits 16"))
+    raises(ValueError, tilekit._plan, DLFake((2, M, K)), B, None, match=("A", "2-D", "(2, 8, 4)"))
+    C = DLFake((M, N), (2, 32))
+    raises(ValueError, tilekit._plan, DLFake((M, K), strides=(2, 2)), B, C, match=("A", "neither"))
+    raises(ValueError, tilekit._plan, DLFake((M, K), ptr=0), B, C, match=("A", "NULL"))
+    raises(TypeError, tilekit._plan, A, B, None, match=("out", "required"))
+    # CPU memory is host memory, as for any other host array
+    raises(TypeError, tilekit._plan, A, DLFake((K, N), device_type=1), None, match=("B", "is not a CUDA tensor"))
+
+    class Failing(DLFake):
+        def __dlpack__(self, stream=None, max_version=None):
+            raise BufferError("cannot export")
+    e = raises(TypeError, tilekit._plan, Failing((M, K)), B, None, match=("A", "__dlpack__ raised BufferError"))
+    assert isinstance(e.__cause__, BufferError)
+
+
+def test_dlpack_gemm_reaches_library():
+    """A valid DLPack call passes every check; without a GPU the library says so."""
+    A, B, C = DLFake((8, 4)), DLFake((4, 6)), DLFake((8, 6), (2, 32))
+    s = tilekit.supports(A, B, C, kernel="k01_naive")
+    if s.status == _lib.NO_DEVICE:
+        raises(tilekit.NoDeviceError, tilekit.gemm, A, B, C, kernel="k01_naive")
+    # a DLPack operand readied for the legacy default stream cannot run on another CAI stream
+    raises(ValueError, tilekit.gemm, A, B, Fake((8, 6), F32, stream=5), match=("A", "DLPack", "stream="))
+    assert tilekit.gemm(DLFake((0, 4), ptr=0), B, DLFake((0, 6), (2, 32), ptr=0)) is not None   # M = 0: a no-op
