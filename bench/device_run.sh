@@ -90,8 +90,14 @@ if [ "$PART" = all ] || [ "$PART" = bench ]; then
     TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" python3 python/bench.py --m 4096 --n 4096 --k 4096 \
         > "$out/python_bench.txt" 2>&1
     summary+=("python bench: exit $?")
+    # PyTorch: host time per call against torch.matmul, and a Llama step
+    # patched through tilekit.patch against the unpatched model.
+    for w in overhead llama; do
+        TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" python3 bench/torch_bench.py $w > "$out/torch_$w.txt" 2>&1
+        summary+=("torch_bench $w: exit $?")
+    done
     echo "=== info"; cat "$out/info.txt"
-    for f in bench bench_nt bench_extra bench_pad bench_bf16 python_bench; do
+    for f in bench bench_nt bench_extra bench_pad bench_bf16 python_bench torch_overhead torch_llama; do
         [ -f "$out/$f.txt" ] && { echo "=== $f"; cat "$out/$f.txt"; }
     done
 fi
