@@ -113,6 +113,14 @@ def test_matmul_autograd():
         assert c.n == 3, "%d tilekit calls for forward + backward, expected 3" % c.n
         close(a.grad, g.double() @ b.double().t(), TOL_OP, "dA %dx%dx%d" % (m, n, k))
         close(b.grad, a.double().t() @ g.double(), TOL_OP, "dB %dx%dx%d" % (m, n, k))
+    # column-major leaves (transposed views): each gradient in its input's layout
+    a0 = bf16(96, 40).requires_grad_()
+    b0 = bf16(72, 96).requires_grad_()
+    g = bf16(40, 72)
+    tilekit.matmul(a0.t(), b0.t()).backward(g)
+    close(a0.grad, (g.double() @ b0.double()).t(), TOL_OP, "dA of a.t()")
+    close(b0.grad, (a0.double() @ g.double()).t(), TOL_OP, "dB of b.t()")
+    assert a0.grad.is_contiguous() and b0.grad.is_contiguous(), "strides %s %s" % (a0.grad.stride(), b0.grad.stride())
     # an expanded gradient (sum's): strides (0, 0), copied inside the op
     a = bf16(32, 48).requires_grad_()
     w = bf16(16, 48)
@@ -139,6 +147,8 @@ def test_linear_dropin():
     y_ref.backward(g)
     close(x1.grad, x2.grad, TOL_OP * 2, "Linear dx")
     close(lin.weight.grad, ref.weight.grad, TOL_OP * 2, "Linear dW")
+    # computed in the weight's layout: AccumulateGrad then copies nothing
+    assert lin.weight.grad.is_contiguous(), "Linear dW arrives with strides %s" % (lin.weight.grad.stride(),)
     close(lin.bias.grad, ref.bias.grad, TOL_OP * 2, "Linear db")
     nob = tilekit.nn.Linear(96, 80, bias=False, device=DEV, dtype=torch.bfloat16)
     assert nob.bias is None and nob(x1).shape == (4, 7, 80)
