@@ -151,9 +151,13 @@ typedef struct tk_lab_map {
     int rows, cols;             /* cells */
     int64_t cell_rows, cell_cols;   /* C elements per cell */
     int64_t row0, col0;         /* C element of cell (0, 0) */
+    int64_t unit_rows, unit_cols;   /* the tile (or warp tile) a cell is a whole number of */
     /* One char per cell, row-major: '.' ok, '0'..'9' = floor(log10(err/tol))
      * capped at 9 ('0' = up to 10x over), 'N' NaN/Inf, ' ' nothing checked. */
     char cell[TK_LAB_MAP_MAX * TK_LAB_MAP_MAX];
+    /* The worst relative error of each cell's checked elements (|d| /
+     * max(|want|, tol), as max_rel); inf for NaN/Inf, -1 nothing checked. */
+    float rel[TK_LAB_MAP_MAX * TK_LAB_MAP_MAX];
 } tk_lab_map;
 
 typedef struct tk_lab_report {
@@ -174,6 +178,41 @@ typedef struct tk_lab_report {
 int tk_lab_compare(const tk_lab_cmp_spec *s, tk_lab_report *r);
 /* The maps (when failed) and the first bad entries, each line led by indent. */
 void tk_lab_report_print(FILE *f, const tk_lab_report *r, const char *indent);
+
+/* ---- the error map as a picture (lab_errmap.c, PNG encoder in lab_png.c) ----
+ * One cell per map cell (a BM x BN tile, or a block of them when the map
+ * merged cells), coloured by the cell's worst relative error on a log scale
+ * (one colour per decade), failing cells (a digit or 'N' in the text map)
+ * outlined, unchecked cells grey; axes numbered in tile coordinates, a title
+ * and the colour key. Pure host code. */
+#define TK_LAB_ERRMAP_DECADES 8     /* colour bins: < 1e-7, 1e-7.., .., 1e-1.., >= 1 */
+
+typedef struct tk_lab_errmap_geom {
+    int width, height;          /* the picture, pixels */
+    int x0, y0;                 /* top-left pixel of cell (0, 0) */
+    int cell;                   /* pixels per cell side (cells are square) */
+    int outline;                /* pixels of a failing cell's outline, inside the cell */
+} tk_lab_errmap_geom;
+
+/* Where everything goes for map m. */
+void tk_lab_errmap_layout(const tk_lab_map *m, tk_lab_errmap_geom *g);
+/* The colour of a cell whose worst relative error is rel (inf: NaN/Inf,
+ * < 0: not checked) and of a failing cell's outline. */
+void tk_lab_errmap_rgb(double rel, unsigned char rgb[3]);
+void tk_lab_errmap_outline_rgb(unsigned char rgb[3]);
+/* Writes the picture of m as a PNG to f, with title (printable ASCII;
+ * letters are drawn upper case, characters the font lacks as blanks) on
+ * top. 0, or -1 on a write error or out of memory. */
+int tk_lab_errmap_png(FILE *f, const tk_lab_map *m, const char *title);
+
+/* ---- PNG (lab_png.c): an 8-bit palette image, zlib stream of stored
+ * (uncompressed) deflate blocks, so no zlib is needed ---- */
+uint32_t tk_lab_crc32(uint32_t crc, const void *data, size_t n);      /* start with crc = 0 */
+uint32_t tk_lab_adler32(uint32_t adler, const void *data, size_t n);  /* start with adler = 1 */
+/* w x h pixels, one palette index per byte, row-major; palette of ncolors
+ * (1..256) RGB triples. 0, or -1 on a write error or out of memory. */
+int tk_lab_png_write(FILE *f, int w, int h, const unsigned char *index, const unsigned char (*palette)[3],
+                     int ncolors);
 
 /* ---- statistics (lab_stats.c) ---- */
 /* Percentile q in [0, 1] of x[0..n), linear interpolation between order
