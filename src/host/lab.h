@@ -267,6 +267,7 @@ typedef struct tk_lab_bench_opts {
     double budget_s;            /* time per case after warm-up (default 2) */
     int min_samples, max_samples;   /* defaults 10, 200 */
     double spread;              /* stop when (p80 - p20) / median <= spread (default 0.01) */
+    int no_probe;               /* 1: skip the DRAM read probe at open (tk_lab_bench_launch's use) */
 } tk_lab_bench_opts;
 
 typedef struct tk_lab_bench_row {
@@ -488,5 +489,129 @@ int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz
 /* Device properties and per-kernel resources; kernels = NULL for all,
  * else a NULL-terminated list of names. Returns 0, or 1 on a CUDA error. */
 int tk_lab_info(FILE *f, const char *const *kernels);
+
+/* What one kernel asks of the device (its cudaFuncAttributes and launch
+ * resources) and the occupancy that follows, as `tilekit info` prints it. */
+typedef struct tk_lab_kinfo {
+    int regs;                   /* registers per thread; -1: unknown (a library call such as cuBLAS) */
+    size_t local_bytes;         /* local memory per thread: spills (and local arrays) */
+    size_t static_smem, dyn_smem;
+    int threads, blocks_per_sm;
+    double occupancy;           /* % of the SM's threads */
+} tk_lab_kinfo;
+
+struct tk_kernel;
+struct tk_device;
+/* k's figures on device d (lab_info.c). 0; 1 for a library call (cuBLAS:
+ * no kernel of ours, ki->regs -1); -1 on a CUDA error (why filled). */
+int tk_lab_kernel_info(const struct tk_kernel *k, const struct tk_device *d, tk_lab_kinfo *ki, char *why,
+                       size_t len);
+
+/* ---- launch (lab_bench.c): one call for an outside profiler ----
+ * After WARMUP unprofiled calls, `calls` calls of kernel on the case between
+ * cudaProfilerStart and cudaProfilerStop, then a synchronize: what ncu
+ * profiles with --profile-from-start off. Fills *ki (regs -1 for cuBLAS)
+ * and row->chosen (kernel "auto"); returns 0, or -1 with row->status
+ * saying why. */
+int tk_lab_bench_launch(tk_lab_bench *b, const char *kernel, const tk_lab_case *c, int calls, tk_lab_bench_row *row,
+                        tk_lab_kinfo *ki);
+
+/* ---- profile (lab_profile.c, lab_ncu.c) ----
+ * `tilekit profile` runs `tilekit launch` under Nsight Compute (ncu) with
+ * the metrics of one table (lab_profile.c, a comment per metric), reads
+ * the CSV ncu prints (--csv --page raw --print-units base: a header row,
+ * a units row, one row per profiled kernel; numbers with thousands
+ * separators) and prints one screen. The parsing, the derived figures, the
+ * screen and the JSON are pure host code, tested on saved ncu output. */
+#define TK_LAB_METRICS 57           /* entries of the table */
+#define TK_LAB_PROF_KERNELS 16      /* profiled kernels kept per call */
+#define TK_LAB_TOP_STALLS 4         /* stall reasons on the screen */
+
+typedef enum tk_lab_metric_unit {
+    TK_LAB_MU_PCT, TK_LAB_MU_NS, TK_LAB_MU_HZ, TK_LAB_MU_BYTES, TK_LAB_MU_BYTES_PER_S, TK_LAB_MU_COUNT,
+    TK_LAB_MU_RATIO
+} tk_lab_metric_unit;
+
+typedef struct tk_lab_metric {
+    const char *ncu;            /* the metric as ncu names it ("dram__bytes_read.sum") */
+    const char *key;            /* its key in profile's JSON ("dram_read_bytes") */
+    tk_lab_metric_unit unit;    /* what the value is in (base units: bytes, ns, Hz) */
+    const char *meaning;        /* what it measures, in a few words (stall reasons: shown on the screen) */
+} tk_lab_metric;
+
+int tk_lab_metric_count(void);
+const tk_lab_metric *tk_lab_metric_at(int i);
+int tk_lab_metric_find(const char *ncu_name);   /* its index, or -1 */
+/* The table's names, comma-separated, for ncu --metrics; the length it
+ * needs (snprintf's convention). */
+size_t tk_lab_metric_list(char *buf, size_t len);
+
+typedef struct tk_lab_prof_kernel {
+    char function[256];         /* ncu's "Kernel Name": "void k31_kernel<0, 1>(k30_params)" */
+    double v[TK_LAB_METRICS];   /* in the table's order; NaN: not reported */
+} tk_lab_prof_kernel;
+
+typedef struct tk_lab_profile {
+    char kernel[64];            /* the registry name asked for ("cublas", "auto") */
+    char ran[96];               /* what `tilekit launch` says ran ("k31_wgmma_cluster"); "" unknown */
+    char device[128];           /* ncu's device__attribute_display_name; "" unknown */
+    int nkernels;               /* profiled kernel launches read (at most TK_LAB_PROF_KERNELS) */
+    int main;                   /* the longest of them: the one the screen shows */
+    tk_lab_prof_kernel k[TK_LAB_PROF_KERNELS];
+    tk_lab_kinfo ki;            /* tilekit's own figures from the launch line; regs -1: none */
+} tk_lab_profile;
+
+/* Reads ncu's output text (the program's own lines, ==PROF== lines and
+ * then the CSV, as ncu prints them to stdout) into p (kernel left as it
+ * is). 0, or -1 with why (no CSV header, a row of the wrong length, no
+ * kernel row). Values in other units than the base ones (Kbyte, usecond,
+ * Mbyte/s, ...) are scaled to base units; "n/a" and the like become NaN. */
+int tk_lab_profile_parse(const char *text, tk_lab_profile *p, char *why, size_t len);
+/* The value of metric ncu_name for p's main kernel; NaN when not reported
+ * or not in the table. */
+double tk_lab_profile_value(const tk_lab_profile *p, const char *ncu_name);
+
+/* Figures computed from a kernel's metrics. */
+typedef struct tk_lab_prof_derived {
+    double occ_achieved, occ_theoretical;   /* % of the SM's warps */
+    int limit_blocks;           /* blocks per SM: the smallest of the launch__occupancy_limit_* */
+    char limiter[96];           /* the resources that allow only that many: "registers, shared memory" */
+    /* global accesses, 32-byte sectors per warp-level request: actual and
+     * ideal (bytes the threads asked for / 32 per request: every sector
+     * touched is used whole); NaN when there were none or ncu gave no bytes */
+    double ld_spr, ld_ideal, st_spr, st_ideal, cp_spr, cp_ideal;
+    double sh_ld_conflict_pct, sh_st_conflict_pct;  /* bank conflicts per shared wavefront, % */
+    int nstalls;
+    int stall[TK_LAB_TOP_STALLS];   /* table indices of the largest stall reasons ("selected" left out) */
+} tk_lab_prof_derived;
+
+void tk_lab_profile_derive(const tk_lab_prof_kernel *k, tk_lab_prof_derived *d);
+/* The screen: the problem (c), then one column per profile (1 or 2), then
+ * the legend. */
+void tk_lab_profile_print(FILE *f, const tk_lab_case *c, const tk_lab_profile *p, int n);
+/* The figures as JSON: problem, then per profile the metrics by key (null
+ * when n/a), the derived figures and tilekit's own. 0, or -1 on a write
+ * error. */
+int tk_lab_profile_write_json(FILE *f, const tk_lab_case *c, const tk_lab_profile *p, int n);
+/* "tilekit launch: kernel K ran R regs .. local_bytes .. static_smem ..
+ * dyn_smem .. threads .. blocks_per_sm .. occupancy ..", the line launch
+ * prints and the parser reads back. */
+void tk_lab_launch_line(char *buf, size_t len, const char *kernel, const char *ran, const tk_lab_kinfo *ki);
+
+/* Running ncu (lab_ncu.c). */
+/* ncu's path: $NCU when set (it must name an executable file), else the
+ * first executable `ncu` on $PATH. 0, or -1 with why: what was looked at
+ * and how to fix it. */
+int tk_lab_ncu_find(char *path, size_t len, char *why, size_t wlen);
+/* Whether ncu's output says it could not profile at all (no permission to
+ * read the GPU's counters, its library not loaded, the profiler not
+ * initialized): 1 with why (the line and the fix), else 0. */
+int tk_lab_ncu_blocked(const char *text, char *why, size_t len);
+/* Runs `ncu ... self launch --kernel KERNEL args...` (args: the problem
+ * options, NULL-terminated) and reads its output into p. Returns 0; 2 when
+ * ncu cannot profile (tk_lab_ncu_blocked) or cannot be run; 1 when it ran
+ * but profiled nothing (why ends with the launch's own output). */
+int tk_lab_ncu_profile(const char *ncu, const char *self, const char *kernel, const char *const *args,
+                       tk_lab_profile *p, char *why, size_t len);
 
 #endif /* TK_LAB_H */
