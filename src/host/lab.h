@@ -239,6 +239,8 @@ typedef struct tk_lab_verify_result {
     tk_lab_report cublas_vs_ref;
     int cublas_off;
     int no_cublas;              /* cuBLAS was not run (tk_lab_verify_set_cublas) */
+    int planted;                /* 1: the element (plant_row, plant_col) was changed (tk_lab_verify_set_plant) */
+    int64_t plant_row, plant_col;
 } tk_lab_verify_result;
 
 /* A verify context owns a handle, a stream and the per-shape input cache. */
@@ -248,6 +250,21 @@ void tk_lab_verify_close(tk_lab_verify *v);
  * (under compute-sanitizer's racecheck, cuBLAS's kernels hit a sanitizer
  * internal error); default 1. */
 void tk_lab_verify_set_cublas(tk_lab_verify *v, int on);
+/* A lab demonstration of the error map: from now on, element (row, col) of
+ * each case's C (logical coordinates; cases smaller than that are left
+ * alone) is changed after the kernel ran and before the comparison, by at
+ * least 1 and by more than its own magnitude, so one tile fails. row < 0
+ * turns it off (the default). The result says when it happened. */
+void tk_lab_verify_set_plant(tk_lab_verify *v, int64_t row, int64_t col);
+/* Models a GPU with less shared memory: from now on the context's device
+ * offers at most `bytes` per block (a larger value than the device's own
+ * changes nothing), so a kernel needing more is refused before launch with
+ * the library's own message, as on such a GPU. */
+void tk_lab_verify_set_smem_limit(tk_lab_verify *v, size_t bytes);
+/* The report whose error map stands for the case: the comparison with
+ * cuBLAS (every element) when cuBLAS ran and judged, else the one with the
+ * fp64 reference (sampled elements). */
+const tk_lab_report *tk_lab_verify_map_report(const tk_lab_verify_result *r);
 /* The error-map cells for kernel's C in `layout`, in logical rows x cols:
  * the registry's BM x BN (128 x 128 if unset) and WM x WN (0 = none),
  * swapped for column-major, whose C the kernel sees transposed. */
