@@ -70,6 +70,17 @@ static const char *usage =
     "          limiter, DRAM, caches, coalescing, bank conflicts, stalls, on one screen\n"
     "  launch  one call of one kernel between cudaProfilerStart and Stop (for a profiler)\n";
 
+/* The problem options but --kernel and --shapes (profile and launch take one kernel, one shape). */
+#define HELP_ONE_PROBLEM                                                                           \
+    "  --m M --n N --k K            problem size (default 8192 each)\n"                           \
+    "  --layout row|col             storage of A, B, C (default row)\n"                           \
+    "  --op-a n|t --op-b n|t        transpose A / B (default n)\n"                                \
+    "  --out fp32|bf16              type of C (default fp32)\n"                                   \
+    "  --alpha X --beta X           C = alpha*op(A)op(B) + beta*C (default 1, 0)\n"               \
+    "  --seed S                     inputs' random seed (default 1)\n"                            \
+    "  --offset E                   start A, B and C E elements (0..7) into their buffers:\n"     \
+    "                               views off the 16-byte alignment\n"
+
 static const char *help_problem =
     "  --kernel NAME[,NAME..]|all   kernels (default all; auto = auto-dispatch)\n"
     "  --m M --n N --k K            problem size (default 8192 each)\n"
@@ -125,7 +136,7 @@ static void print_help(const char *cmd)
         printf("usage: tilekit profile --kernel NAME [--vs NAME] [problem options] [--json FILE]\n"
                "  --kernel NAME                the kernel to profile (a registry name, cublas or auto)\n"
                "  --vs NAME                    a second kernel, side by side (e.g. --vs cublas)\n"
-               "%s"
+               HELP_ONE_PROBLEM
                "  --pad                        padded leading dimensions (as bench --pad)\n"
                "  --json FILE                  also write the figures there\n"
                "  --metrics                    list the Nsight Compute metrics used, with their meaning, and exit\n"
@@ -136,20 +147,19 @@ static void print_help(const char *cmd)
                "global loads and stores (actual and ideal), shared-memory bank conflicts, the top\n"
                "stall reasons. One call of each kernel is profiled, after two unprofiled warm-up calls.\n"
                "exit status: 0 printed, 1 nothing profiled (the kernel refused the problem, no GPU),\n"
-               "2 bad arguments, or ncu missing or without permission to read the GPU's counters\n",
-               help_problem);
+               "2 bad arguments, or ncu missing or without permission to read the GPU's counters\n");
         return;
     }
     if (!strcmp(cmd, "launch")) {
         printf("usage: tilekit launch --kernel NAME [problem options] [--calls N]\n"
-               "%s"
+               "  --kernel NAME                the kernel (a registry name, cublas or auto)\n"
+               HELP_ONE_PROBLEM
                "  --pad                        padded leading dimensions\n"
                "  --calls N                    calls in the profiled range (default 1)\n"
                "Makes the inputs, runs two warm-up calls, then N calls between cudaProfilerStart and\n"
                "cudaProfilerStop, for a profiler started with --profile-from-start off, e.g.\n"
                "  ncu --profile-from-start off --set full build/tilekit launch --kernel k31_wgmma_cluster\n"
-               "Prints one line: the kernel's registers, local memory, shared memory and occupancy.\n",
-               help_problem);
+               "Prints one line: the kernel's registers, local memory, shared memory and occupancy.\n");
         return;
     }
     if (!strcmp(cmd, "bench"))
