@@ -320,7 +320,9 @@ int tk_lab_profile_parse(const char *text, tk_lab_profile *p, char *why, size_t 
             }
             continue;
         }
-        if (!*line)
+        /* after the header: rows start with a quote; ncu's own messages
+         * (==WARNING== ..., which can follow the table) are skipped */
+        if (*line != '"')
             continue;
         int n = csv_split(line, field, MAX_COLS);
         if (n != ncols) {

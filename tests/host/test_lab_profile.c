@@ -176,7 +176,8 @@ static void test_parse_made_up(void)
         "\"smsp__sass_data_bytes_mem_global_op_ld.sum\",\"l1tex__t_sector_hit_rate.pct\",\"unknown__metric\"\r\n"
         "\"\",\"\",\"usecond\",\"Kbyte\",\"Gbyte/second\",\"sector\",\"\",\"byte\",\"%\",\"\"\r\n"
         "\"0\",\"void k<0, 1>(p, \"\"q\"\")\",\"1.5\",\"2,000\",\"1.25\",\"64\",\"2\",\"1,024\",\"n/a\",\"7\"\r\n"
-        "\"1\",\"copy(x)\",\"0.5\",\"1\",\"1\",\"0\",\"0\",\"0\",\"no data\",\"7\"\r\n";
+        "\"1\",\"copy(x)\",\"0.5\",\"1\",\"1\",\"0\",\"0\",\"0\",\"no data\",\"7\"\r\n"
+        "==WARNING== Found outstanding GPU clock reset, trying to revert...Success.\n";
     tk_lab_profile *p = calloc(1, sizeof *p);
     char why[512] = "";
     int rc = tk_lab_profile_parse(text, p, why, sizeof why);
