@@ -231,8 +231,9 @@ static double unit_scale(const char *unit, tk_lab_metric_unit want)
     if (want != TK_LAB_MU_BYTES && want != TK_LAB_MU_BYTES_PER_S && want != TK_LAB_MU_HZ)
         return 1.0;
     static const struct { char p; double x; } prefix[] = { { 'K', 1e3 }, { 'M', 1e6 }, { 'G', 1e9 }, { 'T', 1e12 } };
+    int base = unit[0] ? tolower((unsigned char)unit[1]) : 0;   /* 'b'yte or 'h'z after the prefix */
     for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
-        if (unit[0] == prefix[i].p && (tolower((unsigned char)unit[1]) == 'b' || tolower((unsigned char)unit[1]) == 'h'))
+        if (unit[0] == prefix[i].p && (base == 'b' || base == 'h'))
             return prefix[i].x;
     return 1.0;
 }
@@ -664,8 +665,8 @@ static void json_kv(FILE *f, const char *key, double x, int first)
 
 int tk_lab_profile_write_json(FILE *f, const tk_lab_case *c, const tk_lab_profile *p, int n)
 {
-    fprintf(f, "{\"tool\":\"tilekit profile\",\"version\":\"%d.%d.%d\",\n \"problem\":{\"m\":%lld,\"n\":%lld,\"k\":%lld,"
-               "\"layout\":\"%s\",\"op_a\":\"%s\",\"op_b\":\"%s\",\"out\":\"%s\",\"alpha\":%.9g,\"beta\":%.9g,"
+    fprintf(f, "{\"tool\":\"tilekit profile\",\"version\":\"%d.%d.%d\",\n \"problem\":{"
+               "\"m\":%lld,\"n\":%lld,\"k\":%lld,\"layout\":\"%s\",\"op_a\":\"%s\",\"op_b\":\"%s\",\"out\":\"%s\",\"alpha\":%.9g,\"beta\":%.9g,"
                "\"pad\":%d,\"offset\":%d,\"seed\":%llu},\n \"profiles\":[",
             TILEKIT_VERSION_MAJOR, TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH, (long long)c->m, (long long)c->n,
             (long long)c->k, c->layout == TK_ROW_MAJOR ? "row" : "col", c->op_a == TK_OP_N ? "n" : "t",

@@ -132,7 +132,8 @@ static void test_parse_k10(void)
 /* k31 (wgmma, clusters) and cuBLAS: the limiter ties, the wgmma count. */
 static void test_parse_hopper(void)
 {
-    static const char *const files[] = { "ncu_k31_wgmma_cluster.csv", "ncu_cublas.csv", "ncu_k11_4w_128x128_kunroll4.csv" };
+    static const char *const files[] = { "ncu_k31_wgmma_cluster.csv", "ncu_cublas.csv",
+                                         "ncu_k11_4w_128x128_kunroll4.csv" };
     static const char *const function[] = { "void k31_kernel<0, 1>(k30_params)",
                                             "nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_TNT", "k11_kernel(tk_args)" };
     static const char *const limiter[] = { "registers, shared memory", "registers, shared memory",
@@ -185,7 +186,8 @@ static void test_parse_made_up(void)
     if (rc == 0) {
         CHECK(p->nkernels == 2 && p->main == 0, "%d rows, main %d", p->nkernels, p->main);
         CHECK(!strcmp(p->k[0].function, "void k<0, 1>(p, \"q\")"), "quoted name: '%s'", p->k[0].function);
-        CHECK(near(value(p, "gpu__time_duration.sum"), 1500), "1.5 usecond -> %g ns", value(p, "gpu__time_duration.sum"));
+        CHECK(near(value(p, "gpu__time_duration.sum"), 1500), "1.5 usecond -> %g ns",
+              value(p, "gpu__time_duration.sum"));
         CHECK(near(value(p, "dram__bytes_read.sum"), 2e6), "2,000 Kbyte -> %g", value(p, "dram__bytes_read.sum"));
         CHECK(near(value(p, "dram__bytes.sum.per_second"), 1.25e9), "1.25 Gbyte/s -> %g",
               value(p, "dram__bytes.sum.per_second"));
