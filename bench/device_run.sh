@@ -4,8 +4,9 @@
 #
 #   bash bench/device_run.sh [OUTDIR]        (OUTDIR default: $OUT, else out/)
 #
-# PART=all (default) | test | bench | suite   run part of it (separate calls
-#                                      fit the device tool's 10-minute limit)
+# PART=all (default) | test | bench | suite | profile   run part of it
+#                                      (separate calls fit the device tool's
+#                                      10-minute limit)
 # PART=suite (also in all): `tilekit bench --suite $SUITE` (default all),
 # auto-dispatch against cuBLAS on every shape, fp32 and bf16 C, JSON in
 # OUTDIR/suite_fp32.json and suite_bf16.json for bench/plot.py.
@@ -14,6 +15,12 @@
 # N x K, benched again with --op-b t), EXTRA_KERNELS / EXTRA_SHAPES /
 # PAD_SHAPES (the fast kernels at the issues' other shapes; PAD_SHAPES with
 # padded leading dimensions).
+# PART=profile (also in all): `tilekit profile` under Nsight Compute (ncu on
+# PATH, or $NCU): k31 against cuBLAS at 4096^3, k10 against k11 (seed 002's
+# coalescing question), k03, k04 and k05 (seed 000's K-step); `tilekit
+# verify --smem-limit 32768` (the pre-launch refusal) and `--plant ... --png`
+# (the error map); bench/profile_docs.py turns them into docs/seeds.md's
+# sections (the command is printed last).
 # Everything is logged under OUTDIR; bench/readme_table.py turns
 # OUTDIR/bench.json, OUTDIR/bench_nt.json and OUTDIR/info.txt into the
 # README and docs/seeds.md tables.
@@ -100,6 +107,36 @@ if [ "$PART" = all ] || [ "$PART" = bench ]; then
     for f in bench bench_nt bench_extra bench_pad bench_bf16 python_bench torch_overhead torch_llama; do
         [ -f "$out/$f.txt" ] && { echo "=== $f"; cat "$out/$f.txt"; }
     done
+fi
+if [ "$PART" = all ] || [ "$PART" = profile ]; then
+    run_profile() {   # run_profile NAME ARGS...: one screen, JSON to OUTDIR/NAME.json
+        local name=$1; shift
+        echo "$tk profile $*" > "$out/$name.cmd"
+        "$tk" profile "$@" --json "$out/$name.json" > "$out/$name.txt" 2> "$out/$name.err"
+        summary+=("$name: exit $?")
+    }
+    t0=$(date +%s)
+    run_profile profile_k31_cublas --kernel k31_wgmma_cluster --vs cublas --m 4096 --n 4096 --k 4096
+    run_profile profile_k10_k11 --kernel k10_4w_128x128_k32 --vs k11_4w_128x128_kunroll4 \
+        --m 4096 --n 4096 --k 4096 --op-b t
+    run_profile profile_k03_k04 --kernel k03_wg_64x64_k16 --vs k04_wg_64x64_k32 --m 4096 --n 4096 --k 4096
+    run_profile profile_k05 --kernel k05_wg_64x64_k64 --m 4096 --n 4096 --k 4096
+    summary+=("profiles: $(( $(date +%s) - t0 )) s")
+    # seed 002's budget: 32 KiB per block; k10 fits, k11 and k12 are refused before launch
+    smem=(verify --kernel k10_4w_128x128_k32,k11_4w_128x128_kunroll4,k12_8w_256x128_gregs --op-b t
+          --m 1024 --n 1024 --k 1024 --smem-limit 32768)
+    echo "$tk ${smem[*]}" > "$out/verify_smem.cmd"
+    "$tk" "${smem[@]}" > "$out/verify_smem.txt" 2>&1
+    summary+=("verify --smem-limit: exit $? (0: k10 passed, the others skipped)")
+    # one element of C changed after the kernel ran: one failing tile (exit 1 expected)
+    plant=(verify --kernel k31_wgmma_cluster --m 2048 --n 2048 --k 512 --plant 1000,1500)
+    echo "$tk ${plant[*]} --png docs/error_map.png" > "$out/error_map.cmd"
+    "$tk" "${plant[@]}" --png "$out/error_map.png" > "$out/error_map.txt" 2>&1
+    summary+=("verify --plant --png: exit $? (1 expected: the planted tile fails)")
+    for f in profile_k31_cublas profile_k10_k11 profile_k03_k04 profile_k05 verify_smem error_map; do
+        echo "=== $f"; cat "$out/$f.txt"; [ -s "$out/$f.err" ] && tail -n 20 "$out/$f.err"
+    done
+    summary+=("then: python3 bench/profile_docs.py --docs docs/seeds.md --readme README.md --coalescing $out/profile_k10_k11.json --occupancy $out/profile_k03_k04.json $out/profile_k05.json --smem $out/verify_smem.txt --error-map $out/error_map.png")
 fi
 for o in fp32 bf16; do
     # the suite's summary: everything after the table

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/plot.py - the shape suites' results: a PNG of every shape's speed
 against cuBLAS, grouped by suite, and a Markdown summary table, from the
-JSON of `tilekit bench --suite`.
+JSON of `tilekit bench --suite`; with --kernels, the seed-kernel
+progression from the JSON of `tilekit bench --kernel all`.
 
     build/tilekit bench --suite all --out fp32 --json out/suite_fp32.json
     build/tilekit bench --suite all --out bf16 --json out/suite_bf16.json
@@ -26,6 +27,19 @@ device, date and command of each run. Every figure comes from the files.
 --kernel picks the rows (default auto, i.e. auto-dispatch: the kernel the
 suite run always times besides cuBLAS). The figures are computed here from
 the results, as the C summary (src/host/lab_suite.c) computes them.
+
+    python3 bench/plot.py --kernels out/bench.json out/bench_nt.json [--png docs/kernels.png]
+
+--kernels: the files are plain bench runs (the README's: every kernel at
+4096^3 and 8192^3, then the seed kernels that take B as N x K with --op-b
+t). The PNG (default docs/kernels.png) has one group of bars per kernel in
+story order (the order of the files' rows: the registry's), one bar per
+problem size, median TFLOP/s; cuBLAS's bars are hatched and its figure at
+each size drawn across as a dashed line; a kernel measured with another
+B layout than the first file's is labelled with it. Each cell is the
+first measured result of the kernel and size in the files' order
+(readme_table.py's rule), so the second file only fills what the first
+could not measure.
 """
 import argparse
 import datetime
@@ -42,7 +56,8 @@ ALL = ("square", "llm", "odd")   # what bench/shapes/all.txt includes
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The README section writer and the error type are readme_table.py's, shared.
-from readme_table import InputError, _write, load_bench, replace_section as _replace_section  # noqa: E402
+from readme_table import InputError, Table, _write, config_of, load_bench  # noqa: E402
+from readme_table import replace_section as _replace_section  # noqa: E402
 
 
 def load_suite(path):
@@ -273,15 +288,89 @@ def plot(datasets, path, kernel="auto", threshold=THRESHOLD):
     plt.close(fig)
 
 
+def kernel_series(datasets):
+    """The kernel plot's data from plain bench files: (kernels in story
+    order, sizes by M*N*K as 'MxNxK', {(kernel, size): TFLOP/s}, {kernel:
+    its configuration where it differs from the first file's, else None})."""
+    if any(r.get("suite") for d in datasets for r in d["results"]):
+        raise InputError("%s: a --suite run; --kernels plots plain `tilekit bench --kernel ...` runs"
+                         % next(d["_path"] for d in datasets if any(r.get("suite") for r in d["results"])))
+    t = Table(datasets)
+    tflops = {}
+    for kernel in t.kernels:
+        for col in t.cols:
+            r = t.result(kernel, col)
+            if r is not None:
+                tflops[(kernel, col)] = float(r["tflops"])
+    kernels = [k for k in t.kernels if any((k, c) in tflops for c in t.cols)]
+    if not kernels:
+        raise InputError("no measured result in %s" % ", ".join(d["_path"] for d in datasets))
+    first = next((config_of(r) for r in datasets[0]["results"] if r["status"] == "ok"), None)
+    other = {}
+    for k in kernels:
+        cfgs = [config_of(t.result(k, c)) for c in t.cols if t.result(k, c) is not None]
+        other[k] = cfgs[0] if cfgs and cfgs[0] != first else None
+    return kernels, t.cols, tflops, other
+
+
+def plot_kernels(datasets, path):
+    """Writes the kernel progression PNG. Imports matplotlib here."""
+    kernels, sizes, tflops, other = kernel_series(datasets)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
+    except ImportError:
+        raise InputError("matplotlib is not installed: cannot draw %s (install it)" % path)
+    fig, ax = plt.subplots(figsize=(14, 5.5))
+    handles = []
+    width = 0.8 / max(len(sizes), 1)
+    colors = ["#4a78b5", "#e0913a", "#5aa469", "#b55a8a"]
+    for j, size in enumerate(sizes):
+        m, n, k = size.split("x")
+        label = ("%s³" % m) if m == n == k else size
+        xs = [i + (j - (len(sizes) - 1) / 2.0) * width for i in range(len(kernels))]
+        ys = [tflops.get((kern, size), 0.0) for kern in kernels]
+        bars = ax.bar(xs, ys, width * 0.95, color=colors[j % len(colors)])
+        handles.append(Patch(color=colors[j % len(colors)], label=label))
+        for kern, bar in zip(kernels, bars):
+            if kern == "cublas":
+                bar.set_hatch("//")
+                bar.set_edgecolor("black")
+        if ("cublas", size) in tflops:
+            handles.append(ax.axhline(tflops[("cublas", size)], color=colors[j % len(colors)], linestyle="--",
+                                      linewidth=1, label="cuBLAS at %s%s" % (label, " (%s)" % other["cublas"]
+                                                                              if other.get("cublas") else "")))
+    names = [k + ("\n(%s)" % other[k] if other[k] else "") for k in kernels]
+    ax.set_xticks(range(len(kernels)))
+    ax.set_xticklabels(names, rotation=60, ha="right", fontsize="small")
+    ax.set_ylabel("TFLOP/s (median, bf16 in, fp32 accumulate)")
+    devs = sorted(set(d["device"].get("name", "?") for d in datasets))
+    flush = "L2 flushed before each sample" if all(d.get("l2_flush", True) for d in datasets) else "hot L2"
+    ax.set_title("tilekit kernels in story order (cuBLAS hatched), %s, %s" % (", ".join(devs), flush))
+    ax.legend(handles=handles, loc="upper center", fontsize="small")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_xlim(-0.6, len(kernels) - 0.4)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def replace_section(text, body, what):
     return _replace_section(text, body, BEGIN, END, what)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    ap = argparse.ArgumentParser(description="Plot and tabulate `tilekit bench --suite` JSON files.")
-    ap.add_argument("suite_json", nargs="+", help="files written by `tilekit bench --suite ... --json`")
-    ap.add_argument("--png", default=os.path.join(ROOT, "docs", "suite.png"), help="the plot (default docs/suite.png)")
+    ap = argparse.ArgumentParser(description="Plot and tabulate `tilekit bench --suite` JSON files; with "
+                                             "--kernels, plot plain bench runs kernel by kernel.")
+    ap.add_argument("suite_json", nargs="+", help="files written by `tilekit bench --suite ... --json` "
+                                                  "(with --kernels: by `tilekit bench --kernel ... --json`)")
+    ap.add_argument("--kernels", action="store_true",
+                    help="the seed-kernel progression: TFLOP/s per kernel in story order, cuBLAS marked")
+    ap.add_argument("--png", help="the plot (default docs/suite.png, with --kernels docs/kernels.png)")
     ap.add_argument("--no-png", action="store_true", help="draw nothing (no matplotlib needed)")
     ap.add_argument("--table", nargs="?", const="-", metavar="FILE",
                     help="print the Markdown summary table (or write it to FILE)")
@@ -291,6 +380,20 @@ def main(argv=None):
                     help="the exact command that produced a file; once per file, in the files' order")
     ap.add_argument("--date", help="the date of the runs (default: from the file, else its modification time)")
     a = ap.parse_args(argv)
+    if a.png is None:
+        a.png = os.path.join(ROOT, "docs", "kernels.png" if a.kernels else "suite.png")
+    if a.kernels:
+        if a.table or a.readme or a.no_png or a.command or a.date or a.kernel != "auto":
+            print("plot: --kernels draws the kernel plot only (no --table, --readme, --no-png, --command, --date, "
+                  "--kernel)", file=sys.stderr)
+            return 2
+        try:
+            plot_kernels([load_bench(p) for p in a.suite_json], a.png)
+        except (InputError, OSError) as e:
+            print("plot: %s" % e, file=sys.stderr)
+            return 1
+        print("plot: wrote %s" % a.png)
+        return 0
     try:
         datasets = [load_suite(p) for p in a.suite_json]
         for d in datasets:

@@ -1,4 +1,5 @@
-/* tilekit - the kernel lab's command line: bench | verify | info | tune | fuzz.
+/* tilekit - the kernel lab's command line: bench | verify | info | tune |
+ * fuzz | profile | launch.
  *
  * Every argument is checked before the GPU is touched, so a bad one exits 2
  * with a message on any machine. Exit 1: a verify or fuzz failure, or a
@@ -7,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,7 +24,10 @@
 #define MAX_LIST 64
 #define TUNE_FILE_DEFAULT "tilekit-tune.txt"
 
-enum { F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32, F_TUNE = 64, F_FUZZ = 128 };
+enum {
+    F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32, F_TUNE = 64, F_FUZZ = 128,
+    F_PROFILE = 256, F_LAUNCH = 512
+};
 
 typedef struct shape { int64_t m, n, k; } shape;
 
@@ -44,16 +49,37 @@ typedef struct opts {
     int out_given;              /* tune: --out given (else both types of C) */
     tk_lab_fuzz_opts fuzz;      /* fuzz: its options (seed, kernels and budget copied in after parsing) */
     int cases_given, case_given, budget_given;
+    int kernel_given;
+    const char *png;            /* verify: --png FILE */
+    int64_t plant_row, plant_col;   /* verify: --plant ROW,COL; row -1: none */
+    int64_t smem_limit;         /* verify: --smem-limit BYTES; 0: none */
+    const char *vs;             /* profile: --vs NAME */
+    int list_metrics;           /* profile: --metrics */
+    int64_t calls;              /* launch: --calls N */
 } opts;
 
 static const char *usage =
-    "usage: tilekit bench|verify|info|tune|fuzz [options]   (tilekit CMD --help for each)\n"
+    "usage: tilekit bench|verify|info|tune|fuzz|profile|launch [options]   (tilekit CMD --help for each)\n"
     "  bench   time kernels (with cuBLAS in the same run) and print a table\n"
     "  verify  check kernels against cuBLAS (every element) and an fp64 CPU reference\n"
     "  info    device properties and each kernel's registers, shared memory, occupancy\n"
     "  tune    time every auto-dispatch candidate on a suite's shapes; write a tune cache\n"
     "  fuzz    seeded random problems on auto-dispatch and every kernel, checked bit for bit\n"
-    "          (integer inputs) or against fp64, with guard bands around C\n";
+    "          (integer inputs) or against fp64, with guard bands around C\n"
+    "  profile one kernel (or two, --vs) under Nsight Compute: tensor pipe, occupancy and its\n"
+    "          limiter, DRAM, caches, coalescing, bank conflicts, stalls, on one screen\n"
+    "  launch  one call of one kernel between cudaProfilerStart and Stop (for a profiler)\n";
+
+/* The problem options but --kernel and --shapes (profile and launch take one kernel, one shape). */
+#define HELP_ONE_PROBLEM                                                                           \
+    "  --m M --n N --k K            problem size (default 8192 each)\n"                           \
+    "  --layout row|col             storage of A, B, C (default row)\n"                           \
+    "  --op-a n|t --op-b n|t        transpose A / B (default n)\n"                                \
+    "  --out fp32|bf16              type of C (default fp32)\n"                                   \
+    "  --alpha X --beta X           C = alpha*op(A)op(B) + beta*C (default 1, 0)\n"               \
+    "  --seed S                     inputs' random seed (default 1)\n"                            \
+    "  --offset E                   start A, B and C E elements (0..7) into their buffers:\n"     \
+    "                               views off the 16-byte alignment\n"
 
 static const char *help_problem =
     "  --kernel NAME[,NAME..]|all   kernels (default all; auto = auto-dispatch)\n"
@@ -106,6 +132,36 @@ static void print_help(const char *cmd)
                "file from another GPU, or a malformed one, is ignored with a warning).\n");
         return;
     }
+    if (!strcmp(cmd, "profile")) {
+        printf("usage: tilekit profile --kernel NAME [--vs NAME] [problem options] [--json FILE]\n"
+               "  --kernel NAME                the kernel to profile (a registry name, cublas or auto)\n"
+               "  --vs NAME                    a second kernel, side by side (e.g. --vs cublas)\n"
+               HELP_ONE_PROBLEM
+               "  --pad                        padded leading dimensions (as bench --pad)\n"
+               "  --json FILE                  also write the figures there\n"
+               "  --metrics                    list the Nsight Compute metrics used, with their meaning, and exit\n"
+               "Runs `tilekit launch` under Nsight Compute (ncu from $NCU, else PATH) with one table of\n"
+               "metrics (src/host/lab_profile.c) and prints one screen: duration, tensor pipe busy,\n"
+               "SM throughput, achieved vs theoretical occupancy and the resource limiting it, registers\n"
+               "and spills, DRAM bytes and bandwidth, L2 and L1 hit rates, sectors per request of\n"
+               "global loads and stores (actual and ideal), shared-memory bank conflicts, the top\n"
+               "stall reasons. One call of each kernel is profiled, after two unprofiled warm-up calls.\n"
+               "exit status: 0 printed, 1 nothing profiled (the kernel refused the problem, no GPU),\n"
+               "2 bad arguments, or ncu missing or without permission to read the GPU's counters\n");
+        return;
+    }
+    if (!strcmp(cmd, "launch")) {
+        printf("usage: tilekit launch --kernel NAME [problem options] [--calls N]\n"
+               "  --kernel NAME                the kernel (a registry name, cublas or auto)\n"
+               HELP_ONE_PROBLEM
+               "  --pad                        padded leading dimensions\n"
+               "  --calls N                    calls in the profiled range (default 1)\n"
+               "Makes the inputs, runs two warm-up calls, then N calls between cudaProfilerStart and\n"
+               "cudaProfilerStop, for a profiler started with --profile-from-start off, e.g.\n"
+               "  ncu --profile-from-start off --set full build/tilekit launch --kernel k31_wgmma_cluster\n"
+               "Prints one line: the kernel's registers, local memory, shared memory and occupancy.\n");
+        return;
+    }
     if (!strcmp(cmd, "bench"))
         printf("usage: tilekit bench [options]\n%s"
                "  --hot                        do not flush L2 before each sample\n"
@@ -127,6 +183,13 @@ static void print_help(const char *cmd)
                "  --no-cublas                  do not run cuBLAS: the fp64 CPU reference alone judges\n"
                "                               (as under compute-sanitizer, bench/sanitize.sh)\n"
                "  --json FILE                  also write the results there\n"
+               "  --png FILE                   also draw the error map (one cell per BM x BN tile, colour =\n"
+               "                               worst relative error, failing tiles outlined) as a PNG;\n"
+               "                               one kernel and one shape\n"
+               "  --plant ROW,COL              lab demonstration: change C(ROW, COL) after the kernel ran,\n"
+               "                               so the maps show one failing tile\n"
+               "  --smem-limit BYTES           model a GPU offering at most BYTES of shared memory per\n"
+               "                               block: kernels needing more are refused before launch\n"
                "exit status: 0 all passed (or skipped), 1 a case failed, 2 bad arguments\n", help_problem);
     else
         printf("usage: tilekit info [--kernel NAME[,NAME..]|all]\n");
@@ -339,9 +402,12 @@ static const struct flag { const char *name; int group, has_val; } flags[] = {
     { "--alpha", F_PROBLEM, 1 }, { "--beta", F_PROBLEM, 1 }, { "--seed", F_PROBLEM | F_FUZZ, 1 },
     { "--hot", F_BENCH, 0 }, { "--no-cublas", F_BENCH | F_VERIFY, 0 }, { "--budget", F_BENCH | F_TUNE | F_FUZZ, 1 },
     { "--suite", F_BENCH | F_TUNE, 1 }, { "--file", F_TUNE, 1 },
-    { "--json", F_FILES | F_FUZZ, 1 }, { "--csv", F_BENCH, 1 }, { "--pad", F_VERIFY | F_BENCH, 0 },
+    { "--json", F_FILES | F_FUZZ, 1 }, { "--csv", F_BENCH, 1 },
+    { "--pad", F_VERIFY | F_BENCH | F_PROFILE | F_LAUNCH, 0 },
     { "--offset", F_PROBLEM, 1 }, { "--cases", F_FUZZ, 1 }, { "--case", F_FUZZ, 1 },
     { "--max-size", F_FUZZ, 1 }, { "--max-volume", F_FUZZ, 1 },
+    { "--png", F_VERIFY, 1 }, { "--plant", F_VERIFY, 1 }, { "--smem-limit", F_VERIFY, 1 },
+    { "--vs", F_PROFILE, 1 }, { "--metrics", F_PROFILE, 0 }, { "--calls", F_LAUNCH, 1 },
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 
@@ -433,6 +499,25 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
         rc = parse_range(name, val, 1, TK_LAB_FUZZ_MAX_SIZE, &o->fuzz.gen.max_size);
     else if (!strcmp(name, "--max-volume"))
         rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.gen.max_volume);
+    else if (!strcmp(name, "--png")) rc = check_writable(name, o->png = val);
+    else if (!strcmp(name, "--plant")) {
+        char *comma = strchr(val, ',');
+        if (!comma)
+            rc = bad("--plant: '%s' is not ROW,COL", val);
+        else {
+            *comma = '\0';
+            rc = parse_range("--plant (ROW)", val, 0, (INT64_C(1) << 24) - 1, &o->plant_row) ||
+                 parse_range("--plant (COL)", comma + 1, 0, (INT64_C(1) << 24) - 1, &o->plant_col);
+        }
+    } else if (!strcmp(name, "--smem-limit"))
+        rc = parse_range(name, val, 1, INT64_C(1) << 31, &o->smem_limit);
+    else if (!strcmp(name, "--vs")) {
+        if (strcmp(val, "auto") && !tk_registry_find(val))
+            rc = bad("--vs: unknown kernel '%s' (see tilekit info)", val);
+        o->vs = val;
+    } else if (!strcmp(name, "--metrics")) o->list_metrics = 1;
+    else if (!strcmp(name, "--calls"))
+        rc = parse_range(name, val, 1, 1000, &o->calls);
     return rc ? 2 : 0;
 }
 
@@ -457,6 +542,35 @@ static int fuzz_args(opts *o)
     return 0;
 }
 
+/* profile and launch: one kernel (--kernel is required, one name) and one
+ * shape. */
+static int one_kernel_args(opts *o)
+{
+    if (o->list_metrics)
+        return 0;
+    if (!o->kernel_given || o->nkernels != 1)
+        return bad("%s: --kernel NAME is required, one kernel (a registry name, cublas or auto)", o->cmd);
+    if (o->nshapes > 1)
+        return bad("--shapes: %s takes one problem", o->cmd);
+    return 0;
+}
+
+/* verify's picture and planted element: one case to draw, a planted
+ * element inside every shape. */
+static int verify_args(const opts *o)
+{
+    if (o->png && (o->nkernels != 1 || o->nshapes != 1))
+        return bad("--png: draws one case: give one --kernel and one shape (got %d kernels, %d shapes)",
+                   o->nkernels, o->nshapes);
+    for (int s = 0; o->plant_row >= 0 && s < o->nshapes; s++)
+        if (o->plant_row >= o->shapes[s].m || o->plant_col >= o->shapes[s].n)
+            return bad("--plant: (%lld, %lld) is outside the %lld x %lld C of %lldx%lldx%lld",
+                       (long long)o->plant_row, (long long)o->plant_col, (long long)o->shapes[s].m,
+                       (long long)o->shapes[s].n, (long long)o->shapes[s].m, (long long)o->shapes[s].n,
+                       (long long)o->shapes[s].k);
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, opts *o)
 {
     int allowed = F_KERNEL;
@@ -464,6 +578,8 @@ static int parse_args(int argc, char **argv, opts *o)
     if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY;
     if (!strcmp(o->cmd, "tune")) allowed = F_TUNE;
     if (!strcmp(o->cmd, "fuzz")) allowed |= F_FUZZ;
+    if (!strcmp(o->cmd, "profile")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_PROFILE;
+    if (!strcmp(o->cmd, "launch")) allowed |= F_SHAPE | F_PROBLEM | F_LAUNCH;
     shape mnk = { 8192, 8192, 8192 };
     const char *clash = NULL;   /* the last option given that --suite excludes */
     int seen[NFLAGS] = { 0 }, kernel_given = 0;
@@ -495,6 +611,34 @@ static int parse_args(int argc, char **argv, opts *o)
         return bad("use either --shapes or --m/--n/--k, not both");
     if (!o->nshapes)
         o->shapes[o->nshapes++] = mnk;
+    o->kernel_given = kernel_given;
+    if (!strcmp(o->cmd, "profile") || !strcmp(o->cmd, "launch"))
+        return one_kernel_args(o);
+    if (!strcmp(o->cmd, "verify"))
+        return verify_args(o);
+    return 0;
+}
+
+/* verify --png: the case's error map as a picture. 0, or 1 after a message. */
+static int draw_map(const char *path, const char *kernel, const tk_lab_case *c, const tk_lab_verify_result *r)
+{
+    if (r->outcome < 0 || r->outcome == 2) {
+        fprintf(stderr, "tilekit verify: --png: nothing drawn: %s\n",
+                r->outcome == 2 ? "the kernel refused the case" : "the case did not run");
+        return 1;
+    }
+    char name[128], title[256];
+    tk_lab_case_name(c, name, sizeof name);
+    snprintf(title, sizeof title, "%s %s", kernel, name);
+    FILE *f = fopen(path, "wb");
+    int bad_write = !f || tk_lab_errmap_png(f, &tk_lab_verify_map_report(r)->tiles, title);
+    if ((f && fclose(f)) || bad_write) {
+        fprintf(stderr, "tilekit verify: cannot write %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    printf("verify: error map drawn in %s (%s)\n", path,
+           tk_lab_verify_map_report(r) == &r->vs_cublas ? "against cuBLAS, every element"
+                                                        : "against the fp64 reference, the checked elements");
     return 0;
 }
 
@@ -507,6 +651,10 @@ static int cmd_verify(const opts *o)
         return 1;
     }
     tk_lab_verify_set_cublas(v, !o->no_cublas);
+    tk_lab_verify_set_plant(v, o->plant_row, o->plant_col);
+    if (o->smem_limit)
+        tk_lab_verify_set_smem_limit(v, (size_t)o->smem_limit);
+    int png_rc = 0;
     FILE *jf = o->json ? fopen(o->json, "w") : NULL;
     if (o->json && !jf)
         fprintf(stderr, "tilekit verify: cannot write %s: %s\n", o->json, strerror(errno));
@@ -522,6 +670,8 @@ static int cmd_verify(const opts *o)
             tk_lab_verify_result r;
             tk_lab_verify_run(v, o->kernels[i], &c, &r);
             tk_lab_verify_print(stdout, o->kernels[i], &c, &r);
+            if (o->png)
+                png_rc = draw_map(o->png, o->kernels[i], &c, &r);
             fflush(stdout);
             passed += r.outcome == 0;
             failed += r.outcome == 1 || r.outcome < 0;
@@ -547,7 +697,7 @@ static int cmd_verify(const opts *o)
     if (skipped)
         printf("verify: %d skipped (the kernel refused the case)\n", skipped);
     printf("verify: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return failed || png_rc ? 1 : 0;
 }
 
 /* fuzz: the run, the failure lines as they come, then the counts. The JSON
@@ -760,6 +910,95 @@ static int cmd_tune(const opts *o)
     return rc;
 }
 
+/* launch: one call of one kernel in a profiled range, then its line. */
+static int cmd_launch(const opts *o)
+{
+    tk_lab_bench_opts bo = { 0 };
+    bo.hot = 1;
+    bo.no_probe = 1;
+    char why[TK_LAB_MSG_LEN];
+    tk_lab_bench *b;
+    if (tk_lab_bench_open(&b, &bo, why, sizeof why)) {
+        fprintf(stderr, "tilekit launch: %s\n", why);
+        return 1;
+    }
+    tk_lab_case c = o->c;
+    c.m = o->shapes[0].m; c.n = o->shapes[0].n; c.k = o->shapes[0].k;
+    tk_lab_bench_row row;
+    tk_lab_kinfo ki;
+    int rc = tk_lab_bench_launch(b, o->kernels[0], &c, o->calls ? (int)o->calls : 1, &row, &ki);
+    if (rc)
+        fprintf(stderr, "tilekit launch: %s: %s\n", o->kernels[0], row.status);
+    else {
+        char line[512];
+        tk_lab_launch_line(line, sizeof line, o->kernels[0], row.chosen[0] ? row.chosen : o->kernels[0], &ki);
+        puts(line);
+    }
+    tk_lab_bench_close(b);
+    return rc ? 1 : 0;
+}
+
+/* profile: each kernel under ncu, then the screen (and the JSON). */
+static int cmd_profile(const opts *o)
+{
+    if (o->list_metrics) {
+        printf("tilekit profile asks Nsight Compute for these metrics (src/host/lab_profile.c):\n");
+        for (int i = 0; i < tk_lab_metric_count(); i++) {
+            const tk_lab_metric *m = tk_lab_metric_at(i);
+            printf("%s\n    %s (JSON key %s)\n", m->ncu, m->meaning, m->key);
+        }
+        return 0;
+    }
+    char ncu[PATH_MAX], self[PATH_MAX], why[8192];
+    if (tk_lab_ncu_find(ncu, sizeof ncu, why, sizeof why))
+        return bad("profile: %s", why);
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        fprintf(stderr, "tilekit profile: cannot find its own program (/proc/self/exe): %s\n", strerror(errno));
+        return 1;
+    }
+    self[len] = '\0';
+    tk_lab_case c = o->c;
+    c.m = o->shapes[0].m; c.n = o->shapes[0].n; c.k = o->shapes[0].k;
+    /* the problem, spelled out for `tilekit launch` */
+    char num[7][40];
+    snprintf(num[0], sizeof num[0], "%lld", (long long)c.m);
+    snprintf(num[1], sizeof num[1], "%lld", (long long)c.n);
+    snprintf(num[2], sizeof num[2], "%lld", (long long)c.k);
+    snprintf(num[3], sizeof num[3], "%.9g", (double)c.alpha);
+    snprintf(num[4], sizeof num[4], "%.9g", (double)c.beta);
+    snprintf(num[5], sizeof num[5], "%llu", (unsigned long long)c.seed);
+    snprintf(num[6], sizeof num[6], "%d", c.offset);
+    const char *args[] = { "--m", num[0], "--n", num[1], "--k", num[2], "--layout",
+                           c.layout == TK_ROW_MAJOR ? "row" : "col", "--op-a", c.op_a == TK_OP_N ? "n" : "t",
+                           "--op-b", c.op_b == TK_OP_N ? "n" : "t", "--out", c.out == TK_F32 ? "fp32" : "bf16",
+                           "--alpha", num[3], "--beta", num[4], "--seed", num[5], "--offset", num[6],
+                           c.pad ? "--pad" : NULL, NULL };
+    const char *names[2] = { o->kernels[0], o->vs };
+    int n = o->vs ? 2 : 1, rc = 0;
+    tk_lab_profile *p = calloc(2, sizeof *p);
+    if (!p) {
+        fprintf(stderr, "tilekit profile: out of host memory\n");
+        return 1;
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        fprintf(stderr, "profile: [%d/%d] %s under %s\n", i + 1, n, names[i], ncu);
+        rc = tk_lab_ncu_profile(ncu, self, names[i], args, &p[i], why, sizeof why);
+        if (rc)
+            fprintf(stderr, "tilekit profile: %s: %s\n", names[i], why);
+    }
+    if (!rc) {
+        tk_lab_profile_print(stdout, &c, p, n);
+        FILE *jf = o->json ? fopen(o->json, "w") : NULL;
+        if (o->json && (!jf || tk_lab_profile_write_json(jf, &c, p, n) | fclose(jf))) {
+            fprintf(stderr, "tilekit profile: cannot write %s: %s\n", o->json, strerror(errno));
+            rc = 1;
+        }
+    }
+    free(p);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -778,8 +1017,9 @@ int main(int argc, char **argv)
     o.cmd = argv[1];
     o.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, 0, 0, 1.0f, 0.0f, TK_F32, 1, 0, 0 };
     tk_lab_fuzz_defaults(&o.fuzz);
+    o.plant_row = -1;
     if (strcmp(o.cmd, "bench") && strcmp(o.cmd, "verify") && strcmp(o.cmd, "info") && strcmp(o.cmd, "tune") &&
-        strcmp(o.cmd, "fuzz")) {
+        strcmp(o.cmd, "fuzz") && strcmp(o.cmd, "profile") && strcmp(o.cmd, "launch")) {
         fprintf(stderr, "tilekit: unknown command '%s'\n%s", o.cmd, usage);
         return 2;
     }
@@ -787,10 +1027,12 @@ int main(int argc, char **argv)
         return 2;
     if (!strcmp(o.cmd, "info"))
         return tk_lab_info(stdout, o.kernels);
-    int rc = !strcmp(o.cmd, "verify") ? cmd_verify(&o)
-             : !strcmp(o.cmd, "tune")   ? cmd_tune(&o)
-             : !strcmp(o.cmd, "fuzz")   ? cmd_fuzz(&o)
-                                        : cmd_bench(&o);
+    int rc = !strcmp(o.cmd, "verify")    ? cmd_verify(&o)
+             : !strcmp(o.cmd, "tune")    ? cmd_tune(&o)
+             : !strcmp(o.cmd, "fuzz")    ? cmd_fuzz(&o)
+             : !strcmp(o.cmd, "profile") ? cmd_profile(&o)
+             : !strcmp(o.cmd, "launch")  ? cmd_launch(&o)
+                                         : cmd_bench(&o);
     free(o.suite_shapes);
     return rc;
 }

@@ -151,9 +151,13 @@ typedef struct tk_lab_map {
     int rows, cols;             /* cells */
     int64_t cell_rows, cell_cols;   /* C elements per cell */
     int64_t row0, col0;         /* C element of cell (0, 0) */
+    int64_t unit_rows, unit_cols;   /* the tile (or warp tile) a cell is a whole number of */
     /* One char per cell, row-major: '.' ok, '0'..'9' = floor(log10(err/tol))
      * capped at 9 ('0' = up to 10x over), 'N' NaN/Inf, ' ' nothing checked. */
     char cell[TK_LAB_MAP_MAX * TK_LAB_MAP_MAX];
+    /* The worst relative error of each cell's checked elements (|d| /
+     * max(|want|, tol), as max_rel); inf for NaN/Inf, -1 nothing checked. */
+    float rel[TK_LAB_MAP_MAX * TK_LAB_MAP_MAX];
 } tk_lab_map;
 
 typedef struct tk_lab_report {
@@ -174,6 +178,41 @@ typedef struct tk_lab_report {
 int tk_lab_compare(const tk_lab_cmp_spec *s, tk_lab_report *r);
 /* The maps (when failed) and the first bad entries, each line led by indent. */
 void tk_lab_report_print(FILE *f, const tk_lab_report *r, const char *indent);
+
+/* ---- the error map as a picture (lab_errmap.c, PNG encoder in lab_png.c) ----
+ * One cell per map cell (a BM x BN tile, or a block of them when the map
+ * merged cells), coloured by the cell's worst relative error on a log scale
+ * (one colour per decade), failing cells (a digit or 'N' in the text map)
+ * outlined, unchecked cells grey; axes numbered in tile coordinates, a title
+ * and the colour key. Pure host code. */
+#define TK_LAB_ERRMAP_DECADES 8     /* colour bins: < 1e-7, 1e-7.., .., 1e-1.., >= 1 */
+
+typedef struct tk_lab_errmap_geom {
+    int width, height;          /* the picture, pixels */
+    int x0, y0;                 /* top-left pixel of cell (0, 0) */
+    int cell;                   /* pixels per cell side (cells are square) */
+    int outline;                /* pixels of a failing cell's outline, inside the cell */
+} tk_lab_errmap_geom;
+
+/* Where everything goes for map m. */
+void tk_lab_errmap_layout(const tk_lab_map *m, tk_lab_errmap_geom *g);
+/* The colour of a cell whose worst relative error is rel (inf: NaN/Inf,
+ * < 0: not checked) and of a failing cell's outline. */
+void tk_lab_errmap_rgb(double rel, unsigned char rgb[3]);
+void tk_lab_errmap_outline_rgb(unsigned char rgb[3]);
+/* Writes the picture of m as a PNG to f, with title (printable ASCII;
+ * letters are drawn upper case, characters the font lacks as blanks) on
+ * top. 0, or -1 on a write error or out of memory. */
+int tk_lab_errmap_png(FILE *f, const tk_lab_map *m, const char *title);
+
+/* ---- PNG (lab_png.c): an 8-bit palette image, zlib stream of stored
+ * (uncompressed) deflate blocks, so no zlib is needed ---- */
+uint32_t tk_lab_crc32(uint32_t crc, const void *data, size_t n);      /* start with crc = 0 */
+uint32_t tk_lab_adler32(uint32_t adler, const void *data, size_t n);  /* start with adler = 1 */
+/* w x h pixels, one palette index per byte, row-major; palette of ncolors
+ * (1..256) RGB triples. 0, or -1 on a write error or out of memory. */
+int tk_lab_png_write(FILE *f, int w, int h, const unsigned char *index, const unsigned char (*palette)[3],
+                     int ncolors);
 
 /* ---- statistics (lab_stats.c) ---- */
 /* Percentile q in [0, 1] of x[0..n), linear interpolation between order
@@ -200,6 +239,8 @@ typedef struct tk_lab_verify_result {
     tk_lab_report cublas_vs_ref;
     int cublas_off;
     int no_cublas;              /* cuBLAS was not run (tk_lab_verify_set_cublas) */
+    int planted;                /* 1: the element (plant_row, plant_col) was changed (tk_lab_verify_set_plant) */
+    int64_t plant_row, plant_col;
 } tk_lab_verify_result;
 
 /* A verify context owns a handle, a stream and the per-shape input cache. */
@@ -209,6 +250,21 @@ void tk_lab_verify_close(tk_lab_verify *v);
  * (under compute-sanitizer's racecheck, cuBLAS's kernels hit a sanitizer
  * internal error); default 1. */
 void tk_lab_verify_set_cublas(tk_lab_verify *v, int on);
+/* A lab demonstration of the error map: from now on, element (row, col) of
+ * each case's C (logical coordinates; cases smaller than that are left
+ * alone) is changed after the kernel ran and before the comparison, by at
+ * least 1 and by more than its own magnitude, so one tile fails. row < 0
+ * turns it off (the default). The result says when it happened. */
+void tk_lab_verify_set_plant(tk_lab_verify *v, int64_t row, int64_t col);
+/* Models a GPU with less shared memory: from now on the context's device
+ * offers at most `bytes` per block (a larger value than the device's own
+ * changes nothing), so a kernel needing more is refused before launch with
+ * the library's own message, as on such a GPU. */
+void tk_lab_verify_set_smem_limit(tk_lab_verify *v, size_t bytes);
+/* The report whose error map stands for the case: the comparison with
+ * cuBLAS (every element) when cuBLAS ran and judged, else the one with the
+ * fp64 reference (sampled elements). */
+const tk_lab_report *tk_lab_verify_map_report(const tk_lab_verify_result *r);
 /* The error-map cells for kernel's C in `layout`, in logical rows x cols:
  * the registry's BM x BN (128 x 128 if unset) and WM x WN (0 = none),
  * swapped for column-major, whose C the kernel sees transposed. */
@@ -228,6 +284,7 @@ typedef struct tk_lab_bench_opts {
     double budget_s;            /* time per case after warm-up (default 2) */
     int min_samples, max_samples;   /* defaults 10, 200 */
     double spread;              /* stop when (p80 - p20) / median <= spread (default 0.01) */
+    int no_probe;               /* 1: skip the DRAM read probe at open (tk_lab_bench_launch's use) */
 } tk_lab_bench_opts;
 
 typedef struct tk_lab_bench_row {
@@ -449,5 +506,129 @@ int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz
 /* Device properties and per-kernel resources; kernels = NULL for all,
  * else a NULL-terminated list of names. Returns 0, or 1 on a CUDA error. */
 int tk_lab_info(FILE *f, const char *const *kernels);
+
+/* What one kernel asks of the device (its cudaFuncAttributes and launch
+ * resources) and the occupancy that follows, as `tilekit info` prints it. */
+typedef struct tk_lab_kinfo {
+    int regs;                   /* registers per thread; -1: unknown (a library call such as cuBLAS) */
+    size_t local_bytes;         /* local memory per thread: spills (and local arrays) */
+    size_t static_smem, dyn_smem;
+    int threads, blocks_per_sm;
+    double occupancy;           /* % of the SM's threads */
+} tk_lab_kinfo;
+
+struct tk_kernel;
+struct tk_device;
+/* k's figures on device d (lab_info.c). 0; 1 for a library call (cuBLAS:
+ * no kernel of ours, ki->regs -1); -1 on a CUDA error (why filled). */
+int tk_lab_kernel_info(const struct tk_kernel *k, const struct tk_device *d, tk_lab_kinfo *ki, char *why,
+                       size_t len);
+
+/* ---- launch (lab_bench.c): one call for an outside profiler ----
+ * After WARMUP unprofiled calls, `calls` calls of kernel on the case between
+ * cudaProfilerStart and cudaProfilerStop, then a synchronize: what ncu
+ * profiles with --profile-from-start off. Fills *ki (regs -1 for cuBLAS)
+ * and row->chosen (kernel "auto"); returns 0, or -1 with row->status
+ * saying why. */
+int tk_lab_bench_launch(tk_lab_bench *b, const char *kernel, const tk_lab_case *c, int calls, tk_lab_bench_row *row,
+                        tk_lab_kinfo *ki);
+
+/* ---- profile (lab_profile.c, lab_ncu.c) ----
+ * `tilekit profile` runs `tilekit launch` under Nsight Compute (ncu) with
+ * the metrics of one table (lab_profile.c, a comment per metric), reads
+ * the CSV ncu prints (--csv --page raw --print-units base: a header row,
+ * a units row, one row per profiled kernel; numbers with thousands
+ * separators) and prints one screen. The parsing, the derived figures, the
+ * screen and the JSON are pure host code, tested on saved ncu output. */
+#define TK_LAB_METRICS 57           /* entries of the table */
+#define TK_LAB_PROF_KERNELS 16      /* profiled kernels kept per call */
+#define TK_LAB_TOP_STALLS 4         /* stall reasons on the screen */
+
+typedef enum tk_lab_metric_unit {
+    TK_LAB_MU_PCT, TK_LAB_MU_NS, TK_LAB_MU_HZ, TK_LAB_MU_BYTES, TK_LAB_MU_BYTES_PER_S, TK_LAB_MU_COUNT,
+    TK_LAB_MU_RATIO
+} tk_lab_metric_unit;
+
+typedef struct tk_lab_metric {
+    const char *ncu;            /* the metric as ncu names it ("dram__bytes_read.sum") */
+    const char *key;            /* its key in profile's JSON ("dram_read_bytes") */
+    tk_lab_metric_unit unit;    /* what the value is in (base units: bytes, ns, Hz) */
+    const char *meaning;        /* what it measures, in a few words (stall reasons: shown on the screen) */
+} tk_lab_metric;
+
+int tk_lab_metric_count(void);
+const tk_lab_metric *tk_lab_metric_at(int i);
+int tk_lab_metric_find(const char *ncu_name);   /* its index, or -1 */
+/* The table's names, comma-separated, for ncu --metrics; the length it
+ * needs (snprintf's convention). */
+size_t tk_lab_metric_list(char *buf, size_t len);
+
+typedef struct tk_lab_prof_kernel {
+    char function[256];         /* ncu's "Kernel Name": "void k31_kernel<0, 1>(k30_params)" */
+    double v[TK_LAB_METRICS];   /* in the table's order; NaN: not reported */
+} tk_lab_prof_kernel;
+
+typedef struct tk_lab_profile {
+    char kernel[64];            /* the registry name asked for ("cublas", "auto") */
+    char ran[96];               /* what `tilekit launch` says ran ("k31_wgmma_cluster"); "" unknown */
+    char device[128];           /* ncu's device__attribute_display_name; "" unknown */
+    int nkernels;               /* profiled kernel launches read (at most TK_LAB_PROF_KERNELS) */
+    int main;                   /* the longest of them: the one the screen shows */
+    tk_lab_prof_kernel k[TK_LAB_PROF_KERNELS];
+    tk_lab_kinfo ki;            /* tilekit's own figures from the launch line; regs -1: none */
+} tk_lab_profile;
+
+/* Reads ncu's output text (the program's own lines, ==PROF== lines and
+ * then the CSV, as ncu prints them to stdout) into p (kernel left as it
+ * is). 0, or -1 with why (no CSV header, a row of the wrong length, no
+ * kernel row). Values in other units than the base ones (Kbyte, usecond,
+ * Mbyte/s, ...) are scaled to base units; "n/a" and the like become NaN. */
+int tk_lab_profile_parse(const char *text, tk_lab_profile *p, char *why, size_t len);
+/* The value of metric ncu_name for p's main kernel; NaN when not reported
+ * or not in the table. */
+double tk_lab_profile_value(const tk_lab_profile *p, const char *ncu_name);
+
+/* Figures computed from a kernel's metrics. */
+typedef struct tk_lab_prof_derived {
+    double occ_achieved, occ_theoretical;   /* % of the SM's warps */
+    int limit_blocks;           /* blocks per SM: the smallest of the launch__occupancy_limit_* */
+    char limiter[96];           /* the resources that allow only that many: "registers, shared memory" */
+    /* global accesses, 32-byte sectors per warp-level request: actual and
+     * ideal (bytes the threads asked for / 32 per request: every sector
+     * touched is used whole); NaN when there were none or ncu gave no bytes */
+    double ld_spr, ld_ideal, st_spr, st_ideal, cp_spr, cp_ideal;
+    double sh_ld_conflict_pct, sh_st_conflict_pct;  /* bank conflicts per shared wavefront, % */
+    int nstalls;
+    int stall[TK_LAB_TOP_STALLS];   /* table indices of the largest stall reasons ("selected" left out) */
+} tk_lab_prof_derived;
+
+void tk_lab_profile_derive(const tk_lab_prof_kernel *k, tk_lab_prof_derived *d);
+/* The screen: the problem (c), then one column per profile (1 or 2), then
+ * the legend. */
+void tk_lab_profile_print(FILE *f, const tk_lab_case *c, const tk_lab_profile *p, int n);
+/* The figures as JSON: problem, then per profile the metrics by key (null
+ * when n/a), the derived figures and tilekit's own. 0, or -1 on a write
+ * error. */
+int tk_lab_profile_write_json(FILE *f, const tk_lab_case *c, const tk_lab_profile *p, int n);
+/* "tilekit launch: kernel K ran R regs .. local_bytes .. static_smem ..
+ * dyn_smem .. threads .. blocks_per_sm .. occupancy ..", the line launch
+ * prints and the parser reads back. */
+void tk_lab_launch_line(char *buf, size_t len, const char *kernel, const char *ran, const tk_lab_kinfo *ki);
+
+/* Running ncu (lab_ncu.c). */
+/* ncu's path: $NCU when set (it must name an executable file), else the
+ * first executable `ncu` on $PATH. 0, or -1 with why: what was looked at
+ * and how to fix it. */
+int tk_lab_ncu_find(char *path, size_t len, char *why, size_t wlen);
+/* Whether ncu's output says it could not profile at all (no permission to
+ * read the GPU's counters, its library not loaded, the profiler not
+ * initialized): 1 with why (the line and the fix), else 0. */
+int tk_lab_ncu_blocked(const char *text, char *why, size_t len);
+/* Runs `ncu ... self launch --kernel KERNEL args...` (args: the problem
+ * options, NULL-terminated) and reads its output into p. Returns 0; 2 when
+ * ncu cannot profile (tk_lab_ncu_blocked) or cannot be run; 1 when it ran
+ * but profiled nothing (why ends with the launch's own output). */
+int tk_lab_ncu_profile(const char *ncu, const char *self, const char *kernel, const char *const *args,
+                       tk_lab_profile *p, char *why, size_t len);
 
 #endif /* TK_LAB_H */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include "internal.h"
 #include "lab.h"
@@ -122,7 +123,7 @@ tk_status tk_lab_bench_open(tk_lab_bench **out, const tk_lab_bench_opts *o, char
     in->flush_bytes = b->flush_bytes;
     in->nvml_mhz = tk_lab_nvml_sm_clock(d->id);
     char bw_why[TK_LAB_MSG_LEN];
-    in->dram_read_gbs = tk_lab_dram_read(d->sm_count, bw_why, sizeof bw_why);
+    in->dram_read_gbs = o->no_probe ? 0 : tk_lab_dram_read(d->sm_count, bw_why, sizeof bw_why);
     *out = b;
     return TK_SUCCESS;
 }
@@ -307,6 +308,61 @@ int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *cin
     }
     if (b->cublas_ms > 0 && same_case(&b->cublas_case, c))
         row->ratio_cublas = b->cublas_ms / row->ms_median;
+    snprintf(row->status, sizeof row->status, "ok");
+    return 0;
+}
+
+int tk_lab_bench_launch(tk_lab_bench *b, const char *kernel, const tk_lab_case *c, int calls, tk_lab_bench_row *row,
+                        tk_lab_kinfo *ki)
+{
+    memset(row, 0, sizeof *row);
+    memset(ki, 0, sizeof *ki);
+    ki->regs = -1;
+    snprintf(row->kernel, sizeof row->kernel, "%s", kernel);
+    row->c = *c;
+    if (ensure_data(b, c, row->status, sizeof row->status))
+        return -1;
+    tk_gemm_problem p;
+    tk_lab_problem(c, b->da, b->db, b->dc, &p);
+    const tk_kernel *k = tk_registry_find(kernel);
+    if (!strcmp(kernel, "auto")) {
+        tk_route r;
+        if (tk_select_route(b->h, &p, &r) == TK_SUCCESS) {
+            tk_route_name(&r, row->chosen, sizeof row->chosen);
+            k = r.k;
+        }
+    }
+    if (tk_kernel_supports(b->h, kernel, &p) != TK_SUCCESS) {
+        snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));
+        return -1;
+    }
+    char why[TK_LAB_MSG_LEN];
+    if (k && tk_lab_kernel_info(k, &b->h->dev, ki, why, sizeof why) < 0) {
+        snprintf(row->status, sizeof row->status, "%s", why);
+        return -1;
+    }
+    /* the first calls load modules, create cuBLAS and the workspaces: outside the range */
+    for (int w = 0; w < WARMUP; w++)
+        if (tk_gemm_ex(b->h, &p, kernel, b->stream) != TK_SUCCESS) {
+            snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));
+            return -1;
+        }
+    cudaError_t e = cudaStreamSynchronize(b->stream);
+    if (!e) e = cudaProfilerStart();
+    for (int i = 0; i < calls && !e; i++)
+        if (tk_gemm_ex(b->h, &p, kernel, b->stream) != TK_SUCCESS) {
+            snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));
+            cudaProfilerStop();
+            return -1;
+        }
+    if (!e) e = cudaStreamSynchronize(b->stream);
+    cudaError_t e2 = cudaProfilerStop();
+    if (!e) e = e2;
+    if (e) {
+        snprintf(row->status, sizeof row->status, "CUDA: %s", cudaGetErrorString(e));
+        cudaGetLastError();
+        return -1;
+    }
     snprintf(row->status, sizeof row->status, "ok");
     return 0;
 }

@@ -82,11 +82,22 @@ static double elem_ratio(const elem *e)
     return d == 0.0 ? 0.0 : e->tol > 0.0 ? d / e->tol : INFINITY;
 }
 
-/* A map under construction: the worst ratio seen per cell (-1: none). */
+/* The relative error of an element as max_rel counts it: |d| / max(|want|,
+ * tol); inf for NaN/Inf on either side. */
+static double elem_rel(const elem *e)
+{
+    if (!isfinite(e->got) || !isfinite(e->want))
+        return INFINITY;
+    return fabs(e->got - e->want) / fmax(fabs(e->want), e->tol > 0.0 ? e->tol : 1e-300);
+}
+
+/* A map under construction: the worst ratio and relative error seen per
+ * cell (-1: none). */
 typedef struct map_acc {
     tk_lab_map *map;
     int64_t rows_total, cols_total;
     double worst[TK_LAB_MAP_MAX * TK_LAB_MAP_MAX];
+    double rel[TK_LAB_MAP_MAX * TK_LAB_MAP_MAX];
 } map_acc;
 
 /* Covers rows x cols elements from (row0, col0) with cells of cr x cc,
@@ -103,21 +114,25 @@ static void map_init(map_acc *a, tk_lab_map *m, int64_t row0, int64_t col0, int6
     m->cols = (int)((cols + m->cell_cols - 1) / m->cell_cols);
     m->row0 = row0;
     m->col0 = col0;
+    m->unit_rows = cr;
+    m->unit_cols = cc;
     a->map = m;
     a->rows_total = rows;
     a->cols_total = cols;
     for (int c = 0; c < TK_LAB_MAP_MAX * TK_LAB_MAP_MAX; c++)
-        a->worst[c] = -1.0;
+        a->worst[c] = a->rel[c] = -1.0;
 }
 
-static void map_add(map_acc *a, int64_t i, int64_t j, double ratio)
+static void map_add(map_acc *a, int64_t i, int64_t j, double ratio, double rel)
 {
     int64_t r = i - a->map->row0, c = j - a->map->col0;
     if (r < 0 || c < 0 || r >= a->rows_total || c >= a->cols_total)
         return;
-    double *w = &a->worst[(r / a->map->cell_rows) * a->map->cols + c / a->map->cell_cols];
-    if (ratio > *w)
-        *w = ratio;
+    int64_t at = (r / a->map->cell_rows) * a->map->cols + c / a->map->cell_cols;
+    if (ratio > a->worst[at])
+        a->worst[at] = ratio;
+    if (rel > a->rel[at])
+        a->rel[at] = rel;
 }
 
 static void map_finish(map_acc *a)
@@ -134,6 +149,7 @@ static void map_finish(map_acc *a)
             ch = (char)('0' + (l > 9.0 ? 9 : (int)l));
         }
         a->map->cell[c] = ch;
+        a->map->rel[c] = (float)a->rel[c];
     }
 }
 
@@ -144,10 +160,8 @@ static void account(tk_lab_report *r, const elem *e, double *sxy, double *sxx)
     if (!isfinite(e->got) || !isfinite(e->want))
         r->nonfinite++;
     else {
-        double d = fabs(e->got - e->want);
-        double rel = d / fmax(fabs(e->want), e->tol > 0.0 ? e->tol : 1e-300);
-        r->max_abs = fmax(r->max_abs, d);
-        r->max_rel = fmax(r->max_rel, rel);
+        r->max_abs = fmax(r->max_abs, fabs(e->got - e->want));
+        r->max_rel = fmax(r->max_rel, elem_rel(e));
         *sxy += e->got * e->want;
         *sxx += e->got * e->got + e->want * e->want;
     }
@@ -186,13 +200,13 @@ static void *part_run(void *arg)
             for (int64_t q = 0; q < inner; q++) {
                 elem_full(s, row ? o : q, row ? q : o, &e);
                 account(&p->r, &e, &p->sxy, &p->sxx);
-                map_add(&p->tiles, e.i, e.j, elem_ratio(&e));
+                map_add(&p->tiles, e.i, e.j, elem_ratio(&e), elem_rel(&e));
             }
     } else {
         for (int64_t t = p->lo; t < p->hi; t++) {
             elem_point(s, (size_t)t, &e);
             account(&p->r, &e, &p->sxy, &p->sxx);
-            map_add(&p->tiles, e.i, e.j, elem_ratio(&e));
+            map_add(&p->tiles, e.i, e.j, elem_ratio(&e), elem_rel(&e));
         }
     }
     return NULL;
@@ -217,8 +231,10 @@ static void part_merge(part *p, const part *q)
         r->bad[r->nbad++] = x->bad[b];
     p->sxy += q->sxy;
     p->sxx += q->sxx;
-    for (int c = 0; c < TK_LAB_MAP_MAX * TK_LAB_MAP_MAX; c++)
+    for (int c = 0; c < TK_LAB_MAP_MAX * TK_LAB_MAP_MAX; c++) {
         p->tiles.worst[c] = fmax(p->tiles.worst[c], q->tiles.worst[c]);
+        p->tiles.rel[c] = fmax(p->tiles.rel[c], q->tiles.rel[c]);
+    }
 }
 
 int tk_lab_compare(const tk_lab_cmp_spec *s, tk_lab_report *r)
@@ -275,12 +291,12 @@ int tk_lab_compare(const tk_lab_cmp_spec *s, tk_lab_report *r)
         for (int64_t i = r0; i < r0 + tr && i < s->m; i++)
             for (int64_t j = c0; j < c0 + tc && j < s->n; j++) {
                 elem_full(s, i, j, &e);
-                map_add(&warps, i, j, elem_ratio(&e));
+                map_add(&warps, i, j, elem_ratio(&e), elem_rel(&e));
             }
     } else {
         for (size_t t = 0; t < s->npts; t++) {
             elem_point(s, t, &e);
-            map_add(&warps, e.i, e.j, elem_ratio(&e));
+            map_add(&warps, e.i, e.j, elem_ratio(&e), elem_rel(&e));
         }
     }
     map_finish(&warps);

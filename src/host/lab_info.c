@@ -46,6 +46,39 @@ static void print_device(FILE *f, const tk_device *d)
                 tk_lab_flop_per_clk(d->sm), d->clock_khz / 1000);
 }
 
+int tk_lab_kernel_info(const tk_kernel *k, const tk_device *d, tk_lab_kinfo *ki, char *why, size_t len)
+{
+    memset(ki, 0, sizeof *ki);
+    ki->regs = -1;
+    tk_resources r;
+    k->resources(NULL, d, &r);
+    if (!r.func)
+        return 1;
+    tk_func_attrs fa;
+    if (tk_func_attrs_get(r.func, &fa, why, len))
+        return -1;
+    cudaError_t e = cudaSuccess;
+    if (r.dyn_smem > 0)
+        e = cudaFuncSetAttribute(r.func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)r.dyn_smem);
+    int blocks = 0;
+    if (!e)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, r.func, r.threads, r.dyn_smem);
+    if (e) {
+        snprintf(why, len, "%s", cudaGetErrorString(e));
+        cudaGetLastError();
+        return -1;
+    }
+    int warps = (r.threads + 31) / 32;
+    ki->regs = fa.num_regs;
+    ki->local_bytes = fa.local_bytes;
+    ki->static_smem = fa.static_smem;
+    ki->dyn_smem = r.dyn_smem;
+    ki->threads = r.threads;
+    ki->blocks_per_sm = blocks;
+    ki->occupancy = 100.0 * blocks * warps * 32 / d->max_threads_per_sm;
+    return 0;
+}
+
 /* One kernel's row; returns 1 on a CUDA error. */
 static int print_kernel(FILE *f, const tk_kernel *k, const tk_device *d)
 {
@@ -54,33 +87,19 @@ static int print_kernel(FILE *f, const tk_kernel *k, const tk_device *d)
         fprintf(f, "needs sm_%d\n", k->min_sm);
         return 0;
     }
-    tk_resources r;
-    k->resources(NULL, d, &r);
-    if (!r.func) {
+    tk_lab_kinfo ki;
+    char why[TK_MSG_LEN];
+    int st = tk_lab_kernel_info(k, d, &ki, why, sizeof why);
+    if (st > 0) {
         fprintf(f, "library (resources chosen by the library)\n");
         return 0;
     }
-    tk_func_attrs fa;
-    char why[TK_MSG_LEN];
-    if (tk_func_attrs_get(r.func, &fa, why, sizeof why)) {
+    if (st < 0) {
         fprintf(f, "%s\n", why);
         return 1;
     }
-    cudaError_t e = cudaSuccess;
-    if (r.dyn_smem > 0)
-        e = cudaFuncSetAttribute(r.func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)r.dyn_smem);
-    int blocks = 0;
-    if (!e)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, r.func, r.threads, r.dyn_smem);
-    if (e) {
-        fprintf(f, "%s\n", cudaGetErrorString(e));
-        cudaGetLastError();
-        return 1;
-    }
-    int warps = (r.threads + 31) / 32;
-    double occ = 100.0 * blocks * warps * 32 / d->max_threads_per_sm;
-    fprintf(f, "%5d %8zu %11zu %9zu %8d %10d %8.0f%%\n", fa.num_regs, fa.local_bytes, fa.static_smem, r.dyn_smem,
-            r.threads, blocks, occ);
+    fprintf(f, "%5d %8zu %11zu %9zu %8d %10d %8.0f%%\n", ki.regs, ki.local_bytes, ki.static_smem, ki.dyn_smem,
+            ki.threads, ki.blocks_per_sm, ki.occupancy);
     return 0;
 }
 

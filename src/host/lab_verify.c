@@ -30,11 +30,29 @@ struct tk_lab_verify {
     int64_t *prow, *pcol;
     double *pwant, *ps;
     int no_cublas;              /* tk_lab_verify_set_cublas(v, 0): the fp64 reference alone */
+    int64_t plant_row, plant_col;   /* tk_lab_verify_set_plant; row < 0: none */
 };
 
 void tk_lab_verify_set_cublas(tk_lab_verify *v, int on)
 {
     v->no_cublas = !on;
+}
+
+void tk_lab_verify_set_plant(tk_lab_verify *v, int64_t row, int64_t col)
+{
+    v->plant_row = row < 0 || col < 0 ? -1 : row;
+    v->plant_col = col;
+}
+
+void tk_lab_verify_set_smem_limit(tk_lab_verify *v, size_t bytes)
+{
+    if (bytes < v->h->dev.smem_per_block_optin)
+        v->h->dev.smem_per_block_optin = bytes;
+}
+
+const tk_lab_report *tk_lab_verify_map_report(const tk_lab_verify_result *r)
+{
+    return r->no_cublas || r->cublas_off ? &r->vs_ref : &r->vs_cublas;
 }
 
 tk_status tk_lab_verify_open(tk_lab_verify **out, char *why, size_t len)
@@ -45,6 +63,7 @@ tk_status tk_lab_verify_open(tk_lab_verify **out, char *why, size_t len)
         snprintf(why, len, "out of host memory");
         return TK_ERR_ALLOC;
     }
+    v->plant_row = -1;
     tk_status st = tk_create(&v->h);
     if (st == TK_SUCCESS && !v->h->have_device)
         st = TK_ERR_NO_DEVICE;
@@ -208,8 +227,25 @@ static int pick_points(tk_lab_verify *v, const tk_lab_case *c, int tr, int tc, s
         v->prow[t] = (int64_t)(tk_lab_mix64(++ctr) % (uint64_t)c->m);
         v->pcol[t] = (int64_t)(tk_lab_mix64(++ctr) % (uint64_t)c->n);
     }
+    if (v->plant_row >= 0 && v->plant_row < c->m && v->plant_col < c->n) {
+        v->prow[t - 1] = v->plant_row;      /* the planted element is among the checked ones */
+        v->pcol[t - 1] = v->plant_col;
+    }
     *np = t;
     return 0;
+}
+
+/* verify --plant: element (i, j) of C moves by at least 1 and by more than
+ * its own magnitude (x -> x + 1 + |x|), so its relative error exceeds 1. */
+static void plant(const tk_lab_case *c, void *hc, int64_t ldc, int64_t i, int64_t j)
+{
+    int64_t at = tk_lab_index(c->layout, ldc, i, j);
+    double x = tk_lab_load(hc, c->out, at);
+    double y = x + 1.0 + fabs(x);
+    if (c->out == TK_F32)
+        ((float *)hc)[at] = (float)y;
+    else
+        ((uint16_t *)hc)[at] = tk_lab_f32_to_bf16((float)y);
 }
 
 void tk_lab_map_dims(const char *kernel, tk_layout layout, int *tile_rows, int *tile_cols, int *warp_rows,
@@ -313,6 +349,12 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
         set_err(r, -1, "running the case", cudaGetErrorString(e));
         return;
     }
+    if (v->plant_row >= 0 && v->plant_row < c->m && v->plant_col < c->n) {
+        plant(c, hgot, p.ldc, v->plant_row, v->plant_col);
+        r->planted = 1;
+        r->plant_row = v->plant_row;
+        r->plant_col = v->plant_col;
+    }
 
     tk_lab_cmp_spec s = { 0 };
     s.layout = c->layout;
@@ -388,6 +430,9 @@ void tk_lab_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, cons
              (long long)r->vs_ref.checked);
     print_summary(f, what, &r->vs_ref);
     fputc('\n', f);
+    if (r->planted)
+        fprintf(f, "  planted (verify --plant, a lab demonstration): C(%lld, %lld) was changed after the kernel ran\n",
+                (long long)r->plant_row, (long long)r->plant_col);
     if (r->pad_writes) {
         tk_gemm_problem p;
         tk_lab_problem(c, NULL, NULL, NULL, &p);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
@@ -108,6 +109,34 @@ static void test_bad_arguments_exit_2(void)
         { "fuzz --json /no/such/dir/f.json", "--json: cannot create '/no/such/dir/f.json'" },
         { "verify --cases 5", "--cases" },
         { "bench --max-size 5", "--max-size" },
+        { "profile", "--kernel NAME is required" },
+        { "profile --kernel all", "one kernel" },
+        { "profile --kernel k31_wgmma_cluster,cublas", "one kernel" },
+        { "profile --kernel nope", "nope" },
+        { "profile --kernel cublas --vs nope", "--vs: unknown kernel 'nope'" },
+        { "profile --kernel cublas --vs", "missing value" },
+        { "profile --kernel cublas --shapes 8x8x8,16x16x16", "--shapes: profile takes one problem" },
+        { "profile --kernel cublas --hot", "--hot" },
+        { "profile --kernel cublas --png x.png", "--png" },
+        { "profile --kernel cublas --json /nonexistent/dir/p.json", "--json: cannot create" },
+        { "profile --kernel cublas --calls 2", "--calls" },
+        { "launch", "--kernel NAME is required" },
+        { "launch --kernel cublas --calls 0", "--calls" },
+        { "launch --kernel cublas --calls 1001", "--calls" },
+        { "launch --kernel cublas --vs k01_naive", "--vs" },
+        { "launch --kernel cublas --json x.json", "--json" },
+        { "verify --png x.png", "--png: draws one case" },
+        { "verify --png x.png --kernel cublas --shapes 8x8x8,16x16x16", "--png: draws one case" },
+        { "verify --png /nonexistent/dir/x.png --kernel cublas", "--png: cannot create" },
+        { "bench --png x.png", "--png" },
+        { "verify --plant 5", "--plant: '5' is not ROW,COL" },
+        { "verify --plant a,1", "--plant (ROW)" },
+        { "verify --plant 1,-1", "--plant (COL)" },
+        { "verify --plant 100,0 --m 64 --n 64 --k 64", "--plant: (100, 0) is outside the 64 x 64 C" },
+        { "verify --plant 0,64 --shapes 128x128x8,64x64x8", "outside the 64 x 64 C" },
+        { "verify --smem-limit 0", "--smem-limit" },
+        { "verify --smem-limit lots", "--smem-limit" },
+        { "bench --smem-limit 1024", "--smem-limit" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_exit_2(".", cases[i].args, cases[i].says);
@@ -232,7 +261,8 @@ static void test_bad_suite_file_exit_2(void)
 static void test_help_exits_0(void)
 {
     static const char *const args[] = { "--help", "bench --help", "verify --help", "info --help",
-                                         "bench --m 64 --help", "tune --help", "fuzz --help" };
+                                         "bench --m 64 --help", "tune --help", "fuzz --help", "profile --help",
+                                         "launch --help" };
     char out[4096];
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         int rc = run(args[i], out, sizeof out);
@@ -244,6 +274,14 @@ static void test_help_exits_0(void)
     CHECK(rc == 0 && strstr(out, "--suite") != NULL, "'tilekit bench --help' does not document --suite: %s", out);
     rc = run("--help", out, sizeof out);
     CHECK(rc == 0 && strstr(out, "fuzz") != NULL, "'tilekit --help' does not list fuzz: %s", out);
+    rc = run("verify --help", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "--png FILE") && strstr(out, "--plant ROW,COL") && strstr(out, "--smem-limit"),
+          "'tilekit verify --help' does not document --png, --plant and --smem-limit: %s", out);
+    rc = run("profile --help", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "--vs NAME") && strstr(out, "NCU"), "'tilekit profile --help': %s", out);
+    rc = run("--help", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "profile") && strstr(out, "launch"), "'tilekit --help' lacks profile, launch: %s",
+          out);
     rc = run("fuzz --help", out, sizeof out);
     CHECK(rc == 0 && strstr(out, "--case I") && strstr(out, "--budget") && strstr(out, "--max-size"),
           "'tilekit fuzz --help' does not document --case, --budget and --max-size: %s", out);
@@ -261,6 +299,153 @@ static void test_fuzz_without_gpu_fails_cleanly(void)
         return;
     }
     CHECK(rc == 1 && strstr(out, "TK_ERR_NO_DEVICE") != NULL, "'tilekit fuzz' without a GPU exited %d: %s", rc, out);
+}
+
+/* ---- profile: ncu missing, refused, failing, and a fake ncu replaying saved output ---- */
+
+/* Runs `env ENV cli args` (ENV: variable settings, -u NAME to unset). */
+static int run_env(const char *env, const char *args, char *out, size_t len)
+{
+    char cmd[4 * PATH_MAX + 1024];
+    snprintf(cmd, sizeof cmd, "env %s '%s' %s 2>&1", env, cli, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Writes an executable shell script `dir/name` with the given body. */
+static int write_script(const char *dir, const char *name, const char *body)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "#!/bin/sh\n%s", body);
+    fclose(f);
+    return chmod(path, 0755);
+}
+
+static void test_profile_without_ncu(void)
+{
+    char out[8192], empty[] = "/tmp/tk_cli_empty_XXXXXX";
+    if (!mkdtemp(empty)) {
+        CHECK(0, "mkdtemp failed");
+        return;
+    }
+    char env[PATH_MAX + 64];
+    /* not on PATH, NCU unset */
+    snprintf(env, sizeof env, "-u NCU PATH=%s", empty);
+    int rc = run_env(env, "profile --kernel k31_wgmma_cluster --vs cublas --m 4096 --n 4096 --k 4096", out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "ncu was not found") && strstr(out, "PATH") && strstr(out, "NCU=/path/to/ncu"),
+          "no ncu: exit %d: %s", rc, out);
+    /* NCU naming nothing, or a directory */
+    rc = run_env("NCU=/nonexistent/ncu", "profile --kernel cublas", out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "NCU is '/nonexistent/ncu', which is not an executable file"), "bad NCU: %d: %s",
+          rc, out);
+    snprintf(env, sizeof env, "NCU=%s", empty);
+    rc = run_env(env, "profile --kernel cublas", out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "not an executable file"), "NCU a directory: %d: %s", rc, out);
+    /* an `ncu` on PATH that is not executable does not count */
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/ncu", empty);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    snprintf(env, sizeof env, "-u NCU PATH=%s", empty);
+    rc = run_env(env, "profile --kernel cublas", out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "ncu was not found"), "non-executable ncu on PATH: %d: %s", rc, out);
+    unlink(path);
+    rmdir(empty);
+}
+
+/* Fake ncu scripts: refusals of the counters, a profiled nothing, and
+ * saved H100 output (the fixtures) with the launch line before it. */
+static void test_profile_with_fake_ncu(void)
+{
+    char dir[] = "/tmp/tk_cli_ncu_XXXXXX", fixtures[PATH_MAX], body[4 * PATH_MAX], env[2 * PATH_MAX], out[16384];
+    if (!mkdtemp(dir) || !realpath("tests/host/fixtures", fixtures)) {
+        CHECK(0, "mkdtemp or the fixtures (run from the repository root) failed");
+        return;
+    }
+    snprintf(env, sizeof env, "-u NCU PATH=%s:/usr/bin:/bin", dir);
+    /* no permission to read the counters: exit 2 with the fix */
+    write_script(dir, "ncu", "echo '==PROF== Connected to process 1'\n"
+                             "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA "
+                             "GPU Performance Counters on the target device 0.'\nexit 1\n");
+    int rc = run_env(env, "profile --kernel k31_wgmma_cluster", out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "ERR_NVGPUCTRPERM - The user does not have permission") &&
+              strstr(out, "NVreg_RestrictProfilingToAdminUsers=0") && strstr(out, "sudo"),
+          "permission: exit %d: %s", rc, out);
+    write_script(dir, "ncu", "echo '==ERROR== Failed to initialize the profiler: LibraryNotLoaded'\nexit 1\n");
+    rc = run_env(env, "profile --kernel k31_wgmma_cluster", out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "could not start profiling") && strstr(out, "LibraryNotLoaded"),
+          "library not loaded: exit %d: %s", rc, out);
+    /* ncu ran, the launch refused the problem: exit 1 with the launch's words */
+    write_script(dir, "ncu", "echo '==PROF== Connected to process 1'\n"
+                             "echo 'tilekit launch: k10_4w_128x128_k32: op_b N is not supported' >&2\n"
+                             "echo '==PROF== Disconnected from process 1'\n"
+                             "echo '==WARNING== No kernels were profiled.'\nexit 1\n");
+    rc = run_env(env, "profile --kernel k10_4w_128x128_k32", out, sizeof out);
+    CHECK(rc == 1 && strstr(out, "op_b N is not supported") && strstr(out, "No kernels were profiled"),
+          "nothing profiled: exit %d: %s", rc, out);
+    /* saved output: the screen, the JSON, and what ncu was asked to run */
+    snprintf(body, sizeof body,
+             "echo \"$@\" > %s/args\n"
+             "case \"$*\" in\n"
+             "  *k11*) f=ncu_k11_4w_128x128_kunroll4.csv; r=204 ;;\n"
+             "  *k10*) f=ncu_k10_4w_128x128_k32.csv; r=198 ;;\n"
+             "  *k31*) f=ncu_k31_wgmma_cluster.csv; r=168 ;;\n"
+             "  *) f=ncu_cublas.csv; r=-1 ;;\n"
+             "esac\n"
+             "echo \"tilekit launch: kernel x regs $r local_bytes 0 static_smem 0 dyn_smem 0 threads 128 "
+             "blocks_per_sm 2 occupancy 12.5 ran saved\"\n"
+             "cat %s/$f\n",
+             dir, fixtures);
+    write_script(dir, "ncu", body);
+    char json[64], args[4096];
+    snprintf(json, sizeof json, "%s/p.json", dir);
+    snprintf(args, sizeof args, "profile --kernel k10_4w_128x128_k32 --vs k11_4w_128x128_kunroll4 --m 2048 --n 2048 "
+                                "--k 2048 --op-b t --json %s", json);
+    rc = run_env(env, args, out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "k10_kernel") && strstr(out, "k11_kernel") && strstr(out, "16.00 (ideal") &&
+              strstr(out, "registers, shared memory: 2/SM") && strstr(out, "0 B"),
+          "saved k10 vs k11: exit %d: %s", rc, out);
+    char got[8192] = "";
+    snprintf(body, sizeof body, "%s/args", dir);
+    FILE *f = fopen(body, "r");
+    size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+    got[n] = '\0';
+    if (f)
+        fclose(f);
+    static const char *const asked[] = { "--csv", "--page raw", "--print-units base", "--profile-from-start off",
+                                         "gpu__time_duration.sum,", "launch --kernel k11_4w_128x128_kunroll4",
+                                         "--m 2048 --n 2048 --k 2048", "--op-b t", "--seed 1" };
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++)
+        CHECK(strstr(got, asked[i]) != NULL, "ncu was not given '%s': %s", asked[i], got);
+    f = fopen(json, "r");
+    n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+    got[n] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(strstr(got, "\"tool\":\"tilekit profile\"") && strstr(got, "\"kernel\":\"k11_4w_128x128_kunroll4\"") &&
+              strstr(got, "\"tilekit\":{\"regs\":204"),
+          "the JSON: %.600s", got);
+    /* NCU instead of PATH, cuBLAS beside k31 */
+    snprintf(env, sizeof env, "PATH=/usr/bin:/bin NCU=%s/ncu", dir);
+    rc = run_env(env, "profile --kernel k31_wgmma_cluster --vs cublas --m 4096 --n 4096 --k 4096", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "k31_kernel<0, 1>") && strstr(out, "nvjet_sm90") && strstr(out, "barrier 8.58") &&
+              strstr(out, "- (a library's kernel)"),
+          "saved k31 vs cublas: exit %d: %s", rc, out);
+    unlink(json);
+    unlink(body);
+    snprintf(body, sizeof body, "%s/ncu", dir);
+    unlink(body);
+    rmdir(dir);
 }
 
 void tk_tests(void)
@@ -281,4 +466,6 @@ void tk_tests(void)
     TK_TEST(test_bad_suite_file_exit_2);
     TK_TEST(test_help_exits_0);
     TK_TEST(test_fuzz_without_gpu_fails_cleanly);
+    TK_TEST(test_profile_without_ncu);
+    TK_TEST(test_profile_with_fake_ncu);
 }

@@ -192,3 +192,68 @@ def test_real_readme_has_markers():
     with open(os.path.join(ROOT, "README.md")) as f:
         text = f.read()
     assert text.count(pl.BEGIN) == 1 and text.count(pl.END) == 1 and text.index(pl.BEGIN) < text.index(pl.END)
+
+
+# --kernels: plain bench runs, the main one and the --op-b t one (made-up figures)
+def bench_file(rows, op_b="n"):
+    results = []
+    for kernel, m, tflops, status in rows:
+        ok = status == "ok"
+        results.append({"kernel": kernel, "m": m, "n": m, "k": m, "layout": "row", "op_a": "n", "op_b": op_b,
+                        "out": "fp32", "alpha": 1, "beta": 0, "pad": 0, "samples": 10 if ok else 0,
+                        "ms_min": 1.0 if ok else None, "ms_median": 1.0 if ok else None, "ms_p20": None,
+                        "ms_p80": None, "tflops": tflops if ok else None, "pct_peak": None,
+                        "ratio_cublas": None, "status": status})
+    return {"tool": "tilekit bench", "version": "0.1.0",
+            "device": {"name": "Fake GPU", "sm": 90, "sm_count": 132, "clock_mhz": 1980, "l2_bytes": 52428800},
+            "peak_tflops": 1070.5, "l2_flush": True, "results": results}
+
+
+MAIN = bench_file([("cublas", 4096, 700.0, "ok"), ("k01_naive", 4096, 5.0, "ok"),
+                   ("k10_4w_128x128_k32", 4096, None, "op_b N is not supported"), ("k30_wgmma_tma", 4096, 690.0, "ok"),
+                   ("cublas", 8192, 750.0, "ok"), ("k01_naive", 8192, 4.0, "ok"),
+                   ("k10_4w_128x128_k32", 8192, None, "op_b N is not supported"),
+                   ("k30_wgmma_tma", 8192, 760.0, "ok")])
+NT = bench_file([("cublas", 4096, 690.0, "ok"), ("k10_4w_128x128_k32", 4096, 60.0, "ok"),
+                 ("cublas", 8192, 740.0, "ok"), ("k10_4w_128x128_k32", 8192, 65.0, "ok")], op_b="t")
+
+
+def test_kernel_series():
+    main, nt = dict(MAIN, _path="bench.json"), dict(NT, _path="bench_nt.json")
+    kernels, sizes, tflops, other = pl.kernel_series([main, nt])
+    # story order is the files' row order; the NT file only fills what the main one could not measure
+    assert kernels == ["cublas", "k01_naive", "k10_4w_128x128_k32", "k30_wgmma_tma"], kernels
+    assert sizes == ["4096x4096x4096", "8192x8192x8192"], sizes
+    assert tflops[("cublas", "4096x4096x4096")] == 700.0 and tflops[("k30_wgmma_tma", "8192x8192x8192")] == 760.0
+    assert tflops[("k10_4w_128x128_k32", "8192x8192x8192")] == 65.0
+    assert other["k10_4w_128x128_k32"] == "row NT fp32" and other["cublas"] is None and other["k01_naive"] is None
+    # a kernel never measured is left out
+    only_refused = dict(bench_file([("k10_4w_128x128_k32", 4096, None, "refused"), ("cublas", 4096, 1.0, "ok")]),
+                        _path="x.json")
+    assert pl.kernel_series([only_refused])[0] == ["cublas"]
+
+
+def test_kernels_refusals():
+    st, _, _, err, _ = run_in_tmp(["--kernels", "DIR/fp32.json", "--png", "DIR/k.png"])
+    assert st == 1 and "--suite run" in err, err
+    st, _, _, err, _ = run_in_tmp(["--kernels", "DIR/main.json", "--table"], files={"main.json": MAIN})
+    assert st == 2 and "--kernels draws the kernel plot only" in err, err
+    empty = bench_file([("k10_4w_128x128_k32", 4096, None, "refused")])
+    st, _, _, err, _ = run_in_tmp(["--kernels", "DIR/e.json", "--png", "DIR/k.png"], files={"e.json": empty})
+    assert st == 1 and "no measured result" in err, err
+
+
+def test_kernels_png():
+    args = ["--kernels", "DIR/main.json", "DIR/nt.json", "--png", "DIR/docs/kernels.png"]
+    files = {"main.json": MAIN, "nt.json": NT}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("skip test_plot.test_kernels_png: matplotlib is not installed (the PNG is not checked)")
+        st, _, _, err, listing = run_in_tmp(args, files=files)
+        assert st == 1 and "matplotlib" in err and os.path.join("docs", "kernels.png") not in listing, err
+        return
+    st, _, out, err, listing = run_in_tmp(args, files=files)
+    assert st == 0 and "kernels.png" in out, err
+    png = listing.get(os.path.join("docs", "kernels.png"))
+    assert png and png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000, len(png or b"")
