@@ -90,6 +90,8 @@ def num(x, spec=".1f", suffix=""):
 def spr(d, what):
     """'16.00 (ideal 16.00)' for a kind of access ('global_ld', ...)."""
     x, ideal = d.get(what + "_sectors_per_request"), d.get(what + "_sectors_per_request_ideal")
+    if ideal is not None and ideal <= 0:
+        ideal = None   # no bytes counted for that access (older JSON): no ideal
     if x is None:
         return "-"
     return "%.2f (ideal %s)" % (x, "n/a" if ideal is None else "%.2f" % ideal)
@@ -103,6 +105,8 @@ def verdict(q):
     """One sentence on how far a kernel's global loads are from the ideal."""
     d = q["derived"]
     x, ideal = d.get("global_ld_sectors_per_request"), d.get("global_ld_sectors_per_request_ideal")
+    if ideal is not None and ideal <= 0:
+        ideal = None
     name = "`%s`" % q["kernel"]
     if x is None:
         cp = d.get("cp_async_sectors_per_request")

@@ -400,11 +400,14 @@ void tk_lab_profile_derive(const tk_lab_prof_kernel *k, tk_lab_prof_derived *d)
             snprintf(d->limiter + at, sizeof d->limiter - at, "%s%s", at ? ", " : "", limit[i].what);
         }
     d->ld_spr = ratio(v[M_LD_SECTORS], v[M_LD_REQUESTS]);
-    d->ld_ideal = ratio(v[M_LD_BYTES] / 32.0, v[M_LD_REQUESTS]);
+    /* No bytes asked for under requests that touched sectors: ncu did not
+     * count that access's bytes (k11's cp.async.cg copies, counted as loads
+     * on the H100), so there is no ideal, not an ideal of 0. */
+    d->ld_ideal = v[M_LD_BYTES] > 0 ? ratio(v[M_LD_BYTES] / 32.0, v[M_LD_REQUESTS]) : NAN;
     d->st_spr = ratio(v[M_ST_SECTORS], v[M_ST_REQUESTS]);
-    d->st_ideal = ratio(v[M_ST_BYTES] / 32.0, v[M_ST_REQUESTS]);
+    d->st_ideal = v[M_ST_BYTES] > 0 ? ratio(v[M_ST_BYTES] / 32.0, v[M_ST_REQUESTS]) : NAN;
     d->cp_spr = ratio(v[M_CP_SECTORS], v[M_CP_REQUESTS]);
-    d->cp_ideal = ratio(v[M_CP_BYTES] / 32.0, v[M_CP_REQUESTS]);
+    d->cp_ideal = v[M_CP_BYTES] > 0 ? ratio(v[M_CP_BYTES] / 32.0, v[M_CP_REQUESTS]) : NAN;
     d->sh_ld_conflict_pct = 100.0 * ratio(v[M_SH_LD_CONFLICTS], v[M_SH_LD_WAVEFRONTS]);
     d->sh_st_conflict_pct = 100.0 * ratio(v[M_SH_ST_CONFLICTS], v[M_SH_ST_WAVEFRONTS]);
     /* the largest stall reasons, "selected" (issuing) left out */
