@@ -19,10 +19,17 @@
 #include "host/kernel.h"
 
 #define K40_WARPS 4                    /* warps per CTA, 16 weight rows each */
-#define K40_ROWS (16 * K40_WARPS)      /* weight rows per CTA */
+#ifndef K40_WK
+#define K40_WK 4                       /* warps per 16-row slab, splitting its k-range (1, 2, 4) */
+#endif
+/* Weight rows per CTA: K40_WARPS / wk slabs of 16. */
+static inline int64_t k40_rows(int wk)
+{
+    return 16 * (K40_WARPS / wk);
+}
 #define K40_CHUNK 32                   /* k per chunk: 8 bf16 (16 bytes) per lane, 4 lanes per row */
-#ifndef K40_MIN_SPLIT_CHUNKS
-#define K40_MIN_SPLIT_CHUNKS 4         /* a split covers at least 4 chunks (128 k) */
+#ifndef K40_MIN_WARP_CHUNKS
+#define K40_MIN_WARP_CHUNKS 8          /* a split gives each warp at least 8 chunks (256 k) */
 #endif
 #define K40_MAX_SPLITS 64
 #define K40_MAX_CTAS_PER_SM 3          /* resident at once by the launch bounds (NJ 8: 3, else 4) */
@@ -35,6 +42,7 @@ typedef struct k40_plan {
     int swap;                          /* 1: tokens are N (B's rows), weights are A's rows */
     int64_t r, t, k;                   /* weight rows, tokens, K */
     int nj;                            /* n8 fragments per CTA: tokens per CTA = 8 * nj */
+    int wk;                            /* warps per 16-row slab, splitting its k-range */
     int64_t rowblocks;                 /* grid.x: ceil(r / 64) */
     int splits;                        /* grid.y */
     int64_t tokblocks;                 /* grid.z: ceil(t / (8 * nj)) */
@@ -92,12 +100,21 @@ static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40
     p->t = p->swap ? a->n : a->m;
     p->k = a->k;
     p->nj = k40_nj_for(p->t);
-    p->rowblocks = (p->r + K40_ROWS - 1) / K40_ROWS;
     p->tokblocks = (p->t + 8 * p->nj - 1) / (8 * p->nj);
     p->chunks = (p->k + K40_CHUNK - 1) / K40_CHUNK;
+    /* Four warps on a slab's k-range (16 rows a CTA): 4 times the CTAs of
+     * one warp a slab, without the cross-CTA reduction a split needs (1 x
+     * 768 x 768 6.9 us against 7.8; 1 x 4096 x 4096 18.9 against 20.3).
+     * Not where one warp a slab already fills the GPU and K is short
+     * (under 2 steps a warp): 1 x 50257 x 768 took 39.9 us so, 35.9 with
+     * one warp a slab (docs/NOTES.md, session 6). */
+    const int u1 = K40_U(p->nj, k40_aligned(a));
+    const int64_t groups1 = (p->r + k40_rows(1) - 1) / k40_rows(1) * p->tokblocks;
+    p->wk = groups1 >= (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) && p->chunks < 8LL * u1 ? 1 : K40_WK;
+    p->rowblocks = (p->r + k40_rows(p->wk) - 1) / k40_rows(p->wk);
     const int64_t groups = p->rowblocks * p->tokblocks;
     int64_t s = (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) / groups;
-    const int64_t s_k = p->chunks / K40_MIN_SPLIT_CHUNKS;
+    const int64_t s_k = p->chunks / ((int64_t)K40_MIN_WARP_CHUNKS * p->wk);
     if (s > s_k)
         s = s_k;
     if (s > K40_MAX_SPLITS)
@@ -105,10 +122,10 @@ static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40
     if (s < 1)
         s = 1;
     /* Round up to the split count that gives the same number of U-chunk
-     * steps per split with no split left one step longer (1 x 3072 x 768:
-     * 24 chunks in 5 splits take 2 steps in some, in 6 splits 1 each), as
+     * steps per warp with no warp left one step longer (24 chunks in 5
+     * splits of one warp each take 2 steps in some, in 6 splits 1 each), as
      * long as every CTA stays resident (K40_MAX_CTAS_PER_SM). */
-    const int u = K40_U(p->nj, k40_aligned(a));
+    const int64_t u = (int64_t)u1 * p->wk;
     const int64_t steps = p->chunks / (s * u);
     if (s > 1 && steps >= 1) {
         const int64_t s_up = (p->chunks + steps * u - 1) / (steps * u);

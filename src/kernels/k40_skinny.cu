@@ -20,8 +20,9 @@
  *  - U chunks (U * 1 KB of weights per warp) are loaded before the first is
  *    used; with 16-20 warps per SM that keeps ~64 KB per SM in flight, more
  *    than DRAM latency x bandwidth / SMs (~20 KB on the H100).
- *  - Weights are loaded with the streaming hint (__ldcs, read once); the
- *    tokens with __ldg (the CTA's four warps read the same token chunk).
+ *  - Weights are loaded with ld.global.nc.L1::no_allocate.L2::128B (read
+ *    once; L2 fetches the whole line, whose other half the lane group reads
+ *    next); the tokens with __ldg.
  *  - K split over grid.y where R / 64 row blocks alone would leave SMs idle
  *    (k40_plan.h); the other splits' partial sums go to the workspace and
  *    the last split of a row block adds them to its own in split order:
@@ -30,18 +31,23 @@
  *    otherwise (ALIGNED = 0) and on the K edge; any M, N, K (rows and tokens
  *    past the edges are predicated off).
  *
- * Configuration: 4 warps (128 threads), 64 weight rows x 8 * NJ tokens per
- * CTA, NJ in 1, 2, 4, 8 (T <= 8, 16, 32, 64; larger T takes more token
- * blocks on grid.z and re-reads the weights), U = 4, 4, 2, 1 chunks per
- * step (2, 2, 1, 1 with element loads). A stored M x K and B stored N x K (op_a N, op_b T: torch's
- * F.linear); the transposed layouts go to the other kernels.
- * Figure (H100, fp32 C, cuBLAS in the same run, the better of two runs' medians;
- * docs/NOTES.md session 6): 1 x 4096 x 4096 NT 20.0 us against cuBLAS's
- * 21.9 (1.09x; k34 24.0-24.6), 1 x 4096 x 14336 50.8 / 55.0 (1.08x, 76% of the
- * DRAM read rate), 16 x 6144 x 4096 1.03x; the GPT-2 widths stay below
- * (1 x 3072 x 768 9.7 / 7.8 us, 0.81x): a few microseconds of fixed cost.
+ * Configuration: 4 warps (128 threads); each 16-row slab of weights is
+ * read by wk warps splitting its k-range and meeting in shared memory (wk
+ * = 4: 16 rows a CTA, four times the CTAs of one warp a slab, without a
+ * cross-CTA reduction; wk = 1, 64 rows a CTA, where that already fills the
+ * GPU and K is short; k40_plan.h); 8 * NJ tokens per CTA, NJ in 1, 2, 4, 8
+ * (T <= 8, 16, 32, 64; larger T takes more token blocks on grid.z and
+ * re-reads the weights), U = 4, 4, 2, 1 chunks per step (2, 2, 1, 1 with
+ * element loads). A stored M x K and B stored N x K (op_a N, op_b T:
+ * torch's F.linear); the transposed layouts go to the other kernels.
+ * Figure (H100, fp32 C, cuBLAS in the same run, the better of two runs'
+ * medians; docs/NOTES.md session 6): 1 x 4096 x 4096 NT 19.0 us against
+ * cuBLAS's 21.9 (1.15x; k34 24.0-24.6), 1 x 4096 x 14336 50.0 / 54.7
+ * (1.09x), 16 x 6144 x 4096 25.8 / 28.6 (1.11x), 1 x 768 x 768 6.9 / 6.7
+ * (0.96x), 16 x 3072 x 768 9.3 / 7.9 (0.85x): the GPT-2 widths keep a
+ * microsecond or two of fixed cost.
  * Reproduce: build/tilekit bench --kernel k40_skinny --op-b t --shapes
- * 1x4096x4096,1x4096x14336,16x6144x4096,1x3072x768
+ * 1x4096x4096,1x4096x14336,16x6144x4096,1x768x768,16x3072x768
  *
  * Templates: NJ sizes the register arrays of the fragments and U the load
  * batch, which must be compile-time constants to stay in registers; C
@@ -68,6 +74,7 @@ typedef struct k40_params {
     int64_t ldc_t, ldc_r;              /* C element (token t, row r) at c + t * ldc_t + r * ldc_r */
     int64_t r, t, k, chunks;
     int splits;
+    int wk;                            /* warps per 16-row slab (1, 2, 4), splitting its k-range */
     tk_dtype c_type;
     float alpha, beta;
     uint32_t *flag;                    /* one per (group, split): seq once that split's partial is stored */
@@ -155,7 +162,10 @@ static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kerne
 {
     constexpr int U = K40_U(NJ, ALIGNED);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
-    const int64_t r0 = (int64_t)blockIdx.x * K40_ROWS + warp * 16;
+    /* wk warps share each 16-row slab, splitting its k-range; the CTA has
+     * K40_WARPS / wk slabs. */
+    const int wk = p.wk, kw = warp % wk;
+    const int64_t r0 = (int64_t)blockIdx.x * (16 * (K40_WARPS / wk)) + (warp / wk) * 16;   /* k40_rows(wk) */
     const int64_t t0 = (int64_t)blockIdx.z * (8 * NJ);
     const uint16_t *wl_row = r0 + g < p.r ? p.w + (r0 + g) * p.ldw : NULL;
     const uint16_t *wh_row = r0 + g + 8 < p.r ? p.w + (r0 + g + 8) * p.ldw : NULL;
@@ -164,8 +174,9 @@ static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kerne
     for (int j = 0; j < NJ; j++)
         x_row[j] = t0 + 8 * j + g < p.t ? p.x + (t0 + 8 * j + g) * p.ldx : NULL;
 
-    const int64_t c0 = (int64_t)blockIdx.y * p.chunks / p.splits;
-    const int64_t c1 = (int64_t)(blockIdx.y + 1) * p.chunks / p.splits;
+    const int64_t s0 = (int64_t)blockIdx.y * p.chunks / p.splits;
+    const int64_t s1 = (int64_t)(blockIdx.y + 1) * p.chunks / p.splits;
+    const int64_t c0 = s0 + (s1 - s0) * kw / wk, c1 = s0 + (s1 - s0) * (kw + 1) / wk;
     const int64_t c_full = c1 < p.k / K40_CHUNK ? c1 : p.k / K40_CHUNK;   /* chunks inside K */
     float acc[NJ][4];
 #pragma unroll
@@ -186,15 +197,36 @@ static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kerne
         k40_mma_chunk<NJ>(acc, k40_load8_edge(wl_row, k, p.k), k40_load8_edge(wh_row, k, p.k), xv);
     }
 
+    /* The warps of a slab meet in shared memory; the first adds the
+     * others' sums in k order and goes on alone. */
+    __shared__ float red[K40_WARPS][NJ][4][32];
+    if (wk > 1) {
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                red[warp][j][e][lane] = acc[j][e];
+        __syncthreads();
+        if (kw == 0)
+            for (int q = 1; q < wk; q++)
+#pragma unroll
+                for (int j = 0; j < NJ; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[j][e] += red[warp + q][j][e][lane];
+    }
+    const bool active = kw == 0;
+
     if (p.splits > 1) {
         const int64_t group = (int64_t)blockIdx.z * gridDim.x + blockIdx.x;
         const float4 *first = p.part + (size_t)(group * p.splits) * (NJ * K40_THREADS) + threadIdx.x;
         if (blockIdx.y + 1 < (unsigned)p.splits) {
             /* Not the last split: store the partial sum, publish it. */
             float4 *slot = p.part + (size_t)(group * p.splits + blockIdx.y) * (NJ * K40_THREADS) + threadIdx.x;
+            if (active)
 #pragma unroll
-            for (int j = 0; j < NJ; j++)
-                __stcg(slot + j * K40_THREADS, make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
+                for (int j = 0; j < NJ; j++)
+                    __stcg(slot + j * K40_THREADS, make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
             __threadfence();
             __syncthreads();
             if (threadIdx.x == 0)
@@ -219,7 +251,7 @@ static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kerne
         /* RB slots' loads in flight at once, then added in split order:
          * one L2 round trip per RB splits, not per split. */
         constexpr int RB = NJ >= 8 ? 1 : 8 / NJ;
-        for (int s0 = 0; s0 + 1 < p.splits; s0 += RB) {
+        for (int s0 = 0; active && s0 + 1 < p.splits; s0 += RB) {
             float4 v[RB][NJ];
 #pragma unroll
             for (int u = 0; u < RB; u++)
@@ -253,7 +285,7 @@ static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kerne
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int64_t row = r0 + g + (e >= 2 ? 8 : 0), tok = t0 + 8 * j + 2 * t4 + (e & 1);
-            if (row < p.r && tok < p.t)
+            if (active && row < p.r && tok < p.t)
                 tk_epilogue_store(p.c, tok * p.ldc_t + row * p.ldc_r, p.c_type, acc[j][e], p.alpha, p.beta);
         }
     }
@@ -359,6 +391,7 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     p.k = pl.k;
     p.chunks = pl.chunks;
     p.splits = pl.splits;
+    p.wk = pl.wk;
     p.c_type = a->c_type;
     p.alpha = a->alpha;
     p.beta = a->beta;
@@ -389,14 +422,14 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
 static int k40_rank(const tk_args *a, const tk_device *dev)
 {
     const int64_t t = a->m < a->n ? a->m : a->n, r = a->m < a->n ? a->n : a->m;
-    const int64_t rowblocks = (r + K40_ROWS - 1) / K40_ROWS;
-    return t <= K40_AUTO_MAX_T && (rowblocks <= 4LL * dev->sm_count || a->k <= 1024) ? 40 : 1;
+    const int64_t slabs64 = (r + 63) / 64;
+    return t <= K40_AUTO_MAX_T && (slabs64 <= 8LL * dev->sm_count || a->k <= 1024) ? 40 : 1;
 }
 
 extern "C" const tk_kernel tk_kernel_k40_skinny = {
     "k40_skinny",
     "skinny/decode (min(M, N) <= 64): weights streamed through registers as mma.sync m16n8k16 A fragments, tokens "
     "as n8, split-K with a fixed-order reduction (op_a N, op_b T)",
-    80, 16, K40_ROWS, 16, 16, 1,
+    80, 16, 16, 16, 16, 1,
     k40_supports, k40_resources, k40_launch, k40_workspace, k40_rank,
 };

@@ -31,18 +31,18 @@ static void test_plan_table(void)
         int64_t m, n, k;
         int swap; int64_t r, t; int nj; int64_t rowblocks, tokblocks; int splits;
     } cases[] = {
-        { 1, 4096, 4096, 0, 4096, 1, 1, 64, 1, 4 },        /* 2 x 132 CTAs / 64 row blocks */
-        { 16, 4096, 14336, 0, 4096, 16, 2, 64, 1, 4 },
-        { 4096, 1, 4096, 1, 4096, 1, 1, 64, 1, 4 },        /* N is the token side: C stored transposed */
-        { 16, 152064, 3584, 0, 152064, 16, 2, 2376, 1, 1 }, /* enough row blocks: no split */
-        { 1, 768, 768, 0, 768, 1, 1, 12, 1, 6 },           /* 24 chunks: at most 6 splits of 4 */
-        { 1, 768, 3072, 0, 768, 1, 1, 12, 1, 24 },     /* 22 rounded up: 4 chunks each */
-        { 9, 1000, 3000, 0, 1000, 9, 2, 16, 1, 24 },
-        { 17, 1000, 3000, 0, 1000, 17, 4, 16, 1, 24 },
-        { 33, 1000, 3000, 0, 1000, 33, 8, 16, 1, 19 },
-        { 65, 1000, 3000, 0, 1000, 65, 8, 16, 2, 9 },     /* two token blocks of 64 */
+        { 1, 4096, 4096, 0, 4096, 1, 1, 256, 1, 1 },       /* 256 slabs of 16 rows: enough CTAs, no split */
+        { 16, 4096, 14336, 0, 4096, 16, 2, 256, 1, 1 },
+        { 4096, 1, 4096, 1, 4096, 1, 1, 256, 1, 1 },        /* N is the token side: C stored transposed */
+        { 16, 152064, 3584, 0, 152064, 16, 2, 9504, 1, 1 }, /* enough row blocks: no split */
+        { 1, 768, 768, 0, 768, 1, 1, 48, 1, 1 },           /* 24 chunks: 6 a warp, too few to split */
+        { 1, 768, 3072, 0, 768, 1, 1, 48, 1, 3 },      /* 8 chunks a warp */
+        { 9, 1000, 3000, 0, 1000, 9, 2, 63, 1, 3 },     /* 2 rounded up: 94 chunks, 2 steps a warp */
+        { 17, 1000, 3000, 0, 1000, 17, 4, 63, 1, 3 },
+        { 33, 1000, 3000, 0, 1000, 33, 8, 63, 1, 3 },
+        { 65, 1000, 3000, 0, 1000, 65, 8, 63, 2, 3 },     /* two token blocks of 64 */
         { 3, 5, 1, 0, 5, 3, 1, 1, 1, 1 },                  /* K = 1: one chunk */
-        { 1, 64, 1000000, 0, 64, 1, 1, 1, 1, 64 },         /* capped at 64 splits */
+        { 1, 64, 1000000, 0, 64, 1, 1, 4, 1, 64 },         /* capped at 64 splits */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, TK_OP_N, TK_OP_T);
@@ -64,8 +64,26 @@ static void test_plan_table(void)
     }
 }
 
-/* Over a grid of shapes: every split has at least K40_MIN_SPLIT_CHUNKS
- * chunks, every CTA of a split grid is resident at once, the grid fits CUDA's
+/* Four warps a 16-row slab, except where one warp a slab already gives
+ * enough CTAs and K is short. */
+static void test_plan_slab_warps(void)
+{
+    static const struct { int64_t m, n, k; int wk; int64_t rowblocks; } cases[] = {
+        { 1, 4096, 4096, 4, 256 }, { 1, 768, 768, 4, 48 }, { 16, 28672, 4096, 4, 1792 },
+        { 1, 50257, 768, 1, 786 }, { 8, 50257, 4096, 4, 3142 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, TK_OP_N, TK_OP_T);
+        k40_plan p;
+        k40_make_plan(&a, 132, (size_t)-1, &p);
+        CHECK(p.wk == cases[i].wk && p.rowblocks == cases[i].rowblocks, "%lld x %lld x %lld: wk %d rowblocks %lld, "
+              "expected %d %lld", (long long)a.m, (long long)a.n, (long long)a.k, p.wk, (long long)p.rowblocks,
+              cases[i].wk, (long long)cases[i].rowblocks);
+    }
+}
+
+/* Over a grid of shapes: a split leaves every warp at least one full
+ * U-chunk step, every CTA of a split grid is resident at once, the grid fits CUDA's
  * limits, and with less workspace than the
  * plan wants the launch runs unsplit. */
 static void test_plan_properties(void)
@@ -82,8 +100,8 @@ static void test_plan_properties(void)
                 k40_make_plan(&a, 132, (size_t)-1, &p);
                 int ok = p.splits >= 1 && p.splits <= K40_MAX_SPLITS && p.tokblocks <= 65535 &&
                          (p.splits == 1 || p.rowblocks * p.tokblocks * p.splits <= K40_MAX_CTAS_PER_SM * 132) &&
-                         (p.splits == 1 || p.chunks / p.splits >= K40_MIN_SPLIT_CHUNKS) &&
-                         p.rowblocks * K40_ROWS >= p.r && p.tokblocks * 8 * p.nj >= p.t &&
+                         (p.splits == 1 || p.chunks / ((int64_t)p.splits * p.wk) >= K40_U(p.nj, k40_aligned(&a))) &&
+                         p.rowblocks * k40_rows(p.wk) >= p.r && p.tokblocks * 8 * p.nj >= p.t &&
                          p.t == (ms[i] < ns[j] ? ms[i] : ns[j]) && (p.splits > 1) == (p.ws_bytes > 0);
                 if (p.splits > 1) {
                     k40_plan q;
@@ -129,6 +147,8 @@ static void test_dispatch_table(void)
         { 16, 4096, 14336, TK_OP_N, TK_OP_T, "k40_skinny" },
         { 1, 152064, 3584, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* long stream: k34's TMA ring */
         { 16, 50257, 768, TK_OP_N, TK_OP_T, "k40_skinny" },        /* many row blocks, short K */
+        { 16, 37888, 3584, TK_OP_N, TK_OP_T, "k40_skinny" },       /* 592 slabs of 64 rows */
+        { 1, 128256, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },
         { 8, 28672, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },
         { 4096, 8, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },   /* small N: the swapped form */
         { 17, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },
@@ -178,6 +198,7 @@ void tk_tests(void)
 {
     TK_TEST(test_plan_table);
     TK_TEST(test_plan_properties);
+    TK_TEST(test_plan_slab_warps);
     TK_TEST(test_dispatch_table);
     TK_TEST(test_supports);
 }
