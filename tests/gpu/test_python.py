@@ -9,13 +9,13 @@ Prints "N passed, N failed" last; exits non-zero on any failure.
 """
 import os
 import sys
-import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import torch      # noqa: E402
 import tilekit    # noqa: E402
+from gpu_runner import run_tests  # noqa: E402 (tests/gpu is sys.path[0])
 
 DEV = torch.device("cuda")
 KERNELS = [None, "cublas", "k01_naive"]   # None: auto-dispatch
@@ -262,25 +262,8 @@ def test_misaligned():
 
 
 def main():
-    pattern = sys.argv[1] if len(sys.argv) > 1 else None
     torch.manual_seed(0)
-    passed = failed = 0
-    for name, fn in list(globals().items()):
-        if not name.startswith("test_") or not callable(fn) or (pattern and pattern not in name):
-            continue
-        try:
-            fn()
-        except Exception:
-            failed += 1
-            print("FAIL %s" % name)
-            for line in traceback.format_exc().rstrip().splitlines():
-                print("    " + line)
-        else:
-            passed += 1
-            print("ok   %s" % name)
-        sys.stdout.flush()
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return run_tests(globals(), sys.argv)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ Prints "N passed, N failed" last; exits non-zero on any failure.
 import copy
 import os
 import sys
-import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if not os.environ.get("TILEKIT_TEST_INSTALLED"):
@@ -22,6 +21,7 @@ if not os.environ.get("TILEKIT_TEST_INSTALLED"):
 import torch      # noqa: E402
 import tilekit    # noqa: E402
 import tilekit.nn  # noqa: E402
+from gpu_runner import run_tests  # noqa: E402 (tests/gpu is sys.path[0])
 
 DEV = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -357,27 +357,10 @@ def test_dlpack_torch():
 
 
 def main():
-    pattern = sys.argv[1] if len(sys.argv) > 1 else None
     torch.manual_seed(0)
     print("tilekit %s from %s (backend: %s), torch %s" % (tilekit.__version__, os.path.dirname(tilekit.__file__),
                                                           tilekit.backend(), torch.__version__))
-    passed = failed = 0
-    for name, fn in list(globals().items()):
-        if not name.startswith("test_") or not callable(fn) or (pattern and pattern not in name):
-            continue
-        try:
-            fn()
-        except Exception:
-            failed += 1
-            print("FAIL %s" % name)
-            for line in traceback.format_exc().rstrip().splitlines():
-                print("    " + line)
-        else:
-            passed += 1
-            print("ok   %s" % name)
-        sys.stdout.flush()
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return run_tests(globals(), sys.argv)
 
 
 if __name__ == "__main__":

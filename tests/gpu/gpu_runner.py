@@ -1,0 +1,27 @@
+"""The Python GPU tests' runner: every test_* function of a module, in
+definition order, filtered by a substring (argv[1]); prints ok/FAIL lines
+with the traceback, then the "N passed, N failed" line run_gpu.sh reads.
+Returns the exit status."""
+import sys
+import traceback
+
+
+def run_tests(namespace, argv):
+    pattern = argv[1] if len(argv) > 1 else None
+    passed = failed = 0
+    for name, fn in list(namespace.items()):
+        if not name.startswith("test_") or not callable(fn) or (pattern and pattern not in name):
+            continue
+        try:
+            fn()
+        except Exception:
+            failed += 1
+            print("FAIL %s" % name)
+            for line in traceback.format_exc().rstrip().splitlines():
+                print("    " + line)
+        else:
+            passed += 1
+            print("ok   %s" % name)
+        sys.stdout.flush()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
