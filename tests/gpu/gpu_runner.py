@@ -1,7 +1,7 @@
-"""The Python GPU tests' runner: every test_* function of a module, in
-definition order, filtered by a substring (argv[1]); prints ok/FAIL lines
-with the traceback, then the "N passed, N failed" line run_gpu.sh reads.
-Returns the exit status."""
+"""The Python GPU tests' shared pieces: raises(), and the runner (every
+test_* function of a module, in definition order, filtered by a substring,
+argv[1]; ok/FAIL lines with the traceback, then the "N passed, N failed"
+line run_gpu.sh reads)."""
 import sys
 import traceback
 
@@ -25,3 +25,17 @@ def run_tests(namespace, argv):
         sys.stdout.flush()
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
+
+
+def raises(exc, fn, *args, match=(), **kw):
+    """fn(*args, **kw) must raise exc whose message contains each of match;
+    returns the exception."""
+    try:
+        fn(*args, **kw)
+    except exc as e:
+        for m in ((match,) if isinstance(match, str) else match):
+            assert m in str(e), "message %r lacks %r" % (str(e), m)
+        return e
+    except Exception as e:
+        raise AssertionError("expected %s, got %s: %s" % (exc.__name__, type(e).__name__, e)) from e
+    raise AssertionError("expected %s, nothing raised" % exc.__name__)

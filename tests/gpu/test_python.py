@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import torch      # noqa: E402
 import tilekit    # noqa: E402
-from gpu_runner import run_tests  # noqa: E402 (tests/gpu is sys.path[0])
+from gpu_runner import raises, run_tests  # noqa: E402 (tests/gpu is on sys.path)
 
 DEV = torch.device("cuda")
 KERNELS = [None, "cublas", "k01_naive"]   # None: auto-dispatch
@@ -46,18 +46,6 @@ def assert_close(C, ref, label):
 
 def nan_like(shape, dtype):
     return torch.full(shape, float("nan"), dtype=dtype, device=DEV)
-
-
-def raises(exc, fn, *args, match=(), **kw):
-    try:
-        fn(*args, **kw)
-    except exc as e:
-        for m in ((match,) if isinstance(match, str) else match):
-            assert m in str(e), "message %r lacks %r" % (str(e), m)
-        return e
-    except Exception as e:
-        raise AssertionError("expected %s, got %s: %s" % (exc.__name__, type(e).__name__, e)) from e
-    raise AssertionError("expected %s, nothing raised" % exc.__name__)
 
 
 # ---- correctness ----

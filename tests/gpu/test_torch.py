@@ -21,7 +21,7 @@ if not os.environ.get("TILEKIT_TEST_INSTALLED"):
 import torch      # noqa: E402
 import tilekit    # noqa: E402
 import tilekit.nn  # noqa: E402
-from gpu_runner import run_tests  # noqa: E402 (tests/gpu is sys.path[0])
+from gpu_runner import raises, run_tests  # noqa: E402 (tests/gpu is on sys.path)
 
 DEV = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -48,18 +48,6 @@ def rel(x, ref):
 def close(x, ref, tol, label):
     e = rel(x, ref)
     assert e < tol, "%s: relative error %.3e > %.0e" % (label, e, tol)
-
-
-def raises(exc, fn, *args, match=(), **kw):
-    try:
-        fn(*args, **kw)
-    except exc as e:
-        for m in ((match,) if isinstance(match, str) else match):
-            assert m in str(e), "message %r lacks %r" % (str(e), m)
-        return e
-    except Exception as e:
-        raise AssertionError("expected %s, got %s: %s" % (exc.__name__, type(e).__name__, e)) from e
-    raise AssertionError("expected %s, nothing raised" % exc.__name__)
 
 
 class Counting:
