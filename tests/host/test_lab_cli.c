@@ -12,12 +12,10 @@
 
 static char cli[PATH_MAX];
 
-/* Runs `cli args` in directory dir, returns its exit status; its output
- * goes to out. */
-static int run_in(const char *dir, const char *args, char *out, size_t len)
+/* Runs the shell command cmd, returns its exit status; its output goes to
+ * out. */
+static int run_cmd(const char *cmd, char *out, size_t len)
 {
-    char cmd[2 * PATH_MAX + 512];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", dir, cli, args);
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;
@@ -25,6 +23,14 @@ static int run_in(const char *dir, const char *args, char *out, size_t len)
     out[n] = '\0';
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs `cli args` in directory dir. */
+static int run_in(const char *dir, const char *args, char *out, size_t len)
+{
+    char cmd[2 * PATH_MAX + 512];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", dir, cli, args);
+    return run_cmd(cmd, out, len);
 }
 
 static int run(const char *args, char *out, size_t len) { return run_in(".", args, out, len); }
@@ -308,13 +314,7 @@ static int run_env(const char *env, const char *args, char *out, size_t len)
 {
     char cmd[4 * PATH_MAX + 1024];
     snprintf(cmd, sizeof cmd, "env %s '%s' %s 2>&1", env, cli, args);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_cmd(cmd, out, len);
 }
 
 /* Writes an executable shell script `dir/name` with the given body. */
