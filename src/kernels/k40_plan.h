@@ -19,23 +19,17 @@
 #include "host/kernel.h"
 
 #define K40_WARPS 4                    /* warps per CTA, 16 weight rows each */
-#ifndef K40_WK
 #define K40_WK 4                       /* warps per 16-row slab, splitting its k-range (1, 2, 4) */
-#endif
 /* Weight rows per CTA: K40_WARPS / wk slabs of 16. */
 static inline int64_t k40_rows(int wk)
 {
     return 16 * (K40_WARPS / wk);
 }
 #define K40_CHUNK 32                   /* k per chunk: 8 bf16 (16 bytes) per lane, 4 lanes per row */
-#ifndef K40_MIN_WARP_CHUNKS
 #define K40_MIN_WARP_CHUNKS 8          /* a split gives each warp at least 8 chunks (256 k) */
-#endif
 #define K40_MAX_SPLITS 64
 #define K40_MAX_CTAS_PER_SM 3          /* resident at once by the launch bounds (NJ 8: 3, else 4) */
-#ifndef K40_SPLIT_CTAS_PER_SM
 #define K40_SPLIT_CTAS_PER_SM 2        /* a split grid's CTAs per SM */
-#endif
 #define K40_MAX_NJ 8                   /* tokens per CTA: 8 * nj, nj in 1, 2, 4, 8 */
 
 typedef struct k40_plan {
@@ -67,9 +61,7 @@ static inline size_t k40_flag_bytes(int64_t ctas)
 /* Chunks a warp loads before its first MMA (k40_skinny.cu): 16-byte loads
  * (aligned) keep 4 chunks in flight for up to 16 tokens; element loads
  * take more registers per chunk. */
-#ifndef K40_U_SMALL
 #define K40_U_SMALL 4
-#endif
 #define K40_U(nj, aligned) ((aligned) ? ((nj) <= 2 ? K40_U_SMALL : (nj) == 4 ? 2 : 1) : ((nj) <= 2 ? 2 : 1))
 
 /* 16-byte loads need both operands' bases 16-byte aligned and rows a

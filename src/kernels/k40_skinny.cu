@@ -63,9 +63,6 @@
 #include "tiles/epilogue.cuh"
 
 #define K40_THREADS (32 * K40_WARPS)
-#ifndef K40_LD_HINT
-#define K40_LD_HINT 1                  /* 0: __ldcs for the weights (measured slower, NOTES) */
-#endif
 
 typedef struct k40_params {
     const uint16_t *w, *x;             /* weights R x K, tokens T x K, both along K */
@@ -90,11 +87,7 @@ static __device__ __forceinline__ uint4 k40_load8(const uint16_t *row, int64_t k
 {
     uint4 v = make_uint4(0, 0, 0, 0);
     if (row && ALIGNED) {
-#if K40_LD_HINT
         v = STREAM ? tk_ld_stream_v4(row + k) : __ldg((const uint4 *)(row + k));
-#else
-        v = STREAM ? __ldcs((const uint4 *)(row + k)) : __ldg((const uint4 *)(row + k));
-#endif
     } else if (row) {
         v.x = (uint32_t)row[k] | (uint32_t)row[k + 1] << 16;
         v.y = (uint32_t)row[k + 2] | (uint32_t)row[k + 3] << 16;
@@ -336,33 +329,10 @@ static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *
     r->dyn_smem = 0;
 }
 
-#ifdef K40_EXPERIMENT
-/* Throwaway builds only (-DK40_EXPERIMENT): $K40_SPLITS forces the split
- * count, for the sweeps in docs/NOTES.md. */
-#include <stdlib.h>
-static void k40_experiment_splits(k40_plan *p)
-{
-    const char *e = getenv("K40_SPLITS");
-    if (!e)
-        return;
-    int64_t sp = atoll(e);
-    if (sp < 1)
-        sp = 1;
-    if (sp > p->chunks)
-        sp = p->chunks;
-    p->splits = (int)sp;
-    const int64_t groups = p->rowblocks * p->tokblocks;
-    p->ws_bytes = sp > 1 ? k40_flag_bytes(groups * sp) + (size_t)groups * sp * k40_slot_bytes(p->nj) : 0;
-}
-#endif
-
 static size_t k40_workspace(const tk_args *a, const tk_device *dev)
 {
     k40_plan p;
     k40_make_plan(a, dev->sm_count, (size_t)-1, &p);
-#ifdef K40_EXPERIMENT
-    k40_experiment_splits(&p);
-#endif
     return p.ws_bytes;
 }
 
@@ -370,13 +340,6 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
 {
     k40_plan pl;
     k40_make_plan(a, dev->sm_count, a->kws ? a->kws_bytes : 0, &pl);
-#ifdef K40_EXPERIMENT
-    k40_experiment_splits(&pl);
-    if (pl.ws_bytes > (a->kws ? a->kws_bytes : 0)) {
-        snprintf(why, len, "experiment: no workspace for %d splits", pl.splits);
-        return TK_ERR_OUT_OF_RESOURCES;
-    }
-#endif
     const void *func = k40_func(pl.nj, k40_aligned(a));
     k40_params p;
     p.w = (const uint16_t *)(pl.swap ? a->a : a->b);
