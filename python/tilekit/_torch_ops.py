@@ -83,12 +83,18 @@ def _mm_backward(ctx, grad):
     transposed view, which AccumulateGrad copies into the weight's layout:
     7.2 of 14.4 ms of GPU time in a 2-layer Llama step on the H100
     (docs/NOTES.md, session 6). Every transpose here is a view (op T)."""
+    return _grads(ctx, grad, mm)
+
+
+def _grads(ctx, grad, product):
+    """The two gradients, each by product() (the op, or the eager path) and
+    only where needed."""
     a, b = ctx.saved_tensors
     ga = gb = None
     if ctx.needs_input_grad[0]:
-        ga = mm(b, grad.t()).t() if _col_major(a) else mm(grad, b.t())
+        ga = product(b, grad.t()).t() if _col_major(a) else product(grad, b.t())
     if ctx.needs_input_grad[1]:
-        gb = mm(grad.t(), a).t() if _col_major(b) else mm(a.t(), grad)
+        gb = product(grad.t(), a).t() if _col_major(b) else product(a.t(), grad)
     return ga, gb
 
 
@@ -108,13 +114,7 @@ class _MMFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        ga = gb = None
-        if ctx.needs_input_grad[0]:
-            ga = _mm_eager(b, grad.t()).t() if _col_major(a) else _mm_eager(grad, b.t())
-        if ctx.needs_input_grad[1]:
-            gb = _mm_eager(grad.t(), a).t() if _col_major(b) else _mm_eager(a.t(), grad)
-        return ga, gb
+        return _grads(ctx, grad, _mm_eager)
 
 
 def _mm_eager(a, b):
