@@ -1408,35 +1408,52 @@ static PyObject *py_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     return r;
 }
 
-PyDoc_STRVAR(supports_doc,
-"supports($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
-"         kernel=None)\n--\n\n"
-"(status, reason): whether `kernel` (None: auto-dispatch) can run this gemm\n"
-"on the device, launching nothing; tilekit.supports wraps it.");
+/* The queries' shared frame: arguments bound and checked, the device
+ * entered, the handle found; then answer(h, plan, problem) builds the
+ * result (NULL with an exception set). */
+typedef PyObject *(*query_answer)(tk_handle h, const plan *p, const tk_gemm_problem *q);
 
-static PyObject *py_supports(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *run_query(const char *fn, int nargs_max, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames, query_answer answer)
 {
-    (void)mod;
     PyObject *arg[NARG], *r = NULL;
     plan p;
     int prev;
-    if (bind_args("supports", args, nargs, kwnames, 9, 9, arg))
+    if (bind_args(fn, args, nargs, kwnames, nargs_max, nargs_max, arg))
         return NULL;
     if (make_plan(&p, arg, 1) || need_lib() || enter_device(&p, &prev))
         goto done;
     tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
     if (h) {
         tk_gemm_problem q = problem(&p);
-        tk_status st = L.kernel_supports(h, p.kernel, &q);
-        if (st == TK_ERR_INVALID_VALUE)   /* a bad argument (unknown kernel, ...) is an error, not a refusal */
-            raise_status(st, L.last_error(h), "tilekit.supports");
-        else
-            r = Py_BuildValue("(is)", (int)st, st ? L.last_error(h) : "");
+        r = answer(h, &p, &q);
     }
     leave_device(prev);
 done:
     plan_release(&p);
     return r;
+}
+
+PyDoc_STRVAR(supports_doc,
+"supports($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"         kernel=None)\n--\n\n"
+"(status, reason): whether `kernel` (None: auto-dispatch) can run this gemm\n"
+"on the device, launching nothing; tilekit.supports wraps it.");
+
+static PyObject *supports_answer(tk_handle h, const plan *p, const tk_gemm_problem *q)
+{
+    tk_status st = L.kernel_supports(h, p->kernel, q);
+    if (st == TK_ERR_INVALID_VALUE) {   /* a bad argument (unknown kernel, ...) is an error, not a refusal */
+        raise_status(st, L.last_error(h), "tilekit.supports");
+        return NULL;
+    }
+    return Py_BuildValue("(is)", (int)st, st ? L.last_error(h) : "");
+}
+
+static PyObject *py_supports(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    return run_query("supports", 9, args, nargs, kwnames, supports_answer);
 }
 
 PyDoc_STRVAR(select_kernel_doc,
@@ -1445,33 +1462,23 @@ PyDoc_STRVAR(select_kernel_doc,
 "The kernel name auto-dispatch would run for this gemm on the current device;\n"
 "raises the library's error when none can.");
 
+static PyObject *select_kernel_answer(tk_handle h, const plan *p, const tk_gemm_problem *q)
+{
+    (void)p;
+    /* tk_kernel_supports(NULL kernel) runs the same choice and returns its status */
+    tk_status st = L.kernel_supports(h, NULL, q);
+    const char *name = st ? NULL : L.select_kernel(h, q);
+    if (st || !name) {
+        raise_status(st ? st : TK_ERR_NOT_SUPPORTED, L.last_error(h), "tilekit.select_kernel");
+        return NULL;
+    }
+    return PyUnicode_FromString(name);
+}
+
 static PyObject *py_select_kernel(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     (void)mod;
-    PyObject *arg[NARG], *r = NULL;
-    plan p;
-    int prev;
-    if (bind_args("select_kernel", args, nargs, kwnames, 8, 8, arg))
-        return NULL;
-    if (make_plan(&p, arg, 1) || need_lib() || enter_device(&p, &prev))
-        goto done;
-    tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
-    if (h) {
-        tk_gemm_problem q = problem(&p);
-        /* tk_kernel_supports(NULL kernel) runs the same choice and returns its status */
-        tk_status st = L.kernel_supports(h, NULL, &q);
-        const char *name = st ? NULL : L.select_kernel(h, &q);
-        if (st)
-            raise_status(st, L.last_error(h), "tilekit.select_kernel");
-        else if (!name)
-            raise_status(TK_ERR_NOT_SUPPORTED, L.last_error(h), "tilekit.select_kernel");
-        else
-            r = PyUnicode_FromString(name);
-    }
-    leave_device(prev);
-done:
-    plan_release(&p);
-    return r;
+    return run_query("select_kernel", 8, args, nargs, kwnames, select_kernel_answer);
 }
 
 static PyObject *py_kernels(PyObject *mod, PyObject *unused)
