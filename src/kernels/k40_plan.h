@@ -37,6 +37,7 @@ typedef struct k40_plan {
     int64_t r, t, k;                   /* weight rows, tokens, K */
     int nj;                            /* n8 fragments per CTA: tokens per CTA = 8 * nj */
     int wk;                            /* warps per 16-row slab, splitting its k-range */
+    int xs;                            /* tokens staged in shared memory (K40_XS_MIN_RK) */
     int64_t rowblocks;                 /* grid.x: ceil(r / 64) */
     int splits;                        /* grid.y */
     int64_t tokblocks;                 /* grid.z: ceil(t / (8 * nj)) */
@@ -62,6 +63,14 @@ static inline size_t k40_flag_bytes(int64_t ctas)
  * (aligned) keep 4 chunks in flight for up to 16 tokens; element loads
  * take more registers per chunk. */
 #define K40_U_SMALL 4
+/* With 16-byte loads, 17 to 64 tokens and at least K40_XS_MIN_RK weight
+ * elements the tokens are staged in shared memory (k40_loop_xs), one warp
+ * a slab, K40_UXS chunks a step. Measured on the H100 (docs/NOTES.md,
+ * session 7): 32 x 4096 x 4096 NT 24.0 -> 23.0 us, 64 x 4096 x 4096 34.2 ->
+ * 26.4; smaller streams lose (32 x 3072 x 768 10.5 -> 11.9), their few
+ * steps a warp cannot hide the barriers. */
+#define K40_UXS 4
+#define K40_XS_MIN_RK (8LL << 20)
 #define K40_U(nj, aligned) ((aligned) ? ((nj) <= 2 ? K40_U_SMALL : (nj) == 4 ? 2 : 1) : ((nj) <= 2 ? 2 : 1))
 
 /* 16-byte loads need both operands' bases 16-byte aligned and rows a
@@ -100,9 +109,11 @@ static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40
      * Not where one warp a slab already fills the GPU and K is short
      * (under 2 steps a warp): 1 x 50257 x 768 took 39.9 us so, 35.9 with
      * one warp a slab (docs/NOTES.md, session 6). */
-    const int u1 = K40_U(p->nj, k40_aligned(a));
+    p->xs = k40_aligned(a) && p->nj >= 4 && p->r * p->k >= K40_XS_MIN_RK;
+    const int xs = p->xs;
+    const int u1 = xs ? K40_UXS : K40_U(p->nj, k40_aligned(a));
     const int64_t groups1 = (p->r + k40_rows(1) - 1) / k40_rows(1) * p->tokblocks;
-    p->wk = groups1 >= (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) && p->chunks < 8LL * u1 ? 1 : K40_WK;
+    p->wk = xs || (groups1 >= (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) && p->chunks < 8LL * u1) ? 1 : K40_WK;
     p->rowblocks = (p->r + k40_rows(p->wk) - 1) / k40_rows(p->wk);
     const int64_t groups = p->rowblocks * p->tokblocks;
     int64_t s = (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) / groups;

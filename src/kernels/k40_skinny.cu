@@ -27,6 +27,11 @@
  *    (k40_plan.h); the other splits' partial sums go to the workspace and
  *    the last split of a row block adds them to its own in split order:
  *    bit-identical results run to run.
+ *  - 17 to 64 tokens with at least 8M weight elements (k40_plan.h): the
+ *    tokens staged in shared memory by cp.async once per CTA and step,
+ *    one warp a slab (k40_loop_xs), instead of loaded by every warp into
+ *    registers, whose reloads capped the weights in flight (32 x 4096 x
+ *    4096 NT 24.0 -> 23.0 us, 64 x 4096 x 4096 34.7 -> 26.2).
  *  - Any alignment: 16-byte loads where rows and bases allow, element loads
  *    otherwise (ALIGNED = 0) and on the K edge; any M, N, K (rows and tokens
  *    past the edges are predicated off).
@@ -57,6 +62,7 @@
 #include <limits.h>
 #include "host/kernel.h"
 #include "kernels/k40_plan.h"
+#include "ptx/cp_async.cuh"
 #include "ptx/flag.cuh"
 #include "ptx/ld.cuh"
 #include "ptx/mma_sync.cuh"
@@ -150,8 +156,77 @@ static __device__ __forceinline__ void k40_step(float (*acc)[4], const uint16_t 
         k40_mma_chunk<NJ>(acc, wl[u], wh[u], xv[u]);
 }
 
-template <int NJ, int ALIGNED>
-static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kernel(const __grid_constant__ k40_params p)
+/* Tokens staged in shared memory (XS, k40_plan.h): the CTA's four
+ * warps walk one k-range (wk = 1) over four different 16-row slabs, so the
+ * 8 * NJ token rows of a step (K40_UXS chunks, 128 k) are copied once per
+ * CTA with cp.async, double-buffered, instead of once per warp into
+ * registers; the registers that held them let every warp keep K40_UXS
+ * chunks of weights in flight. Each 16-byte unit v of token row rr sits at
+ * unit v ^ ((rr & 1) << 2): the eight lanes of a load phase (two rows, four
+ * units) then hit eight different bank groups. Returns the first chunk
+ * not done (the rest, fewer than a step and the K edge, go the register
+ * way). */
+#define K40_XS_UNITS (K40_UXS * K40_CHUNK / 8)
+
+/* Copies the token tile of the step starting at k = kb into buf (token rows
+ * past T: zeros), one cp.async group. */
+template <int NJ>
+static __device__ __forceinline__ void k40_xs_copy(uint4 (*buf)[K40_XS_UNITS], const uint16_t *x, int64_t ldx,
+                                                   int64_t t0, int64_t t, int64_t kb)
+{
+#pragma unroll
+    for (int i = threadIdx.x; i < 8 * NJ * K40_XS_UNITS; i += K40_THREADS) {
+        const int rr = i / K40_XS_UNITS, v = i % K40_XS_UNITS;
+        const bool in = t0 + rr < t;
+        tk_cp_async_16(tk_smem_u32(&buf[rr][v ^ ((rr & 1) << 2)]),
+                       in ? (const void *)(x + (t0 + rr) * ldx + kb + 8 * v) : (const void *)x, in ? 16u : 0u);
+    }
+    tk_cp_async_commit();
+}
+
+template <int NJ>
+static __device__ __forceinline__ int64_t k40_loop_xs(float (*acc)[4], uint4 (*xs)[8 * NJ][K40_XS_UNITS],
+                                                      const uint16_t *wl_row, const uint16_t *wh_row,
+                                                      const uint16_t *x, int64_t ldx, int64_t t0, int64_t t,
+                                                      int64_t c0, int64_t c_full)
+{
+    const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    const int64_t steps = c_full > c0 ? (c_full - c0) / K40_UXS : 0;
+    if (steps > 0)
+        k40_xs_copy<NJ>(xs[0], x, ldx, t0, t, c0 * K40_CHUNK);
+    for (int64_t s = 0; s < steps; s++) {
+        const int64_t k0 = (c0 + s * K40_UXS) * K40_CHUNK + 8 * t4;
+        uint4 wl[K40_UXS], wh[K40_UXS];
+#pragma unroll
+        for (int u = 0; u < K40_UXS; u++) {
+            wl[u] = k40_load8<1, 1>(wl_row, k0 + u * K40_CHUNK);
+            wh[u] = k40_load8<1, 1>(wh_row, k0 + u * K40_CHUNK);
+        }
+        if (s + 1 < steps) {
+            k40_xs_copy<NJ>(xs[(s + 1) & 1], x, ldx, t0, t, (c0 + (s + 1) * K40_UXS) * K40_CHUNK);
+            tk_cp_async_wait(1);
+        } else {
+            tk_cp_async_wait(0);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int u = 0; u < K40_UXS; u++) {
+            uint4 xv[NJ];
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int rr = 8 * j + g;
+                xv[j] = xs[s & 1][rr][(4 * u + t4) ^ ((rr & 1) << 2)];
+            }
+            k40_mma_chunk<NJ>(acc, wl[u], wh[u], xv);
+        }
+        __syncthreads();                    /* buffer s & 1 is refilled at step s + 2 */
+    }
+    return c0 + steps * K40_UXS;
+}
+
+template <int NJ, int ALIGNED, int XS>
+static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4)
+    k40_kernel(const __grid_constant__ k40_params p)
 {
     constexpr int U = K40_U(NJ, ALIGNED);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
@@ -177,6 +252,10 @@ static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kerne
         acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 
     int64_t c = c0;
+    if constexpr (XS) {
+        __shared__ uint4 xs[2][8 * NJ][K40_XS_UNITS];
+        c = k40_loop_xs<NJ>(acc, xs, wl_row, wh_row, p.x, p.ldx, t0, p.t, c0, c_full);
+    }
     for (; c + U <= c_full; c += U)
         k40_step<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c);
     for (; c < c_full; c++)
@@ -192,8 +271,8 @@ static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kerne
 
     /* The warps of a slab meet in shared memory; the first adds the
      * others' sums in k order and goes on alone. */
-    __shared__ float red[K40_WARPS][NJ][4][32];
-    if (wk > 1) {
+    __shared__ float red[XS ? 1 : K40_WARPS][NJ][4][32];
+    if (!XS && wk > 1) {
 #pragma unroll
         for (int j = 0; j < NJ; j++)
 #pragma unroll
@@ -284,14 +363,19 @@ static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4) k40_kerne
     }
 }
 
-/* The kernel instance for nj fragments and the alignment. */
-static const void *k40_func(int nj, int aligned)
+/* The kernel instance for nj fragments, the alignment and the token
+ * staging (xs: aligned, nj 4 or 8 only). */
+static const void *k40_func(int nj, int aligned, int xs)
 {
     switch (nj) {
-    case 1: return aligned ? (const void *)k40_kernel<1, 1> : (const void *)k40_kernel<1, 0>;
-    case 2: return aligned ? (const void *)k40_kernel<2, 1> : (const void *)k40_kernel<2, 0>;
-    case 4: return aligned ? (const void *)k40_kernel<4, 1> : (const void *)k40_kernel<4, 0>;
-    default: return aligned ? (const void *)k40_kernel<8, 1> : (const void *)k40_kernel<8, 0>;
+    case 1: return aligned ? (const void *)k40_kernel<1, 1, 0> : (const void *)k40_kernel<1, 0, 0>;
+    case 2: return aligned ? (const void *)k40_kernel<2, 1, 0> : (const void *)k40_kernel<2, 0, 0>;
+    case 4:
+        return xs ? (const void *)k40_kernel<4, 1, 1>
+                  : aligned ? (const void *)k40_kernel<4, 1, 0> : (const void *)k40_kernel<4, 0, 0>;
+    default:
+        return xs ? (const void *)k40_kernel<8, 1, 1>
+                  : aligned ? (const void *)k40_kernel<8, 1, 0> : (const void *)k40_kernel<8, 0, 0>;
     }
 }
 
@@ -317,14 +401,15 @@ static tk_status k40_supports(const tk_args *a, const tk_device *dev, char *why,
 
 static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    int nj = 2, aligned = 1;
+    int nj = 2, aligned = 1, xs = 0;
     if (a) {
         k40_plan p;
         k40_make_plan(a, 1, 0, &p);
         nj = p.nj;
         aligned = k40_aligned(a);
+        xs = p.xs;
     }
-    r->func = k40_func(nj, aligned);
+    r->func = k40_func(nj, aligned, xs);
     r->threads = K40_THREADS;
     r->dyn_smem = 0;
 }
@@ -340,7 +425,7 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
 {
     k40_plan pl;
     k40_make_plan(a, dev->sm_count, a->kws ? a->kws_bytes : 0, &pl);
-    const void *func = k40_func(pl.nj, k40_aligned(a));
+    const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs);
     k40_params p;
     p.w = (const uint16_t *)(pl.swap ? a->a : a->b);
     p.x = (const uint16_t *)(pl.swap ? a->b : a->a);
@@ -380,13 +465,29 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
 /* Auto-dispatch takes this kernel where the token side is at most
  * K40_AUTO_MAX_T and its row blocks fit about one wave (or K is short);
  * longer streams stay with k34's TMA ring, which reads them faster
- * (measured: docs/NOTES.md, session 6). Elsewhere only as a last resort. */
+ * (measured: docs/NOTES.md, session 6). From 17 to 32 tokens (16-byte
+ * loads only) where the tokens are staged in shared memory, K is at least
+ * twice the weight rows or there are at most 1024 of them (H100, same
+ * run: 32 x 4096 x 4096 NT 22.9 us against k34's 23.7, 32 x 768 x 3072
+ * 12.3 / 13.4, 32 x 768 x 768 8.3 / 9.3); k34 keeps 2304 or 3072 rows of
+ * K = 768 (32 x 3072 x 768: 10.3 against 9.9) and 33 to 64 tokens, whose
+ * m64n64 tiles are then full (docs/NOTES.md, session 7). Elsewhere only as
+ * a last resort. */
 #define K40_AUTO_MAX_T 16
+#define K40_AUTO_MAX_T_XS 32
 static int k40_rank(const tk_args *a, const tk_device *dev)
 {
     const int64_t t = a->m < a->n ? a->m : a->n, r = a->m < a->n ? a->n : a->m;
     const int64_t slabs64 = (r + 63) / 64;
-    return t <= K40_AUTO_MAX_T && (slabs64 <= 8LL * dev->sm_count || a->k <= 1024) ? 40 : 1;
+    if (t <= K40_AUTO_MAX_T)
+        return slabs64 <= 8LL * dev->sm_count || a->k <= 1024 ? 40 : 1;
+    if (t <= K40_AUTO_MAX_T_XS && k40_aligned(a)) {
+        k40_plan p;
+        k40_make_plan(a, dev->sm_count, (size_t)-1, &p);
+        if (p.xs || a->k >= 2 * r || r <= 1024)
+            return 40;
+    }
+    return 1;
 }
 
 extern "C" const tk_kernel tk_kernel_k40_skinny = {

@@ -151,7 +151,11 @@ static void test_dispatch_table(void)
         { 1, 128256, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },
         { 8, 28672, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },
         { 4096, 8, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },   /* small N: the swapped form */
-        { 17, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },
+        { 17, 4096, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },         /* 17-32 tokens, tokens staged */
+        { 32, 768, 3072, TK_OP_N, TK_OP_T, "k40_skinny" },          /* K >= 2 x the weight rows */
+        { 32, 3072, 768, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },    /* a short stream */
+        { 32, 768, 768, TK_OP_N, TK_OP_T, "k40_skinny" },           /* few weight rows */
+        { 33, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 33-64 tokens: full m64n64 tiles */
         { 1, 4096, 4096, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },   /* B along N: not k40's layout */
         { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },   /* rows of 2000 bytes */
         { 4096, 4096, 4096, TK_OP_N, TK_OP_N, "k31_wgmma_cluster" },
@@ -169,6 +173,23 @@ static void test_dispatch_table(void)
     a100.sm_count = 108;
     tk_args a = prob(1, 4096, 4096, TK_OP_N, TK_OP_T);
     CHECK(!strcmp(model_pick(&a, &a100), "k40_skinny"), "sm_80 decode: %s", model_pick(&a, &a100));
+}
+
+/* Tokens staged in shared memory: 17 to 64 tokens, 16-byte loads, at
+ * least K40_XS_MIN_RK weight elements; then one warp a slab. */
+static void test_plan_xs(void)
+{
+    static const struct { int64_t m, n, k; int xs; } cases[] = {
+        { 32, 4096, 4096, 1 }, { 17, 4096, 4096, 1 }, { 64, 4096, 14336, 1 }, { 4096, 40, 4096, 1 },
+        { 16, 4096, 4096, 0 }, { 65, 4096, 4096, 1 }, { 32, 3072, 768, 0 }, { 32, 4096, 4095, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, TK_OP_N, TK_OP_T);
+        k40_plan p;
+        k40_make_plan(&a, 132, (size_t)-1, &p);
+        CHECK(p.xs == cases[i].xs && (!p.xs || p.wk == 1), "%lld x %lld x %lld: xs %d wk %d, expected xs %d",
+              (long long)a.m, (long long)a.n, (long long)a.k, p.xs, p.wk, cases[i].xs);
+    }
 }
 
 /* Refusals name the layout k40 reads, and too many tokens for grid.z. */
@@ -198,6 +219,7 @@ void tk_tests(void)
 {
     TK_TEST(test_plan_table);
     TK_TEST(test_plan_properties);
+    TK_TEST(test_plan_xs);
     TK_TEST(test_plan_slab_warps);
     TK_TEST(test_dispatch_table);
     TK_TEST(test_supports);
