@@ -135,25 +135,29 @@ static __device__ __forceinline__ void k40_mma_chunk(float (*acc)[4], uint4 wl, 
     }
 }
 
-/* UU chunks from chunk c on, all inside K: every load issued before the
- * first MMA, so a warp has UU KB of weights in flight. */
+/* n <= UU chunks from chunk c on, all inside K: every load issued before
+ * the first MMA, so a warp has UU KB of weights in flight; a warp's last
+ * n < UU chunks go in one such step too, one memory round trip instead
+ * of n. */
 template <int NJ, int ALIGNED, int UU>
 static __device__ __forceinline__ void k40_step(float (*acc)[4], const uint16_t *wl_row, const uint16_t *wh_row,
-                                                const uint16_t *const *x_row, int64_t c)
+                                                const uint16_t *const *x_row, int64_t c, int n)
 {
     const int64_t k0 = c * K40_CHUNK + 8 * (threadIdx.x % 4);
     uint4 wl[UU], wh[UU], xv[UU][NJ];
 #pragma unroll
     for (int u = 0; u < UU; u++) {
-        wl[u] = k40_load8<ALIGNED, 1>(wl_row, k0 + u * K40_CHUNK);
-        wh[u] = k40_load8<ALIGNED, 1>(wh_row, k0 + u * K40_CHUNK);
+        const bool in = u < n;
+        wl[u] = k40_load8<ALIGNED, 1>(in ? wl_row : NULL, k0 + u * K40_CHUNK);
+        wh[u] = k40_load8<ALIGNED, 1>(in ? wh_row : NULL, k0 + u * K40_CHUNK);
 #pragma unroll
         for (int j = 0; j < NJ; j++)
-            xv[u][j] = k40_load8<ALIGNED, 0>(x_row[j], k0 + u * K40_CHUNK);
+            xv[u][j] = k40_load8<ALIGNED, 0>(in ? x_row[j] : NULL, k0 + u * K40_CHUNK);
     }
 #pragma unroll
     for (int u = 0; u < UU; u++)
-        k40_mma_chunk<NJ>(acc, wl[u], wh[u], xv[u]);
+        if (u < n)
+            k40_mma_chunk<NJ>(acc, wl[u], wh[u], xv[u]);
 }
 
 /* Tokens staged in shared memory (XS, k40_plan.h): the CTA's four
@@ -257,9 +261,11 @@ static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4)
         c = k40_loop_xs<NJ>(acc, xs, wl_row, wh_row, p.x, p.ldx, t0, p.t, c0, c_full);
     }
     for (; c + U <= c_full; c += U)
-        k40_step<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c);
-    for (; c < c_full; c++)
-        k40_step<NJ, ALIGNED, 1>(acc, wl_row, wh_row, x_row, c);
+        k40_step<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c, U);
+    if (c < c_full) {
+        k40_step<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c, (int)(c_full - c));
+        c = c_full;
+    }
     if (c < c1) {                           /* the chunk across the K edge (c1 <= c_full + 1) */
         const int64_t k = c * K40_CHUNK + 8 * t4;
         uint4 xv[NJ];
