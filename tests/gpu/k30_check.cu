@@ -506,7 +506,8 @@ static void k30_repeat(void)
  * handle that leaves its own split flags in the shared workspace (k40 must
  * read them as zero arrivals). 1 x 4096 x 4096 and 16 x 4096 x 14336 NT
  * split K 9 ways, 4096 x 8 x 4096 NT is the swapped form (C stored
- * transposed), 9 x 1000 x 3000 bf16 C splits 23 ways. */
+ * transposed), 9 x 1000 x 3000 bf16 C splits 23 ways, 32 x 4096 x 4096 NT
+ * stages its tokens in shared memory and splits K 4 ways. */
 static void skinny_repeat(void)
 {
     if (!g_ok_device)
@@ -516,6 +517,7 @@ static void skinny_repeat(void)
         { 16, 4096, 14336, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
         { 4096, 8, 4096, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
         { 9, 1000, 3000, TK_OP_N, TK_OP_T, TK_BF16, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
+        { 32, 4096, 4096, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
     };
     const char *kernels[] = { "k40_skinny", "auto" };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
