@@ -175,6 +175,22 @@ void tk_tests(void)
                 run_one(kernels[kn], &c);
             }
         }
+    /* k40's staged tokens (17 to 64 tokens, at least 8M weight elements, F.linear's
+     * layout): K not a multiple of the 128-k step, the swapped form, both
+     * types of C and beta. */
+    static const struct { int64_t m, n, k; } staged[] = {
+        { 17, 2048, 4104 }, { 32, 2048, 4104 }, { 33, 2048, 4104 }, { 64, 2048, 4104 }, { 2048, 40, 4104 },
+    };
+    for (size_t s = 0; s < sizeof staged / sizeof staged[0]; s++)
+        for (int kn = 0; kn < nk; kn++) {
+            if (!takes_views(kernels[kn]))
+                continue;
+            for (int combo = 0; combo < 4; combo++) {
+                tk_lab_case c = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, staged[s].m, staged[s].n, staged[s].k, 1.0f,
+                                  combo & 2 ? -1.5f : 0.0f, combo & 1 ? TK_BF16 : TK_F32, 1, 1, 0 };
+                run_one(kernels[kn], &c);
+            }
+        }
     /* Many tiles per CTA, each of one k-tile, bf16 C: each tile's staged
      * epilogue follows the last one's TMA stores closely. With BN 64 and 192
      * a tile has an odd number of bf16 chunks, and restarting at chunk
