@@ -472,13 +472,15 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
  * K40_AUTO_MAX_T and its row blocks fit about one wave (or K is short);
  * longer streams stay with k34's TMA ring, which reads them faster
  * (measured: docs/NOTES.md, session 6). From 17 to 32 tokens (16-byte
- * loads only) where the tokens are staged in shared memory, K is at least
- * twice the weight rows or there are at most 1024 of them (H100, same
- * run: 32 x 4096 x 4096 NT 22.9 us against k34's 23.7, 32 x 768 x 3072
- * 12.3 / 13.4, 32 x 768 x 768 8.3 / 9.3); k34 keeps 2304 or 3072 rows of
- * K = 768 (32 x 3072 x 768: 10.3 against 9.9) and 33 to 64 tokens, whose
- * m64n64 tiles are then full (docs/NOTES.md, session 7). Elsewhere only as
- * a last resort. */
+ * loads only) where the tokens are staged in shared memory and their CTAs
+ * fit K40_SPLIT_CTAS_PER_SM a SM, or else where K is at least twice the
+ * weight rows or there are at most 1024 of them (H100, same run: 32 x
+ * 4096 x 4096 NT 22.9 us against k34's 23.7, 32 x 768 x 3072 12.3 / 13.4,
+ * 32 x 768 x 768 8.3 / 9.3); k34 keeps 2304 or 3072 rows of K = 768 (32 x
+ * 3072 x 768: 10.3 against 9.9), staged grids beyond that CTA count (32 x
+ * 37888 x 3584: 592 CTAs, 1.1 waves of k40, 0.835x cuBLAS) and 33 to 64
+ * tokens, whose m64n64 tiles are then full (docs/NOTES.md, session 7).
+ * Elsewhere only as a last resort. */
 #define K40_AUTO_MAX_T 16
 #define K40_AUTO_MAX_T_XS 32
 static int k40_rank(const tk_args *a, const tk_device *dev)
@@ -490,7 +492,8 @@ static int k40_rank(const tk_args *a, const tk_device *dev)
     if (t <= K40_AUTO_MAX_T_XS && k40_aligned(a)) {
         k40_plan p;
         k40_make_plan(a, dev->sm_count, (size_t)-1, &p);
-        if (p.xs || a->k >= 2 * r || r <= 1024)
+        if (p.xs ? p.rowblocks * p.tokblocks <= (int64_t)K40_SPLIT_CTAS_PER_SM * dev->sm_count
+                 : a->k >= 2 * r || r <= 1024)
             return 40;
     }
     return 1;
