@@ -472,13 +472,13 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
  * K40_AUTO_MAX_T and its row blocks fit about one wave (or K is short);
  * longer streams stay with k34's TMA ring, which reads them faster
  * (measured: docs/NOTES.md, session 6). From 17 to 32 tokens (16-byte
- * loads only) where the tokens are staged in shared memory and their CTAs
- * fit K40_SPLIT_CTAS_PER_SM a SM, or else where K is at least twice the
- * weight rows or there are at most 1024 of them (H100, same run: 32 x
- * 4096 x 4096 NT 22.9 us against k34's 23.7, 32 x 768 x 3072 12.3 / 13.4,
- * 32 x 768 x 768 8.3 / 9.3); k34 keeps 2304 or 3072 rows of K = 768 (32 x
- * 3072 x 768: 10.3 against 9.9), staged grids beyond that CTA count (32 x
- * 37888 x 3584: 592 CTAs, 1.1 waves of k40, 0.835x cuBLAS) and 33 to 64
+ * loads only) where the tokens are staged in shared memory (unless their
+ * unsplit grid ends in a last wave under 70% full at 4 CTAs a SM: 32 x
+ * 37888 x 3584, 592 CTAs, 1.12 waves, measured 0.835x cuBLAS), or else
+ * where K is at least twice the weight rows or there are at most 1024 of
+ * them (H100, same run: 32 x 4096 x 4096 NT 22.9 us against k34's 23.7,
+ * 32 x 768 x 3072 12.3 / 13.4, 32 x 768 x 768 8.3 / 9.3); k34 keeps 2304
+ * or 3072 rows of K = 768 (32 x 3072 x 768: 10.3 against 9.9) and 33 to 64
  * tokens, whose m64n64 tiles are then full (docs/NOTES.md, session 7).
  * Elsewhere only as a last resort. */
 #define K40_AUTO_MAX_T 16
@@ -492,7 +492,9 @@ static int k40_rank(const tk_args *a, const tk_device *dev)
     if (t <= K40_AUTO_MAX_T_XS && k40_aligned(a)) {
         k40_plan p;
         k40_make_plan(a, dev->sm_count, (size_t)-1, &p);
-        if (p.xs ? p.rowblocks * p.tokblocks <= (int64_t)K40_SPLIT_CTAS_PER_SM * dev->sm_count
+        const int64_t g = p.rowblocks * p.tokblocks, per_wave = 4LL * dev->sm_count;
+        const int64_t waves = (g + per_wave - 1) / per_wave;
+        if (p.xs ? g <= (int64_t)K40_SPLIT_CTAS_PER_SM * dev->sm_count || 10 * g >= 7 * waves * per_wave
                  : a->k >= 2 * r || r <= 1024)
             return 40;
     }

@@ -155,8 +155,9 @@ static void test_dispatch_table(void)
         { 32, 768, 3072, TK_OP_N, TK_OP_T, "k40_skinny" },          /* K >= 2 x the weight rows */
         { 32, 3072, 768, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },    /* a short stream */
         { 32, 768, 768, TK_OP_N, TK_OP_T, "k40_skinny" },           /* few weight rows */
-        { 32, 37888, 3584, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },  /* 592 staged CTAs: over 2 a SM */
-        { 32, 128256, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },
+        { 32, 37888, 3584, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },  /* 592 staged CTAs: 1.12 waves */
+        { 32, 28672, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },        /* 448: one wave */
+        { 32, 128256, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },       /* 2004: 3.8 waves */
         { 33, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 33-64 tokens: full m64n64 tiles */
         { 1, 4096, 4096, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },   /* B along N: not k40's layout */
         { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },   /* rows of 2000 bytes */
