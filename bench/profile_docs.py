@@ -29,13 +29,12 @@ its markers. Standard library only.
 """
 import argparse
 import datetime
-import json
 import os
 import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from readme_table import InputError, _write, replace_section  # noqa: E402
+from readme_table import InputError, _write, load_tool_json, replace_section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = ("profile-coalescing", "profile-occupancy", "smem-refusal", "error-map")
@@ -46,13 +45,10 @@ def markers(name):
 
 
 def load_profile(path):
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise InputError("%s: %s" % (path, e))
-    if not isinstance(data, dict) or data.get("tool") != "tilekit profile" or not data.get("profiles"):
-        raise InputError("%s: not the output of `tilekit profile --json` (no \"tool\": \"tilekit profile\")" % path)
+    what = "the output of `tilekit profile --json`"
+    data = load_tool_json(path, "profile", what)
+    if not data.get("profiles"):
+        raise InputError("%s: not %s (no \"profiles\")" % (path, what))
     data["_path"] = path
     return data
 

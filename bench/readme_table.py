@@ -92,14 +92,21 @@ class InputError(Exception):
     """A file that is missing, malformed, or not of the expected schema."""
 
 
-def load_bench(path):
+def load_tool_json(path, tool, what):
+    """The JSON document of `tilekit TOOL --json` at path (a dict whose
+    "tool" is "tilekit TOOL"); InputError naming the file otherwise."""
     try:
         with open(path) as f:
             data = json.load(f)
     except (OSError, ValueError) as e:
         raise InputError("%s: %s" % (path, e))
-    if not isinstance(data, dict) or data.get("tool") != "tilekit bench":
-        raise InputError("%s: not a `tilekit bench --json` file (no \"tool\": \"tilekit bench\")" % path)
+    if not isinstance(data, dict) or data.get("tool") != "tilekit " + tool:
+        raise InputError("%s: not %s (no \"tool\": \"tilekit %s\")" % (path, what, tool))
+    return data
+
+
+def load_bench(path):
+    data = load_tool_json(path, "bench", "a `tilekit bench --json` file")
     for key in ("device", "results"):
         if key not in data:
             raise InputError("%s: no '%s' entry" % (path, key))

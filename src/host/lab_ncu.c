@@ -69,38 +69,37 @@ static void line_of(const char *text, const char *at, char *buf, size_t len)
     snprintf(buf, len, "%.*s", n, b);
 }
 
+/* The two ways ncu refuses to profile: the phrases it prints for each, and
+ * what to tell the user (a format taking ncu's line). */
+static const struct {
+    const char *said[2];
+    const char *fix;
+} ncu_refusals[] = {
+    { { "ERR_NVGPUCTRPERM", "does not have permission" },
+      "ncu may not read the GPU's performance counters; it said:\n  %s\n"
+      "Fix: run as root (sudo -E build/tilekit profile ...), or let every user profile: add the line\n"
+      "  options nvidia NVreg_RestrictProfilingToAdminUsers=0\n"
+      "to a file in /etc/modprobe.d/ and reload the nvidia module (or reboot); in a container, start it\n"
+      "with --cap-add=SYS_ADMIN. See https://developer.nvidia.com/ERR_NVGPUCTRPERM" },
+    { { "LibraryNotLoaded", "Failed to initialize the profiler" },
+      "ncu could not start profiling; it said:\n  %s\n"
+      "Fix: check that a GPU is visible (nvidia-smi), that the driver is at least as new as this ncu\n"
+      "(ncu --version; ncu's release notes name the driver it needs), and that no other profiler\n"
+      "(nsys, DCGM profiling) holds the GPU's counters" },
+};
+
 int tk_lab_ncu_blocked(const char *text, char *why, size_t len)
 {
-    static const char *const perm[] = { "ERR_NVGPUCTRPERM", "does not have permission" };
-    static const char *const lib[] = { "LibraryNotLoaded", "Failed to initialize the profiler" };
     char line[256];
-    for (size_t i = 0; i < sizeof perm / sizeof perm[0]; i++) {
-        const char *at = strstr(text, perm[i]);
-        if (!at)
-            continue;
-        line_of(text, at, line, sizeof line);
-        snprintf(why, len,
-                 "ncu may not read the GPU's performance counters; it said:\n  %s\n"
-                 "Fix: run as root (sudo -E build/tilekit profile ...), or let every user profile: add the line\n"
-                 "  options nvidia NVreg_RestrictProfilingToAdminUsers=0\n"
-                 "to a file in /etc/modprobe.d/ and reload the nvidia module (or reboot); in a container, start it\n"
-                 "with --cap-add=SYS_ADMIN. See https://developer.nvidia.com/ERR_NVGPUCTRPERM",
-                 line);
-        return 1;
-    }
-    for (size_t i = 0; i < sizeof lib / sizeof lib[0]; i++) {
-        const char *at = strstr(text, lib[i]);
-        if (!at)
-            continue;
-        line_of(text, at, line, sizeof line);
-        snprintf(why, len,
-                 "ncu could not start profiling; it said:\n  %s\n"
-                 "Fix: check that a GPU is visible (nvidia-smi), that the driver is at least as new as this ncu\n"
-                 "(ncu --version; ncu's release notes name the driver it needs), and that no other profiler\n"
-                 "(nsys, DCGM profiling) holds the GPU's counters",
-                 line);
-        return 1;
-    }
+    for (size_t r = 0; r < sizeof ncu_refusals / sizeof ncu_refusals[0]; r++)
+        for (size_t i = 0; i < 2; i++) {
+            const char *at = strstr(text, ncu_refusals[r].said[i]);
+            if (!at)
+                continue;
+            line_of(text, at, line, sizeof line);
+            snprintf(why, len, ncu_refusals[r].fix, line);
+            return 1;
+        }
     return 0;
 }
 

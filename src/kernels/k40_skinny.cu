@@ -492,6 +492,7 @@ static int k40_rank(const tk_args *a, const tk_device *dev)
     if (t <= K40_AUTO_MAX_T_XS && k40_aligned(a)) {
         k40_plan p;
         k40_make_plan(a, dev->sm_count, (size_t)-1, &p);
+        /* a wave: 4 CTAs a SM, the launch bounds of nj 4 (17-32 tokens) */
         const int64_t g = p.rowblocks * p.tokblocks, per_wave = 4LL * dev->sm_count;
         const int64_t waves = (g + per_wave - 1) / per_wave;
         if (p.xs ? g <= (int64_t)K40_SPLIT_CTAS_PER_SM * dev->sm_count || 10 * g >= 7 * waves * per_wave
