@@ -4,9 +4,14 @@
 #
 #   bash bench/device_run.sh [OUTDIR]        (OUTDIR default: $OUT, else out/)
 #
-# PART=all (default) | test | bench | suite | profile   run part of it
+# PART=all (default) | test | bench | suite | profile | check   run part of it
 #                                      (separate calls fit the device tool's
 #                                      10-minute limit)
+# PART=check CHECK_KERNELS=a,b (not in all): the GPU checks of a few kernels
+# in about a minute, before they are timed: tests/gpu/test_verify's matrix
+# (edge, decode and view shapes, NaN-poisoned C) for them and auto, k30_check
+# (the k30 family's split plans, repeats and sanitizer cases) when one of
+# them is a k30-family kernel, and bench/sanitize.sh's four tools on them.
 # PART=suite (also in all): `tilekit bench --suite $SUITE` (default all),
 # auto-dispatch against cuBLAS on every shape, fp32 and bf16 C, JSON in
 # OUTDIR/suite_fp32.json and suite_bf16.json for bench/plot.py.
@@ -76,6 +81,23 @@ if [ "$PART" = all ] || [ "$PART" = test ]; then
             summary+=("compute-sanitizer $tool (k30_sanitize): exit $? -- $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool.log" | tail -n 1)")
         done
     fi
+fi
+if [ "$PART" = check ]; then
+    ck=${CHECK_KERNELS:?PART=check needs CHECK_KERNELS=name,name}
+    t0=$(date +%s)
+    TK_VERIFY_KERNELS="$ck,auto" "$BUILD/tests/gpu_test_verify" > "$out/check-verify.log" 2>&1
+    summary+=("test_verify ($ck,auto): exit $?, $(tail -n 1 "$out/check-verify.log") in $(( $(date +%s) - t0 )) s")
+    grep -E '^FAIL' "$out/check-verify.log" | head -n 20
+    if echo ",$ck," | grep -qE ',k3[0-9]_'; then
+        t0=$(date +%s)
+        TK_K30_KERNELS=$(echo "$ck" | tr ',' '\n' | grep -E '^k3[0-9]_' | paste -sd,) \
+            "$BUILD/tests/gpucu_k30_check" > "$out/check-k30.log" 2>&1
+        summary+=("k30_check: exit $?, $(tail -n 1 "$out/check-k30.log") in $(( $(date +%s) - t0 )) s")
+        grep -E '^FAIL|differ from the first' "$out/check-k30.log" | head -n 20
+    fi
+    t0=$(date +%s)
+    SAN_KERNELS=$ck bash bench/sanitize.sh "$BUILD" "$out" > "$out/check-sanitize.txt" 2>&1
+    summary+=("sanitize ($ck): exit $? in $(( $(date +%s) - t0 )) s, $(tail -n 1 "$out/check-sanitize.txt")")
 fi
 if [ "$PART" = suite ] || [ "$PART" = all ]; then
     for o in fp32 bf16; do
