@@ -11,7 +11,9 @@
 # in about a minute, before they are timed: tests/gpu/test_verify's matrix
 # (edge, decode and view shapes, NaN-poisoned C) for them and auto, k30_check
 # (the k30 family's split plans, repeats and sanitizer cases) when one of
-# them is a k30-family kernel, and bench/sanitize.sh's four tools on them.
+# them is a k30-family kernel, and bench/sanitize.sh's four tools on them;
+# each step stopped after CHECK_TIMEOUT seconds (default 180; exit 124), so
+# that a hung new kernel costs one step, not the call.
 # PART=suite (also in all): `tilekit bench --suite $SUITE` (default all),
 # auto-dispatch against cuBLAS on every shape, fp32 and bf16 C, JSON in
 # OUTDIR/suite_fp32.json and suite_bf16.json for bench/plot.py.
@@ -85,18 +87,19 @@ fi
 if [ "$PART" = check ]; then
     ck=${CHECK_KERNELS:?PART=check needs CHECK_KERNELS=name,name}
     t0=$(date +%s)
-    TK_VERIFY_KERNELS="$ck,auto" "$BUILD/tests/gpu_test_verify" > "$out/check-verify.log" 2>&1
+    lim=${CHECK_TIMEOUT:-180}
+    TK_VERIFY_KERNELS="$ck,auto" timeout "$lim" "$BUILD/tests/gpu_test_verify" > "$out/check-verify.log" 2>&1
     summary+=("test_verify ($ck,auto): exit $?, $(tail -n 1 "$out/check-verify.log") in $(( $(date +%s) - t0 )) s")
     grep -E '^FAIL' "$out/check-verify.log" | head -n 20
     if echo ",$ck," | grep -qE ',k3[0-9]_'; then
         t0=$(date +%s)
         TK_K30_KERNELS=$(echo "$ck" | tr ',' '\n' | grep -E '^k3[0-9]_' | paste -sd,) \
-            "$BUILD/tests/gpucu_k30_check" > "$out/check-k30.log" 2>&1
+            timeout "$lim" "$BUILD/tests/gpucu_k30_check" > "$out/check-k30.log" 2>&1
         summary+=("k30_check: exit $?, $(tail -n 1 "$out/check-k30.log") in $(( $(date +%s) - t0 )) s")
         grep -E '^FAIL|differ from the first' "$out/check-k30.log" | head -n 20
     fi
     t0=$(date +%s)
-    SAN_KERNELS=$ck bash bench/sanitize.sh "$BUILD" "$out" > "$out/check-sanitize.txt" 2>&1
+    SAN_KERNELS=$ck timeout "$lim" bash bench/sanitize.sh "$BUILD" "$out" > "$out/check-sanitize.txt" 2>&1
     summary+=("sanitize ($ck): exit $? in $(( $(date +%s) - t0 )) s, $(tail -n 1 "$out/check-sanitize.txt")")
 fi
 if [ "$PART" = suite ] || [ "$PART" = all ]; then
