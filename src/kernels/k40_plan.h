@@ -28,7 +28,10 @@ static inline int64_t k40_rows(int wk)
 #define K40_CHUNK 32                   /* k per chunk: 8 bf16 (16 bytes) per lane, 4 lanes per row */
 #define K40_MIN_WARP_CHUNKS 8          /* a split gives each warp at least 8 chunks (256 k) */
 #define K40_MAX_SPLITS 64
-#define K40_MAX_CTAS_PER_SM 3          /* resident at once by the launch bounds (NJ 8: 3, else 4) */
+/* CTAs resident a SM by the kernel's launch bounds (k40_kernel), for nj
+ * n8 fragments, and the fewest of any nj. */
+#define K40_CTAS_PER_SM(nj) ((nj) >= 8 ? 3 : 4)
+#define K40_MAX_CTAS_PER_SM K40_CTAS_PER_SM(8)
 #define K40_SPLIT_CTAS_PER_SM 2        /* a split grid's CTAs per SM */
 #define K40_MAX_NJ 8                   /* tokens per CTA: 8 * nj, nj in 1, 2, 4, 8 */
 

@@ -229,7 +229,7 @@ static __device__ __forceinline__ int64_t k40_loop_xs(float (*acc)[4], uint4 (*x
 }
 
 template <int NJ, int ALIGNED, int XS>
-static __global__ void __launch_bounds__(K40_THREADS, NJ >= 8 ? 3 : 4)
+static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     k40_kernel(const __grid_constant__ k40_params p)
 {
     constexpr int U = K40_U(NJ, ALIGNED);
@@ -492,8 +492,8 @@ static int k40_rank(const tk_args *a, const tk_device *dev)
     if (t <= K40_AUTO_MAX_T_XS && k40_aligned(a)) {
         k40_plan p;
         k40_make_plan(a, dev->sm_count, (size_t)-1, &p);
-        /* a wave: 4 CTAs a SM, the launch bounds of nj 4 (17-32 tokens) */
-        const int64_t g = p.rowblocks * p.tokblocks, per_wave = 4LL * dev->sm_count;
+        /* a wave: the CTAs resident on every SM at once */
+        const int64_t g = p.rowblocks * p.tokblocks, per_wave = (int64_t)K40_CTAS_PER_SM(p.nj) * dev->sm_count;
         const int64_t waves = (g + per_wave - 1) / per_wave;
         if (p.xs ? g <= (int64_t)K40_SPLIT_CTAS_PER_SM * dev->sm_count || 10 * g >= 7 * waves * per_wave
                  : a->k >= 2 * r || r <= 1024)
