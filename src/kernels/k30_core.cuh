@@ -42,6 +42,12 @@
 #ifndef K30_MAX_STAGES
 #define K30_MAX_STAGES 8
 #endif
+/* Timing diagnostics, never in a normal build (results are wrong; for
+ * bench/ab.sh define variants, e.g. "-DK30_DIAG_LOADS_ONLY"):
+ * K30_DIAG_LOADS_ONLY: consumers hand each stage back unread (the loads and
+ * the rest of the kernel, no wgmma); K30_DIAG_MMA_ONLY: the producer marks
+ * each stage full without loading (the wgmma loop, no loads). Measured
+ * with them: docs/NOTES.md, session 9. */
 #define K30_STAGES_N(bn)                                                                                               \
     (K30_RING_BUDGET / K30_STAGE_BYTES_N(bn) < K30_MAX_STAGES ? K30_RING_BUDGET / K30_STAGE_BYTES_N(bn)              \
                                                               : K30_MAX_STAGES)
@@ -171,6 +177,11 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
         tk_mbarrier_wait_parity(empty_bar + 8 * *s, *phase ^ 1);
         /* Out-of-bounds box parts are zero-filled and still counted, so
          * the byte count is always the full boxes, B's shares included. */
+#ifdef K30_DIAG_MMA_ONLY
+        /* Timing diagnostic (wrong results): the stage counts as loaded. */
+        tk_mbarrier_arrive(fb);
+        (void)k0, (void)sa, (void)sb, (void)all, (void)m0, (void)n0;
+#else
         tk_mbarrier_arrive_expect_tx(fb, p->a_bytes + K30_B_BYTES_N(BN));
         if (A_MN) {
 #pragma unroll
@@ -200,6 +211,7 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
             tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES_N(BN) / cluster), &p->map_b, k0, n0 + part * (int)rank, fb,
                                      all);
         }
+#endif
         if (++*s == K30_STAGES_N(BN)) {
             *s = 0;
             *phase ^= 1;
@@ -335,6 +347,15 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
         const uint32_t sa = ring + *s * K30_STAGE_BYTES_N(BN) + c * K30_BOX;
         const uint32_t sb = ring + *s * K30_STAGE_BYTES_N(BN) + K30_A_BYTES;
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
+#ifdef K30_DIAG_LOADS_ONLY
+        /* Timing diagnostic (wrong results): the stage goes back unread. */
+        k30_release(empty, cluster, *s, lane);
+        if (++*s == K30_STAGES_N(BN)) {
+            *s = 0;
+            *phase ^= 1;
+        }
+        continue;
+#endif
         tk_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < K30_BK / 16; kk++) {
@@ -356,7 +377,9 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
         }
     }
     tk_wgmma_wait(0);
+#ifndef K30_DIAG_LOADS_ONLY
     k30_release(empty, cluster, prev, lane);
+#endif
     /* The epilogue must read the accumulators after the wait. */
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
@@ -671,7 +694,9 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
  * 0.0456 / 0.0321 / 0.0278 / 0.0269, 512 x 4096 x 4096 0.0478 / 0.0391,
  * 256 x 4096 x 14336 0.138 / 0.0835 / 0.0680 / 0.0677: slices of 16
  * k-tiles or more win, shorter ones lose. */
+#ifndef K30_SK_FEW_MAX_SLICES
 #define K30_SK_FEW_MAX_SLICES 4
+#endif
 static inline size_t k30_sk_flag_bytes(size_t ws_bytes)
 {
     return (ws_bytes / (K30_SK_SLOT_BYTES + sizeof(uint32_t)) * sizeof(uint32_t) + 255) & ~(size_t)255;
