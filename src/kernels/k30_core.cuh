@@ -47,7 +47,7 @@
  * K30_DIAG_LOADS_ONLY: consumers hand each stage back unread (the loads and
  * the rest of the kernel, no wgmma); K30_DIAG_MMA_ONLY: the producer marks
  * each stage full without loading (the wgmma loop, no loads). Measured
- * with them: docs/NOTES.md, session 9. */
+ * with them on k33 and k34: docs/NOTES.md, session 9. */
 #define K30_STAGES_N(bn)                                                                                               \
     (K30_RING_BUDGET / K30_STAGE_BYTES_N(bn) < K30_MAX_STAGES ? K30_RING_BUDGET / K30_STAGE_BYTES_N(bn)              \
                                                               : K30_MAX_STAGES)
