@@ -350,12 +350,8 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
 #ifdef K30_DIAG_LOADS_ONLY
         /* Timing diagnostic (wrong results): the stage goes back unread. */
         k30_release(empty, cluster, *s, lane);
-        if (++*s == K30_STAGES_N(BN)) {
-            *s = 0;
-            *phase ^= 1;
-        }
-        continue;
-#endif
+        (void)sa, (void)sb, (void)prev, (void)a_lbo, (void)b_lbo, (void)a_kstep, (void)b_kstep;
+#else
         tk_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < K30_BK / 16; kk++) {
@@ -371,6 +367,7 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
             k30_release(empty, cluster, prev, lane);
         }
         prev = *s;
+#endif
         if (++*s == K30_STAGES_N(BN)) {
             *s = 0;
             *phase ^= 1;
