@@ -133,6 +133,17 @@ tk_status tk_launch_scale_c(const tk_args *a, cudaStream_t stream, char *why, si
 tk_status tk_launch_copy_2d(void *dst, int64_t ldd, const void *src, int64_t lds, int64_t rows, int64_t cols,
                             size_t elem_bytes, cudaStream_t stream, char *why, size_t len);
 
+/* Several such copies in one launch (at most TK_COPY_JOBS; jobs with no
+ * rows or columns are skipped); util.cu. */
+#define TK_COPY_JOBS 3
+typedef struct tk_copy_job {
+    void *dst; int64_t ldd;
+    const void *src; int64_t lds;
+    int64_t rows, cols;
+    size_t elem_bytes;
+} tk_copy_job;
+tk_status tk_launch_copy_2d_jobs(const tk_copy_job *job, int n, cudaStream_t stream, char *why, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

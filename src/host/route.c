@@ -15,8 +15,10 @@
  *
  * Candidates, in order: as is; the misaligned A and B packed; that plus C
  * staged. The highest auto_rank wins, the earlier (fewer copies) on a tie.
- * Problems under TK_ROUTE_TINY_FLOP (2 M N K < 2^22) take no copies: each
- * copy is a launch of its own (about 3-4 us at these sizes), and on the H100
+ * The copies in are one launch (tk_launch_copy_2d_jobs: 255 x 257 x 129 took
+ * 16.7 us with a launch per operand, 12.8 us with one, on the H100); C's copy
+ * out is a second. Problems under TK_ROUTE_TINY_FLOP (2 M N K < 2^22) take no
+ * copies: each launch costs about 3-4 us at these sizes, and on the H100
  * k01_naive took 9.6 us at 64 x 64 x 65 against 9.5 us for k31 on padded
  * copies before the copies are counted, but 15.6 us at 128^3 (k31 10.0) and
  * 27.8 us at 256^3 (k31 11.5): the crossover is near 2 M N K = 2^22.
@@ -153,16 +155,21 @@ tk_status tk_route_copy_in(tk_handle h, tk_route *r, const tk_args *a, cudaStrea
     tk_route_bind(r, h->copy_ws);
     char why[TK_MSG_LEN] = "";
     size_t cb = a->c_type == TK_F32 ? 4 : 2;
-    for (int w = 0; w < 3 && !st; w++) {
+    tk_copy_job job[TK_COPY_JOBS];
+    int n = 0;
+    for (int w = 0; w < 3; w++) {
         if (!r->copy[w] || (w == 2 && a->beta == 0.0f))   /* C is read only when beta != 0 */
             continue;
-        int64_t rows, cols;
-        stored_dims(a, w, &rows, &cols);
-        const void *src = w == 0 ? a->a : w == 1 ? a->b : a->c;
-        void *dst = w == 0 ? (void *)r->run.a : w == 1 ? (void *)r->run.b : r->run.c;
-        int64_t ld = w == 0 ? a->lda : w == 1 ? a->ldb : a->ldc;
-        st = tk_launch_copy_2d(dst, r->ld[w], src, ld, rows, cols, w == 2 ? cb : 2, stream, why, sizeof why);
+        tk_copy_job *j = &job[n++];
+        stored_dims(a, w, &j->rows, &j->cols);
+        j->src = w == 0 ? a->a : w == 1 ? a->b : a->c;
+        j->dst = w == 0 ? (void *)r->run.a : w == 1 ? (void *)r->run.b : r->run.c;
+        j->lds = w == 0 ? a->lda : w == 1 ? a->ldb : a->ldc;
+        j->ldd = r->ld[w];
+        j->elem_bytes = w == 2 ? cb : 2;
     }
+    /* One launch for all of them. */
+    st = n ? tk_launch_copy_2d_jobs(job, n, stream, why, sizeof why) : TK_SUCCESS;
     return st ? tk_fail(h, st, "auto: copying a misaligned operand: %s", why) : TK_SUCCESS;
 }
 

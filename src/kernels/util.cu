@@ -4,6 +4,7 @@
  * dimension or address a fast kernel cannot take (route.c), and the lab's
  * random and small-integer fills on the device. */
 #include <stdio.h>
+#include <string.h>
 #include "../host/kernel.h"
 extern "C" {   /* lab.h is a C header without C++ guards */
 #include "../host/lab.h"
@@ -37,20 +38,33 @@ typedef union copy_chunk {
     uint16_t u[8];
 } copy_chunk;
 
-/* dst (leading dimension ldd) <- src (lds), rows x cols units of 2 bytes.
- * Thread i moves chunk i of the flattened rows x ceil(cols / 8) chunks: 8
- * consecutive units of one row, with one 16-byte access where the address
- * allows it and 2-byte ones otherwise, so a warp reads and writes 512
- * contiguous bytes of a row whatever the alignment of either side. */
-static __global__ void copy_2d_kernel(uint16_t *dst, int64_t ldd, const uint16_t *src, int64_t lds, int64_t rows,
-                                      int64_t cols)
+/* Up to TK_COPY_JOBS copies in one launch (a route's misaligned operands:
+ * each copy of its own is a launch, ~3 us at small sizes), in 2-byte units:
+ * job q moves rows x cols units from src (leading dimension lds) to dst
+ * (ldd); first[q] is its first chunk in the launch's numbering. */
+typedef struct copy_jobs {
+    uint16_t *dst[TK_COPY_JOBS];
+    const uint16_t *src[TK_COPY_JOBS];
+    int64_t ldd[TK_COPY_JOBS], lds[TK_COPY_JOBS], cols[TK_COPY_JOBS], chunks[TK_COPY_JOBS];
+    int64_t first[TK_COPY_JOBS + 1];
+    int n;
+} copy_jobs;
+
+/* Thread i moves chunk i of the jobs' flattened rows x ceil(cols / 8)
+ * chunks: 8 consecutive units of one row, with one 16-byte access where the
+ * address allows it and 2-byte ones otherwise, so a warp reads and writes
+ * 512 contiguous bytes of a row whatever the alignment of either side. */
+static __global__ void copy_2d_kernel(const __grid_constant__ copy_jobs jb)
 {
-    const int64_t chunks = (cols + 7) / 8, total = rows * chunks;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < jb.first[jb.n];
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = i / chunks, c = (i - r * chunks) * 8;
-        const uint16_t *s = src + r * lds + c;
-        uint16_t *d = dst + r * ldd + c;
+        int q = 0;
+        while (i >= jb.first[q + 1])
+            q++;
+        const int64_t k = i - jb.first[q], cols = jb.cols[q];
+        const int64_t r = k / jb.chunks[q], c = (k - r * jb.chunks[q]) * 8;
+        const uint16_t *s = jb.src[q] + r * jb.lds[q] + c;
+        uint16_t *d = jb.dst[q] + r * jb.ldd[q] + c;
         const bool full = c + 8 <= cols;
         copy_chunk x;
         if (full && (uintptr_t)s % 16 == 0) {
@@ -71,23 +85,47 @@ static __global__ void copy_2d_kernel(uint16_t *dst, int64_t ldd, const uint16_t
     }
 }
 
-extern "C" tk_status tk_launch_copy_2d(void *dst, int64_t ldd, const void *src, int64_t lds, int64_t rows,
-                                       int64_t cols, size_t elem_bytes, cudaStream_t stream, char *why, size_t len)
+extern "C" tk_status tk_launch_copy_2d_jobs(const tk_copy_job *job, int n, cudaStream_t stream, char *why,
+                                            size_t len)
 {
-    const int64_t u = (int64_t)elem_bytes / 2;   /* 2-byte units per element */
-    const int64_t total = rows * ((cols * u + 7) / 8);
+    copy_jobs jb;
+    memset(&jb, 0, sizeof jb);
+    if (n > TK_COPY_JOBS) {
+        snprintf(why, len, "copy: %d jobs in one launch, at most %d", n, TK_COPY_JOBS);
+        return TK_ERR_INVALID_VALUE;
+    }
+    for (int q = 0; q < n; q++) {
+        const int64_t u = (int64_t)job[q].elem_bytes / 2;   /* 2-byte units per element */
+        if (job[q].rows <= 0 || job[q].cols <= 0)
+            continue;
+        jb.dst[jb.n] = (uint16_t *)job[q].dst;
+        jb.src[jb.n] = (const uint16_t *)job[q].src;
+        jb.ldd[jb.n] = job[q].ldd * u;
+        jb.lds[jb.n] = job[q].lds * u;
+        jb.cols[jb.n] = job[q].cols * u;
+        jb.chunks[jb.n] = (jb.cols[jb.n] + 7) / 8;
+        jb.first[jb.n + 1] = jb.first[jb.n] + job[q].rows * jb.chunks[jb.n];
+        jb.n++;
+    }
+    const int64_t total = jb.first[jb.n];
     if (total <= 0)
         return TK_SUCCESS;
     const int64_t blocks = (total + 255) / 256;
     /* enough blocks to fill any GPU; the grid-stride loop does the rest */
-    copy_2d_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, stream>>>(
-        (uint16_t *)dst, ldd * u, (const uint16_t *)src, lds * u, rows, cols * u);
+    copy_2d_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, stream>>>(jb);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         snprintf(why, len, "copy launch: %s", cudaGetErrorString(e));
         return TK_ERR_CUDA;
     }
     return TK_SUCCESS;
+}
+
+extern "C" tk_status tk_launch_copy_2d(void *dst, int64_t ldd, const void *src, int64_t lds, int64_t rows,
+                                       int64_t cols, size_t elem_bytes, cudaStream_t stream, char *why, size_t len)
+{
+    const tk_copy_job job = { dst, ldd, src, lds, rows, cols, elem_bytes };
+    return tk_launch_copy_2d_jobs(&job, 1, stream, why, len);
 }
 
 /* The lab's inputs made on the device (lab_rand.h): bench fills suites of
