@@ -281,29 +281,64 @@ static __device__ __forceinline__ void k30_sk_save(const k30_params *p, const fl
 }
 
 /* The unit of a tile's last slice adds the other slices' partial sums (for
- * this CTA rank and consumer, `sub` of `subs` per unit) in slice order,
- * waiting for each: a fixed order, so results are the same run to run.
+ * this CTA rank and consumer, `sub` of `subs` per unit) in slice order: a
+ * fixed order, so results are the same run to run. Thread i < slices - 1
+ * waits for slice i's flag, all at once (one flag round trip and barrier
+ * instead of one per slice); then the slices are read and added in order.
  * They are units of lower number, and every cluster walks its units in
- * rising order, waiting only on lower ones: the waits cannot deadlock. */
+ * rising order, waiting only on lower ones: the waits cannot deadlock.
+ * The next slice is read ahead where the registers allow: with BN <= 64,
+ * acc and two slices' BN / 2 values each fit in the 168 registers ptxas
+ * gives the kernel (setmaxnreg does not raise that); with more, the spills
+ * would cost more than the round trips. */
+#define K30_SK_PREFETCH(BN) ((BN) <= 64)
+#define K30_SK_PF_N(BN) (K30_SK_PREFETCH(BN) ? (BN) / 8 : 1)
 template <int BN>
 static __device__ __forceinline__ void k30_sk_gather(const k30_params *p, float *acc, int tile_in_wave, int sub,
                                                      int subs, int tid, int bar_id)
 {
-    for (int slice = 0; slice < p->sk_slices - 1; slice++) {
-        const int slot = (slice * p->sk_tiles + tile_in_wave) * subs + sub;
-        if (tid == 0) {
-            while (tk_flag_load_acquire(p->sk_flag + slot) != p->seq)
-                __nanosleep(128);
-        }
-        tk_bar_sync(bar_id, 128);
-        const float4 *src = (const float4 *)(p->sk_part + (size_t)slot * K30_SK_SLOT_FLOATS);
+    const int others = p->sk_slices - 1;
+    if (tid < others) {
+        const int slot = (tid * p->sk_tiles + tile_in_wave) * subs + sub;
+        while (tk_flag_load_acquire(p->sk_flag + slot) != p->seq)
+            __nanosleep(32);
+    }
+    tk_bar_sync(bar_id, 128);
+    const float4 *src =
+        (const float4 *)(p->sk_part + ((size_t)tile_in_wave * subs + sub) * K30_SK_SLOT_FLOATS) + tid;
+    const size_t slice_f4 = (size_t)p->sk_tiles * subs * K30_SK_SLOT_FLOATS / 4;
+    if (K30_SK_PREFETCH(BN)) {
+        float4 cur[K30_SK_PF_N(BN)], nxt[K30_SK_PF_N(BN)];
 #pragma unroll
-        for (int j = 0; j < BN / 8; j++) {
-            const float4 v = __ldcg(src + j * 128 + tid);
-            acc[4 * j] += v.x;
-            acc[4 * j + 1] += v.y;
-            acc[4 * j + 2] += v.z;
-            acc[4 * j + 3] += v.w;
+        for (int j = 0; j < K30_SK_PF_N(BN); j++)
+            cur[j] = __ldcg(src + j * 128);
+        for (int slice = 0; slice < others; slice++) {
+            const bool more = slice + 1 < others;
+            if (more) {
+#pragma unroll
+                for (int j = 0; j < K30_SK_PF_N(BN); j++)
+                    nxt[j] = __ldcg(src + (slice + 1) * slice_f4 + j * 128);
+            }
+#pragma unroll
+            for (int j = 0; j < K30_SK_PF_N(BN); j++) {
+                acc[4 * j] += cur[j].x;
+                acc[4 * j + 1] += cur[j].y;
+                acc[4 * j + 2] += cur[j].z;
+                acc[4 * j + 3] += cur[j].w;
+                if (more)
+                    cur[j] = nxt[j];
+            }
+        }
+    } else {
+        for (int slice = 0; slice < others; slice++) {
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++) {
+                const float4 v = __ldcg(src + slice * slice_f4 + j * 128);
+                acc[4 * j] += v.x;
+                acc[4 * j + 1] += v.y;
+                acc[4 * j + 2] += v.z;
+                acc[4 * j + 3] += v.w;
+            }
         }
     }
 }
