@@ -265,7 +265,10 @@ static __device__ __forceinline__ int k30_walk_tile(const k30_params *p, k30_wal
 
 /* A split unit other than a tile's last slice leaves its sum in its slot
  * (consumer thread tid's BN / 2 values as float4s, warp-contiguous) and
- * publishes it by setting the slot's flag to this launch's number. */
+ * publishes it by setting the slot's flag to this launch's number. No fence
+ * per thread: the barrier orders the warpgroup's stores before thread 0's
+ * release store, and a release is cumulative (PTX memory model; CUTLASS's
+ * semaphore release is the same barrier-then-release pattern). */
 template <int BN>
 static __device__ __forceinline__ void k30_sk_save(const k30_params *p, const float *acc, int slot, int tid,
                                                    int bar_id)
@@ -274,7 +277,6 @@ static __device__ __forceinline__ void k30_sk_save(const k30_params *p, const fl
 #pragma unroll
     for (int j = 0; j < BN / 8; j++)
         __stcg(dst + j * 128 + tid, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
-    __threadfence();
     tk_bar_sync(bar_id, 128);
     if (tid == 0)
         tk_flag_store_release(p->sk_flag + slot, p->seq);
