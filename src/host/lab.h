@@ -291,6 +291,7 @@ typedef struct tk_lab_bench_row {
     char kernel[64];
     tk_lab_case c;
     int samples;
+    int attempts;               /* times sampled: 1, more when the first spread widely (lab_bench.c) */
     double ms_min, ms_median, ms_p20, ms_p80, tflops, pct_peak;
     double ratio_cublas;        /* cublas_ms / kernel_ms; NaN when not measured */
     int nvml_mhz;               /* SM clock read after the samples; 0 if NVML is absent */

@@ -256,8 +256,8 @@ int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_b
                 (long long)r->c.m, (long long)r->c.n, (long long)r->c.k, r->c.layout == TK_ROW_MAJOR ? "row" : "col",
                 r->c.op_a == TK_OP_N ? "n" : "t", r->c.op_b == TK_OP_N ? "n" : "t",
                 r->c.out == TK_F32 ? "fp32" : "bf16");
-        fprintf(f, ",\"alpha\":%.9g,\"beta\":%.9g,\"pad\":%d,\"samples\":%d", (double)r->c.alpha,
-                (double)r->c.beta, r->c.pad, r->samples);
+        fprintf(f, ",\"alpha\":%.9g,\"beta\":%.9g,\"pad\":%d,\"samples\":%d,\"attempts\":%d", (double)r->c.alpha,
+                (double)r->c.beta, r->c.pad, r->samples, r->attempts);
         json_num(f, "ms_min", r->ms_min, ok);
         json_num(f, "ms_median", r->ms_median, ok);
         json_num(f, "ms_p20", r->ms_p20, ok);

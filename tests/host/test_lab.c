@@ -179,8 +179,9 @@ static void test_bench_files(void)
                              .l2_bytes = 52428800, .peak_tflops = 1070.5, .l2_flush = 1 };
     tk_lab_bench_row rows[2] = { { .kernel = "cublas", .c = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, 8192, 8192, 8192,
                                                                1.0f, 0.0f, TK_F32, 1, 0 },
-                                   .samples = 10, .ms_min = 1.4, .ms_median = 1.5, .ms_p20 = 1.45, .ms_p80 = 1.55,
-                                   .tflops = 733.0, .pct_peak = 68.5, .ratio_cublas = 1.0, .status = "ok" },
+                                   .samples = 10, .attempts = 2, .ms_min = 1.4, .ms_median = 1.5, .ms_p20 = 1.45,
+                                   .ms_p80 = 1.55, .tflops = 733.0, .pct_peak = 68.5, .ratio_cublas = 1.0,
+                                   .status = "ok" },
                                  { .kernel = "k99", .c = { TK_COL_MAJOR, TK_OP_T, TK_OP_N, 8, 8, 8, 1.5f, 0.5f,
                                                            TK_BF16, 1, 0 },
                                    .ratio_cublas = NAN, .status = "kernel k99: needs \"aligned\" ld" } };
@@ -194,7 +195,8 @@ static void test_bench_files(void)
         "{\"tool\":\"tilekit bench\",\"version\":\"0.1.0\",\"device\":{\"name\":\"Fake \\\"GPU\\\"\",\"sm\":90,",
         "\"sm_count\":132,\"clock_mhz\":1980,\"l2_bytes\":52428800}", "\"peak_tflops\":1070.5,\"l2_flush\":true",
         "\"kernel\":\"cublas\",\"m\":8192,\"n\":8192,\"k\":8192,\"layout\":\"row\",\"op_a\":\"n\",\"op_b\":\"t\"",
-        "\"out\":\"fp32\",\"alpha\":1,\"beta\":0,\"pad\":0,\"samples\":10,\"ms_min\":1.4,\"ms_median\":1.5",
+        "\"out\":\"fp32\",\"alpha\":1,\"beta\":0,\"pad\":0,\"samples\":10,\"attempts\":2,\"ms_min\":1.4",
+        "\"ms_median\":1.5",
         "\"tflops\":733,\"pct_peak\":68.5,\"ratio_cublas\":1,\"status\":\"ok\"}",
         "\"layout\":\"col\",\"op_a\":\"t\",\"op_b\":\"n\",\"out\":\"bf16\",\"alpha\":1.5,\"beta\":0.5",
         "\"ms_median\":null", "\"ratio_cublas\":null,\"status\":\"kernel k99: needs \\\"aligned\\\" ld\"}",
