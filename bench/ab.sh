@@ -3,9 +3,12 @@
 # PATCH reverse-applied (A, the base) against the tree as it is (B), plus
 # optional variants of B built with extra compiler defines (C, D, ...); the
 # same `tilekit bench` on each, ROUNDS rounds in alternating order (A B C,
-# then C B A, ...), as docs/NOTES.md's comparisons are taken.
+# then C B A, ...), as docs/NOTES.md's comparisons are taken. A variant
+# written @FILE is instead the base with the patch FILE applied (several
+# independent changes timed apart in one call: PATCH = all of them, then
+# @one.patch @two.patch ...).
 #
-#   bash bench/ab.sh PATCH "BENCH ARGS" [ROUNDS [DEFINES_C [DEFINES_D ...]]]
+#   bash bench/ab.sh PATCH "BENCH ARGS" [ROUNDS [DEFINES_C | @PATCH_C ...]]
 #   e.g. git diff > /tmp/x.patch; bash bench/ab.sh /tmp/x.patch \
 #            "--suite bench/shapes/square.txt" 2 "-DK30_MAX_STAGES=6"
 #
@@ -16,7 +19,7 @@
 # variant shows as a failed run, not a stuck device call.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-[ $# -ge 2 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,20p' "$0"; exit 2; }
 patch=$(realpath "$1"); args=$2; rounds=${3:-2}; shift 2; [ $# -gt 0 ] && shift
 out=${OUT:-out}
 mkdir -p "$out"
@@ -35,8 +38,21 @@ letters=(C D E F G H)
 for defines in "$@"; do
     n=${letters[$((${#names[@]} - 2))]}
     names+=("$n")
-    echo "ab.sh: $n = B with $defines"
-    make -j8 BUILD="/tmp/tk_ab_$n" ARCHS="$ARCHS" NVCC="nvcc $defines" "/tmp/tk_ab_$n/tilekit" > "/tmp/tk_ab_$n.log" 2>&1 &
+    if [ "${defines:0:1}" = @ ]; then
+        vp=$(realpath "${defines:1}")
+        src="/tmp/tk_ab_src_$n"
+        rm -rf "$src" && mkdir -p "$src"
+        tar --exclude=./.git --exclude='./build*' --exclude=./out -cf - . | tar -C "$src" -xf -
+        if ! (cd "$src" && git apply -R "$patch" && git apply "$vp"); then
+            echo "ab.sh: ${defines:1} does not apply to the base"; exit 2
+        fi
+        echo "ab.sh: $n = A with ${defines:1} applied"
+        (cd "$src" && make -j8 BUILD="/tmp/tk_ab_$n" ARCHS="$ARCHS" "/tmp/tk_ab_$n/tilekit" > "/tmp/tk_ab_$n.log" 2>&1) &
+    else
+        echo "ab.sh: $n = B with $defines"
+        make -j8 BUILD="/tmp/tk_ab_$n" ARCHS="$ARCHS" NVCC="nvcc $defines" "/tmp/tk_ab_$n/tilekit" \
+            > "/tmp/tk_ab_$n.log" 2>&1 &
+    fi
 done
 wait
 for n in "${names[@]}"; do
