@@ -310,6 +310,13 @@ typedef struct tk_lab_bench_info {
     double dram_read_gbs;       /* measured DRAM read bandwidth, GB/s (tk_lab_dram_read); 0: not measured */
 } tk_lab_bench_info;
 
+/* A timed row's p80 over 1.25 times its p20: timed through a slow phase of
+ * the machine; bench times it again (lab_bench.c). lab_stats.c. */
+int tk_lab_row_unstable(const tk_lab_bench_row *r);
+/* Whether attempt cand replaces best among a row's attempts: the smaller
+ * relative spread (p80 - p20) / median wins, not the faster median. */
+int tk_lab_attempt_better(const tk_lab_bench_row *cand, const tk_lab_bench_row *best);
+
 tk_status tk_lab_bench_open(tk_lab_bench **b, const tk_lab_bench_opts *o, char *why, size_t len);
 void tk_lab_bench_close(tk_lab_bench *b);
 const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b);

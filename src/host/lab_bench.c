@@ -243,17 +243,8 @@ static int same_case(const tk_lab_case *x, const tk_lab_case *y)
            x->offset == y->offset;
 }
 
-/* Rows timed again when their p80 is more than 1.25 times their p20
- * (tk_lab_bench_run). */
+/* Rows timed again when tk_lab_row_unstable (tk_lab_bench_run). */
 #define UNSTABLE_RETRIES 2
-static double rel_spread(const tk_lab_bench_row *r)
-{
-    return r->ms_median > 0 ? (r->ms_p80 - r->ms_p20) / r->ms_median : 0.0;
-}
-static int unstable(const tk_lab_bench_row *r)
-{
-    return r->ms_p80 > 1.25 * r->ms_p20;
-}
 
 /* Samples of one kernel on problem p into b->samples (*n of them) until
  * the median is stable or the budget is spent; -1 (row->status set) when
@@ -331,9 +322,9 @@ int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *cin
             break;
         summarize(b, n, row);
         row->attempts = attempt + 1;
-        if (attempt == 0 || rel_spread(row) < rel_spread(&best))
+        if (attempt == 0 || tk_lab_attempt_better(row, &best))
             best = *row;
-        if (!unstable(row))
+        if (!tk_lab_row_unstable(row))
             break;
     }
     if (e) {

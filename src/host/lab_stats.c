@@ -44,3 +44,18 @@ double tk_lab_peak_tflops(int sm, int sm_count, int clock_khz)
 {
     return (double)sm_count * tk_lab_flop_per_clk(sm) * (double)clock_khz * 1e3 / 1e12;
 }
+
+int tk_lab_row_unstable(const tk_lab_bench_row *r)
+{
+    return r->ms_p80 > 1.25 * r->ms_p20;
+}
+
+static double rel_spread(const tk_lab_bench_row *r)
+{
+    return r->ms_median > 0 ? (r->ms_p80 - r->ms_p20) / r->ms_median : 0.0;
+}
+
+int tk_lab_attempt_better(const tk_lab_bench_row *cand, const tk_lab_bench_row *best)
+{
+    return rel_spread(cand) < rel_spread(best);
+}

@@ -159,6 +159,25 @@ static void test_percentiles(void)
     CHECK(tk_lab_percentile(z, 1, 0.8) == 4, "one sample");
 }
 
+/* bench's retry rule: a row is timed again when its p80 is over 1.25x its
+ * p20, and the attempt with the smaller relative spread is kept, even when
+ * a wider one has the faster median. */
+static void test_unstable_rows(void)
+{
+    tk_lab_bench_row quiet = { .ms_median = 1.00, .ms_p20 = 0.99, .ms_p80 = 1.02 };
+    tk_lab_bench_row edge = { .ms_median = 1.10, .ms_p20 = 1.00, .ms_p80 = 1.25 };
+    tk_lab_bench_row slow_phase = { .ms_median = 3.00, .ms_p20 = 1.00, .ms_p80 = 4.00 };
+    tk_lab_bench_row wide_fast = { .ms_median = 0.90, .ms_p20 = 0.80, .ms_p80 = 1.20 };
+    CHECK(!tk_lab_row_unstable(&quiet), "p80 / p20 = 1.03 is stable");
+    CHECK(!tk_lab_row_unstable(&edge), "p80 = 1.25 p20 is still stable");
+    CHECK(tk_lab_row_unstable(&slow_phase), "p80 = 4 p20 is timed again");
+    CHECK(tk_lab_attempt_better(&quiet, &slow_phase) && !tk_lab_attempt_better(&slow_phase, &quiet),
+          "the quiet attempt replaces the slow-phase one, not the reverse");
+    CHECK(tk_lab_attempt_better(&quiet, &wide_fast) && !tk_lab_attempt_better(&wide_fast, &quiet),
+          "the smaller spread wins over the faster median");
+    CHECK(!tk_lab_attempt_better(&quiet, &quiet), "a tie keeps the earlier attempt");
+}
+
 static void test_tflops_and_peak(void)
 {
     double t = tk_lab_tflops(8192, 8192, 8192, 1.0);
@@ -223,6 +242,7 @@ void tk_tests(void)
     TK_TEST(test_tolerance_formula);
     TK_TEST(test_tolerance_fits_fp32);
     TK_TEST(test_percentiles);
+    TK_TEST(test_unstable_rows);
     TK_TEST(test_tflops_and_peak);
     TK_TEST(test_bench_files);
 }
