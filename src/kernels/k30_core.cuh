@@ -282,6 +282,15 @@ static __device__ __forceinline__ void k30_sk_save(const k30_params *p, const fl
         tk_flag_store_release(p->sk_flag + slot, p->seq);
 }
 
+/* a[0..3] += v: one float4 of a partial sum into the accumulators. */
+static __device__ __forceinline__ void k30_add4(float *a, float4 v)
+{
+    a[0] += v.x;
+    a[1] += v.y;
+    a[2] += v.z;
+    a[3] += v.w;
+}
+
 /* The unit of a tile's last slice adds the other slices' partial sums (for
  * this CTA rank and consumer, `sub` of `subs` per unit) in slice order: a
  * fixed order, so results are the same run to run. Thread i < slices - 1
@@ -323,10 +332,7 @@ static __device__ __forceinline__ void k30_sk_gather(const k30_params *p, float 
             }
 #pragma unroll
             for (int j = 0; j < K30_SK_PF_N(BN); j++) {
-                acc[4 * j] += cur[j].x;
-                acc[4 * j + 1] += cur[j].y;
-                acc[4 * j + 2] += cur[j].z;
-                acc[4 * j + 3] += cur[j].w;
+                k30_add4(acc + 4 * j, cur[j]);
                 if (more)
                     cur[j] = nxt[j];
             }
@@ -334,13 +340,8 @@ static __device__ __forceinline__ void k30_sk_gather(const k30_params *p, float 
     } else {
         for (int slice = 0; slice < others; slice++) {
 #pragma unroll
-            for (int j = 0; j < BN / 8; j++) {
-                const float4 v = __ldcg(src + slice * slice_f4 + j * 128);
-                acc[4 * j] += v.x;
-                acc[4 * j + 1] += v.y;
-                acc[4 * j + 2] += v.z;
-                acc[4 * j + 3] += v.w;
-            }
+            for (int j = 0; j < BN / 8; j++)
+                k30_add4(acc + 4 * j, __ldcg(src + slice * slice_f4 + j * 128));
         }
     }
 }
