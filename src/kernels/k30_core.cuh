@@ -48,20 +48,31 @@
  * the rest of the kernel, no wgmma); K30_DIAG_MMA_ONLY: the producer marks
  * each stage full without loading (the wgmma loop, no loads). Measured
  * with them on k33 and k34: docs/NOTES.md, session 9. */
-#define K30_STAGES_N(bn)                                                                                               \
-    (K30_RING_BUDGET / K30_STAGE_BYTES_N(bn) < K30_MAX_STAGES ? K30_RING_BUDGET / K30_STAGE_BYTES_N(bn)              \
-                                                              : K30_MAX_STAGES)
+/* Stages for A tiles of bm rows and B tiles of bn: the narrow tiles of
+ * k36_wgmma_swap (bm < K30_BM) may keep up to K30_NARROW_MAX_STAGES. */
+#ifndef K30_NARROW_MAX_STAGES
+#define K30_NARROW_MAX_STAGES 16
+#endif
+#define K30_STAGE_CAP(bm) ((bm) < K30_BM ? K30_NARROW_MAX_STAGES : K30_MAX_STAGES)
+#define K30_STAGES_MN(bm, bn)                                                                                          \
+    (K30_RING_BUDGET / K30_STAGE_BYTES_MN(bm, bn) < K30_STAGE_CAP(bm) ? K30_RING_BUDGET / K30_STAGE_BYTES_MN(bm, bn)  \
+                                                                      : K30_STAGE_CAP(bm))
+#define K30_STAGES_N(bn) K30_STAGES_MN(K30_BM, bn)
 #define K30_STAGES K30_STAGES_N(K30_BN)
 #define K30_CONSUMERS 2                /* consumer warpgroups, 64 rows of the tile each */
 #define K30_THREADS (128 * (1 + K30_CONSUMERS))
 #define K30_PRODUCER_REGS 40
 #define K30_CONSUMER_REGS 232
 #define K30_BOX 8192                   /* one 64 x 64 bf16 TMA box (MN-major tiles) */
-#define K30_A_BYTES (K30_BM * K30_BK * 2)
-/* Sizes for a block N of bn (the loops take BN as a template argument). */
+/* Sizes for A tiles of bm rows and B tiles of bn (the loops take BM and BN
+ * as template arguments); _N: bm = K30_BM. */
+#define K30_A_BYTES_M(bm) ((bm) * K30_BK * 2)
+#define K30_A_BYTES K30_A_BYTES_M(K30_BM)
 #define K30_B_BYTES_N(bn) ((bn) * K30_BK * 2)
-#define K30_STAGE_BYTES_N(bn) (K30_A_BYTES + K30_B_BYTES_N(bn))
-#define K30_RING_BYTES_N(bn) (K30_STAGES_N(bn) * K30_STAGE_BYTES_N(bn))
+#define K30_STAGE_BYTES_MN(bm, bn) (K30_A_BYTES_M(bm) + K30_B_BYTES_N(bn))
+#define K30_STAGE_BYTES_N(bn) K30_STAGE_BYTES_MN(K30_BM, bn)
+#define K30_RING_BYTES_MN(bm, bn) (K30_STAGES_MN(bm, bn) * K30_STAGE_BYTES_MN(bm, bn))
+#define K30_RING_BYTES_N(bn) K30_RING_BYTES_MN(K30_BM, bn)
 /* Dynamic shared memory with `extra` bytes between the ring and the barriers:
  * + 1024 to align the ring to the 128B-swizzle pattern, + the full and empty
  * barriers. */
@@ -159,18 +170,19 @@ static __device__ __forceinline__ void k30_tile_coords(int t, int rows_total, in
  * tr * cluster + rank and loads its share of B for all CTAs), tile column
  * tn, into the ring from stage *s / parity *phase on.
  * A template because the operand majors fix the TMA box pattern (A_MN: op_a
- * T, B_MN: op_b N) and the block N (BN) the sizes. */
-template <int A_MN, int B_MN, int BN>
+ * T, B_MN: op_b N) and the tile rows of A and B (BM, BN) the sizes. */
+template <int A_MN, int B_MN, int BM, int BN>
 static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uint32_t ring, uint32_t full_bar,
                                                         uint32_t empty_bar, int tr, int tn, int kb, int ke,
                                                         int cluster, uint32_t rank, int *s, uint32_t *phase)
 {
     const uint16_t all = (uint16_t)((1u << cluster) - 1);
-    const int m0 = (tr * cluster + (int)rank) * K30_BM, n0 = tn * BN;
+    static_assert(!A_MN || BM % 64 == 0, "M-major A tiles are whole 64-wide boxes");
+    const int m0 = (tr * cluster + (int)rank) * BM, n0 = tn * BN;
     for (int kt = kb; kt < ke; kt++) {
         const int k0 = kt * K30_BK;
         const uint32_t fb = full_bar + 8 * *s;
-        const uint32_t sa = ring + *s * K30_STAGE_BYTES_N(BN), sb = sa + K30_A_BYTES;
+        const uint32_t sa = ring + *s * K30_STAGE_BYTES_MN(BM, BN), sb = sa + K30_A_BYTES_M(BM);
         /* Wait until every consumer warp (of every CTA: a peer's multicast
          * writes here too) has released the stage. Passes at once in the
          * first round: parity 1 of a fresh barrier reads as completed. */
@@ -185,7 +197,7 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
         tk_mbarrier_arrive_expect_tx(fb, p->a_bytes + K30_B_BYTES_N(BN));
         if (A_MN) {
 #pragma unroll
-            for (int j = 0; j < K30_BM / 64; j++)
+            for (int j = 0; j < BM / 64; j++)
                 if (j < p->a_boxes)
                     tk_tma_load_2d(sa + j * K30_BOX, &p->map_a, m0 + 64 * j, k0, fb);
         } else {
@@ -212,7 +224,7 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
                                      all);
         }
 #endif
-        if (++*s == K30_STAGES_N(BN)) {
+        if (++*s == K30_STAGES_MN(BM, BN)) {
             *s = 0;
             *phase ^= 1;
         }
@@ -366,9 +378,11 @@ static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cl
  * k-tiles, reading the ring from stage *s / parity *phase on. One wgmma group
  * stays in flight while the next stage is awaited; a stage is released as
  * soon as the group reading it is done. On return acc holds the result.
- * A template because the operand majors are wgmma immediates and BN picks
- * the instruction. */
-template <int A_MN, int B_MN, int BN>
+ * SWAP (k36_wgmma_swap): the roles change: the B tile (64 rows of N) is
+ * wgmma's A and the A tile (BM rows of M, K-major) its B, so acc[BM / 2]
+ * holds the 64 x BM tile of C^T. A template because the operand majors are
+ * wgmma immediates and the tile sizes pick the instruction. */
+template <int A_MN, int B_MN, int BM, int BN, int SWAP>
 static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t ring, uint32_t full_bar,
                                                         const uint32_t *empty, int cluster, int k_tiles, int c,
                                                         int lane, int *s, uint32_t *phase)
@@ -378,12 +392,13 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
      * (LBO), K steps of 16 rows = 2048 bytes. Both: SBO = 1024 bytes per 8
      * rows. A's 64-row half c starts 8 KB in either way (64 K-major rows, or
      * the c-th M-major box). */
+    static_assert(!SWAP || (!A_MN && BN == 64), "swapped: K-major A, one 64-row B tile (wgmma M)");
     const uint32_t a_lbo = A_MN ? K30_BOX : 16, b_lbo = B_MN ? K30_BOX : 16;
     const uint32_t a_kstep = A_MN ? 2048 : 32, b_kstep = B_MN ? 2048 : 32;
     int prev = 0;
     for (int kt = 0; kt < k_tiles; kt++) {
-        const uint32_t sa = ring + *s * K30_STAGE_BYTES_N(BN) + c * K30_BOX;
-        const uint32_t sb = ring + *s * K30_STAGE_BYTES_N(BN) + K30_A_BYTES;
+        const uint32_t sa = ring + *s * K30_STAGE_BYTES_MN(BM, BN) + c * K30_BOX;
+        const uint32_t sb = ring + *s * K30_STAGE_BYTES_MN(BM, BN) + K30_A_BYTES_M(BM);
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
 #ifdef K30_DIAG_LOADS_ONLY
         /* Timing diagnostic (wrong results): the stage goes back unread. */
@@ -396,7 +411,8 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
             uint64_t da = tk_wgmma_desc_sw128(sa + kk * a_kstep, a_lbo, 1024);
             uint64_t db = tk_wgmma_desc_sw128(sb + kk * b_kstep, b_lbo, 1024);
             /* The first product of a tile overwrites the accumulators. */
-            tk_wgmma_m64nNk16_f32_bf16<BN, A_MN, B_MN>(acc, da, db, kt > 0 || kk > 0);
+            tk_wgmma_m64nNk16_f32_bf16<SWAP ? BM : BN, SWAP ? B_MN : A_MN, SWAP ? A_MN : B_MN>(
+                acc, SWAP ? db : da, SWAP ? da : db, kt > 0 || kk > 0);
         }
         tk_wgmma_commit();
         if (kt > 0) {
@@ -406,7 +422,7 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
         }
         prev = *s;
 #endif
-        if (++*s == K30_STAGES_N(BN)) {
+        if (++*s == K30_STAGES_MN(BM, BN)) {
             *s = 0;
             *phase ^= 1;
         }
@@ -417,7 +433,7 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
 #endif
     /* The epilogue must read the accumulators after the wait. */
 #pragma unroll
-    for (int i = 0; i < BN / 2; i++)
+    for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
         tk_wgmma_reg_fence(acc[i]);
 }
 
@@ -477,6 +493,33 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
                     tk_epilogue_store(p->c, base + 8 * j, ct, a0, alpha, beta);
                 if (cc + 1 < p->n)
                     tk_epilogue_store(p->c, base + 8 * j + 1, ct, a1, alpha, beta);
+            }
+        }
+    }
+}
+
+/* Epilogue of a swapped tile (k36_wgmma_swap): acc holds the 64 x BM tile of
+ * C^T at C's columns n0.. and rows m0..; thread (warp w, lane l) holds C
+ * columns n0 + 16w + l/4 (+8) of rows m0 + 8j + 2(l%4) (+1), so each store
+ * instruction of a warp writes 8 consecutive columns of 4 rows. One element
+ * per store (any ldc, any alignment), alpha/beta, bounds-checked. */
+template <int BM>
+static __device__ __forceinline__ void k30_epilogue_swap(const k30_params *p, const float *acc, int m0, int n0,
+                                                         int warp, int lane)
+{
+    const tk_dtype ct = p->c_bf16 ? TK_BF16 : TK_F32;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int n = n0 + 16 * warp + 8 * h + (lane >> 2);
+        if (n >= p->n)
+            continue;
+#pragma unroll
+        for (int j = 0; j < BM / 8; j++) {
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int m = m0 + 8 * j + 2 * (lane & 3) + e;
+                if (m < p->m)
+                    tk_epilogue_store(p->c, (int64_t)m * p->ldc + n, ct, acc[4 * j + 2 * h + e], p->alpha, p->beta);
             }
         }
     }
@@ -652,15 +695,17 @@ static inline tk_status k30_supports_common(const tk_args *a, const tk_device *d
     return st;
 }
 
-/* Tensor maps of A and B and the sizes of a launch with block N bn; B's
- * K-major box is bn / cluster rows (each CTA of a cluster loads that share). */
-static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int cluster, int bn, char *why, size_t len)
+/* Tensor maps of A and B and the sizes of a launch with A tiles of bm rows
+ * and B tiles of bn; B's K-major box is bn / cluster rows (each CTA of a
+ * cluster loads that share). */
+static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int cluster, int bm, int bn, char *why,
+                                        size_t len)
 {
     memset(p, 0, sizeof *p);
     tk_status st;
-    p->a_rows = K30_BM;
-    p->a_boxes = K30_BM / 64;
-    if (cluster == 1 && a->m < K30_BM) {
+    p->a_rows = bm;
+    p->a_boxes = (bm + 63) / 64;
+    if (cluster == 1 && a->m < bm) {
         p->a_rows = (int)((a->m + 7) / 8 * 8);
         p->a_boxes = (int)((a->m + 63) / 64);
     }
@@ -687,7 +732,7 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
     p->ldc = a->ldc;
     p->m = (int)a->m;
     p->n = (int)a->n;
-    p->tiles_m = (int)((a->m + K30_BM - 1) / K30_BM);
+    p->tiles_m = (int)((a->m + bm - 1) / bm);
     p->tiles_n = (int)((a->n + bn - 1) / bn);
     p->k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
     p->alpha = a->alpha;
@@ -814,6 +859,77 @@ static inline int k30_sk_may_split(long long tiles, int k_tiles, int max_cluster
            (2 * tiles <= max_clusters && k_tiles >= 2 * K30_SK_MIN_SLICE_KTILES);
 }
 
+/* Slices of each tile where tiles < clusters (k30_plan_split_wave): the
+ * most s <= K30_SK_FEW_MAX_SLICES with tiles * s <= clusters and slices of
+ * at least K30_SK_MIN_SLICE_KTILES k-tiles; 1: unsplit. */
+static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
+{
+    int sl = K30_SK_FEW_MAX_SLICES;
+    while (sl > 1 && (tiles * sl > clusters || k_tiles < sl * K30_SK_MIN_SLICE_KTILES))
+        sl--;
+    return sl;
+}
+
+/* The tile rows (16 or 32) auto-dispatch gives k36_wgmma_swap, or 0 where
+ * the k30 family's tiles are better, for sms SMs; pure host arithmetic
+ * (CPU-tested). Measured on the H100 (docs/NOTES.md, session 11): the
+ * narrow tiles win where they fit one wave (16 x 64: 32 x 768 x 768 NT 7.1
+ * us against k40's 8.4, 64 x 768 x 768 7.2 against k34's 8.2, 256^3 6.6
+ * against 7.0; 32 x 64: 64 x 4096 x 4096 NT 22.3 against 23.6, 512^3 7.9
+ * against 8.4) and lose badly beyond it (their bytes per flop are 2-5 times
+ * k34's: 1024^3 k36_swap_32x64 20.4 against 10.3). Of the configurations
+ * that fit, the one whose longest unit (k-tiles after k30_few_slices) reads
+ * the fewest bytes, each extra slice counted as K30_SWAP_SLICE_COST more
+ * (the fix-up: ~5000 cycles in session 9's trace, ~10 k-tiles): 128 x 768 x
+ * 3072 NT 16 x 64 96 tiles of 48 k-tiles (12.9 us) against 32 x 64 48 tiles
+ * in 2 slices of 24 (11.9); 64 x 768 x 3072 NT 16 x 64 in 2 slices of 24
+ * (11.6) against 32 x 64 in 3 of 16 (12.0). Where B is a DRAM stream
+ * (K30_SWAP_STREAM_BYTES or more), splits do not pay: the narrowest tiles
+ * that fit one wave unsplit (32 x 3584 x 3584 NT: 16 x 64, 112 tiles, 19.0
+ * us; 32 x 64 in 2 slices, 20.5). Only op_a N
+ * (k36's A tile is K-major), N >= 64; units of at most K30_SWAP_MAX_UNIT_KTILES
+ * k-tiles (longer ones are DRAM-bound streams, k34's or k40's). */
+#define K30_SWAP_MAX_UNIT_KTILES 64
+#define K30_SWAP_SLICE_COST 768        /* 128-byte rows: ~10 k-tiles of 16 x 64 */
+#define K30_SWAP_STREAM_BYTES (16LL << 20)
+static inline int k30_pick_swap(const tk_args *a, int sms)
+{
+    /* N < 64 leaves most of wgmma's 64 rows of B empty (4096 x 8 x 4096:
+     * k40's swapped form) */
+    if (a->op_a != TK_OP_N || a->n < 64)
+        return 0;
+    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    const long long tn = (a->n + 63) / 64;
+    const int stream = 2 * a->n * a->k >= K30_SWAP_STREAM_BYTES;
+    int best = 0;
+    long long best_cost = 0;
+    for (int bm = 16; bm <= 32; bm *= 2) {
+        const long long tiles = (a->m + bm - 1) / bm * tn;
+        if (tiles > sms)
+            continue;
+        if (stream)
+            return k_tiles <= K30_SWAP_MAX_UNIT_KTILES ? bm : 0;
+        const int sl = k30_few_slices(tiles, k_tiles, sms);
+        const long long unit = (k_tiles + sl - 1) / sl;
+        /* rows of 128 bytes a k-tile: 64 of B and bm of A */
+        const long long cost = unit * (64 + bm) + (sl - 1) * K30_SWAP_SLICE_COST;
+        if (unit <= K30_SWAP_MAX_UNIT_KTILES && (!best || cost < best_cost)) {
+            best = bm;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
+/* The split workspace of a one-CTA launch with bm x bn tiles: none where no
+ * split can apply. */
+static inline size_t k30_workspace_mn(int bm, int bn, const tk_args *a, const tk_device *dev)
+{
+    const long long tiles = ((a->m + bm - 1) / bm) * ((a->n + bn - 1) / bn);
+    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    return k30_sk_may_split(tiles, k_tiles, dev->sm_count) ? k30_sk_bytes(dev->sm_count, 1) : 0;
+}
+
 /* The last wave: with T tiles on C clusters (T > C) a data-parallel walk
  * ends with T % C tiles while the other clusters idle. Split into s slices
  * of their k-tiles, those tiles give s (T % C) units dealt out like tiles,
@@ -842,11 +958,10 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int clus
     p->sk_part = (float *)((char *)a->kws + flag_bytes);
     p->seq = a->seq;
     if (tiles < clusters) {
-        /* Few tiles: the most slices that still fit the clusters. */
-        int sl = K30_SK_FEW_MAX_SLICES;
-        while (sl > 1 && (tiles * sl > clusters || p->k_tiles < sl * K30_SK_MIN_SLICE_KTILES ||
-                          flag_bytes + (size_t)tiles * (sl - 1) * cluster * K30_CONSUMERS * K30_SK_SLOT_BYTES >
-                              a->kws_bytes))
+        /* Few tiles: the most slices that still fit the clusters (and the workspace). */
+        int sl = k30_few_slices(tiles, p->k_tiles, clusters);
+        while (sl > 1 && flag_bytes + (size_t)tiles * (sl - 1) * cluster * K30_CONSUMERS * K30_SK_SLOT_BYTES >
+                             a->kws_bytes)
             sl--;
         if (sl > 1) {
             p->sk_first = 0;
@@ -915,7 +1030,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
                                                  cudaStream_t stream, char *why, size_t len)
 {
     k30_params p;
-    tk_status st = k30_fill_params(&p, a, cluster, K30_BN, why, len);
+    tk_status st = k30_fill_params(&p, a, cluster, K30_BM, K30_BN, why, len);
     if (!st)
         st = k30_plan_c(&p, a, why, len);
     if (st)

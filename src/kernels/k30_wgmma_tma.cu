@@ -104,7 +104,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
             int s = 0, t, tm, tn, kb, ke, v;
             uint32_t phase = 0;
             while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v))
-                k30_produce_tile<A_MN, B_MN, BN>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s, &phase);
+                k30_produce_tile<A_MN, B_MN, K30_BM, BN>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s, &phase);
         }
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile. */
@@ -124,7 +124,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
         uint32_t phase = 0;
         int nchunk = 0;                /* staged chunks so far (k30_epilogue_staged) */
         while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
-            k30_consume_tile<A_MN, B_MN, BN>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
+            k30_consume_tile<A_MN, B_MN, K30_BM, BN, 0>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
@@ -171,7 +171,7 @@ static tk_status k30_launch_bn(int bn, const tk_args *a, const tk_device *dev, c
                                size_t len)
 {
     k30_params p;
-    tk_status st = k30_fill_params(&p, a, 1, bn, why, len);
+    tk_status st = k30_fill_params(&p, a, 1, K30_BM, bn, why, len);
     if (!st)
         st = k30_plan_c(&p, a, why, len);
     if (st)
@@ -192,9 +192,7 @@ static tk_status k30_launch_bn(int bn, const tk_args *a, const tk_device *dev, c
 /* The split workspace for block N bn: none where no split can apply. */
 static size_t k30_workspace_bn(int bn, const tk_args *a, const tk_device *dev)
 {
-    const long long tiles = ((a->m + K30_BM - 1) / K30_BM) * ((a->n + bn - 1) / bn);
-    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
-    return k30_sk_may_split(tiles, k_tiles, dev->sm_count) ? k30_sk_bytes(dev->sm_count, 1) : 0;
+    return k30_workspace_mn(K30_BM, bn, a, dev);
 }
 
 static size_t k30_workspace(const tk_args *a, const tk_device *dev)

@@ -29,8 +29,7 @@
  *   not overwritten, until the group that uses them has been waited for.
  * wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 d, descA, descB, p, 1, 1, tA, tB
  *   D(64x256, f32) = A(64x16, bf16, smem) * B(16x256, bf16, smem) + (p ? D : 0)
- *   (and m64n192k16 / m64n128k16 / m64n64k16: D 64x192 / 64x128 / 64x64, j in
- *   0..23 / 0..15 / 0..7 below).
+ *   (and m64n192k16 ... m64n8k16: D 64x192 ... 64x8, j in 0..N/8-1 below).
  *   tA/tB = 0: K-major operand, 1: MN-major (transposed; bf16 allows both).
  *   D fragment of thread t (warp w = t/32 of the warpgroup, lane l):
  *   d[4j + 2h + e] = D[16w + l/4 + 8h][8j + 2(l%4) + e], j in 0..31, h, e in 0..1.
@@ -186,21 +185,81 @@ static __device__ __forceinline__ void tk_wgmma_m64n64k16_f32_bf16(float d[32], 
                  : "memory");
 }
 
-/* m64nNk16 for N = 256, 192, 128 or 64, chosen at compile time: a template because N
- * fixes the instruction and the accumulator count (N / 2 per thread). */
+/* The same with N = 32: D(64x32) = A(64x16) * B(16x32), d[16], j in 0..3. */
+template <int TRANS_A, int TRANS_B>
+static __device__ __forceinline__ void tk_wgmma_m64n32k16_f32_bf16(float d[16], uint64_t desc_a, uint64_t desc_b,
+                                                                   int scale_d)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+                 "}, %16, %17, p, 1, 1, %19, %20;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)
+                 : "memory");
+}
+
+/* The same with N = 16: D(64x16) = A(64x16) * B(16x16), d[8], j in 0..1. */
+template <int TRANS_A, int TRANS_B>
+static __device__ __forceinline__ void tk_wgmma_m64n16k16_f32_bf16(float d[8], uint64_t desc_a, uint64_t desc_b,
+                                                                   int scale_d)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %10, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7"
+                 "}, %8, %9, p, 1, 1, %11, %12;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)
+                 : "memory");
+}
+
+/* The same with N = 8: D(64x8) = A(64x16) * B(16x8), d[4], j in 0..0. */
+template <int TRANS_A, int TRANS_B>
+static __device__ __forceinline__ void tk_wgmma_m64n8k16_f32_bf16(float d[4], uint64_t desc_a, uint64_t desc_b,
+                                                                   int scale_d)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3"
+                 "}, %4, %5, p, 1, 1, %7, %8;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)
+                 : "memory");
+}
+
+/* m64nNk16 for N = 256, 192, 128, 64, 32, 16 or 8, chosen at compile time: a
+ * template because N fixes the instruction and the accumulator count (N / 2
+ * per thread). */
 template <int N, int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    static_assert(N == 256 || N == 192 || N == 128 || N == 64, "wgmma wrappers exist for N = 256, 192, 128 and 64");
+    static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 32 || N == 16 || N == 8,
+                  "wgmma wrappers exist for N = 256, 192, 128, 64, 32, 16 and 8");
     if (N == 256)
         tk_wgmma_m64n256k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 192)
         tk_wgmma_m64n192k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 128)
         tk_wgmma_m64n128k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-    else
+    else if (N == 64)
         tk_wgmma_m64n64k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+    else if (N == 32)
+        tk_wgmma_m64n32k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+    else if (N == 16)
+        tk_wgmma_m64n16k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+    else
+        tk_wgmma_m64n8k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
 }
 
 #endif

@@ -38,7 +38,7 @@ extern "C" {
 static tk_handle g_h;
 static int g_ok_device;
 /* The kernels under test: every registry entry of the k30 family (k30_*,
- * k31_*, k33_*, k34_*, k35_*), or the
+ * k31_*, k33_* .. k36_*), or the
  * comma-separated list in TK_K30_KERNELS. */
 static const char *g_kernels[8];
 static int g_nkernels;
@@ -218,6 +218,13 @@ static int run_case_with(const char *kernel, const gcase *c)
         CHECK(0, "%s: out of device memory", d);
         release(&b);
         return 0;
+    }
+    /* k36 (the swapped tiles) reads A along K only: its refusal of op_a T
+     * (after normalization) is skipped, no other refusal. */
+    if (!strncmp(kernel, "k36_", 4) && tk_kernel_supports(g_h, kernel, &p) == TK_ERR_NOT_SUPPORTED &&
+        strstr(tk_last_error(g_h), "op_a must be N")) {
+        release(&b);
+        return 1;
     }
     tk_status st = tk_gemm_ex(g_h, &p, kernel, NULL);
     CHECK(st == TK_SUCCESS, "%s: %s", d, tk_last_error(g_h));
@@ -701,7 +708,7 @@ void tk_tests(void)
             if (tk_kernel_get(i, &kp) != TK_SUCCESS)
                 continue;
             if (!strncmp(kp.name, "k30_", 4) || !strncmp(kp.name, "k31_", 4) || !strncmp(kp.name, "k33_", 4) ||
-                !strncmp(kp.name, "k34_", 4) || !strncmp(kp.name, "k35_", 4))
+                !strncmp(kp.name, "k34_", 4) || !strncmp(kp.name, "k35_", 4) || !strncmp(kp.name, "k36_", 4))
                 g_kernels[g_nkernels++] = kp.name;
         }
     }

@@ -198,8 +198,9 @@ static void test_grid_y_refusals(void)
 }
 
 /* The Hopper kernels' tile corners and TMA coordinates are 32-bit: M and N
- * within a tile of 2^31 are refused, a little further down taken; a TMA
- * row stride of 2^40 bytes is refused. The mma.sync kernels have their own
+ * within a tile of 2^31 are refused, a little further down taken (k36's
+ * tiles are bm = 16..64 rows of M: refused from 2^31 - bm on); a TMA row
+ * stride of 2^40 bytes is refused. The mma.sync kernels have their own
  * 2^31 - 257 limit; k01_naive takes everything. */
 static void test_32bit_refusals(void)
 {
@@ -209,18 +210,20 @@ static void test_32bit_refusals(void)
     int hopper = 0;
     for (int i = 0; i < tk_registry_count(); i++) {
         const tk_kernel *k = tk_registry_at(i);
-        const tk_args tall = problem(near, 8, 64, TK_OP_T), wide = problem(1, near, 64, TK_OP_T);
-        const tk_args tall_ok = problem(below, 8, 64, TK_OP_T), wide_ok = problem(1, below, 64, TK_OP_T);
+        const int narrow = k->min_sm == 90 && k->bm < 128;
+        const int64_t m_near = narrow ? INT32_MAX - k->bm + 1 : near, m_below = narrow ? INT32_MAX - k->bm : below;
+        const tk_args tall = problem(m_near, 8, 64, TK_OP_T), wide = problem(1, near, 64, TK_OP_T);
+        const tk_args tall_ok = problem(m_below, 8, 64, TK_OP_T), wide_ok = problem(1, below, 64, TK_OP_T);
         tk_args far = problem(1, 256, 64, TK_OP_T), far_ok = far;
         far.lda = INT64_C(1) << 39;   /* 2^40 bytes */
         far_ok.lda = (INT64_C(1) << 39) - 8;
         if (k->min_sm == 90) {
             hopper++;
             CHECK(k->supports(&tall, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "32-bit"),
-                  "%s, M = 2^31 - 101: %s", k->name, why);
+                  "%s, M = %lld: %s", k->name, (long long)m_near, why);
             CHECK(k->supports(&wide, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "32-bit"),
                   "%s, N = 2^31 - 101: %s", k->name, why);
-            CHECK(k->supports(&tall_ok, &d, why, sizeof why) == TK_SUCCESS, "%s, M = 2^31 - 301: %s", k->name, why);
+            CHECK(k->supports(&tall_ok, &d, why, sizeof why) == TK_SUCCESS, "%s, M = %lld: %s", k->name, (long long)m_below, why);
             CHECK(k->supports(&wide_ok, &d, why, sizeof why) == TK_SUCCESS, "%s, N = 2^31 - 301: %s", k->name, why);
             CHECK(k->supports(&far, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "2^40"),
                   "%s, lda of 2^40 bytes: %s", k->name, why);
@@ -234,7 +237,7 @@ static void test_32bit_refusals(void)
                   TK_SUCCESS, "k01_naive refused: %s", why);
         }
     }
-    CHECK(hopper == 5, "%d Hopper kernels in the registry, want 5 (k30, k31, k33, k34, k35)", hopper);
+    CHECK(hopper == 8, "%d Hopper kernels in the registry, want 8 (k30, k31, k33, k34, k35, three k36)", hopper);
 }
 
 void tk_tests(void)

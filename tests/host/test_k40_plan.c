@@ -151,15 +151,26 @@ static void test_dispatch_table(void)
         { 1, 128256, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },
         { 8, 28672, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },
         { 4096, 8, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },   /* small N: the swapped form */
-        { 17, 4096, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },         /* 17-32 tokens, tokens staged */
-        { 32, 768, 3072, TK_OP_N, TK_OP_T, "k40_skinny" },          /* K >= 2 x the weight rows */
-        { 32, 3072, 768, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },    /* a short stream */
-        { 32, 768, 768, TK_OP_N, TK_OP_T, "k40_skinny" },           /* few weight rows */
+        { 17, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_16x64" },     /* B a DRAM stream: 128 tiles, unsplit */
+        { 32, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_16x64" },      /* 24 tiles of 16 x 64, 3 slices */
+        { 32, 3072, 768, TK_OP_N, TK_OP_T, "k36_swap_16x64" },      /* 96 tiles of 16 x 64 */
+        { 32, 768, 768, TK_OP_N, TK_OP_T, "k36_swap_16x64" },       /* 24 tiles of 16 x 64 */
         { 32, 37888, 3584, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },  /* 592 staged CTAs: 1.12 waves */
         { 32, 28672, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },        /* 448: one wave */
         { 32, 128256, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },       /* 2004: 3.8 waves */
-        { 33, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 33-64 tokens: full m64n64 tiles */
-        { 1, 4096, 4096, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },   /* B along N: not k40's layout */
+        { 33, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_32x64" },     /* 128 tiles of 32 x 64 */
+        { 65, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 65-128 tokens: 3 waves of 32 x 64 */
+        { 1, 4096, 4096, TK_OP_N, TK_OP_N, "k36_swap_16x64" },     /* B along N: not k40's layout */
+        { 16, 4096, 4096, TK_OP_T, TK_OP_N, "k34_wgmma_128x64" },  /* nor k36's (A along M) */
+        { 64, 768, 768, TK_OP_N, TK_OP_T, "k36_swap_16x64" },
+        { 32, 3584, 3584, TK_OP_N, TK_OP_T, "k36_swap_16x64" },   /* a stream: unsplit 16 x 64 */
+        { 64, 2304, 768, TK_OP_N, TK_OP_T, "k36_swap_32x64" },     /* 144 tiles of 16 x 64: two waves */
+        { 128, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_32x64" },    /* 2 slices of 24 k-tiles, not 48 */
+        { 64, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_16x64" },     /* 2 slices, not 3 */
+        { 128, 2304, 768, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 144 tiles of 32 x 64 */
+        { 256, 256, 256, TK_OP_N, TK_OP_N, "k36_swap_16x64" },
+        { 512, 512, 512, TK_OP_N, TK_OP_N, "k36_swap_32x64" },
+        { 768, 768, 768, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },
         { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },   /* rows of 2000 bytes */
         { 4096, 4096, 4096, TK_OP_N, TK_OP_N, "k31_wgmma_cluster" },
         { 1536, 1536, 1536, TK_OP_N, TK_OP_N, "k35_wgmma_128x192" },
