@@ -1,6 +1,6 @@
 /* k36_wgmma_swap - k30_wgmma_tma with the operands' roles swapped, for
  * small M: C^T = op(B)^T A^T, so that N runs along wgmma's M (64 rows of B
- * a tile) and M along wgmma's N (BM = 16, 32 or 64 rows of A a tile).
+ * a tile) and M along wgmma's N (BM = 16 or 32 rows of A a tile).
  *
  * What changes against k30_wgmma_tma and why: at small M its 128 x 64 tiles
  * are few (64 x 768 x 768: 12 tiles for 132 SMs) and each lives long
@@ -21,9 +21,18 @@
  * Needs op_a N (A K-major: its narrow tile is BM rows of 128 bytes; an
  * M-major A would need narrower swizzle boxes), sm_90a, A and B as TMA
  * requires (16-byte aligned, leading dimensions multiples of 8).
- * Configurations: k36_swap_16x64, k36_swap_32x64, k36_swap_64x64 (C tile
- * BM x 64).
- * Reproduce: build/tilekit bench --kernel k36_swap_32x64 --shapes 64x768x768 --op-b t
+ * Configurations: k36_swap_16x64, k36_swap_32x64 (C tile BM x 64), stages
+ * of 10 / 12 KB, 16 of them (K30_STAGES_MN).
+ * Figures (NVIDIA H100 80GB HBM3, fp32 C, L2 flushed, x cuBLAS in the same
+ * run; docs/NOTES.md, session 11): where their tiles fit one wave, as
+ * k30_pick_swap gives them to auto-dispatch, 16 x 64 at 32 x 768 x 768 NT
+ * 7.1 us (0.93x; k40 8.4), 64 x 768 x 768 7.2 (0.93x; k34 8.2), 256^3 NN 6.6
+ * (0.95x), 32 x 3584 x 3584 NT 18.2 (0.96x; k40 20.5); 32 x 64 at 64 x 4096
+ * x 4096 NT 22.3 (0.95x; k34 23.6), 512^3 7.9 (0.91x; k34 8.4). Beyond one
+ * wave they lose: 2-5 times k34's bytes per flop (1024^3 16 x 64 31.7 us,
+ * k34 10.3). A 64 x 64 configuration was never the best of three on 32
+ * low shapes and left the registry (figures in docs/NOTES.md).
+ * Reproduce: build/tilekit bench --kernel k36_swap_16x64,k36_swap_32x64,k34_wgmma_128x64 --shapes 64x768x768 --op-b t
  */
 #include "k30_core.cuh"
 
@@ -32,8 +41,7 @@
 #define K36_GROUP_M 16                 /* tile rows per super-tile */
 #define K36_SMEM_BYTES(bm) (1024 + K30_RING_BYTES_MN(bm, K36_BN) + 2 * 8 * K30_STAGES_MN(bm, K36_BN))
 
-static_assert(K36_SMEM_BYTES(16) <= 227 * 1024 && K36_SMEM_BYTES(32) <= 227 * 1024 &&
-                  K36_SMEM_BYTES(64) <= 227 * 1024,
+static_assert(K36_SMEM_BYTES(16) <= 227 * 1024 && K36_SMEM_BYTES(32) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
 static_assert(K30_STAGE_BYTES_MN(16, K36_BN) % 1024 == 0 && K30_STAGE_BYTES_MN(32, K36_BN) % 1024 == 0,
               "stages must keep the 1024-byte swizzle alignment");
@@ -85,18 +93,17 @@ static __global__ void __launch_bounds__(K36_THREADS, 1) k36_kernel(const __grid
 #endif
 }
 
+/* The instance for BM (16 or 32) and B's major. */
 static const void *k36_func(int bm, tk_op op_b)
 {
     if (op_b == TK_OP_N)
-        return bm == 16 ? (const void *)k36_kernel<1, 16> : bm == 32 ? (const void *)k36_kernel<1, 32>
-                                                                     : (const void *)k36_kernel<1, 64>;
-    return bm == 16 ? (const void *)k36_kernel<0, 16> : bm == 32 ? (const void *)k36_kernel<0, 32>
-                                                                 : (const void *)k36_kernel<0, 64>;
+        return bm == 16 ? (const void *)k36_kernel<1, 16> : (const void *)k36_kernel<1, 32>;
+    return bm == 16 ? (const void *)k36_kernel<0, 16> : (const void *)k36_kernel<0, 32>;
 }
 
 static size_t k36_smem_bytes(int bm)
 {
-    return bm == 16 ? K36_SMEM_BYTES(16) : bm == 32 ? K36_SMEM_BYTES(32) : K36_SMEM_BYTES(64);
+    return bm == 16 ? K36_SMEM_BYTES(16) : K36_SMEM_BYTES(32);
 }
 
 static tk_status k36_supports_bm(int bm, const tk_args *a, const tk_device *dev, char *why, size_t len)
@@ -182,7 +189,4 @@ K36_CONFIG(k36_swap_16x64, 16,
            "warpgroup, deep ring (op_a N)")
 K36_CONFIG(k36_swap_32x64, 32,
            "k30 with the roles swapped for small M: 32 x 64 C tiles as m64n32k16 of B's rows by A's, one consumer "
-           "warpgroup, deep ring (op_a N)")
-K36_CONFIG(k36_swap_64x64, 64,
-           "k30 with the roles swapped for small M: 64 x 64 C tiles as m64n64k16 of B's rows by A's, one consumer "
            "warpgroup, deep ring (op_a N)")
