@@ -168,6 +168,8 @@ static void test_dispatch_table(void)
         { 128, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_32x64" },    /* 2 slices of 24 k-tiles, not 48 */
         { 64, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_16x64" },     /* 2 slices, not 3 */
         { 128, 2304, 768, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 144 tiles of 32 x 64 */
+        { 128, 2048, 2048, TK_OP_N, TK_OP_T, "k36_swap_32x64" },   /* 128 tiles of 32 x 64, unsplit */
+        { 128, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },  /* split (test_isolation's SPLIT) */
         { 256, 256, 256, TK_OP_N, TK_OP_N, "k36_swap_16x64" },
         { 512, 512, 512, TK_OP_N, TK_OP_N, "k36_swap_32x64" },
         { 768, 768, 768, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },
