@@ -992,6 +992,22 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int clus
     p->sk_first = (int)(tiles - rem);
 }
 
+/* The launch of a one-CTA kernel of the family (k30, k33-k35, k36) with
+ * parameters p: one CTA per SM (the ring takes most of the shared memory),
+ * tiles split as k30_plan_split_wave plans where a->kws is given. */
+static inline tk_status k30_launch_one(const tk_resources *r, k30_params *p, const tk_args *a, const tk_device *dev,
+                                       cudaStream_t stream, char *why, size_t len)
+{
+    cudaError_t e = tk_lc_func_smem(a->lc, r->func, (int)r->dyn_smem);
+    if (e == cudaSuccess) {
+        k30_plan_split_wave(p, a, 1, (long long)p->tiles_m * p->tiles_n, dev->sm_count);
+        void *args[] = { p };
+        e = cudaLaunchKernel(r->func, dim3((unsigned)p->num_clusters), dim3((unsigned)r->threads), args, r->dyn_smem,
+                             stream);
+    }
+    return k30_launch_status(e, why, len);
+}
+
 /* How the epilogue stores C (both launchers): staged through shared
  * memory when beta == 0, leaving by TMA stores where TMA can store C
  * (p->c_tma, its tensor map encoded here) and row by row elsewhere; the

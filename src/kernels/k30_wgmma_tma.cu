@@ -178,15 +178,7 @@ static tk_status k30_launch_bn(int bn, const tk_args *a, const tk_device *dev, c
         return st;
     tk_resources r;
     k30_resources_bn(bn, a, &r);
-    cudaError_t e = tk_lc_func_smem(a->lc, r.func, (int)r.dyn_smem);
-    if (e == cudaSuccess) {
-        /* One CTA per SM (the ring takes most of the shared memory); tiles
-         * split as k30_plan_split_wave plans where a->kws is given. */
-        k30_plan_split_wave(&p, a, 1, (long long)p.tiles_m * p.tiles_n, dev->sm_count);
-        void *args[] = { &p };
-        e = cudaLaunchKernel(r.func, dim3((unsigned)p.num_clusters), dim3(K30_THREADS), args, r.dyn_smem, stream);
-    }
-    return k30_launch_status(e, why, len);
+    return k30_launch_one(&r, &p, a, dev, stream, why, len);
 }
 
 /* The split workspace for block N bn: none where no split can apply. */

@@ -134,13 +134,7 @@ static tk_status k36_launch_bm(int bm, const tk_args *a, const tk_device *dev, c
         return st;
     tk_resources r;
     k36_resources_bm(bm, a, &r);
-    cudaError_t e = tk_lc_func_smem(a->lc, r.func, (int)r.dyn_smem);
-    if (e == cudaSuccess) {
-        k30_plan_split_wave(&p, a, 1, (long long)p.tiles_m * p.tiles_n, dev->sm_count);
-        void *args[] = { &p };
-        e = cudaLaunchKernel(r.func, dim3((unsigned)p.num_clusters), dim3(K36_THREADS), args, r.dyn_smem, stream);
-    }
-    return k30_launch_status(e, why, len);
+    return k30_launch_one(&r, &p, a, dev, stream, why, len);
 }
 
 /* Auto-dispatch: first (41) where k30_pick_swap picks this BM, but below

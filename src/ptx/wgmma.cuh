@@ -29,7 +29,7 @@
  *   not overwritten, until the group that uses them has been waited for.
  * wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 d, descA, descB, p, 1, 1, tA, tB
  *   D(64x256, f32) = A(64x16, bf16, smem) * B(16x256, bf16, smem) + (p ? D : 0)
- *   (and m64n192k16 ... m64n8k16: D 64x192 ... 64x8, j in 0..N/8-1 below).
+ *   (and m64n192k16 ... m64n16k16: D 64x192 ... 64x16, j in 0..N/8-1 below).
  *   tA/tB = 0: K-major operand, 1: MN-major (transposed; bf16 allows both).
  *   D fragment of thread t (warp w = t/32 of the warpgroup, lane l):
  *   d[4j + 2h + e] = D[16w + l/4 + 8h][8j + 2(l%4) + e], j in 0..31, h, e in 0..1.
@@ -220,32 +220,15 @@ static __device__ __forceinline__ void tk_wgmma_m64n16k16_f32_bf16(float d[8], u
                  : "memory");
 }
 
-/* The same with N = 8: D(64x8) = A(64x16) * B(16x8), d[4], j in 0..0. */
-template <int TRANS_A, int TRANS_B>
-static __device__ __forceinline__ void tk_wgmma_m64n8k16_f32_bf16(float d[4], uint64_t desc_a, uint64_t desc_b,
-                                                                   int scale_d)
-{
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %6, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {"
-                 "%0,%1,%2,%3"
-                 "}, %4, %5, p, 1, 1, %7, %8;\n"
-                 "}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)
-                 : "memory");
-}
-
-/* m64nNk16 for N = 256, 192, 128, 64, 32, 16 or 8, chosen at compile time: a
+/* m64nNk16 for N = 256, 192, 128, 64, 32 or 16, chosen at compile time: a
  * template because N fixes the instruction and the accumulator count (N / 2
  * per thread). */
 template <int N, int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 32 || N == 16 || N == 8,
-                  "wgmma wrappers exist for N = 256, 192, 128, 64, 32, 16 and 8");
+    static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 32 || N == 16,
+                  "wgmma wrappers exist for N = 256, 192, 128, 64, 32 and 16");
     if (N == 256)
         tk_wgmma_m64n256k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 192)
@@ -256,10 +239,8 @@ static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint
         tk_wgmma_m64n64k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 32)
         tk_wgmma_m64n32k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-    else if (N == 16)
-        tk_wgmma_m64n16k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else
-        tk_wgmma_m64n8k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+        tk_wgmma_m64n16k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
 }
 
 #endif
