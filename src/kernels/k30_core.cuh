@@ -876,8 +876,9 @@ static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
  * narrow tiles win where they fit one wave (16 x 64: 32 x 768 x 768 NT 7.1
  * us against k40's 8.4, 64 x 768 x 768 7.2 against k34's 8.2, 256^3 6.6
  * against 7.0; 32 x 64: 64 x 4096 x 4096 NT 22.3 against 23.6, 512^3 7.9
- * against 8.4) and lose badly beyond it (their bytes per flop are 2-5 times
- * k34's: 1024^3 k36_swap_32x64 20.4 against 10.3). Of the configurations
+ * against 8.4) and lose badly beyond it (1024^3 k36_swap_32x64 20.4 against
+ * 10.3: their loop takes ~400 cycles a k-tile even with no loads, where
+ * k34's tiles do four times the work a k-tile). Of the configurations
  * that fit, the one whose longest unit (k-tiles after k30_few_slices) reads
  * the fewest bytes, each extra slice counted as K30_SWAP_SLICE_COST more
  * (the fix-up: ~5000 cycles in session 9's trace, ~10 k-tiles): 128 x 768 x
@@ -886,9 +887,9 @@ static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
  * (11.6) against 32 x 64 in 3 of 16 (12.0). Where B is a DRAM stream
  * (K30_SWAP_STREAM_BYTES or more), splits do not pay: the narrowest tiles
  * that fit one wave unsplit (32 x 3584 x 3584 NT: 16 x 64, 112 tiles, 19.0
- * us; 32 x 64 in 2 slices, 20.5). Only op_a N
- * (k36's A tile is K-major), N >= 64; units of at most K30_SWAP_MAX_UNIT_KTILES
- * k-tiles (longer ones are DRAM-bound streams, k34's or k40's). */
+ * us; 32 x 64 in 2 slices, 20.5). Only op_a N (k36's A tile is K-major),
+ * N >= 64, units of at most K30_SWAP_MAX_UNIT_KTILES k-tiles (longer ones
+ * are DRAM-bound streams, k34's or k40's). */
 #define K30_SWAP_MAX_UNIT_KTILES 64
 #define K30_SWAP_SLICE_COST 768        /* 128-byte rows: ~10 k-tiles of 16 x 64 */
 #define K30_SWAP_STREAM_BYTES (16LL << 20)

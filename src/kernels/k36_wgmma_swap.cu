@@ -29,8 +29,9 @@
  * 7.1 us (0.93x; k40 8.4), 64 x 768 x 768 7.2 (0.93x; k34 8.2), 256^3 NN 6.6
  * (0.95x), 32 x 3584 x 3584 NT 18.2 (0.96x; k40 20.5); 32 x 64 at 64 x 4096
  * x 4096 NT 22.3 (0.95x; k34 23.6), 512^3 7.9 (0.91x; k34 8.4). Beyond one
- * wave they lose: 2-5 times k34's bytes per flop (1024^3 16 x 64 31.7 us,
- * k34 10.3). A 64 x 64 configuration was never the best of three on 32
+ * wave they lose (1024^3 16 x 64 31.7 us, k34 10.3): the consumer loop
+ * takes ~400 cycles a k-tile even with no loads (NOTES, session 11), for a
+ * quarter of k34's work a k-tile. A 64 x 64 configuration was never the best of three on 32
  * low shapes and left the registry (figures in docs/NOTES.md).
  * Reproduce: build/tilekit bench --kernel k36_swap_16x64,k36_swap_32x64,k34_wgmma_128x64 --shapes 64x768x768 --op-b t
  */
