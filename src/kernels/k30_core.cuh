@@ -54,9 +54,13 @@
 #define K30_NARROW_MAX_STAGES 16
 #endif
 #define K30_STAGE_CAP(bm) ((bm) < K30_BM ? K30_NARROW_MAX_STAGES : K30_MAX_STAGES)
-#define K30_STAGES_MN(bm, bn)                                                                                          \
-    (K30_RING_BUDGET / K30_STAGE_BYTES_MN(bm, bn) < K30_STAGE_CAP(bm) ? K30_RING_BUDGET / K30_STAGE_BYTES_MN(bm, bn)  \
-                                                                      : K30_STAGE_CAP(bm))
+/* ka: k-tiles (64-deep swizzle atoms) a stage holds, 1 but in k36's
+ * K36_KA experiment; the cap counts k-tiles. */
+#define K30_STAGES_MNA(bm, bn, ka)                                                                                     \
+    (K30_RING_BUDGET / K30_STAGE_BYTES_MNA(bm, bn, ka) < K30_STAGE_CAP(bm) / (ka)                                      \
+         ? K30_RING_BUDGET / K30_STAGE_BYTES_MNA(bm, bn, ka)                                                          \
+         : K30_STAGE_CAP(bm) / (ka))
+#define K30_STAGES_MN(bm, bn) K30_STAGES_MNA(bm, bn, 1)
 #define K30_STAGES_N(bn) K30_STAGES_MN(K30_BM, bn)
 #define K30_STAGES K30_STAGES_N(K30_BN)
 #define K30_CONSUMERS 2                /* consumer warpgroups, 64 rows of the tile each */
@@ -70,8 +74,10 @@
 #define K30_A_BYTES K30_A_BYTES_M(K30_BM)
 #define K30_B_BYTES_N(bn) ((bn) * K30_BK * 2)
 #define K30_STAGE_BYTES_MN(bm, bn) (K30_A_BYTES_M(bm) + K30_B_BYTES_N(bn))
+#define K30_STAGE_BYTES_MNA(bm, bn, ka) ((ka) * K30_STAGE_BYTES_MN(bm, bn))
 #define K30_STAGE_BYTES_N(bn) K30_STAGE_BYTES_MN(K30_BM, bn)
-#define K30_RING_BYTES_MN(bm, bn) (K30_STAGES_MN(bm, bn) * K30_STAGE_BYTES_MN(bm, bn))
+#define K30_RING_BYTES_MNA(bm, bn, ka) (K30_STAGES_MNA(bm, bn, ka) * K30_STAGE_BYTES_MNA(bm, bn, ka))
+#define K30_RING_BYTES_MN(bm, bn) K30_RING_BYTES_MNA(bm, bn, 1)
 #define K30_RING_BYTES_N(bn) K30_RING_BYTES_MN(K30_BM, bn)
 /* Dynamic shared memory with `extra` bytes between the ring and the barriers:
  * + 1024 to align the ring to the 128B-swizzle pattern, + the full and empty
@@ -171,7 +177,7 @@ static __device__ __forceinline__ void k30_tile_coords(int t, int rows_total, in
  * tn, into the ring from stage *s / parity *phase on.
  * A template because the operand majors fix the TMA box pattern (A_MN: op_a
  * T, B_MN: op_b N) and the tile rows of A and B (BM, BN) the sizes. */
-template <int A_MN, int B_MN, int BM, int BN>
+template <int A_MN, int B_MN, int BM, int BN, int KA>
 static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uint32_t ring, uint32_t full_bar,
                                                         uint32_t empty_bar, int tr, int tn, int kb, int ke,
                                                         int cluster, uint32_t rank, int *s, uint32_t *phase)
@@ -179,10 +185,9 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
     const uint16_t all = (uint16_t)((1u << cluster) - 1);
     static_assert(!A_MN || BM % 64 == 0, "M-major A tiles are whole 64-wide boxes");
     const int m0 = (tr * cluster + (int)rank) * BM, n0 = tn * BN;
-    for (int kt = kb; kt < ke; kt++) {
-        const int k0 = kt * K30_BK;
+    for (int kt = kb; kt < ke; kt += KA) {
         const uint32_t fb = full_bar + 8 * *s;
-        const uint32_t sa = ring + *s * K30_STAGE_BYTES_MN(BM, BN), sb = sa + K30_A_BYTES_M(BM);
+        const uint32_t s0 = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA);
         /* Wait until every consumer warp (of every CTA: a peer's multicast
          * writes here too) has released the stage. Passes at once in the
          * first round: parity 1 of a fresh barrier reads as completed. */
@@ -192,9 +197,15 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
 #ifdef K30_DIAG_MMA_ONLY
         /* Timing diagnostic (wrong results): the stage counts as loaded. */
         tk_mbarrier_arrive(fb);
-        (void)k0, (void)sa, (void)sb, (void)all, (void)m0, (void)n0;
+        (void)s0, (void)all, (void)m0, (void)n0;
 #else
-        tk_mbarrier_arrive_expect_tx(fb, p->a_bytes + K30_B_BYTES_N(BN));
+        tk_mbarrier_arrive_expect_tx(fb, KA * (p->a_bytes + K30_B_BYTES_N(BN)));
+#pragma unroll
+        for (int ka = 0; ka < KA; ka++) {
+        /* A k-tile past the unit's range (KA > 1) is loaded from past K:
+         * zeros, which add nothing. */
+        const int k0 = (KA == 1 || kt + ka < ke ? kt + ka : p->k_tiles) * K30_BK;
+        const uint32_t sa = s0 + ka * K30_A_BYTES_M(BM), sb = s0 + KA * K30_A_BYTES_M(BM) + ka * K30_B_BYTES_N(BN);
         if (A_MN) {
 #pragma unroll
             for (int j = 0; j < BM / 64; j++)
@@ -223,8 +234,9 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
             tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES_N(BN) / cluster), &p->map_b, k0, n0 + part * (int)rank, fb,
                                      all);
         }
+        }
 #endif
-        if (++*s == K30_STAGES_MN(BM, BN)) {
+        if (++*s == K30_STAGES_MNA(BM, BN, KA)) {
             *s = 0;
             *phase ^= 1;
         }
@@ -382,7 +394,7 @@ static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cl
  * wgmma's A and the A tile (BM rows of M, K-major) its B, so acc[BM / 2]
  * holds the 64 x BM tile of C^T. A template because the operand majors are
  * wgmma immediates and the tile sizes pick the instruction. */
-template <int A_MN, int B_MN, int BM, int BN, int SWAP>
+template <int A_MN, int B_MN, int BM, int BN, int SWAP, int KA>
 static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t ring, uint32_t full_bar,
                                                         const uint32_t *empty, int cluster, int k_tiles, int c,
                                                         int lane, int *s, uint32_t *phase)
@@ -396,9 +408,9 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
     const uint32_t a_lbo = A_MN ? K30_BOX : 16, b_lbo = B_MN ? K30_BOX : 16;
     const uint32_t a_kstep = A_MN ? 2048 : 32, b_kstep = B_MN ? 2048 : 32;
     int prev = 0;
-    for (int kt = 0; kt < k_tiles; kt++) {
-        const uint32_t sa = ring + *s * K30_STAGE_BYTES_MN(BM, BN) + c * K30_BOX;
-        const uint32_t sb = ring + *s * K30_STAGE_BYTES_MN(BM, BN) + K30_A_BYTES_M(BM);
+    for (int kt = 0; kt < k_tiles; kt += KA) {
+        const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + c * K30_BOX;
+        const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + KA * K30_A_BYTES_M(BM);
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
 #ifdef K30_DIAG_LOADS_ONLY
         /* Timing diagnostic (wrong results): the stage goes back unread. */
@@ -407,9 +419,10 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
 #else
         tk_wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < K30_BK / 16; kk++) {
-            uint64_t da = tk_wgmma_desc_sw128(sa + kk * a_kstep, a_lbo, 1024);
-            uint64_t db = tk_wgmma_desc_sw128(sb + kk * b_kstep, b_lbo, 1024);
+        for (int kk = 0; kk < KA * K30_BK / 16; kk++) {
+            const int ka = kk / (K30_BK / 16), k16 = kk % (K30_BK / 16);
+            uint64_t da = tk_wgmma_desc_sw128(sa + ka * K30_A_BYTES_M(BM) + k16 * a_kstep, a_lbo, 1024);
+            uint64_t db = tk_wgmma_desc_sw128(sb + ka * K30_B_BYTES_N(BN) + k16 * b_kstep, b_lbo, 1024);
             /* The first product of a tile overwrites the accumulators. */
             tk_wgmma_m64nNk16_f32_bf16<SWAP ? BM : BN, SWAP ? B_MN : A_MN, SWAP ? A_MN : B_MN>(
                 acc, SWAP ? db : da, SWAP ? da : db, kt > 0 || kk > 0);
@@ -422,7 +435,7 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
         }
         prev = *s;
 #endif
-        if (++*s == K30_STAGES_MN(BM, BN)) {
+        if (++*s == K30_STAGES_MNA(BM, BN, KA)) {
             *s = 0;
             *phase ^= 1;
         }

@@ -104,7 +104,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
             int s = 0, t, tm, tn, kb, ke, v;
             uint32_t phase = 0;
             while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v))
-                k30_produce_tile<A_MN, B_MN, K30_BM, BN>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s, &phase);
+                k30_produce_tile<A_MN, B_MN, K30_BM, BN, 1>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s, &phase);
         }
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile. */
@@ -124,7 +124,7 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
         uint32_t phase = 0;
         int nchunk = 0;                /* staged chunks so far (k30_epilogue_staged) */
         while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
-            k30_consume_tile<A_MN, B_MN, K30_BM, BN, 0>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
+            k30_consume_tile<A_MN, B_MN, K30_BM, BN, 0, 1>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */

@@ -12,7 +12,11 @@
  *   one consumer warpgroup: its wgmma takes the B tile (64 rows of N,
  *   K-major or one 64-wide N-major box) as A and the A tile (BM rows of M,
  *   K-major) as B, m64nBMk16, BM / 2 accumulators a thread.
- * - Stages of 64 x 64 B plus BM x 64 A, up to K30_NARROW_MAX_STAGES of them.
+ * - Stages of two k-tiles (K36_KA), each 64 x 64 of B plus BM x 64 of A, up
+ *   to K30_NARROW_MAX_STAGES k-tiles in the ring: eight wgmma a full/empty
+ *   hand-over instead of four (the hand-over cost ~170 cycles a stage,
+ *   the m64n16 chain ~109 a k-tile: NOTES, session 11); a unit's odd last
+ *   k-tile is paired with a box from past K, which TMA fills with zeros.
  * - Epilogue: C^T's fragments stored as C, one element a store (a warp
  *   writes 8 consecutive columns of 4 rows per instruction), alpha/beta,
  *   bounds-checked; any ldc and C alignment.
@@ -22,17 +26,17 @@
  * M-major A would need narrower swizzle boxes), sm_90a, A and B as TMA
  * requires (16-byte aligned, leading dimensions multiples of 8).
  * Configurations: k36_swap_16x64, k36_swap_32x64 (C tile BM x 64), stages
- * of 10 / 12 KB, 16 of them (K30_STAGES_MN).
+ * of 20 / 24 KB, 8 of them (K30_STAGES_MNA).
  * Figures (NVIDIA H100 80GB HBM3, fp32 C, L2 flushed, x cuBLAS in the same
- * run; docs/NOTES.md, session 11): where their tiles fit one wave, as
- * k30_pick_swap gives them to auto-dispatch, 16 x 64 at 32 x 768 x 768 NT
- * 7.1 us (0.93x; k40 8.4), 64 x 768 x 768 7.2 (0.93x; k34 8.2), 256^3 NN 6.6
- * (0.95x), 32 x 3584 x 3584 NT 18.2 (0.96x; k40 20.5); 32 x 64 at 64 x 4096
- * x 4096 NT 22.3 (0.95x; k34 23.6), 512^3 7.9 (0.91x; k34 8.4). Beyond one
- * wave they lose (1024^3 16 x 64 31.7 us, k34 10.3): the consumer loop
- * takes ~400 cycles a k-tile even with no loads (NOTES, session 11), for a
- * quarter of k34's work a k-tile. A 64 x 64 configuration was never the best of three on 32
- * low shapes and left the registry (figures in docs/NOTES.md).
+ * run; docs/NOTES.md, session 12), where k30_pick_swap gives them to
+ * auto-dispatch (their tiles fit one wave): 16 x 64 at 32 x 768 x 768 NT
+ * 6.9 us (0.98x), 64 x 768 x 768 7.5 (0.98x), 256^3 NN 5.8 (0.96x), 32 x
+ * 3584 x 3584 NT 17.8 (0.98x); 32 x 64 at 64 x 4096 x 4096 NT 22.5 (0.97x),
+ * 512^3 7.1 (0.94x). Beyond one wave they lose (session 11, one k-tile a
+ * stage: 1024^3 16 x 64 31.7 us, k34 10.3): the consumer loop then took
+ * ~400 cycles a k-tile even with no loads, for a quarter of k34's work. A
+ * 64 x 64 configuration was never the best of three on 32 low shapes and
+ * left the registry (figures in docs/NOTES.md).
  * Reproduce: build/tilekit bench --kernel k36_swap_16x64,k36_swap_32x64,k34_wgmma_128x64 --shapes 64x768x768 --op-b t
  */
 #include "k30_core.cuh"
@@ -40,7 +44,14 @@
 #define K36_BN 64                      /* C columns a tile: wgmma's M */
 #define K36_THREADS 256                /* producer warpgroup, consumer warpgroup */
 #define K36_GROUP_M 16                 /* tile rows per super-tile */
-#define K36_SMEM_BYTES(bm) (1024 + K30_RING_BYTES_MN(bm, K36_BN) + 2 * 8 * K30_STAGES_MN(bm, K36_BN))
+/* k-tiles a stage holds: 2 halves the full/empty hand-overs per unit of K
+ * (docs/NOTES.md, session 12: 3-6% faster at the one-wave k36 shapes) */
+#ifndef K36_KA
+#define K36_KA 2
+#endif
+#define K36_STAGES(bm) K30_STAGES_MNA(bm, K36_BN, K36_KA)
+#define K36_RING_BYTES(bm) K30_RING_BYTES_MNA(bm, K36_BN, K36_KA)
+#define K36_SMEM_BYTES(bm) (1024 + K36_RING_BYTES(bm) + 2 * 8 * K36_STAGES(bm))
 
 static_assert(K36_SMEM_BYTES(16) <= 227 * 1024 && K36_SMEM_BYTES(32) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
@@ -56,10 +67,10 @@ static __global__ void __launch_bounds__(K36_THREADS, 1) k36_kernel(const __grid
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) uint8_t k36_smem[];
     const uint32_t ring = k30_ring(k36_smem);
-    const uint32_t full_bar = ring + K30_RING_BYTES_MN(BM, K36_BN);
-    const uint32_t empty_bar = full_bar + 8 * K30_STAGES_MN(BM, K36_BN);
+    const uint32_t full_bar = ring + K36_RING_BYTES(BM);
+    const uint32_t empty_bar = full_bar + 8 * K36_STAGES(BM);
     if (threadIdx.x == 0)
-        k30_init(&p, full_bar, empty_bar, 4, K30_STAGES_MN(BM, K36_BN));
+        k30_init(&p, full_bar, empty_bar, 4, K36_STAGES(BM));
     __syncthreads();
 
     k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
@@ -69,7 +80,7 @@ static __global__ void __launch_bounds__(K36_THREADS, 1) k36_kernel(const __grid
         /* Producer warpgroup: one thread issues every load. */
         if (threadIdx.x == 0)
             while (k30_walk_tile(&p, &w, p.tiles_m, K36_GROUP_M, &t, &tm, &tn, &kb, &ke, &v))
-                k30_produce_tile<0, B_MN, BM, K36_BN>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s,
+                k30_produce_tile<0, B_MN, BM, K36_BN, K36_KA>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s,
                                                       &phase);
     } else {
         const int tid = threadIdx.x - 128, warp = tid / 32, lane = tid % 32;
@@ -79,7 +90,7 @@ static __global__ void __launch_bounds__(K36_THREADS, 1) k36_kernel(const __grid
         for (int i = 0; i < BM / 2; i++)
             acc[i] = 0.0f;
         while (k30_walk_tile(&p, &w, p.tiles_m, K36_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
-            k30_consume_tile<0, B_MN, BM, K36_BN, 1>(acc, ring, full_bar, empty, 1, ke - kb, 0, lane, &s, &phase);
+            k30_consume_tile<0, B_MN, BM, K36_BN, 1, K36_KA>(acc, ring, full_bar, empty, 1, ke - kb, 0, lane, &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
