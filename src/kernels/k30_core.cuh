@@ -49,13 +49,13 @@
  * each stage full without loading (the wgmma loop, no loads). Measured
  * with them on k33 and k34: docs/NOTES.md, session 9. */
 /* Stages for A tiles of bm rows and B tiles of bn: the narrow tiles of
- * k36_wgmma_swap (bm < K30_BM) may keep up to K30_NARROW_MAX_STAGES. */
+ * k36_swap_* (bm < K30_BM) may keep up to K30_NARROW_MAX_STAGES. */
 #ifndef K30_NARROW_MAX_STAGES
 #define K30_NARROW_MAX_STAGES 16
 #endif
 #define K30_STAGE_CAP(bm) ((bm) < K30_BM ? K30_NARROW_MAX_STAGES : K30_MAX_STAGES)
-/* ka: k-tiles (64-deep swizzle atoms) a stage holds, 1 but in k36's
- * K36_KA experiment; the cap counts k-tiles. */
+/* ka: k-tiles (64-deep swizzle atoms) a stage holds: 1, but K36_KA (2) for
+ * the swapped narrow tiles; the cap counts k-tiles. */
 #define K30_STAGES_MNA(bm, bn, ka)                                                                                     \
     (K30_RING_BUDGET / K30_STAGE_BYTES_MNA(bm, bn, ka) < K30_STAGE_CAP(bm) / (ka)                                      \
          ? K30_RING_BUDGET / K30_STAGE_BYTES_MNA(bm, bn, ka)                                                          \
@@ -390,7 +390,7 @@ static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cl
  * k-tiles, reading the ring from stage *s / parity *phase on. One wgmma group
  * stays in flight while the next stage is awaited; a stage is released as
  * soon as the group reading it is done. On return acc holds the result.
- * SWAP (k36_wgmma_swap): the roles change: the B tile (64 rows of N) is
+ * SWAP (k36_swap_*): the roles change: the B tile (64 rows of N) is
  * wgmma's A and the A tile (BM rows of M, K-major) its B, so acc[BM / 2]
  * holds the 64 x BM tile of C^T. A template because the operand majors are
  * wgmma immediates and the tile sizes pick the instruction. */
@@ -511,7 +511,7 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
     }
 }
 
-/* Epilogue of a swapped tile (k36_wgmma_swap): acc holds the 64 x BM tile of
+/* Epilogue of a swapped tile (k36_swap_*): acc holds the 64 x BM tile of
  * C^T at C's columns n0.. and rows m0..; thread (warp w, lane l) holds C
  * columns n0 + 16w + l/4 (+8) of rows m0 + 8j + 2(l%4) (+1), so each store
  * instruction of a warp writes 8 consecutive columns of 4 rows. One element
@@ -673,10 +673,11 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
 #define K30_SELECT(kernel, op_a, op_b)                                                                               \
     ((op_a) == TK_OP_T ? ((op_b) == TK_OP_N ? (const void *)kernel<1, 1> : (const void *)kernel<1, 0>)             \
                        : ((op_b) == TK_OP_N ? (const void *)kernel<0, 1> : (const void *)kernel<0, 0>))
-/* The same for a kernel templated on its block N too. */
-#define K30_SELECT_BN(kernel, bn, op_a, op_b)                                                                        \
-    ((op_a) == TK_OP_T ? ((op_b) == TK_OP_N ? (const void *)kernel<1, 1, bn> : (const void *)kernel<1, 0, bn>)     \
-                       : ((op_b) == TK_OP_N ? (const void *)kernel<0, 1, bn> : (const void *)kernel<0, 0, bn>))
+/* The same for a kernel with more template arguments after the majors. */
+#define K30_SELECT_CFG(kernel, op_a, op_b, ...)                                                                      \
+    ((op_a) == TK_OP_T                                                                                             \
+         ? ((op_b) == TK_OP_N ? (const void *)kernel<1, 1, __VA_ARGS__> : (const void *)kernel<1, 0, __VA_ARGS__>) \
+         : ((op_b) == TK_OP_N ? (const void *)kernel<0, 1, __VA_ARGS__> : (const void *)kernel<0, 0, __VA_ARGS__>))
 
 /* Support check shared by the family. Tile corners and TMA coordinates
  * are 32-bit ints: a CTA's last tile reaches m_slack rows past M at most
@@ -883,7 +884,7 @@ static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
     return sl;
 }
 
-/* The tile rows (16 or 32) auto-dispatch gives k36_wgmma_swap, or 0 where
+/* The tile rows (16 or 32) auto-dispatch gives k36_swap_*, or 0 where
  * the k30 family's tiles are better, for sms SMs; pure host arithmetic
  * (CPU-tested). Measured on the H100 (docs/NOTES.md, session 11): the
  * narrow tiles win where they fit one wave (16 x 64: 32 x 768 x 768 NT 7.1

@@ -70,51 +70,74 @@
 #include "k30_core.cuh"
 
 #define K30_GROUP_M 16                 /* block rows per super-tile */
-#define K30_SMEM_BYTES_N(bn) K30_SMEM_WITH_N(bn, K30_EPI_BYTES)
+/* Consumer warpgroups and threads of an instance: SWAP (k36_swap_*) has one
+ * consumer warpgroup. */
+#define K30_CONS(swap) ((swap) ? 1 : K30_CONSUMERS)
+#define K30_THREADS_CFG(swap) (128 * (1 + K30_CONS(swap)))
+/* Shared memory of an instance: the ring, the staged epilogue's chunk
+ * buffers (not with SWAP, whose epilogue stores from registers), the
+ * barriers. */
+/* 64-deep k-tiles a stage holds: SWAP's narrow tiles take two (K36_KA),
+ * eight wgmma a full/empty hand-over instead of four (docs/NOTES.md,
+ * session 12: 3-6% faster at the one-wave k36 shapes); the others one. */
+#ifndef K36_KA
+#define K36_KA 2
+#endif
+#define K30_KA(swap) ((swap) ? K36_KA : 1)
+#define K30_SMEM_CFG(bm, bn, swap)                                                                                   \
+    (1024 + K30_RING_BYTES_MNA(bm, bn, K30_KA(swap)) + ((swap) ? 0 : K30_EPI_BYTES) +                                \
+     2 * 8 * K30_STAGES_MNA(bm, bn, K30_KA(swap)))
 
-static_assert(K30_SMEM_BYTES_N(256) <= 227 * 1024 && K30_SMEM_BYTES_N(192) <= 227 * 1024 &&
-                  K30_SMEM_BYTES_N(128) <= 227 * 1024 && K30_SMEM_BYTES_N(64) <= 227 * 1024,
+static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 192, 0) <= 227 * 1024 &&
+                  K30_SMEM_CFG(K30_BM, 128, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 64, 0) <= 227 * 1024 &&
+                  K30_SMEM_CFG(16, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(32, 64, 1) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
+static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 64) % 1024 == 0,
+              "stages must keep the 1024-byte swizzle alignment");
 
 /* A template because the operand majors are wgmma immediates and fix the
  * TMA box pattern: A_MN = 1 for M-major A (op_a T), B_MN = 1 for N-major B
- * (op_b N); and BN, the block N, fixes the instruction and the accumulator
- * count (k30_wgmma_tma 256, k33_wgmma_128x128 128, k34_wgmma_128x64 64). */
-template <int A_MN, int B_MN, int BN>
-static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid_constant__ k30_params p)
+ * (op_b N); BM and BN, the tile rows of A and B, fix the instruction and
+ * the accumulator count (k30_wgmma_tma 128 x 256, k33 128 x 128, k34 128 x
+ * 64, k35 128 x 192); SWAP (k36) swaps the operands' roles. */
+template <int A_MN, int B_MN, int BM, int BN, int SWAP>
+static __global__ void __launch_bounds__(K30_THREADS_CFG(SWAP), 1) k30_kernel(const __grid_constant__ k30_params p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) uint8_t k30_smem[];
     /* The ring, then the epilogue chunk buffers, then the barriers. */
     const uint32_t ring = k30_ring(k30_smem);
-    const uint32_t epi = ring + K30_RING_BYTES_N(BN);
-    const uint32_t full_bar = epi + K30_EPI_BYTES;
-    const uint32_t empty_bar = full_bar + 8 * K30_STAGES_N(BN);
+    const uint32_t epi = ring + K30_RING_BYTES_MNA(BM, BN, K30_KA(SWAP));
+    const uint32_t full_bar = epi + (SWAP ? 0 : K30_EPI_BYTES);
+    const uint32_t empty_bar = full_bar + 8 * K30_STAGES_MNA(BM, BN, K30_KA(SWAP));
     const int wg = threadIdx.x / 128;
 
     if (threadIdx.x == 0)
-        k30_init(&p, full_bar, empty_bar, 4 * K30_CONSUMERS, K30_STAGES_N(BN));
+        k30_init(&p, full_bar, empty_bar, 4 * K30_CONS(SWAP), K30_STAGES_MNA(BM, BN, K30_KA(SWAP)));
     __syncthreads();
 
     if (wg == 0) {
         /* Producer warpgroup: one thread issues every load. */
-        tk_setmaxnreg_dec(K30_PRODUCER_REGS);
+        if (!SWAP)
+            tk_setmaxnreg_dec(K30_PRODUCER_REGS);
         if (threadIdx.x == 0) {
             k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
             int s = 0, t, tm, tn, kb, ke, v;
             uint32_t phase = 0;
             while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v))
-                k30_produce_tile<A_MN, B_MN, K30_BM, BN, 1>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s, &phase);
+                k30_produce_tile<A_MN, B_MN, BM, BN, K30_KA(SWAP)>(&p, ring, full_bar, empty_bar, tm, tn, kb, ke, 1, 0, &s, &phase);
         }
     } else {
-        /* Consumer warpgroup c: rows 64c..64c+63 of each tile. */
-        tk_setmaxnreg_inc(K30_CONSUMER_REGS);
-        const int c = wg - 1;
+        /* Consumer warpgroup c: rows 64c..64c+63 of each tile (SWAP: the
+         * whole 64 x BM tile of C^T). */
+        if (!SWAP)
+            tk_setmaxnreg_inc(K30_CONSUMER_REGS);
+        const int c = SWAP ? 0 : wg - 1;   /* SWAP: one consumer, known at compile time */
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
         const uint32_t empty[1] = { empty_bar };
-        float acc[BN / 2];
+        float acc[(SWAP ? BM : BN) / 2];
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++)
+        for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
             acc[i] = 0.0f;
         const int tid = threadIdx.x % 128;
         const uint32_t ebuf = epi + c * 2 * K30_EPI_CHUNK;
@@ -124,83 +147,114 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k30_kernel(const __grid
         uint32_t phase = 0;
         int nchunk = 0;                /* staged chunks so far (k30_epilogue_staged) */
         while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
-            k30_consume_tile<A_MN, B_MN, K30_BM, BN, 0, 1>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
+            k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
-                    k30_sk_save<BN>(&p, acc, v * K30_CONSUMERS + c, tid, 1 + c);
+                    k30_sk_save<SWAP ? BM : BN>(&p, acc, v * K30_CONS(SWAP) + c, tid, 1 + c);
                     continue;
                 }
-                k30_sk_gather<BN>(&p, acc, t - p.sk_first, c, K30_CONSUMERS, tid, 1 + c);
+                k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, c, K30_CONS(SWAP), tid, 1 + c);
             }
-            if (p.c_staged)
-                k30_epilogue_staged<BN>(&p, acc, tm * K30_BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c,
-                                        &nchunk);
+            if (SWAP)
+                k30_epilogue_swap<BM>(&p, acc, tm * BM, tn * BN, warp, lane);
+            else if (p.c_staged)
+                k30_epilogue_staged<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c, &nchunk);
             else
-                k30_epilogue_direct<BN>(&p, acc, tm * K30_BM + 64 * c, tn * BN, warp, lane);
+                k30_epilogue_direct<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
         }
         /* The last TMA stores must have read shared memory before it goes. */
-        if (p.c_tma && tid == 0)
+        if (!SWAP && p.c_tma && tid == 0)
             tk_tma_store_wait(0);
     }
 #endif
 }
 
-static tk_status k30_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+/* A configuration: tiles of bm rows of A and bn of B, the roles swapped
+ * (k36) or not. */
+static tk_status k30_supports_cfg(int bm, int swap, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    return k30_supports_common(a, dev, K30_BM, why, len);
+    if (swap && a->op_a != TK_OP_N) {
+        snprintf(why, len,
+                 "op_a must be N (A stored M x K, read along K): the swapped tile reads %d rows of A as one "
+                 "K-major box",
+                 bm);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    return k30_supports_common(a, dev, bm, why, len);
 }
 
-/* The instance of block N bn (256, 192, 128 or 64) for a's operand majors. */
-static const void *k30_func(int bn, tk_op op_a, tk_op op_b)
+/* The instance of a configuration for a's operand majors (swapped: op_a N). */
+static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
 {
-    return bn == 256   ? K30_SELECT_BN(k30_kernel, 256, op_a, op_b)
-           : bn == 192 ? K30_SELECT_BN(k30_kernel, 192, op_a, op_b)
-           : bn == 128 ? K30_SELECT_BN(k30_kernel, 128, op_a, op_b)
-                       : K30_SELECT_BN(k30_kernel, 64, op_a, op_b);
+    if (swap && bm == 16)
+        return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 16, 64, 1> : (const void *)k30_kernel<0, 0, 16, 64, 1>;
+    if (swap)
+        return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 32, 64, 1> : (const void *)k30_kernel<0, 0, 32, 64, 1>;
+    return bn == 256   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 256, 0)
+           : bn == 192 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 192, 0)
+           : bn == 128 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 128, 0)
+                       : K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 64, 0);
 }
 
-static void k30_resources_bn(int bn, const tk_args *a, tk_resources *r)
+static void k30_resources_cfg(int bm, int bn, int swap, const tk_args *a, tk_resources *r)
 {
-    r->func = a ? k30_func(bn, a->op_a, a->op_b) : k30_func(bn, TK_OP_N, TK_OP_T);
-    r->threads = K30_THREADS;
-    r->dyn_smem = K30_SMEM_BYTES_N(bn);
+    r->func = a ? k30_func(bm, bn, swap, a->op_a, a->op_b) : k30_func(bm, bn, swap, TK_OP_N, TK_OP_T);
+    r->threads = K30_THREADS_CFG(swap);
+    r->dyn_smem = swap ? (bm == 16 ? K30_SMEM_CFG(16, 64, 1) : K30_SMEM_CFG(32, 64, 1))
+                       : (bn == 256   ? K30_SMEM_CFG(K30_BM, 256, 0)
+                          : bn == 192 ? K30_SMEM_CFG(K30_BM, 192, 0)
+                          : bn == 128 ? K30_SMEM_CFG(K30_BM, 128, 0)
+                                      : K30_SMEM_CFG(K30_BM, 64, 0));
 }
 
-static tk_status k30_launch_bn(int bn, const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,
-                               size_t len)
+static tk_status k30_launch_cfg(int bm, int bn, int swap, const tk_args *a, const tk_device *dev,
+                                cudaStream_t stream, char *why, size_t len)
 {
     k30_params p;
-    tk_status st = k30_fill_params(&p, a, 1, K30_BM, bn, why, len);
-    if (!st)
+    tk_status st = k30_fill_params(&p, a, 1, bm, bn, why, len);
+    /* the swapped epilogue stores from registers: no C plan */
+    if (!st && !swap)
         st = k30_plan_c(&p, a, why, len);
     if (st)
         return st;
     tk_resources r;
-    k30_resources_bn(bn, a, &r);
+    k30_resources_cfg(bm, bn, swap, a, &r);
     return k30_launch_one(&r, &p, a, dev, stream, why, len);
 }
 
-/* The split workspace for block N bn: none where no split can apply. */
-static size_t k30_workspace_bn(int bn, const tk_args *a, const tk_device *dev)
+/* The auto-dispatch rank of a configuration: the k30 family by k30_pick_bn
+ * (first_rank where it picks bn); the swapped tiles by k30_pick_swap, first
+ * where it picks bm but below k40_skinny (40) at M <= 16 where that takes
+ * the shape (16 x 3072 x 768 NT: k40 8.8 us, k36_swap_16x64 9.2; 1 x 4096 x
+ * 4096: 18.8 against 22.8); auto_rank elsewhere. */
+static int k30_rank_cfg(int bm, int bn, int swap, int first_rank, int auto_rank, const tk_args *a,
+                        const tk_device *dev)
 {
-    return k30_workspace_mn(K30_BM, bn, a, dev);
+    if (swap)
+        return k30_pick_swap(a, dev->sm_count) != bm ? auto_rank : a->m <= 16 ? 39 : first_rank;
+    return k30_pick_bn(a, dev->sm_count) == bn ? first_rank : auto_rank;
+}
+
+static tk_status k30_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+{
+    return k30_supports_cfg(K30_BM, 0, a, dev, why, len);
 }
 
 static size_t k30_workspace(const tk_args *a, const tk_device *dev)
 {
-    return k30_workspace_bn(256, a, dev);
+    return k30_workspace_mn(K30_BM, 256, a, dev);
 }
 
 static void k30_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
 {
     (void)dev;
-    k30_resources_bn(256, a, r);
+    k30_resources_cfg(K30_BM, 256, 0, a, r);
 }
 
 static tk_status k30_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
 {
-    return k30_launch_bn(256, a, dev, stream, why, len);
+    return k30_launch_cfg(K30_BM, 256, 0, a, dev, stream, why, len);
 }
 
 extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
@@ -211,51 +265,83 @@ extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
     k30_supports, k30_resources, k30_launch, k30_workspace,
 };
 
-/* A configuration of this kernel with another block N as a registry entry of
- * its own: the launch contract's functions carry no configuration, so each
- * entry gets four one-line wrappers. It ranks first_rank where
- * k30_pick_bn picks its BN, auto_rank elsewhere. */
-#define K30_CONFIG(name, bn, first_rank, auto_rank, desc)                                                            \
+/* A configuration of this kernel as a registry entry of its own, a row of
+ * (name, bm, bn, swap, ranks, description): the launch contract's functions
+ * carry no configuration, so each entry gets five one-line wrappers. */
+#define K30_CONFIG(name, bm, bn, swap, first_rank, auto_rank, desc)                                                 \
+    static tk_status name##_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)              \
+    {                                                                                                              \
+        return k30_supports_cfg(bm, swap, a, dev, why, len);                                                       \
+    }                                                                                                              \
     static void name##_resources(const tk_args *a, const tk_device *dev, tk_resources *r)                          \
     {                                                                                                              \
         (void)dev;                                                                                                 \
-        k30_resources_bn(bn, a, r);                                                                                \
+        k30_resources_cfg(bm, bn, swap, a, r);                                                                     \
     }                                                                                                              \
     static tk_status name##_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,          \
                                    size_t len)                                                                     \
     {                                                                                                              \
-        return k30_launch_bn(bn, a, dev, stream, why, len);                                                        \
+        return k30_launch_cfg(bm, bn, swap, a, dev, stream, why, len);                                             \
     }                                                                                                              \
     static size_t name##_workspace(const tk_args *a, const tk_device *dev)                                         \
     {                                                                                                              \
-        return k30_workspace_bn(bn, a, dev);                                                                       \
+        return k30_workspace_mn(bm, bn, a, dev);                                                                   \
     }                                                                                                              \
     static int name##_rank(const tk_args *a, const tk_device *dev)                                                 \
     {                                                                                                              \
-        return k30_pick_bn(a, dev->sm_count) == (bn) ? (first_rank) : (auto_rank);                                 \
+        return k30_rank_cfg(bm, bn, swap, first_rank, auto_rank, a, dev);                                          \
     }                                                                                                              \
     extern "C" const tk_kernel tk_kernel_##name = {                                                                \
-        #name, desc, 90, K30_BM, bn, 16, bn, auto_rank, k30_supports, name##_resources, name##_launch, name##_workspace,       \
-        name##_rank,                                                                                               \
+        #name, desc, 90, bm, bn, 16, bn, auto_rank,                                                                \
+        name##_supports, name##_resources, name##_launch, name##_workspace, name##_rank,                          \
     };
 
 /* k33_wgmma_128x128: BN = 128 (wgmma m64n128k16, 64 accumulators per
  * consumer thread, 32 KB stages). Twice the tiles of 128 x 256 for shapes
  * that leave SMs idle, and half the wasted columns where N <= 128. */
-K30_CONFIG(k33_wgmma_128x128, 128, 31, 27,
+K30_CONFIG(k33_wgmma_128x128, K30_BM, 128, 0, 31, 27,
            "k30_wgmma_tma with 128x128 block tiles (wgmma m64n128k16): more tiles for small problems, less waste at "
            "N <= 128")
 
 /* k34_wgmma_128x64: BN = 64 (wgmma m64n64k16, 32 accumulators, 24 KB
  * stages): four times the tiles of 128 x 256, for problems whose 128 x 128
  * tiles would still leave most SMs idle, and no wasted columns at N <= 64. */
-K30_CONFIG(k34_wgmma_128x64, 64, 32, 26,
+K30_CONFIG(k34_wgmma_128x64, K30_BM, 64, 0, 32, 26,
            "k30_wgmma_tma with 128x64 block tiles (wgmma m64n64k16): four times the tiles of 128x256 for small "
            "problems")
 
 /* k35_wgmma_128x192: BN = 192 (wgmma m64n192k16, 96 accumulators, 40 KB
  * stages, 4 of them): one wave where 128 x 128 tiles need a little more
  * than one (1536^3: 96 tiles of 128 x 192 against 144 of 128 x 128). */
-K30_CONFIG(k35_wgmma_128x192, 192, 33, 25,
+K30_CONFIG(k35_wgmma_128x192, K30_BM, 192, 0, 33, 25,
            "k30_wgmma_tma with 128x192 block tiles (wgmma m64n192k16): one wave where 128x128 tiles need just "
            "over one")
+
+/* k36_swap_16x64, k36_swap_32x64: the operands' roles swapped for small M,
+ * C^T = op(B)^T A^T: the B tile (64 rows of N, K-major or one 64-wide
+ * N-major box) is wgmma's A, the A tile (BM = 16 or 32 rows of M, K-major,
+ * hence op_a N only) its B, m64nBMk16, BM / 2 accumulators; one consumer
+ * warpgroup (256 threads, no setmaxnreg); stages of two 64-deep k-tiles
+ * (K36_KA; 20 / 24 KB, 8 of them: K30_STAGE_CAP k-tiles), a unit's odd last
+ * k-tile paired with a box from past K (TMA's zeros); C^T's fragments
+ * stored element by element (k30_epilogue_swap: any ldc and alignment,
+ * alpha/beta). Why: at small M the 128 x 64 tiles are few (64 x 768 x 768:
+ * 12 for 132 SMs) and each lives long; cuBLAS runs such shapes as narrow
+ * tiles filling about one wave (docs/NOTES.md, session 9). Figures (H100,
+ * fp32 C, L2 flushed, x cuBLAS in the same run; NOTES, session 12), where
+ * k30_pick_swap gives them to auto-dispatch: 16 x 64 at 32 x 768 x 768 NT
+ * 6.9 us (0.98x), 64 x 768 x 768 7.5 (0.98x), 256^3 NN 5.8 (0.96x), 32 x
+ * 3584 x 3584 NT 17.8 (0.98x); 32 x 64 at 64 x 4096 x 4096 NT 22.5
+ * (0.97x), 512^3 7.1 (0.94x). Beyond one wave they lose (session 11, one
+ * k-tile a stage: 1024^3 16 x 64 31.7 us, k34 10.3): the loop then took
+ * ~400 cycles a k-tile even with no loads (a ~109-cycle m64n16 chain plus
+ * ~170 of full/empty hand-over), for a quarter of k34's work. A 64 x 64
+ * configuration was never the best of three on 32 low shapes and was not
+ * registered.
+ * Reproduce: build/tilekit bench --kernel k36_swap_16x64,k36_swap_32x64,k34_wgmma_128x64 --shapes 64x768x768 --op-b t */
+K30_CONFIG(k36_swap_16x64, 16, 64, 1, 41, 1,
+           "k30 with the roles swapped for small M: 16 x 64 C tiles as m64n16k16 of B's rows by A's, one consumer "
+           "warpgroup, deep ring (op_a N)")
+K30_CONFIG(k36_swap_32x64, 32, 64, 1, 41, 1,
+           "k30 with the roles swapped for small M: 32 x 64 C tiles as m64n32k16 of B's rows by A's, one consumer "
+           "warpgroup, deep ring (op_a N)")
