@@ -225,14 +225,20 @@ static tk_status k30_launch_cfg(int bm, int bn, int swap, const tk_args *a, cons
 
 /* The auto-dispatch rank of a configuration: the k30 family by k30_pick_bn
  * (first_rank where it picks bn); the swapped tiles by k30_pick_swap, first
- * where it picks bm but below k40_skinny (40) at M <= 16 where that takes
- * the shape (16 x 3072 x 768 NT: k40 8.8 us, k36_swap_16x64 9.2; 1 x 4096 x
- * 4096: 18.8 against 22.8); auto_rank elsewhere. */
+ * where it picks bm, but below k40_skinny (40) where that takes the shape
+ * and measured faster: M <= 8, or M <= 16 with B a DRAM stream (H100,
+ * docs/NOTES.md session 12, two k-tiles a stage: 1 x 4096 x 4096 NT k40
+ * 18.8 us, k36 22.8; 16 x 4096 x 4096 19.8 / 22.0; 1 x 2304 x 768 7.7 /
+ * 8.3; but 16 x 3072 x 768 8.9 / 8.2, 16 x 768 x 3072 11.0 / 10.5);
+ * auto_rank elsewhere. */
 static int k30_rank_cfg(int bm, int bn, int swap, int first_rank, int auto_rank, const tk_args *a,
                         const tk_device *dev)
 {
-    if (swap)
-        return k30_pick_swap(a, dev->sm_count) != bm ? auto_rank : a->m <= 16 ? 39 : first_rank;
+    if (swap) {
+        if (k30_pick_swap(a, dev->sm_count) != bm)
+            return auto_rank;
+        return a->m <= 8 || (a->m <= 16 && 2 * a->n * a->k >= K30_SWAP_STREAM_BYTES) ? 39 : first_rank;
+    }
     return k30_pick_bn(a, dev->sm_count) == bn ? first_rank : auto_rank;
 }
 

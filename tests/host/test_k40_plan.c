@@ -147,6 +147,10 @@ static void test_dispatch_table(void)
         { 16, 4096, 14336, TK_OP_N, TK_OP_T, "k40_skinny" },
         { 1, 152064, 3584, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* long stream: k34's TMA ring */
         { 16, 50257, 768, TK_OP_N, TK_OP_T, "k40_skinny" },        /* many row blocks, short K */
+        { 16, 3072, 768, TK_OP_N, TK_OP_T, "k36_swap_16x64" },     /* 9-16 tokens, B not a stream */
+        { 16, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_16x64" },
+        { 8, 3072, 768, TK_OP_N, TK_OP_T, "k40_skinny" },          /* up to 8 tokens: k40 */
+        { 16, 4096, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },        /* B a stream (32 MB): k40 */
         { 16, 37888, 3584, TK_OP_N, TK_OP_T, "k40_skinny" },       /* 592 slabs of 64 rows */
         { 1, 128256, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },
         { 8, 28672, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },
