@@ -202,38 +202,39 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
         tk_mbarrier_arrive_expect_tx(fb, KA * (p->a_bytes + K30_B_BYTES_N(BN)));
 #pragma unroll
         for (int ka = 0; ka < KA; ka++) {
-        /* A k-tile past the unit's range (KA > 1) is loaded from past K:
-         * zeros, which add nothing. */
-        const int k0 = (KA == 1 || kt + ka < ke ? kt + ka : p->k_tiles) * K30_BK;
-        const uint32_t sa = s0 + ka * K30_A_BYTES_M(BM), sb = s0 + KA * K30_A_BYTES_M(BM) + ka * K30_B_BYTES_N(BN);
-        if (A_MN) {
+            /* A k-tile past the unit's range (KA > 1) is loaded from past K:
+             * zeros, which add nothing. */
+            const int k0 = (KA == 1 || kt + ka < ke ? kt + ka : p->k_tiles) * K30_BK;
+            const uint32_t sa = s0 + ka * K30_A_BYTES_M(BM);
+            const uint32_t sb = s0 + KA * K30_A_BYTES_M(BM) + ka * K30_B_BYTES_N(BN);
+            if (A_MN) {
 #pragma unroll
-            for (int j = 0; j < BM / 64; j++)
-                if (j < p->a_boxes)
-                    tk_tma_load_2d(sa + j * K30_BOX, &p->map_a, m0 + 64 * j, k0, fb);
-        } else {
-            tk_tma_load_2d(sa, &p->map_a, k0, m0, fb);
-        }
-        if (cluster == 1) {
-            if (B_MN) {
-#pragma unroll
-                for (int j = 0; j < BN / 64; j++)
-                    tk_tma_load_2d(sb + j * K30_BOX, &p->map_b, n0 + 64 * j, k0, fb);
+                for (int j = 0; j < BM / 64; j++)
+                    if (j < p->a_boxes)
+                        tk_tma_load_2d(sa + j * K30_BOX, &p->map_a, m0 + 64 * j, k0, fb);
             } else {
-                tk_tma_load_2d(sb, &p->map_b, k0, n0, fb);
+                tk_tma_load_2d(sa, &p->map_a, k0, m0, fb);
             }
-        } else if (B_MN) {
-            /* This CTA's share of B: 64-column boxes of part `rank`. */
+            if (cluster == 1) {
+                if (B_MN) {
 #pragma unroll
-            for (int j = 0; j < BN / 64 / cluster; j++) {
-                const int box = (int)rank * (BN / 64 / cluster) + j;
-                tk_tma_load_2d_multicast(sb + box * K30_BOX, &p->map_b, n0 + 64 * box, k0, fb, all);
+                    for (int j = 0; j < BN / 64; j++)
+                        tk_tma_load_2d(sb + j * K30_BOX, &p->map_b, n0 + 64 * j, k0, fb);
+                } else {
+                    tk_tma_load_2d(sb, &p->map_b, k0, n0, fb);
+                }
+            } else if (B_MN) {
+                /* This CTA's share of B: 64-column boxes of part `rank`. */
+#pragma unroll
+                for (int j = 0; j < BN / 64 / cluster; j++) {
+                    const int box = (int)rank * (BN / 64 / cluster) + j;
+                    tk_tma_load_2d_multicast(sb + box * K30_BOX, &p->map_b, n0 + 64 * box, k0, fb, all);
+                }
+            } else {
+                const int part = BN / cluster;
+                tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES_N(BN) / cluster), &p->map_b, k0,
+                                         n0 + part * (int)rank, fb, all);
             }
-        } else {
-            const int part = BN / cluster;
-            tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES_N(BN) / cluster), &p->map_b, k0, n0 + part * (int)rank, fb,
-                                     all);
-        }
         }
 #endif
         if (++*s == K30_STAGES_MNA(BM, BN, KA)) {
