@@ -60,41 +60,34 @@
     (K30_RING_BUDGET / K30_STAGE_BYTES_MNA(bm, bn, ka) < K30_STAGE_CAP(bm) / (ka)                                      \
          ? K30_RING_BUDGET / K30_STAGE_BYTES_MNA(bm, bn, ka)                                                          \
          : K30_STAGE_CAP(bm) / (ka))
-#define K30_STAGES_MN(bm, bn) K30_STAGES_MNA(bm, bn, 1)
-#define K30_STAGES_N(bn) K30_STAGES_MN(K30_BM, bn)
-#define K30_STAGES K30_STAGES_N(K30_BN)
+#define K30_STAGES K30_STAGES_MNA(K30_BM, K30_BN, 1)
 #define K30_CONSUMERS 2                /* consumer warpgroups, 64 rows of the tile each */
 #define K30_THREADS (128 * (1 + K30_CONSUMERS))
 #define K30_PRODUCER_REGS 40
 #define K30_CONSUMER_REGS 232
 #define K30_BOX 8192                   /* one 64 x 64 bf16 TMA box (MN-major tiles) */
 /* Sizes for A tiles of bm rows and B tiles of bn (the loops take BM and BN
- * as template arguments); _N: bm = K30_BM. */
+ * as template arguments) in stages of ka k-tiles. */
 #define K30_A_BYTES_M(bm) ((bm) * K30_BK * 2)
-#define K30_A_BYTES K30_A_BYTES_M(K30_BM)
 #define K30_B_BYTES_N(bn) ((bn) * K30_BK * 2)
 #define K30_STAGE_BYTES_MN(bm, bn) (K30_A_BYTES_M(bm) + K30_B_BYTES_N(bn))
 #define K30_STAGE_BYTES_MNA(bm, bn, ka) ((ka) * K30_STAGE_BYTES_MN(bm, bn))
-#define K30_STAGE_BYTES_N(bn) K30_STAGE_BYTES_MN(K30_BM, bn)
 #define K30_RING_BYTES_MNA(bm, bn, ka) (K30_STAGES_MNA(bm, bn, ka) * K30_STAGE_BYTES_MNA(bm, bn, ka))
-#define K30_RING_BYTES_MN(bm, bn) K30_RING_BYTES_MNA(bm, bn, 1)
-#define K30_RING_BYTES_N(bn) K30_RING_BYTES_MN(K30_BM, bn)
 /* Dynamic shared memory with `extra` bytes between the ring and the barriers:
  * + 1024 to align the ring to the 128B-swizzle pattern, + the full and empty
  * barriers. */
-#define K30_SMEM_WITH_N(bn, extra) (1024 + K30_RING_BYTES_N(bn) + (extra) + 2 * 8 * K30_STAGES_N(bn))
+#define K30_SMEM_MNA(bm, bn, ka, extra)                                                                                \
+    (1024 + K30_RING_BYTES_MNA(bm, bn, ka) + (extra) + 2 * 8 * K30_STAGES_MNA(bm, bn, ka))
 /* The staged epilogue's two 8 KB chunk buffers per consumer warpgroup (a
  * chunk: 64 rows x 128 bytes, one TMA store box). */
 #define K30_EPI_CHUNK 8192
 #define K30_EPI_BYTES (K30_CONSUMERS * 2 * K30_EPI_CHUNK)
-#define K30_B_BYTES K30_B_BYTES_N(K30_BN)
-#define K30_STAGE_BYTES K30_STAGE_BYTES_N(K30_BN)
-#define K30_RING_BYTES K30_RING_BYTES_N(K30_BN)
-#define K30_SMEM_WITH(extra) K30_SMEM_WITH_N(K30_BN, extra)
+#define K30_RING_BYTES K30_RING_BYTES_MNA(K30_BM, K30_BN, 1)
+#define K30_SMEM_WITH(extra) K30_SMEM_MNA(K30_BM, K30_BN, 1, extra)
 
 static_assert(K30_BM == 64 * K30_CONSUMERS, "each consumer warpgroup owns 64 rows (one wgmma M)");
-static_assert(K30_STAGE_BYTES_N(256) % 1024 == 0 && K30_STAGE_BYTES_N(192) % 1024 == 0 &&
-                  K30_STAGE_BYTES_N(128) % 1024 == 0 && K30_STAGE_BYTES_N(64) % 1024 == 0,
+static_assert(K30_STAGE_BYTES_MN(K30_BM, 256) % 1024 == 0 && K30_STAGE_BYTES_MN(K30_BM, 192) % 1024 == 0 &&
+                  K30_STAGE_BYTES_MN(K30_BM, 128) % 1024 == 0 && K30_STAGE_BYTES_MN(K30_BM, 64) % 1024 == 0,
               "stages must keep the 1024-byte swizzle alignment");
 static_assert(K30_PRODUCER_REGS * 128 + K30_CONSUMER_REGS * 128 * K30_CONSUMERS <= 65536,
               "register reallocation exceeds the SM's 64K registers");
@@ -908,6 +901,11 @@ static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
 #define K30_SWAP_MAX_UNIT_KTILES 64
 #define K30_SWAP_SLICE_COST 768        /* 128-byte rows: ~10 k-tiles of 16 x 64 */
 #define K30_SWAP_STREAM_BYTES (16LL << 20)
+/* Whether B (2 N K bytes) is a DRAM stream in k30_pick_swap's sense. */
+static inline int k30_swap_stream(const tk_args *a)
+{
+    return 2 * a->n * a->k >= K30_SWAP_STREAM_BYTES;
+}
 static inline int k30_pick_swap(const tk_args *a, int sms)
 {
     /* N < 64 leaves most of wgmma's 64 rows of B empty (4096 x 8 x 4096:
@@ -916,7 +914,7 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
         return 0;
     const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
     const long long tn = (a->n + 63) / 64;
-    const int stream = 2 * a->n * a->k >= K30_SWAP_STREAM_BYTES;
+    const int stream = k30_swap_stream(a);
     int best = 0;
     long long best_cost = 0;
     for (int bm = 16; bm <= 32; bm *= 2) {

@@ -3,7 +3,7 @@
  *
  * Builds on the sm_80 tensor-core kernels by moving to Hopper's own units:
  * - One producer warpgroup: a single thread issues TMA (cp.async.bulk.tensor)
- *   loads of A and B tiles into a ring of shared-memory stages (4 of 48 KB here; K30_STAGES_N).
+ *   loads of A and B tiles into a ring of shared-memory stages (4 of 48 KB here; K30_STAGES_MNA).
  *   Each stage has a full barrier (the producer's arrive.expect_tx plus the
  *   copy engine's complete_tx bytes) and an empty barrier (one arrival per
  *   consumer warp once its wgmma reading the stage has completed). Waits are
@@ -51,7 +51,7 @@
  *   and a last wave into up to 3 (k30_plan_split_wave). k34 at 128 x 4096 x
  *   4096 NT: 0.0349 -> 0.0251 (64 tiles in 2 slices); k33 at 1 x 4096 x 14336:
  *   0.1025 -> 0.0634.
- * - Stages from a 192 KB ring budget (K30_STAGES_N): BN 256 keeps 4 stages,
+ * - Stages from a 192 KB ring budget (K30_STAGES_MNA): BN 256 keeps 4 stages,
  *   128 gets 6 and 64 gets 8. k34 at 1024^3: 0.0116 -> 0.0099 (4 vs 8
  *   stages, two rounds in both orders); 6 stages for k34: 0.0103.
  * - Short A boxes for M < 128 (k30_params.a_rows): TMA's zero fill of the
@@ -84,9 +84,7 @@
 #define K36_KA 2
 #endif
 #define K30_KA(swap) ((swap) ? K36_KA : 1)
-#define K30_SMEM_CFG(bm, bn, swap)                                                                                   \
-    (1024 + K30_RING_BYTES_MNA(bm, bn, K30_KA(swap)) + ((swap) ? 0 : K30_EPI_BYTES) +                                \
-     2 * 8 * K30_STAGES_MNA(bm, bn, K30_KA(swap)))
+#define K30_SMEM_CFG(bm, bn, swap) K30_SMEM_MNA(bm, bn, K30_KA(swap), (swap) ? 0 : K30_EPI_BYTES)
 
 static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 192, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(K30_BM, 128, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 64, 0) <= 227 * 1024 &&
@@ -237,7 +235,7 @@ static int k30_rank_cfg(int bm, int bn, int swap, int first_rank, int auto_rank,
     if (swap) {
         if (k30_pick_swap(a, dev->sm_count) != bm)
             return auto_rank;
-        return a->m <= 8 || (a->m <= 16 && 2 * a->n * a->k >= K30_SWAP_STREAM_BYTES) ? 39 : first_rank;
+        return a->m <= 8 || (a->m <= 16 && k30_swap_stream(a)) ? 39 : first_rank;
     }
     return k30_pick_bn(a, dev->sm_count) == bn ? first_rank : auto_rank;
 }
