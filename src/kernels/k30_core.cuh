@@ -917,7 +917,7 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
     const int stream = k30_swap_stream(a);
     int best = 0;
     long long best_cost = 0;
-    for (int bm = 16; bm <= 32; bm *= 2) {
+    for (int bm = 16; bm <= 48; bm += 16) {
         const long long tiles = (a->m + bm - 1) / bm * tn;
         if (tiles > sms)
             continue;

@@ -88,9 +88,11 @@
 
 static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 192, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(K30_BM, 128, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 64, 0) <= 227 * 1024 &&
-                  K30_SMEM_CFG(16, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(32, 64, 1) <= 227 * 1024,
+                  K30_SMEM_CFG(16, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(32, 64, 1) <= 227 * 1024 &&
+                  K30_SMEM_CFG(48, 64, 1) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
-static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 64) % 1024 == 0,
+static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 64) % 1024 == 0 &&
+                  K30_STAGE_BYTES_MN(48, 64) % 1024 == 0 && K30_A_BYTES_M(48) % 1024 == 0,
               "stages must keep the 1024-byte swizzle alignment");
 
 /* A template because the operand majors are wgmma immediates and fix the
@@ -187,8 +189,10 @@ static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
 {
     if (swap && bm == 16)
         return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 16, 64, 1> : (const void *)k30_kernel<0, 0, 16, 64, 1>;
-    if (swap)
+    if (swap && bm == 32)
         return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 32, 64, 1> : (const void *)k30_kernel<0, 0, 32, 64, 1>;
+    if (swap)
+        return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 48, 64, 1> : (const void *)k30_kernel<0, 0, 48, 64, 1>;
     return bn == 256   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 256, 0)
            : bn == 192 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 192, 0)
            : bn == 128 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 128, 0)
@@ -199,7 +203,9 @@ static void k30_resources_cfg(int bm, int bn, int swap, const tk_args *a, tk_res
 {
     r->func = a ? k30_func(bm, bn, swap, a->op_a, a->op_b) : k30_func(bm, bn, swap, TK_OP_N, TK_OP_T);
     r->threads = K30_THREADS_CFG(swap);
-    r->dyn_smem = swap ? (bm == 16 ? K30_SMEM_CFG(16, 64, 1) : K30_SMEM_CFG(32, 64, 1))
+    r->dyn_smem = swap ? (bm == 16   ? K30_SMEM_CFG(16, 64, 1)
+                          : bm == 32 ? K30_SMEM_CFG(32, 64, 1)
+                                     : K30_SMEM_CFG(48, 64, 1))
                        : (bn == 256   ? K30_SMEM_CFG(K30_BM, 256, 0)
                           : bn == 192 ? K30_SMEM_CFG(K30_BM, 192, 0)
                           : bn == 128 ? K30_SMEM_CFG(K30_BM, 128, 0)
@@ -348,4 +354,11 @@ K30_CONFIG(k36_swap_16x64, 16, 64, 1, 41, 1,
            "warpgroup, deep ring (op_a N)")
 K30_CONFIG(k36_swap_32x64, 32, 64, 1, 41, 1,
            "k30 with the roles swapped for small M: 32 x 64 C tiles as m64n32k16 of B's rows by A's, one consumer "
+           "warpgroup, deep ring (op_a N)")
+/* k36_swap_48x64: 48 rows of A a tile (m64n48k16, 24 accumulators, 28 KB
+ * stages of two k-tiles, 6 of them), one wave where 32-row tiles need more
+ * (512 x 768 x K: 132 tiles against 192). An experiment (docs/NOTES.md,
+ * session 12). */
+K30_CONFIG(k36_swap_48x64, 48, 64, 1, 41, 1,
+           "k30 with the roles swapped for small M: 48 x 64 C tiles as m64n48k16 of B's rows by A's, one consumer "
            "warpgroup, deep ring (op_a N)")

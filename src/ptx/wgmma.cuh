@@ -185,6 +185,26 @@ static __device__ __forceinline__ void tk_wgmma_m64n64k16_f32_bf16(float d[32], 
                  : "memory");
 }
 
+/* The same with N = 48: D(64x48) = A(64x16) * B(16x48), d[24], j in 0..5. */
+template <int TRANS_A, int TRANS_B>
+static __device__ __forceinline__ void tk_wgmma_m64n48k16_f32_bf16(float d[24], uint64_t desc_a, uint64_t desc_b,
+                                                                   int scale_d)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %26, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23"
+                 "}, %24, %25, p, 1, 1, %27, %28;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)
+                 : "memory");
+}
+
 /* The same with N = 32: D(64x32) = A(64x16) * B(16x32), d[16], j in 0..3. */
 template <int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void tk_wgmma_m64n32k16_f32_bf16(float d[16], uint64_t desc_a, uint64_t desc_b,
@@ -220,15 +240,15 @@ static __device__ __forceinline__ void tk_wgmma_m64n16k16_f32_bf16(float d[8], u
                  : "memory");
 }
 
-/* m64nNk16 for N = 256, 192, 128, 64, 32 or 16, chosen at compile time: a
+/* m64nNk16 for N = 256, 192, 128, 64, 48, 32 or 16, chosen at compile time: a
  * template because N fixes the instruction and the accumulator count (N / 2
  * per thread). */
 template <int N, int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 32 || N == 16,
-                  "wgmma wrappers exist for N = 256, 192, 128, 64, 32 and 16");
+    static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 48 || N == 32 || N == 16,
+                  "wgmma wrappers exist for N = 256, 192, 128, 64, 48, 32 and 16");
     if (N == 256)
         tk_wgmma_m64n256k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 192)
@@ -237,6 +257,8 @@ static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint
         tk_wgmma_m64n128k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 64)
         tk_wgmma_m64n64k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+    else if (N == 48)
+        tk_wgmma_m64n48k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 32)
         tk_wgmma_m64n32k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else
