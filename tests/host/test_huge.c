@@ -237,7 +237,7 @@ static void test_32bit_refusals(void)
                   TK_SUCCESS, "k01_naive refused: %s", why);
         }
     }
-    CHECK(hopper == 7, "%d Hopper kernels in the registry, want 7 (k30, k31, k33, k34, k35, two k36)", hopper);
+    CHECK(hopper == 8, "%d Hopper kernels in the registry, want 8 (k30, k31, k33, k34, k35, three k36)", hopper);
 }
 
 void tk_tests(void)

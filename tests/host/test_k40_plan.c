@@ -163,7 +163,8 @@ static void test_dispatch_table(void)
         { 32, 28672, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },        /* 448: one wave */
         { 32, 128256, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },       /* 2004: 3.8 waves */
         { 33, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_32x64" },     /* 128 tiles of 32 x 64 */
-        { 65, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 65-128 tokens: 3 waves of 32 x 64 */
+        { 65, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_48x64" },     /* 128 tiles of 48 x 64 (a stream) */
+        { 97, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 97-128 tokens: 3 waves of 48 x 64 */
         { 1, 4096, 4096, TK_OP_N, TK_OP_N, "k36_swap_16x64" },     /* B along N: not k40's layout */
         { 16, 4096, 4096, TK_OP_T, TK_OP_N, "k34_wgmma_128x64" },  /* nor k36's (A along M) */
         { 64, 768, 768, TK_OP_N, TK_OP_T, "k36_swap_16x64" },
@@ -171,7 +172,9 @@ static void test_dispatch_table(void)
         { 64, 2304, 768, TK_OP_N, TK_OP_T, "k36_swap_32x64" },     /* 144 tiles of 16 x 64: two waves */
         { 128, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_32x64" },    /* 2 slices of 24 k-tiles, not 48 */
         { 64, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_16x64" },     /* 2 slices, not 3 */
-        { 128, 2304, 768, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 144 tiles of 32 x 64 */
+        { 128, 2304, 768, TK_OP_N, TK_OP_T, "k36_swap_48x64" },     /* 108 tiles of 48 x 64 */
+        { 512, 768, 768, TK_OP_N, TK_OP_T, "k36_swap_48x64" },      /* 132 tiles of 48 x 64: one wave */
+        { 512, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_48x64" },     /* the same, 48 k-tiles unsplit */
         { 128, 2048, 2048, TK_OP_N, TK_OP_T, "k36_swap_32x64" },   /* 128 tiles of 32 x 64, unsplit */
         { 128, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },  /* split (test_isolation's SPLIT) */
         { 256, 256, 256, TK_OP_N, TK_OP_N, "k36_swap_16x64" },
