@@ -67,9 +67,13 @@
 #define K30_CONSUMER_REGS 232
 #define K30_BOX 8192                   /* one 64 x 64 bf16 TMA box (MN-major tiles) */
 /* Sizes for A tiles of bm rows and B tiles of bn (the loops take BM and BN
- * as template arguments) in stages of ka k-tiles. */
+ * as template arguments) in stages of ka k-tiles. A B tile's room is whole
+ * 64-wide boxes (bn 144: an N-major tile is three 64 x 64 boxes, the third
+ * one 48 columns wider than the tile), so every stage stays 1024-aligned;
+ * K30_B_TX is what its loads bring (a K-major tile: bn rows). */
 #define K30_A_BYTES_M(bm) ((bm) * K30_BK * 2)
-#define K30_B_BYTES_N(bn) ((bn) * K30_BK * 2)
+#define K30_B_BYTES_N(bn) (((bn) + 63) / 64 * 64 * K30_BK * 2)
+#define K30_B_TX(b_mn, bn) ((b_mn) ? K30_B_BYTES_N(bn) : (bn) * K30_BK * 2)
 #define K30_STAGE_BYTES_MN(bm, bn) (K30_A_BYTES_M(bm) + K30_B_BYTES_N(bn))
 #define K30_STAGE_BYTES_MNA(bm, bn, ka) ((ka) * K30_STAGE_BYTES_MN(bm, bn))
 #define K30_RING_BYTES_MNA(bm, bn, ka) (K30_STAGES_MNA(bm, bn, ka) * K30_STAGE_BYTES_MNA(bm, bn, ka))
@@ -192,7 +196,7 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
         tk_mbarrier_arrive(fb);
         (void)s0, (void)all, (void)m0, (void)n0;
 #else
-        tk_mbarrier_arrive_expect_tx(fb, KA * (p->a_bytes + K30_B_BYTES_N(BN)));
+        tk_mbarrier_arrive_expect_tx(fb, KA * (p->a_bytes + K30_B_TX(B_MN, BN)));
 #pragma unroll
         for (int ka = 0; ka < KA; ka++) {
             /* A k-tile past the unit's range (KA > 1) is loaded from past K:
@@ -211,7 +215,7 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
             if (cluster == 1) {
                 if (B_MN) {
 #pragma unroll
-                    for (int j = 0; j < BN / 64; j++)
+                    for (int j = 0; j < (BN + 63) / 64; j++)
                         tk_tma_load_2d(sb + j * K30_BOX, &p->map_b, n0 + 64 * j, k0, fb);
                 } else {
                     tk_tma_load_2d(sb, &p->map_b, k0, n0, fb);
@@ -607,7 +611,9 @@ static __device__ __forceinline__ void k30_chunk_release(const k30_params *p, in
  * k30_chunk_acquire waits for is always the one written two chunks ago,
  * also across tiles when a tile has an odd number of chunks (bf16 C with BN
  * 64 or 192: restarting at buffer 0 each tile overwrote a buffer its last
- * TMA store could still be reading; found by `tilekit fuzz`). */
+ * TMA store could still be reading; found by `tilekit fuzz`). Columns past
+ * the last whole chunk (BN 144: 16) go straight from the accumulators
+ * (k30_epilogue_direct): a chunk's TMA box would write into the next tile. */
 template <int BN>
 static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, const float *acc, int r0, int c0,
                                                           int warp, int lane, uint32_t ebuf, uint8_t *epp, int bar_id,
@@ -638,6 +644,8 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
             }
             k30_chunk_release(p, tid, bar_id, buf, bp, c0 + 64 * q, r0);
         }
+        if (BN % 64)
+            k30_epilogue_direct<BN % 64>(p, acc + BN / 64 * 32, r0, c0 + BN / 64 * 64, warp, lane);
     } else {
         /* BN / 32 chunks of 32 columns; each thread writes 8-byte pairs. */
 #pragma unroll
@@ -659,6 +667,8 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
             }
             k30_chunk_release(p, tid, bar_id, buf, bp, c0 + 32 * q, r0);
         }
+        if (BN % 32)
+            k30_epilogue_direct<BN % 32>(p, acc + BN / 32 * 16, r0, c0 + BN / 32 * 32, warp, lane);
     }
 }
 #endif
@@ -841,6 +851,17 @@ static inline int k30_pick_bn(const tk_args *a, int sms)
         return 128;
     if (2 * t256 <= sms && k_tiles < 8 * K30_SK_MIN_SLICE_KTILES)
         return 128;
+    /* 128 x 144 tiles where at most two waves of them are almost full and
+     * both 128 x 128 and 128 x 192 leave much of their last wave empty
+     * (H100, x cuBLAS: 512 x 4608 x 3584 NT k37 0.883, k35 0.845, k33 0.803;
+     * 2048 x 2304 x 768 NT k37 0.931, k33 0.828; NOTES, session 13). Only
+     * op_b T: an N-major B tile loads three 64-wide boxes (1536^3 NN: 132
+     * tiles, k37 0.770, k35 0.810). */
+    const long long t144 = rows * ((a->n + 143) / 144), t192 = rows * ((a->n + 191) / 192);
+    const double f144 = k30_wave_fill(t144, sms);
+    if (a->op_b == TK_OP_T && !ragged && t144 <= 2 * sms && f144 >= 0.9 &&
+        f144 >= fmax(k30_wave_fill(t128, sms), k30_wave_fill(t192, sms)) + 0.15)
+        return 144;
     /* Short K on a few waves of 128 x 128 tiles: k31's 128 x 256 tiles
      * spend most of their time outside the main loop (2048 x 2304 x 768 NT:
      * k31 0.0276 ms, k33 0.0228; 2048 x 3072 x 768 NT 0.0286 / 0.0243). */
@@ -853,7 +874,7 @@ static inline int k30_pick_bn(const tk_args *a, int sms)
      * session 5). Not with ragged rows, where k31's multicast of B matters
      * more (3000^3: k35 0.1345 ms, k31 0.1012). */
     const long long ct256 = ((rows + 1) / 2) * ((a->n + 255) / 256);
-    if (!ragged && k30_wave_fill(rows * ((a->n + 191) / 192), sms) >= k30_wave_fill(ct256, sms / 2) + 0.1)
+    if (!ragged && k30_wave_fill(t192, sms) >= k30_wave_fill(ct256, sms / 2) + 0.1)
         return 192;
     return 256;
 }

@@ -87,6 +87,7 @@
 #define K30_SMEM_CFG(bm, bn, swap) K30_SMEM_MNA(bm, bn, K30_KA(swap), (swap) ? 0 : K30_EPI_BYTES)
 
 static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 192, 0) <= 227 * 1024 &&
+                  K30_SMEM_CFG(K30_BM, 144, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(K30_BM, 128, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 64, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(16, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(32, 64, 1) <= 227 * 1024 &&
                   K30_SMEM_CFG(48, 64, 1) <= 227 * 1024,
@@ -195,6 +196,7 @@ static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
         return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 48, 64, 1> : (const void *)k30_kernel<0, 0, 48, 64, 1>;
     return bn == 256   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 256, 0)
            : bn == 192 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 192, 0)
+           : bn == 144 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 144, 0)
            : bn == 128 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 128, 0)
                        : K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 64, 0);
 }
@@ -208,6 +210,7 @@ static void k30_resources_cfg(int bm, int bn, int swap, const tk_args *a, tk_res
                                      : K30_SMEM_CFG(48, 64, 1))
                        : (bn == 256   ? K30_SMEM_CFG(K30_BM, 256, 0)
                           : bn == 192 ? K30_SMEM_CFG(K30_BM, 192, 0)
+                          : bn == 144 ? K30_SMEM_CFG(K30_BM, 144, 0)
                           : bn == 128 ? K30_SMEM_CFG(K30_BM, 128, 0)
                                       : K30_SMEM_CFG(K30_BM, 64, 0));
 }
@@ -327,6 +330,17 @@ K30_CONFIG(k35_wgmma_128x192, K30_BM, 192, 0, 33, 25,
            "k30_wgmma_tma with 128x192 block tiles (wgmma m64n192k16): one wave where 128x128 tiles need just "
            "over one")
 
+/* k37_wgmma_128x144: BN = 144 (wgmma m64n144k16, 72 accumulators, stages
+ * of 16 + 24 KB: a B tile's room is three 64-wide boxes, N-major B loads
+ * them all, 48 columns past the tile): one wave where 128 x 128 tiles need
+ * a little more than one and 128 x 192 fill three quarters (512 x 4608 x
+ * 3584: 128 tiles against 144 / 96; 1536^3: 132 against 144 / 96). The
+ * staged epilogue stores its last 16 columns straight from the
+ * accumulators. An experiment (docs/NOTES.md, session 13). */
+K30_CONFIG(k37_wgmma_128x144, K30_BM, 144, 0, 34, 24,
+           "k30_wgmma_tma with 128x144 block tiles (wgmma m64n144k16): one wave where 128x128 tiles need just over one "
+           "and 128x192 leave a quarter of the SMs idle")
+
 /* k36_swap_16x64, k36_swap_32x64: the operands' roles swapped for small M,
  * C^T = op(B)^T A^T: the B tile (64 rows of N, K-major or one 64-wide
  * N-major box) is wgmma's A, the A tile (BM = 16 or 32 rows of M, K-major,
@@ -357,8 +371,14 @@ K30_CONFIG(k36_swap_32x64, 32, 64, 1, 41, 1,
            "warpgroup, deep ring (op_a N)")
 /* k36_swap_48x64: 48 rows of A a tile (m64n48k16, 24 accumulators, 28 KB
  * stages of two k-tiles, 6 of them), one wave where 32-row tiles need more
- * (512 x 768 x K: 132 tiles against 192). An experiment (docs/NOTES.md,
- * session 12). */
+ * (512 x 768 x K: 132 tiles against 192). Figures (H100, fp32 C, x cuBLAS
+ * in the same run, auto-dispatch before -> after; NOTES, session 13):
+ * 512 x 768 x 3072 NT 14.8 -> 13.3 us (0.77x -> 0.85x), 512 x 768 x 768 NT
+ * 9.5 -> 8.8 (0.85x -> 0.87x), 128 x 2304 x 768 NT 10.2 -> 9.0 (0.87x ->
+ * 0.89x), 513 x 511 x 1025 18.6 -> 14.1 (1.10x -> 1.45x), 65 x 4096 x 4096
+ * NT 24.4 -> 22.6 (0.91x -> 0.95x). Sharing A in 2-CTA clusters along N
+ * (TMA multicast) lost: 0.76-0.79x on the same shapes (NOTES, session 13).
+ * Reproduce: build/tilekit bench --kernel cublas,k34_wgmma_128x64,k36_swap_48x64 --op-b t --shapes 512x768x3072 */
 K30_CONFIG(k36_swap_48x64, 48, 64, 1, 41, 1,
            "k30 with the roles swapped for small M: 48 x 64 C tiles as m64n48k16 of B's rows by A's, one consumer "
            "warpgroup, deep ring (op_a N)")

@@ -137,6 +137,35 @@ static __device__ __forceinline__ void tk_wgmma_m64n192k16_f32_bf16(float d[96],
                  : "memory");
 }
 
+/* The same with N = 144: D(64x144) = A(64x16) * B(16x144), d[72], j in 0..17. */
+template <int TRANS_A, int TRANS_B>
+static __device__ __forceinline__ void tk_wgmma_m64n144k16_f32_bf16(float d[72], uint64_t desc_a, uint64_t desc_b,
+                                                                    int scale_d)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %74, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
+                 "%64,%65,%66,%67,%68,%69,%70,%71"
+                 "}, %72, %73, p, 1, 1, %75, %76;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)
+                 : "memory");
+}
+
 /* The same with N = 128: D(64x128) = A(64x16) * B(16x128), d[64], j in 0..15. */
 template <int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void tk_wgmma_m64n128k16_f32_bf16(float d[64], uint64_t desc_a, uint64_t desc_b,
@@ -240,19 +269,21 @@ static __device__ __forceinline__ void tk_wgmma_m64n16k16_f32_bf16(float d[8], u
                  : "memory");
 }
 
-/* m64nNk16 for N = 256, 192, 128, 64, 48, 32 or 16, chosen at compile time: a
+/* m64nNk16 for N = 256, 192, 144, 128, 64, 48, 32 or 16, chosen at compile time: a
  * template because N fixes the instruction and the accumulator count (N / 2
  * per thread). */
 template <int N, int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    static_assert(N == 256 || N == 192 || N == 128 || N == 64 || N == 48 || N == 32 || N == 16,
-                  "wgmma wrappers exist for N = 256, 192, 128, 64, 48, 32 and 16");
+    static_assert(N == 256 || N == 192 || N == 144 || N == 128 || N == 64 || N == 48 || N == 32 || N == 16,
+                  "wgmma wrappers exist for N = 256, 192, 144, 128, 64, 48, 32 and 16");
     if (N == 256)
         tk_wgmma_m64n256k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 192)
         tk_wgmma_m64n192k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+    else if (N == 144)
+        tk_wgmma_m64n144k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 128)
         tk_wgmma_m64n128k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 64)

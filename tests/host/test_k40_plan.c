@@ -182,7 +182,13 @@ static void test_dispatch_table(void)
         { 768, 768, 768, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },
         { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },   /* rows of 2000 bytes */
         { 4096, 4096, 4096, TK_OP_N, TK_OP_N, "k31_wgmma_cluster" },
-        { 1536, 1536, 1536, TK_OP_N, TK_OP_N, "k35_wgmma_128x192" },
+        { 1536, 1536, 1536, TK_OP_N, TK_OP_N, "k35_wgmma_128x192" },   /* N-major B: not k37 */
+        { 512, 4608, 3584, TK_OP_N, TK_OP_T, "k37_wgmma_128x144" },    /* 128 tiles of 128 x 144 */
+        { 2048, 2304, 768, TK_OP_N, TK_OP_T, "k37_wgmma_128x144" },    /* 256: two full waves */
+        { 2048, 2304, 768, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },
+        { 2048, 3072, 768, TK_OP_N, TK_OP_T, "k33_wgmma_128x128" },    /* 352 of 128 x 144: 0.89 */
+        { 512, 6144, 4096, TK_OP_N, TK_OP_T, "k35_wgmma_128x192" },    /* 172 of 128 x 144 */
+        { 16384, 4608, 3584, TK_OP_N, TK_OP_T, "k31_wgmma_cluster" },  /* full waves, but many */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, cases[i].oa, cases[i].ob);
