@@ -20,6 +20,7 @@
 
 #define K40_WARPS 4                    /* warps per CTA, 16 weight rows each */
 #define K40_WK 4                       /* warps per 16-row slab, splitting its k-range (1, 2, 4) */
+#define K40_WK_SHORT 2                 /* the same where K is short and the slabs many (k40_make_plan) */
 /* Weight rows per CTA: K40_WARPS / wk slabs of 16. */
 static inline int64_t k40_rows(int wk)
 {
@@ -32,7 +33,11 @@ static inline int64_t k40_rows(int wk)
  * n8 fragments, and the fewest of any nj. */
 #define K40_CTAS_PER_SM(nj) ((nj) >= 8 ? 3 : 4)
 #define K40_MAX_CTAS_PER_SM K40_CTAS_PER_SM(8)
+/* K40_SPLIT_CTAS_PER_SM, K40_U_SMALL and K40_UXS may be given with -D for
+ * bench/ab.sh define variants (docs/NOTES.md, session 13). */
+#ifndef K40_SPLIT_CTAS_PER_SM
 #define K40_SPLIT_CTAS_PER_SM 2        /* a split grid's CTAs per SM */
+#endif
 #define K40_MAX_NJ 8                   /* tokens per CTA: 8 * nj, nj in 1, 2, 4, 8 */
 
 typedef struct k40_plan {
@@ -65,14 +70,18 @@ static inline size_t k40_flag_bytes(int64_t ctas)
 /* Chunks a warp loads before its first MMA (k40_skinny.cu): 16-byte loads
  * (aligned) keep 4 chunks in flight for up to 16 tokens; element loads
  * take more registers per chunk. */
+#ifndef K40_U_SMALL
 #define K40_U_SMALL 4
+#endif
 /* With 16-byte loads, 17 to 64 tokens and at least K40_XS_MIN_RK weight
  * elements the tokens are staged in shared memory (k40_loop_xs), one warp
  * a slab, K40_UXS chunks a step. Measured on the H100 (docs/NOTES.md,
  * session 7): 32 x 4096 x 4096 NT 24.0 -> 23.0 us, 64 x 4096 x 4096 34.2 ->
  * 26.4; smaller streams lose (32 x 3072 x 768 10.5 -> 11.9), their few
  * steps a warp cannot hide the barriers. */
+#ifndef K40_UXS
 #define K40_UXS 4
+#endif
 #define K40_XS_MIN_RK (8LL << 20)
 #define K40_U(nj, aligned) ((aligned) ? ((nj) <= 2 ? K40_U_SMALL : (nj) == 4 ? 2 : 1) : ((nj) <= 2 ? 2 : 1))
 
@@ -111,12 +120,17 @@ static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40
      * 768 x 768 6.9 us against 7.8; 1 x 4096 x 4096 18.9 against 20.3).
      * Not where one warp a slab already fills the GPU and K is short
      * (under 2 steps a warp): 1 x 50257 x 768 took 39.9 us so, 35.9 with
-     * one warp a slab (docs/NOTES.md, session 6). */
+     * one warp a slab (docs/NOTES.md, session 6); there two warps a slab
+     * (K40_WK_SHORT, 32 rows a CTA: 1571 CTAs, three nearly full rounds of
+     * 528 resident, against 786 in 1.5) took 34.3 against 35.3, 8 x 50257
+     * x 768 35.0 against 36.0 (session 13). */
     p->xs = k40_aligned(a) && p->nj >= 4 && p->r * p->k >= K40_XS_MIN_RK;
     const int xs = p->xs;
     const int u1 = xs ? K40_UXS : K40_U(p->nj, k40_aligned(a));
     const int64_t groups1 = (p->r + k40_rows(1) - 1) / k40_rows(1) * p->tokblocks;
-    p->wk = xs || (groups1 >= (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) && p->chunks < 8LL * u1) ? 1 : K40_WK;
+    p->wk = xs ? 1
+            : groups1 >= (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) && p->chunks < 8LL * u1 ? K40_WK_SHORT
+                                                                                                   : K40_WK;
     p->rowblocks = (p->r + k40_rows(p->wk) - 1) / k40_rows(p->wk);
     const int64_t groups = p->rowblocks * p->tokblocks;
     int64_t s = (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) / groups;

@@ -65,12 +65,12 @@ static void test_plan_table(void)
 }
 
 /* Four warps a 16-row slab, except where one warp a slab already gives
- * enough CTAs and K is short. */
+ * enough CTAs and K is short (two there). */
 static void test_plan_slab_warps(void)
 {
     static const struct { int64_t m, n, k; int wk; int64_t rowblocks; } cases[] = {
         { 1, 4096, 4096, 4, 256 }, { 1, 768, 768, 4, 48 }, { 16, 28672, 4096, 4, 1792 },
-        { 1, 50257, 768, 1, 786 }, { 8, 50257, 4096, 4, 3142 },
+        { 1, 50257, 768, 2, 1571 }, { 8, 50257, 4096, 4, 3142 }, { 16, 20000, 768, 2, 625 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, TK_OP_N, TK_OP_T);
