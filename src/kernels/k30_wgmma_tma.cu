@@ -40,8 +40,9 @@
  * saw 754.5 TFLOP/s = 1.005x cuBLAS at 8192^3 fp32 out (0.99-1.01x over four
  * runs), 0.96x at 4096^3, 0.94-0.97x with bf16 out.
  * The same kernel with BN = 128 and 64 is registered as k33_wgmma_128x128 and
- * k34_wgmma_128x64, and with BN = 192 as k35_wgmma_128x192 (end of this
- * file): at 8192^3 they lose to this one, as the figures say; they are for
+ * k34_wgmma_128x64, with BN = 192 as k35_wgmma_128x192 and 144 as
+ * k37_wgmma_128x144 (end of this file): at 8192^3 they lose to this one,
+ * as the figures say; they are for
  * small and narrow problems and (k35) for shapes whose last wave of 128 x
  * 256 tiles would be mostly empty, where k30_pick_bn
  * (k30_core.cuh, with its measurements) gives them to auto-dispatch.
@@ -334,9 +335,13 @@ K30_CONFIG(k35_wgmma_128x192, K30_BM, 192, 0, 33, 25,
  * of 16 + 24 KB: a B tile's room is three 64-wide boxes, N-major B loads
  * them all, 48 columns past the tile): one wave where 128 x 128 tiles need
  * a little more than one and 128 x 192 fill three quarters (512 x 4608 x
- * 3584: 128 tiles against 144 / 96; 1536^3: 132 against 144 / 96). The
- * staged epilogue stores its last 16 columns straight from the
- * accumulators. An experiment (docs/NOTES.md, session 13). */
+ * 3584: 128 tiles against 144 / 96; 2048 x 2304 x 768: 256 against 288 /
+ * 192). The staged epilogue stores its last 16 columns straight from the
+ * accumulators. Figures (H100, fp32 C, x cuBLAS in the same run; NOTES,
+ * session 13): 512 x 4608 x 3584 NT 0.883 (k35 0.845), 2048 x 2304 x 768 NT
+ * 0.931 (k33 0.828); k30_pick_bn gives it those (op_b T only: at 1536^3 NN
+ * its three N-major boxes a stage lose, 0.770 against k35's 0.810).
+ * Reproduce: build/tilekit bench --kernel cublas,k35_wgmma_128x192,k37_wgmma_128x144 --op-b t --shapes 512x4608x3584 */
 K30_CONFIG(k37_wgmma_128x144, K30_BM, 144, 0, 34, 24,
            "k30_wgmma_tma with 128x144 block tiles (wgmma m64n144k16): one wave where 128x128 tiles need just over one "
            "and 128x192 leave a quarter of the SMs idle")
