@@ -899,7 +899,7 @@ static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
     return sl;
 }
 
-/* The tile rows (16 or 32) auto-dispatch gives k36_swap_*, or 0 where
+/* The tile rows (16, 32 or 48) auto-dispatch gives k36_swap_*, or 0 where
  * the k30 family's tiles are better, for sms SMs; pure host arithmetic
  * (CPU-tested). Measured on the H100 (docs/NOTES.md, session 11): the
  * narrow tiles win where they fit one wave (16 x 64: 32 x 768 x 768 NT 7.1
