@@ -187,14 +187,12 @@ static tk_status k30_supports_cfg(int bm, int swap, const tk_args *a, const tk_d
 }
 
 /* The instance of a configuration for a's operand majors (swapped: op_a N). */
+#define K30_SWAP_FUNC(op_b, bm)                                                                                      \
+    ((op_b) == TK_OP_N ? (const void *)k30_kernel<0, 1, bm, 64, 1> : (const void *)k30_kernel<0, 0, bm, 64, 1>)
 static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
 {
-    if (swap && bm == 16)
-        return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 16, 64, 1> : (const void *)k30_kernel<0, 0, 16, 64, 1>;
-    if (swap && bm == 32)
-        return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 32, 64, 1> : (const void *)k30_kernel<0, 0, 32, 64, 1>;
     if (swap)
-        return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 48, 64, 1> : (const void *)k30_kernel<0, 0, 48, 64, 1>;
+        return bm == 16 ? K30_SWAP_FUNC(op_b, 16) : bm == 32 ? K30_SWAP_FUNC(op_b, 32) : K30_SWAP_FUNC(op_b, 48);
     return bn == 256   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 256, 0)
            : bn == 192 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 192, 0)
            : bn == 144 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 144, 0)
@@ -202,18 +200,13 @@ static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
                        : K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 64, 0);
 }
 
+/* Threads and shared memory (K30_SMEM_CFG is plain integer arithmetic, the
+ * same formula the kernel's layout and the static_asserts above use). */
 static void k30_resources_cfg(int bm, int bn, int swap, const tk_args *a, tk_resources *r)
 {
     r->func = a ? k30_func(bm, bn, swap, a->op_a, a->op_b) : k30_func(bm, bn, swap, TK_OP_N, TK_OP_T);
     r->threads = K30_THREADS_CFG(swap);
-    r->dyn_smem = swap ? (bm == 16   ? K30_SMEM_CFG(16, 64, 1)
-                          : bm == 32 ? K30_SMEM_CFG(32, 64, 1)
-                                     : K30_SMEM_CFG(48, 64, 1))
-                       : (bn == 256   ? K30_SMEM_CFG(K30_BM, 256, 0)
-                          : bn == 192 ? K30_SMEM_CFG(K30_BM, 192, 0)
-                          : bn == 144 ? K30_SMEM_CFG(K30_BM, 144, 0)
-                          : bn == 128 ? K30_SMEM_CFG(K30_BM, 128, 0)
-                                      : K30_SMEM_CFG(K30_BM, 64, 0));
+    r->dyn_smem = (size_t)K30_SMEM_CFG(bm, bn, swap);
 }
 
 static tk_status k30_launch_cfg(int bm, int bn, int swap, const tk_args *a, const tk_device *dev,
