@@ -20,8 +20,9 @@ struct tk_lab_bench {
     cudaEvent_t ev0, ev1;
     tk_lab_bench_opts o;
     tk_lab_bench_info info;
-    void *flush;                /* written before each sample to evict A, B, C from L2 */
+    void *flush;                /* read before each sample to evict A, B, C from L2 */
     size_t flush_bytes;
+    void *sink;                 /* the flush kernel's (never written) result */
     int64_t m, n, k;            /* the shape of da/db; m = 0: none */
     uint64_t seed;
     void *da, *db, *dc;
@@ -66,7 +67,7 @@ void tk_lab_bench_close(tk_lab_bench *b)
 {
     if (!b)
         return;
-    cudaFree(b->flush); cudaFree(b->da); cudaFree(b->db); cudaFree(b->dc);
+    cudaFree(b->flush); cudaFree(b->sink); cudaFree(b->da); cudaFree(b->db); cudaFree(b->dc);
     if (b->ev0) cudaEventDestroy(b->ev0);
     if (b->ev1) cudaEventDestroy(b->ev1);
     if (b->stream) cudaStreamDestroy(b->stream);
@@ -103,7 +104,9 @@ tk_status tk_lab_bench_open(tk_lab_bench **out, const tk_lab_bench_opts *o, char
         if (!(b->samples = malloc((size_t)b->o.max_samples * sizeof *b->samples)))
             st = TK_ERR_ALLOC;
         else if (cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking) || cudaEventCreate(&b->ev0) ||
-                 cudaEventCreate(&b->ev1) || (b->flush_bytes && cudaMalloc(&b->flush, b->flush_bytes)))
+                 cudaEventCreate(&b->ev1) || (b->flush_bytes && cudaMalloc(&b->flush, b->flush_bytes)) ||
+                 (b->flush_bytes && cudaMalloc(&b->sink, (size_t)d->sm_count * 4 * sizeof(uint32_t))) ||
+                 (b->flush_bytes && tk_lab_fill_device(b->flush, TK_BF16, b->flush_bytes / 2, 11, b->stream)))
             st = TK_ERR_CUDA;
     }
     if (st != TK_SUCCESS) {
@@ -256,9 +259,14 @@ static int take_samples(tk_lab_bench *b, const tk_gemm_problem *p, const char *k
     int n = 0;
     cudaError_t e = cudaStreamSynchronize(b->stream);
     while (!e && n < b->o.max_samples) {
-        /* A different byte each time, so no write can be skipped as a no-op. */
+        /* The flush reads twice L2's size with loads that allocate in L2:
+         * A, B and C are evicted (the last sample's C written back here,
+         * outside the timed window) and L2 is left holding clean lines. A
+         * write (cudaMemset) left it full of dirty lines whose write-back
+         * the timed kernel paid for: 4-6 us of a 117 MB decode read
+         * (docs/NOTES.md, session 14). */
         if (b->flush)
-            e = cudaMemsetAsync(b->flush, n & 0xff, b->flush_bytes, b->stream);
+            e = (cudaError_t)tk_lab_flush_read_device(b->flush, b->flush_bytes, b->sink, b->info.sm_count, b->stream);
         if (!e) e = cudaEventRecord(b->ev0, b->stream);
         if (!e && tk_gemm_ex(b->h, p, kernel, b->stream) != TK_SUCCESS) {
             snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));

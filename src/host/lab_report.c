@@ -28,7 +28,7 @@ void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *in)
         fprintf(f, "DRAM read: %.0f GB/s measured (1 GiB read once, median of 10; the yardstick for decode)\n",
                 in->dram_read_gbs);
     if (in->l2_flush)
-        fprintf(f, "L2 flush: on (cudaMemsetAsync of %.1f MiB before each sample)\n", in->flush_bytes / 1048576.0);
+        fprintf(f, "L2 flush: on (a read of %.1f MiB that allocates in L2 before each sample)\n", in->flush_bytes / 1048576.0);
     else
         fprintf(f, "L2 flush: off (--hot)\n");
     fprintf(f, "%-*s %-20s %-4s %-3s %-4s %6s %6s %7s %9s %9s %9s %9s %8s %6s %8s %5s\n", KERNEL_W, "kernel",

@@ -166,30 +166,44 @@ extern "C" int tk_lab_fill_int_device(void *x, tk_dtype type, size_t n, uint64_t
 }
 
 /* The lab's DRAM read probe: every thread streams 16-byte words (four
- * independent loads in flight per iteration, evict-first) and folds them
- * into a value that is written only if it equals a constant no input makes
- * likely, so the loads cannot be dropped. */
-static __global__ void read_probe_kernel(const uint4 *x, size_t n16, uint32_t *sink)
+ * independent loads in flight per iteration) and folds them into a value
+ * that is written only if it equals a constant no input makes likely, so
+ * the loads cannot be dropped. cs: evict-first loads (the probe: a read
+ * once stream); else loads that allocate in L2 as any other (the bench's
+ * L2 flush, which must replace every line there). */
+static __device__ __forceinline__ uint4 read_word(const uint4 *p, int cs)
+{
+    return cs ? __ldcs(p) : __ldcg(p);
+}
+
+static __global__ void read_probe_kernel(const uint4 *x, size_t n16, int cs, uint32_t *sink)
 {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     uint32_t acc = 0;
     for (; i + 3 * stride < n16; i += 4 * stride) {
-        const uint4 a = __ldcs(x + i), b = __ldcs(x + i + stride);
-        const uint4 c = __ldcs(x + i + 2 * stride), d = __ldcs(x + i + 3 * stride);
+        const uint4 a = read_word(x + i, cs), b = read_word(x + i + stride, cs);
+        const uint4 c = read_word(x + i + 2 * stride, cs), d = read_word(x + i + 3 * stride, cs);
         acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
     }
     for (; i < n16; i += stride) {
-        const uint4 a = __ldcs(x + i);
+        const uint4 a = read_word(x + i, cs);
         acc ^= a.x ^ a.y ^ a.z ^ a.w;
     }
     if (acc == 0x9e3779b9u)
         sink[blockIdx.x] = acc;
 }
 
+extern "C" int tk_lab_flush_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream)
+{
+    read_probe_kernel<<<(unsigned)(sms * 4), 512, 0, (cudaStream_t)stream>>>((const uint4 *)x, bytes / 16, 0,
+                                                                                 (uint32_t *)sink);
+    return (int)cudaGetLastError();
+}
+
 extern "C" int tk_lab_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream)
 {
-    read_probe_kernel<<<(unsigned)(sms * 4), 512, 0, (cudaStream_t)stream>>>((const uint4 *)x, bytes / 16,
+    read_probe_kernel<<<(unsigned)(sms * 4), 512, 0, (cudaStream_t)stream>>>((const uint4 *)x, bytes / 16, 1,
                                                                                 (uint32_t *)sink);
     return (int)cudaGetLastError();
 }
