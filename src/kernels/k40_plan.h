@@ -39,6 +39,12 @@ static inline int64_t k40_rows(int wk)
 #define K40_SPLIT_CTAS_PER_SM 2        /* a split grid's CTAs per SM */
 #endif
 #define K40_MAX_NJ 8                   /* tokens per CTA: 8 * nj, nj in 1, 2, 4, 8 */
+/* One-token grids of at most K40_PIPE_CTAS_PER_SM CTAs an SM whose warps
+ * take at least K40_PIPE_MIN_STEPS steps (16-byte loads) run the pipelined
+ * instance (k40_loop_pipe: the next step's weights loaded before this
+ * step's MMAs). */
+#define K40_PIPE_CTAS_PER_SM 2
+#define K40_PIPE_MIN_STEPS 16
 
 typedef struct k40_plan {
     int swap;                          /* 1: tokens are N (B's rows), weights are A's rows */
@@ -46,6 +52,7 @@ typedef struct k40_plan {
     int nj;                            /* n8 fragments per CTA: tokens per CTA = 8 * nj */
     int wk;                            /* warps per 16-row slab, splitting its k-range */
     int xs;                            /* tokens staged in shared memory (K40_XS_MIN_RK) */
+    int pipe;                          /* two weight load sets a warp (K40_PIPE_*) */
     int64_t rowblocks;                 /* grid.x: ceil(r / 64) */
     int splits;                        /* grid.y */
     int64_t tokblocks;                 /* grid.z: ceil(t / (8 * nj)) */
@@ -161,6 +168,17 @@ static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40
             p->ws_bytes = 0;
         }
     }
+    /* A warp's loads are ~4 KB a round trip; with at most two CTAs an SM
+     * (eight warps) that leaves DRAM short of requests. Loading the next
+     * step before this one's MMAs gains where a warp has many steps and one
+     * token (H100, docs/NOTES.md session 14: 1 x 4096 x 14336 NT 46.7 ->
+     * 44.9 us, 1 x 3584 x 18944 54.9 -> 52.6); with 8 tokens, 8 steps a
+     * warp (K = 4096) or three and four CTAs an SM it gains nothing or
+     * loses (1 x 28672 x 4096, 1792 CTAs: 84.1 -> 85.6), and two token
+     * fragments need more registers than four CTAs an SM leave. */
+    p->pipe = k40_aligned(a) && !xs && p->t == 1 &&
+              groups * p->splits <= (int64_t)K40_PIPE_CTAS_PER_SM * (sms > 0 ? sms : 1) &&
+              p->chunks / ((int64_t)p->splits * p->wk) >= (int64_t)K40_PIPE_MIN_STEPS * u1;
 }
 
 #endif /* TK_K40_PLAN_H */

@@ -32,6 +32,10 @@
  *    one warp a slab (k40_loop_xs), instead of loaded by every warp into
  *    registers, whose reloads capped the weights in flight (32 x 4096 x
  *    4096 NT 24.0 -> 23.0 us, 64 x 4096 x 4096 34.7 -> 26.2).
+ *  - One token, at most two CTAs an SM and long K (k40_plan.h): the next
+ *    step's weights loaded before this step's MMAs (k40_loop_pipe), so the
+ *    few warps keep twice the bytes in flight (1 x 4096 x 14336 NT 46.7 ->
+ *    44.9 us, 1 x 3584 x 18944 54.9 -> 52.6; session 14).
  *  - Any alignment: 16-byte loads where rows and bases allow, element loads
  *    otherwise (ALIGNED = 0) and on the K edge; any M, N, K (rows and tokens
  *    past the edges are predicated off).
@@ -135,6 +139,45 @@ static __device__ __forceinline__ void k40_mma_chunk(float (*acc)[4], uint4 wl, 
     }
 }
 
+/* One step's weights in registers: UU chunks of the two rows. */
+template <int UU>
+struct k40_wregs {
+    uint4 wl[UU], wh[UU];
+};
+
+/* Loads n <= UU chunks of weights from chunk c on, all inside K (the rest
+ * zeros). */
+template <int ALIGNED, int UU>
+static __device__ __forceinline__ void k40_load_w(k40_wregs<UU> *r, const uint16_t *wl_row, const uint16_t *wh_row,
+                                                  int64_t c, int n)
+{
+    const int64_t k0 = c * K40_CHUNK + 8 * (threadIdx.x % 4);
+#pragma unroll
+    for (int u = 0; u < UU; u++) {
+        r->wl[u] = k40_load8<ALIGNED, 1>(u < n ? wl_row : NULL, k0 + u * K40_CHUNK);
+        r->wh[u] = k40_load8<ALIGNED, 1>(u < n ? wh_row : NULL, k0 + u * K40_CHUNK);
+    }
+}
+
+/* The tokens of the same n chunks (L1-resident after the first warp), then
+ * the MMAs in chunk order. */
+template <int NJ, int ALIGNED, int UU>
+static __device__ __forceinline__ void k40_mma_w(float (*acc)[4], const k40_wregs<UU> *r,
+                                                 const uint16_t *const *x_row, int64_t c, int n)
+{
+    const int64_t k0 = c * K40_CHUNK + 8 * (threadIdx.x % 4);
+    uint4 xv[UU][NJ];
+#pragma unroll
+    for (int u = 0; u < UU; u++)
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+            xv[u][j] = k40_load8<ALIGNED, 0>(u < n ? x_row[j] : NULL, k0 + u * K40_CHUNK);
+#pragma unroll
+    for (int u = 0; u < UU; u++)
+        if (u < n)
+            k40_mma_chunk<NJ>(acc, r->wl[u], r->wh[u], xv[u]);
+}
+
 /* n <= UU chunks from chunk c on, all inside K: every load issued before
  * the first MMA, so a warp has UU KB of weights in flight; a warp's last
  * n < UU chunks go in one such step too, one memory round trip instead
@@ -143,21 +186,36 @@ template <int NJ, int ALIGNED, int UU>
 static __device__ __forceinline__ void k40_step(float (*acc)[4], const uint16_t *wl_row, const uint16_t *wh_row,
                                                 const uint16_t *const *x_row, int64_t c, int n)
 {
-    const int64_t k0 = c * K40_CHUNK + 8 * (threadIdx.x % 4);
-    uint4 wl[UU], wh[UU], xv[UU][NJ];
-#pragma unroll
-    for (int u = 0; u < UU; u++) {
-        const bool in = u < n;
-        wl[u] = k40_load8<ALIGNED, 1>(in ? wl_row : NULL, k0 + u * K40_CHUNK);
-        wh[u] = k40_load8<ALIGNED, 1>(in ? wh_row : NULL, k0 + u * K40_CHUNK);
-#pragma unroll
-        for (int j = 0; j < NJ; j++)
-            xv[u][j] = k40_load8<ALIGNED, 0>(in ? x_row[j] : NULL, k0 + u * K40_CHUNK);
+    k40_wregs<UU> r;
+    k40_load_w<ALIGNED, UU>(&r, wl_row, wh_row, c, n);
+    k40_mma_w<NJ, ALIGNED, UU>(acc, &r, x_row, c, n);
+}
+
+/* The whole steps of UU chunks from c to c_full, the next step's weight
+ * loads issued before this step's MMAs (two register sets), so a warp's
+ * stream never waits for its MMAs; the chunks are added in k40_step's
+ * order. Returns the first chunk not done. */
+template <int NJ, int ALIGNED, int UU>
+static __device__ __forceinline__ int64_t k40_loop_pipe(float (*acc)[4], const uint16_t *wl_row,
+                                                        const uint16_t *wh_row, const uint16_t *const *x_row,
+                                                        int64_t c, int64_t c_full)
+{
+    const int64_t steps = c_full > c ? (c_full - c) / UU : 0;
+    if (steps == 0)
+        return c;
+    k40_wregs<UU> r0, r1;
+    k40_load_w<ALIGNED, UU>(&r0, wl_row, wh_row, c, UU);
+    int64_t s = 0;
+    for (; s + 2 <= steps; s += 2) {
+        k40_load_w<ALIGNED, UU>(&r1, wl_row, wh_row, c + (s + 1) * UU, UU);
+        k40_mma_w<NJ, ALIGNED, UU>(acc, &r0, x_row, c + s * UU, UU);
+        if (s + 2 < steps)
+            k40_load_w<ALIGNED, UU>(&r0, wl_row, wh_row, c + (s + 2) * UU, UU);
+        k40_mma_w<NJ, ALIGNED, UU>(acc, &r1, x_row, c + (s + 1) * UU, UU);
     }
-#pragma unroll
-    for (int u = 0; u < UU; u++)
-        if (u < n)
-            k40_mma_chunk<NJ>(acc, wl[u], wh[u], xv[u]);
+    if (s < steps)
+        k40_mma_w<NJ, ALIGNED, UU>(acc, &r0, x_row, c + s * UU, UU);
+    return c + steps * UU;
 }
 
 /* Tokens staged in shared memory (XS, k40_plan.h): the CTA's four
@@ -228,7 +286,7 @@ static __device__ __forceinline__ int64_t k40_loop_xs(float (*acc)[4], uint4 (*x
     return c0 + steps * K40_UXS;
 }
 
-template <int NJ, int ALIGNED, int XS>
+template <int NJ, int ALIGNED, int XS, int PIPE>
 static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     k40_kernel(const __grid_constant__ k40_params p)
 {
@@ -260,6 +318,8 @@ static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
         __shared__ uint4 xs[2][8 * NJ][K40_XS_UNITS];
         c = k40_loop_xs<NJ>(acc, xs, wl_row, wh_row, p.x, p.ldx, t0, p.t, c0, c_full);
     }
+    if constexpr (PIPE)
+        c = k40_loop_pipe<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c, c_full);
     for (; c + U <= c_full; c += U)
         k40_step<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c, U);
     if (c < c_full) {
@@ -369,19 +429,22 @@ static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     }
 }
 
-/* The kernel instance for nj fragments, the alignment and the token
- * staging (xs: aligned, nj 4 or 8 only). */
-static const void *k40_func(int nj, int aligned, int xs)
+/* The kernel instance for nj fragments, the alignment, the token staging
+ * (xs: aligned, nj 4 or 8 only) and the pipelined loop (pipe: aligned, nj
+ * 1 only). */
+static const void *k40_func(int nj, int aligned, int xs, int pipe)
 {
     switch (nj) {
-    case 1: return aligned ? (const void *)k40_kernel<1, 1, 0> : (const void *)k40_kernel<1, 0, 0>;
-    case 2: return aligned ? (const void *)k40_kernel<2, 1, 0> : (const void *)k40_kernel<2, 0, 0>;
+    case 1:
+        return pipe ? (const void *)k40_kernel<1, 1, 0, 1>
+                    : aligned ? (const void *)k40_kernel<1, 1, 0, 0> : (const void *)k40_kernel<1, 0, 0, 0>;
+    case 2: return aligned ? (const void *)k40_kernel<2, 1, 0, 0> : (const void *)k40_kernel<2, 0, 0, 0>;
     case 4:
-        return xs ? (const void *)k40_kernel<4, 1, 1>
-                  : aligned ? (const void *)k40_kernel<4, 1, 0> : (const void *)k40_kernel<4, 0, 0>;
+        return xs ? (const void *)k40_kernel<4, 1, 1, 0>
+                  : aligned ? (const void *)k40_kernel<4, 1, 0, 0> : (const void *)k40_kernel<4, 0, 0, 0>;
     default:
-        return xs ? (const void *)k40_kernel<8, 1, 1>
-                  : aligned ? (const void *)k40_kernel<8, 1, 0> : (const void *)k40_kernel<8, 0, 0>;
+        return xs ? (const void *)k40_kernel<8, 1, 1, 0>
+                  : aligned ? (const void *)k40_kernel<8, 1, 0, 0> : (const void *)k40_kernel<8, 0, 0, 0>;
     }
 }
 
@@ -407,15 +470,16 @@ static tk_status k40_supports(const tk_args *a, const tk_device *dev, char *why,
 
 static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    int nj = 2, aligned = 1, xs = 0;
+    int nj = 2, aligned = 1, xs = 0, pipe = 0;
     if (a) {
         k40_plan p;
-        k40_make_plan(a, 1, 0, &p);
+        k40_make_plan(a, dev ? dev->sm_count : 1, (size_t)-1, &p);
         nj = p.nj;
         aligned = k40_aligned(a);
         xs = p.xs;
+        pipe = p.pipe;
     }
-    r->func = k40_func(nj, aligned, xs);
+    r->func = k40_func(nj, aligned, xs, pipe);
     r->threads = K40_THREADS;
     r->dyn_smem = 0;
 }
@@ -431,7 +495,7 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
 {
     k40_plan pl;
     k40_make_plan(a, dev->sm_count, a->kws ? a->kws_bytes : 0, &pl);
-    const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs);
+    const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs, pl.pipe);
     k40_params p;
     p.w = (const uint16_t *)(pl.swap ? a->a : a->b);
     p.x = (const uint16_t *)(pl.swap ? a->b : a->a);

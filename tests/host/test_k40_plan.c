@@ -221,6 +221,31 @@ static void test_plan_xs(void)
     }
 }
 
+/* The pipelined instance: one token, 16-byte loads, at most two CTAs an
+ * SM, at least 16 steps a warp. */
+static void test_plan_pipe(void)
+{
+    static const struct { int64_t m, n, k; int pipe; } cases[] = {
+        { 1, 4096, 14336, 1 },  /* 256 CTAs, 28 steps a warp */
+        { 1, 3584, 18944, 1 },  /* 224 CTAs, 37 steps */
+        { 4096, 1, 14336, 1 },  /* tokens on N */
+        { 2, 4096, 14336, 0 },  /* two tokens */
+        { 1, 4096, 4096, 0 },   /* 8 steps a warp */
+        { 1, 14336, 4096, 0 },  /* 896 CTAs */
+        { 1, 28672, 4096, 0 },
+        { 1, 4096, 14335, 0 },  /* rows not 16-byte aligned: element loads */
+        { 1, 1024, 102400, 1 }, /* split: 64 x 4 CTAs, 50 steps a warp */
+        { 1, 768, 100000, 0 },  /* split rounded up to 48 x 6 CTAs: over two an SM */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, TK_OP_N, TK_OP_T);
+        k40_plan p;
+        k40_make_plan(&a, 132, (size_t)-1, &p);
+        CHECK(p.pipe == cases[i].pipe, "%lld x %lld x %lld: pipe %d (splits %d wk %d), expected %d", (long long)a.m,
+              (long long)a.n, (long long)a.k, p.pipe, p.splits, p.wk, cases[i].pipe);
+    }
+}
+
 /* Refusals name the layout k40 reads, and too many tokens for grid.z. */
 static void test_supports(void)
 {
@@ -249,6 +274,7 @@ void tk_tests(void)
     TK_TEST(test_plan_table);
     TK_TEST(test_plan_properties);
     TK_TEST(test_plan_xs);
+    TK_TEST(test_plan_pipe);
     TK_TEST(test_plan_slab_warps);
     TK_TEST(test_dispatch_table);
     TK_TEST(test_supports);
