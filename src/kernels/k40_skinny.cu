@@ -49,17 +49,19 @@
  * re-reads the weights), U = 4, 4, 2, 1 chunks per step (2, 2, 1, 1 with
  * element loads). A stored M x K and B stored N x K (op_a N, op_b T:
  * torch's F.linear); the transposed layouts go to the other kernels.
- * Figure (H100, fp32 C, cuBLAS in the same run, the better of two runs'
- * medians; docs/NOTES.md session 6): 1 x 4096 x 4096 NT 19.0 us against
- * cuBLAS's 21.9 (1.15x; k34 24.0-24.6), 1 x 4096 x 14336 50.0 / 54.7
- * (1.09x), 16 x 6144 x 4096 25.8 / 28.6 (1.11x), 1 x 768 x 768 6.9 / 6.7
- * (0.96x), 16 x 3072 x 768 9.3 / 7.9 (0.85x): the GPT-2 widths keep a
- * microsecond or two of fixed cost.
+ * Figure (H100, fp32 C, cuBLAS in the same run, L2 flushed by a read;
+ * docs/NOTES.md session 14): 1 x 4096 x 4096 NT 17.0 us against cuBLAS's
+ * 17.3 (1.02x), 1 x 4096 x 14336 45.8 / 45.1 (0.98x), 16 x 6144 x 4096
+ * 23.2 / 23.5 (1.01x), 1 x 768 x 768 6.2 / 6.3 (1.02x), 16 x 3072 x 768
+ * 7.8 / 7.7 (0.99x). (Session 6, with the cudaMemset flush whose dirty
+ * lines cost cuBLAS more on long streams: 1.15x, 1.09x, 1.11x, 0.96x,
+ * 0.85x.)
  * Reproduce: build/tilekit bench --kernel k40_skinny --op-b t --shapes
  * 1x4096x4096,1x4096x14336,16x6144x4096,1x768x768,16x3072x768
  *
  * Templates: NJ sizes the register arrays of the fragments and U the load
- * batch, which must be compile-time constants to stay in registers; C
+ * batch (XS and PIPE pick the loops, whose arrays differ), which must be
+ * compile-time constants to stay in registers; C
  * cannot express that without one copy of the kernel per configuration.
  */
 #include <stdio.h>
