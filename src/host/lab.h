@@ -33,6 +33,7 @@ int tk_lab_fill_int_device(void *x, tk_dtype type, size_t n, uint64_t seed, void
 /* Reads bytes (a multiple of 16) at x once with sms * 4 blocks (util.cu): the
  * DRAM read probe; sink holds sms * 4 words. 0 or a cudaError_t. */
 int tk_lab_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream);
+/* The same read with loads that allocate in L2: bench's flush (lab_bench.c). */
 int tk_lab_flush_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream);
 int tk_lab_threads(void);                      /* worker threads to use: online CPUs, >= 1 */
 
