@@ -162,8 +162,8 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
                 int ctm, tn;
                 k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
-                k30_produce_tile<A_MN, B_MN, K30_BM, K30_BN, 1>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke, K31_CLUSTER,
-                                                     rank, &s, &phase);
+                k30_produce_tile<A_MN, B_MN, K30_BM, K30_BN, 1>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke,
+                                                                K31_CLUSTER, rank, &s, &phase);
             }
         }
     } else {
@@ -191,7 +191,8 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             int ctm, tn;
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
             const int tm = ctm * K31_CLUSTER + (int)rank;
-            k30_consume_tile<A_MN, B_MN, K30_BM, K30_BN, 0, 1>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane, &s, &phase);
+            k30_consume_tile<A_MN, B_MN, K30_BM, K30_BN, 0, 1>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane,
+                                                               &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
