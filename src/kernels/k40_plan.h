@@ -39,12 +39,27 @@ static inline int64_t k40_rows(int wk)
 #define K40_SPLIT_CTAS_PER_SM 2        /* a split grid's CTAs per SM */
 #endif
 #define K40_MAX_NJ 8                   /* tokens per CTA: 8 * nj, nj in 1, 2, 4, 8 */
-/* One-token grids of at most K40_PIPE_CTAS_PER_SM CTAs an SM whose warps
- * take at least K40_PIPE_MIN_STEPS steps (16-byte loads) run the pipelined
- * instance (k40_loop_pipe: the next step's weights loaded before this
- * step's MMAs). */
-#define K40_PIPE_CTAS_PER_SM 2
-#define K40_PIPE_MIN_STEPS 16
+/* The ring of TMA copies (sm_90, k40_loop_bulk): K40_BULK_SC chunks (256 k,
+ * 512 bytes of a row) a stage, K40_BULK_NS stages; for grids of at most
+ * K40_BULK_MAX_CTAS_PER_SM CTAs an SM whose CTAs take at least
+ * K40_BULK_MIN_STAGES stages. -D overridable for bench/ab.sh. */
+#ifndef K40_BULK_SC
+#define K40_BULK_SC 8                  /* 256 k: TMA's largest box side */
+#endif
+#ifndef K40_BULK_NS
+#define K40_BULK_NS 4
+#endif
+#ifndef K40_BULK_MIN_STAGES
+#define K40_BULK_MIN_STAGES 16
+#endif
+#ifndef K40_BULK_MAX_CTAS_PER_SM
+#define K40_BULK_MAX_CTAS_PER_SM 2
+#endif
+/* The ring's bytes: 16 weight rows and 8 * nj token rows a stage. */
+static inline size_t k40_bulk_smem(int nj)
+{
+    return (size_t)K40_BULK_NS * (16 + 8 * nj) * (K40_BULK_SC * K40_CHUNK * 2);
+}
 
 typedef struct k40_plan {
     int swap;                          /* 1: tokens are N (B's rows), weights are A's rows */
@@ -52,7 +67,7 @@ typedef struct k40_plan {
     int nj;                            /* n8 fragments per CTA: tokens per CTA = 8 * nj */
     int wk;                            /* warps per 16-row slab, splitting its k-range */
     int xs;                            /* tokens staged in shared memory (K40_XS_MIN_RK) */
-    int pipe;                          /* two weight load sets a warp (K40_PIPE_*) */
+    int bulk;                          /* weights and tokens through a ring of TMA copies (K40_BULK_*) */
     int64_t rowblocks;                 /* grid.x: ceil(r / 64) */
     int splits;                        /* grid.y */
     int64_t tokblocks;                 /* grid.z: ceil(t / (8 * nj)) */
@@ -168,17 +183,23 @@ static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40
             p->ws_bytes = 0;
         }
     }
-    /* A warp's loads are ~4 KB a round trip; with at most two CTAs an SM
-     * (eight warps) that leaves DRAM short of requests. Loading the next
-     * step before this one's MMAs gains where a warp has many steps and one
-     * token (H100, docs/NOTES.md session 14: 1 x 4096 x 14336 NT 46.7 ->
-     * 44.9 us, 1 x 3584 x 18944 54.9 -> 52.6); with 8 tokens, 8 steps a
-     * warp (K = 4096) or three and four CTAs an SM it gains nothing or
-     * loses (1 x 28672 x 4096, 1792 CTAs: 84.1 -> 85.6), and two token
-     * fragments need more registers than four CTAs an SM leave. */
-    p->pipe = k40_aligned(a) && !xs && p->t == 1 &&
-              groups * p->splits <= (int64_t)K40_PIPE_CTAS_PER_SM * (sms > 0 ? sms : 1) &&
-              p->chunks / ((int64_t)p->splits * p->wk) >= (int64_t)K40_PIPE_MIN_STEPS * u1;
+    /* A warp's loads are ~4 KB a round trip; with two CTAs an SM (eight
+     * warps) that leaves DRAM short of requests, and a second register set
+     * costs registers that two token fragments do not leave. Where the grid
+     * is at most two CTAs an SM and each CTA takes at least 16 stages, the
+     * weights and tokens come through a ring of TMA copies instead (sm_90;
+     * H100, docs/NOTES.md session 15: 16 x 4096 x 14336 NT 48.8 -> 45.6 us,
+     * 4 x 4096 x 14336 46.8 -> 44.9, 16 x 3584 x 18944 56.8 -> 52.4, 8 x
+     * 4096 x 4096 17.5 -> 16.7). Shorter rings and fuller grids lose with it
+     * (4 x 768 x 3072, 3 splits of 4 stages: 9.4 -> 10.1; 1 x 4608 x 3584,
+     * 288 CTAs: 16.6 -> 18.2; 1 x 6144 x 4096, 384 CTAs: 22.1 -> 22.9; 16 x
+     * 28672 x 4096: 85.8 -> 88.6), as does a deeper ring (six stages: 1 x
+     * 3584 x 18944 56.4 against 51.7). TMA coordinates are 32-bit.
+     * k40_skinny.cu clears bulk on GPUs before sm_90. */
+    p->bulk = k40_aligned(a) && !xs && p->nj <= 2 && p->wk == K40_WK && p->k < ((int64_t)1 << 31) &&
+              p->r < ((int64_t)1 << 31) && a->lda < ((int64_t)1 << 36) && a->ldb < ((int64_t)1 << 36) &&
+              groups * p->splits <= (int64_t)K40_BULK_MAX_CTAS_PER_SM * (sms > 0 ? sms : 1) &&
+              p->chunks / p->splits / K40_BULK_SC >= K40_BULK_MIN_STAGES;
 }
 
 #endif /* TK_K40_PLAN_H */

@@ -32,10 +32,14 @@
  *    one warp a slab (k40_loop_xs), instead of loaded by every warp into
  *    registers, whose reloads capped the weights in flight (32 x 4096 x
  *    4096 NT 24.0 -> 23.0 us, 64 x 4096 x 4096 34.7 -> 26.2).
- *  - One token, at most two CTAs an SM and long K (k40_plan.h): the next
- *    step's weights loaded before this step's MMAs (k40_loop_pipe), so the
- *    few warps keep twice the bytes in flight (1 x 4096 x 14336 NT 46.7 ->
- *    44.9 us, 1 x 3584 x 18944 54.9 -> 52.6; session 14).
+ *  - Up to 16 tokens, at most two CTAs an SM and at least 16 stages of
+ *    256 k a CTA (sm_90, k40_plan.h): weights and tokens through a ring of
+ *    four stages in shared memory filled by TMA (k40_loop_bulk), two copies
+ *    a stage, so the bytes in flight are not held in registers and no load
+ *    sits on a step's critical path (session 15: 16 x 4096 x 14336 NT 48.8
+ *    -> 45.6 us, 16 x 3584 x 18944 56.8 -> 52.4). It replaces session 14's
+ *    register double buffer for one token (1 x 4096 x 14336 45.1 against
+ *    44.8, 1 x 3584 x 18944 52.3 / 52.0).
  *  - Any alignment: 16-byte loads where rows and bases allow, element loads
  *    otherwise (ALIGNED = 0) and on the K edge; any M, N, K (rows and tokens
  *    past the edges are predicated off).
@@ -60,15 +64,20 @@
  * 1x4096x4096,1x4096x14336,16x6144x4096,1x768x768,16x3072x768
  *
  * Templates: NJ sizes the register arrays of the fragments and U the load
- * batch (XS and PIPE pick the loops, whose arrays differ), which must be
+ * batch (XS and BULK pick the loops, whose arrays differ), which must be
  * compile-time constants to stay in registers; C
  * cannot express that without one copy of the kernel per configuration.
  */
 #include <stdio.h>
 #include <limits.h>
 #include "host/kernel.h"
+#include "host/launch_cache.h"
+#include "host/tma.h"
 #include "kernels/k40_plan.h"
 #include "ptx/cp_async.cuh"
+#include "ptx/fence.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
 #include "ptx/flag.cuh"
 #include "ptx/ld.cuh"
 #include "ptx/mma_sync.cuh"
@@ -77,6 +86,7 @@
 #define K40_THREADS (32 * K40_WARPS)
 
 typedef struct k40_params {
+    CUtensorMap wmap, xmap;            /* bulk only: boxes of 16 x 256 and 8 * nj x 256 (k40_loop_bulk) */
     const uint16_t *w, *x;             /* weights R x K, tokens T x K, both along K */
     int64_t ldw, ldx;
     void *c;
@@ -193,33 +203,6 @@ static __device__ __forceinline__ void k40_step(float (*acc)[4], const uint16_t 
     k40_mma_w<NJ, ALIGNED, UU>(acc, &r, x_row, c, n);
 }
 
-/* The whole steps of UU chunks from c to c_full, the next step's weight
- * loads issued before this step's MMAs (two register sets), so a warp's
- * stream never waits for its MMAs; the chunks are added in k40_step's
- * order. Returns the first chunk not done. */
-template <int NJ, int ALIGNED, int UU>
-static __device__ __forceinline__ int64_t k40_loop_pipe(float (*acc)[4], const uint16_t *wl_row,
-                                                        const uint16_t *wh_row, const uint16_t *const *x_row,
-                                                        int64_t c, int64_t c_full)
-{
-    const int64_t steps = c_full > c ? (c_full - c) / UU : 0;
-    if (steps == 0)
-        return c;
-    k40_wregs<UU> r0, r1;
-    k40_load_w<ALIGNED, UU>(&r0, wl_row, wh_row, c, UU);
-    int64_t s = 0;
-    for (; s + 2 <= steps; s += 2) {
-        k40_load_w<ALIGNED, UU>(&r1, wl_row, wh_row, c + (s + 1) * UU, UU);
-        k40_mma_w<NJ, ALIGNED, UU>(acc, &r0, x_row, c + s * UU, UU);
-        if (s + 2 < steps)
-            k40_load_w<ALIGNED, UU>(&r0, wl_row, wh_row, c + (s + 2) * UU, UU);
-        k40_mma_w<NJ, ALIGNED, UU>(acc, &r1, x_row, c + (s + 1) * UU, UU);
-    }
-    if (s < steps)
-        k40_mma_w<NJ, ALIGNED, UU>(acc, &r0, x_row, c + s * UU, UU);
-    return c + steps * UU;
-}
-
 /* Tokens staged in shared memory (XS, k40_plan.h): the CTA's four
  * warps walk one k-range (wk = 1) over four different 16-row slabs, so the
  * 8 * NJ token rows of a step (K40_UXS chunks, 128 k) are copied once per
@@ -288,7 +271,75 @@ static __device__ __forceinline__ int64_t k40_loop_xs(float (*acc)[4], uint4 (*x
     return c0 + steps * K40_UXS;
 }
 
-template <int NJ, int ALIGNED, int XS, int PIPE>
+/* Weights and tokens through a ring of K40_BULK_NS stages in shared memory
+ * (sm_90): thread 0 issues two TMA copies a stage (the CTA's 16 weight rows
+ * and its 8 * NJ token rows, K40_BULK_SC chunks = 256 k each; rows past R
+ * or T zero-filled) on the stage's full barrier; the CTA's four warps (all
+ * on the same 16 rows, wk = 4) take two chunks of each stage; a CTA
+ * barrier after each stage frees it for the copy K40_BULK_NS stages on.
+ * The bytes in flight are the ring's, not registers', and no load is left
+ * on a stage's critical path. The boxes' rows lie 512 bytes apart, so the
+ * eight rows of a load phase share banks (two wavefronts more a load: a
+ * small share of the SM's shared-memory rate at DRAM speed). Returns the
+ * first chunk not done. */
+template <int NJ>
+static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t *ring, uint64_t *full,
+                                                        const k40_params *p, int64_t r0, int64_t t0, int64_t c0,
+                                                        int64_t c_end)
+{
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    const int64_t nst = c_end > c0 ? (c_end - c0) / K40_BULK_SC : 0;
+    if (nst == 0)
+        return c0;
+    constexpr uint32_t SB = K40_BULK_SC * K40_CHUNK * 2;
+    constexpr uint32_t STAGE = (16 + 8 * NJ) * SB;
+    const uint32_t ring_s = tk_smem_u32(ring), full_s = tk_smem_u32(full);
+    if (threadIdx.x == 0) {
+        tk_tma_prefetch_map(&p->wmap);
+        tk_tma_prefetch_map(&p->xmap);
+        for (int st = 0; st < K40_BULK_NS; st++)
+            tk_mbarrier_init(full_s + 8 * st, 1);
+        tk_fence_mbarrier_init();
+    }
+    __syncthreads();
+    for (int64_t s = 0; threadIdx.x == 0 && s < nst && s < K40_BULK_NS; s++) {
+        const uint32_t st = (uint32_t)s;
+        const int32_t k = (int32_t)((c0 + s * K40_BULK_SC) * K40_CHUNK);
+        tk_mbarrier_arrive_expect_tx(full_s + 8 * st, STAGE);
+        tk_tma_load_2d(ring_s + st * STAGE, &p->wmap, k, (int32_t)r0, full_s + 8 * st);
+        tk_tma_load_2d(ring_s + st * STAGE + 16 * SB, &p->xmap, k, (int32_t)t0, full_s + 8 * st);
+    }
+    constexpr int UW = K40_BULK_SC / K40_WARPS;     /* chunks a warp takes of each stage */
+    for (int64_t s = 0; s < nst; s++) {
+        const int st = (int)(s % K40_BULK_NS);
+        tk_mbarrier_wait_parity(full_s + 8 * st, (uint32_t)(s / K40_BULK_NS) & 1);
+        const uint8_t *sw = ring + st * STAGE + (UW * warp) * (K40_CHUNK * 2) + 16 * t4;
+#pragma unroll
+        for (int u = 0; u < UW; u++) {
+            uint4 xv[NJ];
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+                xv[j] = *(const uint4 *)(sw + (16 + 8 * j + g) * SB + u * (K40_CHUNK * 2));
+            const uint4 wl = *(const uint4 *)(sw + g * SB + u * (K40_CHUNK * 2));
+            const uint4 wh = *(const uint4 *)(sw + (g + 8) * SB + u * (K40_CHUNK * 2));
+            k40_mma_chunk<NJ>(acc, wl, wh, xv);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0 && s + K40_BULK_NS < nst) {
+            const int32_t k = (int32_t)((c0 + (s + K40_BULK_NS) * K40_BULK_SC) * K40_CHUNK);
+            tk_mbarrier_arrive_expect_tx(full_s + 8 * st, STAGE);
+            tk_tma_load_2d(ring_s + st * STAGE, &p->wmap, k, (int32_t)r0, full_s + 8 * st);
+            tk_tma_load_2d(ring_s + st * STAGE + 16 * SB, &p->xmap, k, (int32_t)t0, full_s + 8 * st);
+        }
+    }
+    return c0 + nst * K40_BULK_SC;
+#else
+    return c0;
+#endif
+}
+
+template <int NJ, int ALIGNED, int XS, int BULK>
 static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     k40_kernel(const __grid_constant__ k40_params p)
 {
@@ -306,22 +357,29 @@ static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     for (int j = 0; j < NJ; j++)
         x_row[j] = t0 + 8 * j + g < p.t ? p.x + (t0 + 8 * j + g) * p.ldx : NULL;
 
-    const int64_t s0 = (int64_t)blockIdx.y * p.chunks / p.splits;
+    int64_t s0 = (int64_t)blockIdx.y * p.chunks / p.splits;
     const int64_t s1 = (int64_t)(blockIdx.y + 1) * p.chunks / p.splits;
-    const int64_t c0 = s0 + (s1 - s0) * kw / wk, c1 = s0 + (s1 - s0) * (kw + 1) / wk;
-    const int64_t c_full = c1 < p.k / K40_CHUNK ? c1 : p.k / K40_CHUNK;   /* chunks inside K */
     float acc[NJ][4];
 #pragma unroll
     for (int j = 0; j < NJ; j++)
         acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    if constexpr (BULK) {
+        /* The whole stages inside K through the ring, the rest (under a
+         * stage, and the K edge) the register way below. */
+        extern __shared__ __align__(128) uint8_t k40_ring[];
+        __shared__ __align__(8) uint64_t full[K40_BULK_NS];
+        const int64_t inside = s1 < p.k / K40_CHUNK ? s1 : p.k / K40_CHUNK;
+        s0 = k40_loop_bulk<NJ>(acc, k40_ring, full, &p, r0, t0, s0,
+                               s0 + (inside > s0 ? (inside - s0) / K40_BULK_SC * K40_BULK_SC : 0));
+    }
+    const int64_t c0 = s0 + (s1 - s0) * kw / wk, c1 = s0 + (s1 - s0) * (kw + 1) / wk;
+    const int64_t c_full = c1 < p.k / K40_CHUNK ? c1 : p.k / K40_CHUNK;   /* chunks inside K */
 
     int64_t c = c0;
     if constexpr (XS) {
         __shared__ uint4 xs[2][8 * NJ][K40_XS_UNITS];
         c = k40_loop_xs<NJ>(acc, xs, wl_row, wh_row, p.x, p.ldx, t0, p.t, c0, c_full);
     }
-    if constexpr (PIPE)
-        c = k40_loop_pipe<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c, c_full);
     for (; c + U <= c_full; c += U)
         k40_step<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c, U);
     if (c < c_full) {
@@ -432,15 +490,17 @@ static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
 }
 
 /* The kernel instance for nj fragments, the alignment, the token staging
- * (xs: aligned, nj 4 or 8 only) and the pipelined loop (pipe: aligned, nj
- * 1 only). */
-static const void *k40_func(int nj, int aligned, int xs, int pipe)
+ * (xs: aligned, nj 4 or 8 only) and the ring of TMA copies (bulk: aligned,
+ * nj 1 or 2 only). */
+static const void *k40_func(int nj, int aligned, int xs, int bulk)
 {
     switch (nj) {
     case 1:
-        return pipe ? (const void *)k40_kernel<1, 1, 0, 1>
-                    : aligned ? (const void *)k40_kernel<1, 1, 0, 0> : (const void *)k40_kernel<1, 0, 0, 0>;
-    case 2: return aligned ? (const void *)k40_kernel<2, 1, 0, 0> : (const void *)k40_kernel<2, 0, 0, 0>;
+        return bulk ? (const void *)k40_kernel<1, 1, 0, 1>
+               : aligned ? (const void *)k40_kernel<1, 1, 0, 0> : (const void *)k40_kernel<1, 0, 0, 0>;
+    case 2:
+        return bulk ? (const void *)k40_kernel<2, 1, 0, 1>
+               : aligned ? (const void *)k40_kernel<2, 1, 0, 0> : (const void *)k40_kernel<2, 0, 0, 0>;
     case 4:
         return xs ? (const void *)k40_kernel<4, 1, 1, 0>
                   : aligned ? (const void *)k40_kernel<4, 1, 0, 0> : (const void *)k40_kernel<4, 0, 0, 0>;
@@ -450,6 +510,13 @@ static const void *k40_func(int nj, int aligned, int xs, int pipe)
     }
 }
 
+/* The plan on this device: the ring of bulk copies needs sm_90. */
+static void k40_plan_dev(const tk_args *a, const tk_device *dev, size_t ws_avail, k40_plan *p)
+{
+    k40_make_plan(a, dev ? dev->sm_count : 1, ws_avail, p);
+    if (!dev || dev->sm < 90)
+        p->bulk = 0;
+}
 
 static tk_status k40_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
@@ -472,32 +539,42 @@ static tk_status k40_supports(const tk_args *a, const tk_device *dev, char *why,
 
 static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    int nj = 2, aligned = 1, xs = 0, pipe = 0;
+    int nj = 2, aligned = 1, xs = 0, bulk = 0;
     if (a) {
         k40_plan p;
-        k40_make_plan(a, dev ? dev->sm_count : 1, (size_t)-1, &p);
+        k40_plan_dev(a, dev, (size_t)-1, &p);
         nj = p.nj;
         aligned = k40_aligned(a);
         xs = p.xs;
-        pipe = p.pipe;
+        bulk = p.bulk;
     }
-    r->func = k40_func(nj, aligned, xs, pipe);
+    r->func = k40_func(nj, aligned, xs, bulk);
     r->threads = K40_THREADS;
-    r->dyn_smem = 0;
+    r->dyn_smem = bulk ? k40_bulk_smem(nj) : 0;
 }
 
 static size_t k40_workspace(const tk_args *a, const tk_device *dev)
 {
     k40_plan p;
-    k40_make_plan(a, dev->sm_count, (size_t)-1, &p);
+    k40_plan_dev(a, dev, (size_t)-1, &p);
     return p.ws_bytes;
 }
 
 static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
 {
     k40_plan pl;
-    k40_make_plan(a, dev->sm_count, a->kws ? a->kws_bytes : 0, &pl);
-    const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs, pl.pipe);
+    k40_plan_dev(a, dev, a->kws ? a->kws_bytes : 0, &pl);
+    const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs, pl.bulk);
+    const size_t smem = pl.bulk ? k40_bulk_smem(pl.nj) : 0;
+    if (smem > 0) {                         /* with the static arrays, past 48 KB: opt in */
+        cudaError_t e = tk_lc_func_smem(a->lc, func, (int)smem);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            snprintf(why, len, "k40_skinny: cudaFuncSetAttribute(%zu bytes of shared memory): %s", smem,
+                     cudaGetErrorString(e));
+            return TK_ERR_CUDA;
+        }
+    }
     k40_params p;
     p.w = (const uint16_t *)(pl.swap ? a->a : a->b);
     p.x = (const uint16_t *)(pl.swap ? a->b : a->a);
@@ -522,9 +599,20 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
         p.flag = (uint32_t *)a->kws;
         p.part = (float4 *)((char *)a->kws + k40_flag_bytes(pl.rowblocks * pl.tokblocks * pl.splits));
     }
+    if (pl.bulk) {
+        tk_status st = tk_tma_map_2d(a->lc, &p.wmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.w, (uint64_t)pl.r,
+                                     (uint64_t)pl.k, (uint64_t)p.ldw, 16, K40_BULK_SC * K40_CHUNK,
+                                     CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
+        if (!st)
+            st = tk_tma_map_2d(a->lc, &p.xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.x, (uint64_t)pl.t,
+                               (uint64_t)pl.k, (uint64_t)p.ldx, (uint32_t)(8 * pl.nj), K40_BULK_SC * K40_CHUNK,
+                               CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
+        if (st)
+            return st;
+    }
     void *args[] = { &p };
     cudaError_t e = cudaLaunchKernel(func, dim3((unsigned)pl.rowblocks, (unsigned)pl.splits, (unsigned)pl.tokblocks),
-                                     dim3(K40_THREADS), args, 0, stream);
+                                     dim3(K40_THREADS), args, smem, stream);
     if (e != cudaSuccess) {
         cudaGetLastError();
         snprintf(why, len, "k40_skinny launch (%lld x %d x %lld CTAs): %s", (long long)pl.rowblocks, pl.splits,

@@ -221,28 +221,37 @@ static void test_plan_xs(void)
     }
 }
 
-/* The pipelined instance: one token, 16-byte loads, at most two CTAs an
- * SM, at least 16 steps a warp. */
-static void test_plan_pipe(void)
+/* The ring of TMA copies: up to 16 tokens, 16-byte loads, four warps a
+ * slab, at most two CTAs an SM, at least 16 stages of 256 k a CTA
+ * (k40_make_plan plans it for sm_90; k40_skinny.cu clears it before). */
+static void test_plan_bulk(void)
 {
-    static const struct { int64_t m, n, k; int pipe; } cases[] = {
-        { 1, 4096, 14336, 1 },  /* 256 CTAs, 28 steps a warp */
-        { 1, 3584, 18944, 1 },  /* 224 CTAs, 37 steps */
-        { 4096, 1, 14336, 1 },  /* tokens on N */
-        { 2, 4096, 14336, 0 },  /* two tokens */
-        { 1, 4096, 4096, 0 },   /* 8 steps a warp */
-        { 1, 14336, 4096, 0 },  /* 896 CTAs */
-        { 1, 28672, 4096, 0 },
-        { 1, 4096, 14335, 0 },  /* rows not 16-byte aligned: element loads */
-        { 1, 1024, 102400, 1 }, /* split: 64 x 4 CTAs, 50 steps a warp */
-        { 1, 768, 100000, 0 },  /* split rounded up to 48 x 6 CTAs: over two an SM */
+    static const struct { int64_t m, n, k; int bulk; } cases[] = {
+        { 1, 4096, 14336, 1 },   /* 256 CTAs, 56 stages */
+        { 16, 4096, 14336, 1 },  /* two token fragments */
+        { 4096, 16, 14336, 1 },  /* tokens on N */
+        { 17, 4096, 14336, 0 },  /* 17 tokens: staged in shared memory (xs) */
+        { 8, 4096, 4096, 1 },    /* 16 stages */
+        { 8, 4096, 4064, 0 },    /* 127 chunks: 15 stages */
+        { 16, 3584, 3584, 0 },   /* 14 stages */
+        { 16, 4608, 3584, 0 },   /* 288 CTAs: over two an SM */
+        { 1, 4224, 14336, 1 },   /* 264 CTAs: two an SM */
+        { 1, 4240, 14336, 0 },   /* 265 */
+        { 1, 768, 3072, 0 },     /* 3 splits of 4 stages */
+        { 1, 14336, 4096, 0 },   /* 896 CTAs */
+        { 1, 50257, 768, 0 },    /* two warps a slab (short K, many slabs) */
+        { 1, 4096, 14335, 0 },   /* rows not 16-byte aligned: element loads */
+        { 1, 1024, 102400, 1 },  /* split: 64 x 4 CTAs, 100 stages each */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, TK_OP_N, TK_OP_T);
         k40_plan p;
         k40_make_plan(&a, 132, (size_t)-1, &p);
-        CHECK(p.pipe == cases[i].pipe, "%lld x %lld x %lld: pipe %d (splits %d wk %d), expected %d", (long long)a.m,
-              (long long)a.n, (long long)a.k, p.pipe, p.splits, p.wk, cases[i].pipe);
+        CHECK(p.bulk == cases[i].bulk, "%lld x %lld x %lld: bulk %d (splits %d wk %d nj %d), expected %d",
+              (long long)a.m, (long long)a.n, (long long)a.k, p.bulk, p.splits, p.wk, p.nj, cases[i].bulk);
+        CHECK(!p.bulk || (p.rowblocks * p.tokblocks * p.splits <= 2 * 132 && p.wk == K40_WK),
+              "%lld x %lld x %lld: bulk with %lld CTAs, wk %d", (long long)a.m, (long long)a.n, (long long)a.k,
+              (long long)(p.rowblocks * p.tokblocks * p.splits), p.wk);
     }
 }
 
@@ -274,7 +283,7 @@ void tk_tests(void)
     TK_TEST(test_plan_table);
     TK_TEST(test_plan_properties);
     TK_TEST(test_plan_xs);
-    TK_TEST(test_plan_pipe);
+    TK_TEST(test_plan_bulk);
     TK_TEST(test_plan_slab_warps);
     TK_TEST(test_dispatch_table);
     TK_TEST(test_supports);
