@@ -512,9 +512,11 @@ static void k30_repeat(void)
  * 100 runs bit-identical on real data, each after a k34 launch on the same
  * handle that leaves its own split flags in the shared workspace (k40 must
  * read them as zero arrivals). 1 x 4096 x 4096 and 16 x 4096 x 14336 NT
- * split K 9 ways, 4096 x 8 x 4096 NT is the swapped form (C stored
- * transposed), 9 x 1000 x 3000 bf16 C splits 23 ways, 32 x 4096 x 4096 NT
- * stages its tokens in shared memory and splits K 4 ways. */
+ * run the TMA ring unsplit, 4096 x 8 x 4096 NT is its swapped form (C
+ * stored transposed), 9 x 1000 x 16360 bf16 C the ring in four splits with
+ * ragged rows and a K edge, 9 x 1000 x 3000 bf16 C splits 3 ways (register
+ * path), 32 x 4096 x 4096 NT stages its tokens in shared memory and splits
+ * K 4 ways (k40_plan.h on 132 SMs). */
 static void skinny_repeat(void)
 {
     if (!g_ok_device)
@@ -523,6 +525,7 @@ static void skinny_repeat(void)
         { 1, 4096, 4096, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
         { 16, 4096, 14336, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
         { 4096, 8, 4096, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
+        { 9, 1000, 16360, TK_OP_N, TK_OP_T, TK_BF16, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
         { 9, 1000, 3000, TK_OP_N, TK_OP_T, TK_BF16, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
         { 32, 4096, 4096, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
     };
