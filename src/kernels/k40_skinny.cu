@@ -51,17 +51,18 @@
  * GPU and K is short; k40_plan.h); 8 * NJ tokens per CTA, NJ in 1, 2, 4, 8
  * (T <= 8, 16, 32, 64; larger T takes more token blocks on grid.z and
  * re-reads the weights), U = 4, 4, 2, 1 chunks per step (2, 2, 1, 1 with
- * element loads). A stored M x K and B stored N x K (op_a N, op_b T:
+ * element loads); the TMA ring: 4 stages of 16 weight and 8 * NJ token rows
+ * x 512 bytes (48 KB at NJ = 1, 64 KB at NJ = 2, dynamic shared memory). A
+ * stored M x K and B stored N x K (op_a N, op_b T:
  * torch's F.linear); the transposed layouts go to the other kernels.
- * Figure (H100, fp32 C, cuBLAS in the same run, L2 flushed by a read;
- * docs/NOTES.md session 14): 1 x 4096 x 4096 NT 17.0 us against cuBLAS's
- * 17.3 (1.02x), 1 x 4096 x 14336 45.8 / 45.1 (0.98x), 16 x 6144 x 4096
- * 23.2 / 23.5 (1.01x), 1 x 768 x 768 6.2 / 6.3 (1.02x), 16 x 3072 x 768
- * 7.8 / 7.7 (0.99x). (Session 6, with the cudaMemset flush whose dirty
- * lines cost cuBLAS more on long streams: 1.15x, 1.09x, 1.11x, 0.96x,
- * 0.85x.)
- * Reproduce: build/tilekit bench --kernel k40_skinny --op-b t --shapes
- * 1x4096x4096,1x4096x14336,16x6144x4096,1x768x768,16x3072x768
+ * Figure (H100, fp32 C, auto-dispatch's choice of k40, cuBLAS in the same
+ * run, L2 flushed by a read; docs/NOTES.md session 15, suite call 8): 1 x
+ * 4096 x 14336 NT 44.3 us against cuBLAS's 46.4 (1.05x, 87.8% of the DRAM
+ * read rate), 16 x 4096 x 14336 45.8 / 46.2 (1.01x, 85.4%), 16 x 3584 x
+ * 18944 52.8 / 53.1 (1.01x, 85.7%), 1 x 4096 x 4096 17.6 / 17.3 (0.98x),
+ * 16 x 6144 x 4096 23.1 / 22.9 (0.99x), 1 x 768 x 768 7.0 / 6.8 (0.97x).
+ * Reproduce: build/tilekit bench --kernel auto --op-b t --shapes
+ * 1x4096x14336,16x4096x14336,16x3584x18944,1x4096x4096,16x6144x4096,1x768x768
  *
  * Templates: NJ sizes the register arrays of the fragments and U the load
  * batch (XS and BULK pick the loops, whose arrays differ), which must be
