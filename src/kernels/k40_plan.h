@@ -128,7 +128,10 @@ static inline int k40_nj_for(int64_t t)
  * 4096: 20.6 us with 256 CTAs, 22.9 with 640, 31.0 unsplit), and every
  * CTA of a split grid is then resident at once (the kernel's launch
  * bounds allow at least 3 per SM), which the last split's wait needs. */
-static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40_plan *p)
+/* The plan with the tokens staged in shared memory allowed or not
+ * (k40_make_plan below takes the TMA ring first where it applies: for
+ * 32 tokens it replaces the staging). */
+static inline void k40_plan_with(const tk_args *a, int sms, size_t ws_avail, int allow_xs, k40_plan *p)
 {
     p->swap = a->n < a->m;
     p->r = p->swap ? a->m : a->n;
@@ -146,7 +149,7 @@ static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40
      * (K40_WK_SHORT, 32 rows a CTA: 1571 CTAs, three nearly full rounds of
      * 528 resident, against 786 in 1.5) took 34.3 against 35.3, 8 x 50257
      * x 768 35.0 against 36.0 (session 13). */
-    p->xs = k40_aligned(a) && p->nj >= 4 && p->r * p->k >= K40_XS_MIN_RK;
+    p->xs = allow_xs && k40_aligned(a) && p->nj >= 4 && p->r * p->k >= K40_XS_MIN_RK;
     const int xs = p->xs;
     const int u1 = xs ? K40_UXS : K40_U(p->nj, k40_aligned(a));
     const int64_t groups1 = (p->r + k40_rows(1) - 1) / k40_rows(1) * p->tokblocks;
@@ -194,12 +197,24 @@ static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40
      * (4 x 768 x 3072, 3 splits of 4 stages: 9.4 -> 10.1; 1 x 4608 x 3584,
      * 288 CTAs: 16.6 -> 18.2; 1 x 6144 x 4096, 384 CTAs: 22.1 -> 22.9; 16 x
      * 28672 x 4096: 85.8 -> 88.6), as does a deeper ring (six stages: 1 x
-     * 3584 x 18944 56.4 against 51.7). TMA coordinates are 32-bit.
-     * k40_skinny.cu clears bulk on GPUs before sm_90. */
-    p->bulk = k40_aligned(a) && !xs && p->nj <= 2 && p->wk == K40_WK && p->k < ((int64_t)1 << 31) &&
+     * 3584 x 18944 56.4 against 51.7). 32 tokens (nj = 4, in place of
+     * the tokens staged in shared memory): 32 x 3584 x 18944 63.2 -> 56.3,
+     * 32 x 4096 x 14336 53.7 -> 47.7; 17 and 24 tokens did not gain (17 x
+     * 4096 x 14336 53.3 / 53.5, 24 x 3584 x 18944 63.4 / 63.6, 24 x 4096 x
+     * 14336 53.6 -> 49.5), so nj = 4 takes the ring only with its token
+     * block full. TMA coordinates are 32-bit. k40_skinny.cu clears bulk on
+     * GPUs before sm_90. */
+    p->bulk = k40_aligned(a) && !xs && (p->nj <= 2 || (p->nj == 4 && p->t % 32 == 0)) && p->wk == K40_WK && p->k < ((int64_t)1 << 31) &&
               p->r < ((int64_t)1 << 31) && a->lda < ((int64_t)1 << 36) && a->ldb < ((int64_t)1 << 36) &&
               groups * p->splits <= (int64_t)K40_BULK_MAX_CTAS_PER_SM * (sms > 0 ? sms : 1) &&
               p->chunks / p->splits / K40_BULK_SC >= K40_BULK_MIN_STAGES;
+}
+
+static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40_plan *p)
+{
+    k40_plan_with(a, sms, ws_avail, 0, p);
+    if (!p->bulk && k40_aligned(a) && p->nj >= 4 && p->r * p->k >= K40_XS_MIN_RK)
+        k40_plan_with(a, sms, ws_avail, 1, p);
 }
 
 #endif /* TK_K40_PLAN_H */

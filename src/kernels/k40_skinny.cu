@@ -32,14 +32,15 @@
  *    one warp a slab (k40_loop_xs), instead of loaded by every warp into
  *    registers, whose reloads capped the weights in flight (32 x 4096 x
  *    4096 NT 24.0 -> 23.0 us, 64 x 4096 x 4096 34.7 -> 26.2).
- *  - Up to 16 tokens, at most two CTAs an SM and at least 16 stages of
- *    256 k a CTA (sm_90, k40_plan.h): weights and tokens through a ring of
- *    four stages in shared memory filled by TMA (k40_loop_bulk), two copies
- *    a stage, so the bytes in flight are not held in registers and no load
- *    sits on a step's critical path (session 15: 16 x 4096 x 14336 NT 48.8
- *    -> 45.6 us, 16 x 3584 x 18944 56.8 -> 52.4). It replaces session 14's
+ *  - Up to 16 tokens (or a full block of 32), at most two CTAs an SM and
+ *    at least 16 stages of 256 k a CTA (sm_90, k40_plan.h): weights and
+ *    tokens through a ring of four stages in shared memory filled by TMA
+ *    (k40_loop_bulk), two copies a stage, so the bytes in flight are not
+ *    held in registers and no load sits on a step's critical path (session
+ *    15: 16 x 4096 x 14336 NT 48.8 -> 45.6 us, 16 x 3584 x 18944 56.8 ->
+ *    52.4, 32 x 3584 x 18944 63.2 -> 56.3). It replaces session 14's
  *    register double buffer for one token (1 x 4096 x 14336 45.1 against
- *    44.8, 1 x 3584 x 18944 52.3 / 52.0).
+ *    44.8, 1 x 3584 x 18944 52.3 / 52.0) and, for 32 tokens, the staging.
  *  - Any alignment: 16-byte loads where rows and bases allow, element loads
  *    otherwise (ALIGNED = 0) and on the K edge; any M, N, K (rows and tokens
  *    past the edges are predicated off).
@@ -52,7 +53,7 @@
  * (T <= 8, 16, 32, 64; larger T takes more token blocks on grid.z and
  * re-reads the weights), U = 4, 4, 2, 1 chunks per step (2, 2, 1, 1 with
  * element loads); the TMA ring: 4 stages of 16 weight and 8 * NJ token rows
- * x 512 bytes (48 KB at NJ = 1, 64 KB at NJ = 2, dynamic shared memory). A
+ * x 512 bytes (48, 64, 96 KB at NJ = 1, 2, 4; dynamic shared memory). A
  * stored M x K and B stored N x K (op_a N, op_b T:
  * torch's F.linear); the transposed layouts go to the other kernels.
  * Figure (H100, fp32 C, auto-dispatch's choice of k40, cuBLAS in the same
@@ -492,7 +493,7 @@ static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
 
 /* The kernel instance for nj fragments, the alignment, the token staging
  * (xs: aligned, nj 4 or 8 only) and the ring of TMA copies (bulk: aligned,
- * nj 1 or 2 only). */
+ * nj 1, 2 or 4 only). */
 static const void *k40_func(int nj, int aligned, int xs, int bulk)
 {
     switch (nj) {
@@ -503,7 +504,8 @@ static const void *k40_func(int nj, int aligned, int xs, int bulk)
         return bulk ? (const void *)k40_kernel<2, 1, 0, 1>
                : aligned ? (const void *)k40_kernel<2, 1, 0, 0> : (const void *)k40_kernel<2, 0, 0, 0>;
     case 4:
-        return xs ? (const void *)k40_kernel<4, 1, 1, 0>
+        return bulk ? (const void *)k40_kernel<4, 1, 0, 1>
+               : xs ? (const void *)k40_kernel<4, 1, 1, 0>
                   : aligned ? (const void *)k40_kernel<4, 1, 0, 0> : (const void *)k40_kernel<4, 0, 0, 0>;
     default:
         return xs ? (const void *)k40_kernel<8, 1, 1, 0>
@@ -650,7 +652,7 @@ static int k40_rank(const tk_args *a, const tk_device *dev)
         /* a wave: the CTAs resident on every SM at once */
         const int64_t g = p.rowblocks * p.tokblocks, per_wave = (int64_t)K40_CTAS_PER_SM(p.nj) * dev->sm_count;
         const int64_t waves = (g + per_wave - 1) / per_wave;
-        if (p.xs ? g <= (int64_t)K40_SPLIT_CTAS_PER_SM * dev->sm_count || 10 * g >= 7 * waves * per_wave
+        if (p.xs || p.bulk ? g <= (int64_t)K40_SPLIT_CTAS_PER_SM * dev->sm_count || 10 * g >= 7 * waves * per_wave
                  : a->k >= 2 * r || r <= 1024)
             return 40;
     }

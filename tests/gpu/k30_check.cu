@@ -515,8 +515,9 @@ static void k30_repeat(void)
  * run the TMA ring unsplit, 4096 x 8 x 4096 NT is its swapped form (C
  * stored transposed), 9 x 1000 x 16360 bf16 C the ring in four splits with
  * ragged rows and a K edge, 9 x 1000 x 3000 bf16 C splits 3 ways (register
- * path), 32 x 4096 x 4096 NT stages its tokens in shared memory and splits
- * K 4 ways (k40_plan.h on 132 SMs). */
+ * path), 32 x 4096 x 4096 NT runs the ring with a full block of 32
+ * tokens, 24 x 4096 x 4096 stages its tokens in shared memory and splits K
+ * 4 ways (k40_plan.h on 132 SMs). */
 static void skinny_repeat(void)
 {
     if (!g_ok_device)
@@ -528,6 +529,7 @@ static void skinny_repeat(void)
         { 9, 1000, 16360, TK_OP_N, TK_OP_T, TK_BF16, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
         { 9, 1000, 3000, TK_OP_N, TK_OP_T, TK_BF16, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
         { 32, 4096, 4096, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
+        { 24, 4096, 4096, TK_OP_N, TK_OP_T, TK_F32, 1.0f, 0.0f, 1, 0, TK_ROW_MAJOR },
     };
     const char *kernels[] = { "k40_skinny", "auto" };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

@@ -205,11 +205,13 @@ static void test_dispatch_table(void)
 }
 
 /* Tokens staged in shared memory: 17 to 64 tokens, 16-byte loads, at
- * least K40_XS_MIN_RK weight elements; then one warp a slab. */
+ * least K40_XS_MIN_RK weight elements, unless the TMA ring takes them (a
+ * full block of 32 tokens, test_plan_bulk); then one warp a slab. */
 static void test_plan_xs(void)
 {
     static const struct { int64_t m, n, k; int xs; } cases[] = {
-        { 32, 4096, 4096, 1 }, { 17, 4096, 4096, 1 }, { 64, 4096, 14336, 1 }, { 4096, 40, 4096, 1 },
+        { 32, 4096, 4096, 0 /* a full block of 32: the TMA ring */ }, { 17, 4096, 4096, 1 }, { 64, 4096, 14336, 1 },
+        { 4096, 40, 4096, 1 }, { 31, 4096, 4096, 1 },
         { 16, 4096, 4096, 0 }, { 65, 4096, 4096, 1 }, { 32, 3072, 768, 0 }, { 32, 4096, 4095, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -231,6 +233,10 @@ static void test_plan_bulk(void)
         { 16, 4096, 14336, 1 },  /* two token fragments */
         { 4096, 16, 14336, 1 },  /* tokens on N */
         { 17, 4096, 14336, 0 },  /* 17 tokens: staged in shared memory (xs) */
+        { 24, 4096, 14336, 0 },  /* 24: the same */
+        { 32, 4096, 14336, 1 },  /* a full block of 32 tokens: the ring, not xs */
+        { 32, 3584, 18944, 1 },
+        { 64, 4096, 14336, 0 },  /* nj = 8 */
         { 8, 4096, 4096, 1 },    /* 16 stages */
         { 8, 4096, 4064, 0 },    /* 127 chunks: 15 stages */
         { 16, 3584, 3584, 0 },   /* 14 stages */
