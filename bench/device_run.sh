@@ -69,11 +69,11 @@ if [ "$PART" = all ] || [ "$PART" = test ]; then
     bash bench/sanitize.sh "$BUILD" "$out" > "$out/sanitize.txt" 2>&1
     summary+=("sanitize sweep (bench/sanitize.sh): exit $? in $(( $(date +%s) - t0 )) s, $(grep -c ': exit 0 ' "$out/sanitize.txt") of $(grep -c '^sanitize ' "$out/sanitize.txt") runs clean")
     cat "$out/sanitize.txt"
-    # k40's staged-token path and its TMA ring (9 x 1000 x 16360: four splits
-    # of 15-16 stages, ragged rows and a K edge, in the padded NT runs) need
-    # larger weight streams than the sweep's shapes.
+    # k40's staged-token path and its TMA ring (9 and 32 x 1000 x 16360: four
+    # splits of 15-16 stages, ragged rows and a K edge, in the padded NT runs)
+    # need larger weight streams than the sweep's shapes.
     mkdir -p "$out/san-k40xs"
-    SAN_KERNELS=k40_skinny SAN_SHAPES=24x2048x4104,40x4096x2056,9x1000x16360 bash bench/sanitize.sh "$BUILD" \
+    SAN_KERNELS=k40_skinny SAN_SHAPES=24x2048x4104,40x4096x2056,9x1000x16360,32x1000x16360 bash bench/sanitize.sh "$BUILD" \
         "$out/san-k40xs" > "$out/sanitize-k40xs.txt" 2>&1
     summary+=("sanitize k40 staged tokens and ring: exit $?, $(tail -n 1 "$out/sanitize-k40xs.txt")")
     # The Hopper kernels under memcheck and racecheck at a small and a medium
