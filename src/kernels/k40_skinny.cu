@@ -27,7 +27,8 @@
  *    (k40_plan.h); the other splits' partial sums go to the workspace and
  *    the last split of a row block adds them to its own in split order:
  *    bit-identical results run to run.
- *  - 17 to 64 tokens with at least 8M weight elements (k40_plan.h): the
+ *  - 17 to 64 tokens with at least 8M weight elements (k40_plan.h; unless
+ *    the TMA ring below takes a full block of 32): the
  *    tokens staged in shared memory by cp.async once per CTA and step,
  *    one warp a slab (k40_loop_xs), instead of loaded by every warp into
  *    registers, whose reloads capped the weights in flight (32 x 4096 x
@@ -629,7 +630,8 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
  * K40_AUTO_MAX_T and its row blocks fit about one wave (or K is short);
  * longer streams stay with k34's TMA ring, which reads them faster
  * (measured: docs/NOTES.md, session 6). From 17 to 32 tokens (16-byte
- * loads only) where the tokens are staged in shared memory (unless their
+ * loads only) where the tokens are staged in shared memory or come through
+ * the TMA ring (unless their
  * unsplit grid ends in a last wave under 70% full at 4 CTAs a SM: 32 x
  * 37888 x 3584, 592 CTAs, 1.12 waves, measured 0.835x cuBLAS), or else
  * where K is at least twice the weight rows or there are at most 1024 of
