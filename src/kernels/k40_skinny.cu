@@ -663,8 +663,9 @@ static int k40_rank(const tk_args *a, const tk_device *dev)
 
 extern "C" const tk_kernel tk_kernel_k40_skinny = {
     "k40_skinny",
-    "skinny/decode (min(M, N) <= 64): weights streamed through registers as mma.sync m16n8k16 A fragments, tokens "
-    "as n8, split-K with a fixed-order reduction (op_a N, op_b T)",
+    "skinny/decode (min(M, N) <= 64): weights streamed as mma.sync m16n8k16 A fragments (through registers, or "
+    "on sm_90 a ring of TMA copies for long streams), tokens as n8, split-K with a fixed-order reduction (op_a N, "
+    "op_b T)",
     80, 16, 16, 16, 16, 1,
     k40_supports, k40_resources, k40_launch, k40_workspace, k40_rank,
 };
