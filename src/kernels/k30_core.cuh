@@ -26,6 +26,7 @@
 #include "../ptx/flag.cuh"
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/setmaxnreg.cuh"
+#include "../ptx/shfl.cuh"
 #include "../ptx/stmatrix.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma.cuh"
@@ -46,8 +47,9 @@
  * bench/ab.sh define variants, e.g. "-DK30_DIAG_LOADS_ONLY"):
  * K30_DIAG_LOADS_ONLY: consumers hand each stage back unread (the loads and
  * the rest of the kernel, no wgmma); K30_DIAG_MMA_ONLY: the producer marks
- * each stage full without loading (the wgmma loop, no loads). Measured
- * with them on k33 and k34: docs/NOTES.md, session 9. */
+ * each stage full without loading (the wgmma loop, no loads);
+ * K30_DIAG_NO_EPI: the epilogues store nothing (what storing C costs).
+ * Measured with them: docs/NOTES.md, sessions 9 and 16. */
 /* Stages for A tiles of bm rows and B tiles of bn: the narrow tiles of
  * k36_swap_* (bm < K30_BM) may keep up to K30_NARROW_MAX_STAGES. */
 #ifndef K30_NARROW_MAX_STAGES
@@ -56,9 +58,12 @@
 #define K30_STAGE_CAP(bm) ((bm) < K30_BM ? K30_NARROW_MAX_STAGES : K30_MAX_STAGES)
 /* ka: k-tiles (64-deep swizzle atoms) a stage holds: 1, but K36_KA (2) for
  * the swapped narrow tiles; the cap counts k-tiles. */
+/* A tile taller than K30_BM (k38's swapped 144 rows) stages its C tile
+ * (bm x bn fp32: 72 KB) in shared memory, leaving 152 KB for the ring. */
+#define K30_RING_BUDGET_MN(bm, bn) ((bm) > K30_BM ? 152 * 1024 : K30_RING_BUDGET)
 #define K30_STAGES_MNA(bm, bn, ka)                                                                                     \
-    (K30_RING_BUDGET / K30_STAGE_BYTES_MNA(bm, bn, ka) < K30_STAGE_CAP(bm) / (ka)                                      \
-         ? K30_RING_BUDGET / K30_STAGE_BYTES_MNA(bm, bn, ka)                                                          \
+    (K30_RING_BUDGET_MN(bm, bn) / K30_STAGE_BYTES_MNA(bm, bn, ka) < K30_STAGE_CAP(bm) / (ka)                           \
+         ? K30_RING_BUDGET_MN(bm, bn) / K30_STAGE_BYTES_MNA(bm, bn, ka)                                               \
          : K30_STAGE_CAP(bm) / (ka))
 #define K30_STAGES K30_STAGES_MNA(K30_BM, K30_BN, 1)
 #define K30_CONSUMERS 2                /* consumer warpgroups, 64 rows of the tile each */
@@ -127,6 +132,7 @@ typedef struct k30_params {
     float *sk_part;                    /* partial accumulators: a slot per unit, CTA and consumer */
     uint32_t *sk_flag;                 /* a flag per slot: seq once it holds this launch's partial */
     uint32_t seq;
+    int c_vec4;                        /* C rows allow 4-element stores (ldc % 4 == 0, C aligned to four) */
 } k30_params;
 
 /* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
@@ -402,13 +408,15 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
      * (LBO), K steps of 16 rows = 2048 bytes. Both: SBO = 1024 bytes per 8
      * rows. A's 64-row half c starts 8 KB in either way (64 K-major rows, or
      * the c-th M-major box). */
-    static_assert(!SWAP || (!A_MN && BN == 64), "swapped: K-major A, one 64-row B tile (wgmma M)");
+    static_assert(!SWAP || (!A_MN && BN == 64 * SWAP), "swapped: K-major A, 64 rows of B (wgmma M) a consumer");
     const uint32_t a_lbo = A_MN ? K30_BOX : 16, b_lbo = B_MN ? K30_BOX : 16;
     const uint32_t a_kstep = A_MN ? 2048 : 32, b_kstep = B_MN ? 2048 : 32;
     int prev = 0;
     for (int kt = 0; kt < k_tiles; kt += KA) {
-        const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + c * K30_BOX;
-        const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + KA * K30_A_BYTES_M(BM);
+        /* Consumer c's 64 rows: of A, or swapped of B (64 K-major rows or
+         * the c-th N-major box, 8 KB in either way). */
+        const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + (SWAP ? 0 : c * K30_BOX);
+        const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + KA * K30_A_BYTES_M(BM) + (SWAP ? c * K30_BOX : 0);
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
 #ifdef K30_DIAG_LOADS_ONLY
         /* Timing diagnostic (wrong results): the stage goes back unread. */
@@ -509,30 +517,151 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
     }
 }
 
-/* Epilogue of a swapped tile (k36_swap_*): acc holds the 64 x BM tile of
- * C^T at C's columns n0.. and rows m0..; thread (warp w, lane l) holds C
- * columns n0 + 16w + l/4 (+8) of rows m0 + 8j + 2(l%4) (+1), so each store
- * instruction of a warp writes 8 consecutive columns of 4 rows. One element
- * per store (any ldc, any alignment), alpha/beta, bounds-checked. */
+/* A swapped tile's accumulators (k36_swap_*, k38) as quads of C: acc
+ * holds the consumer's 64 x BM tile of C^T, thread (warp w, lane l) C
+ * columns 16w + l/4 (+8) of rows 8j + 2(l%4) (+1). Two exchanges between
+ * lanes (xor 4: the row pair, xor 8: the column halves) leave lane l with
+ * four consecutive columns k30_swap_col(w, l) .. + 3 of row 8j +
+ * k30_swap_row(l) in out[4j .. 4j + 3], so a warp covers 8 rows x 16
+ * columns a j (tk_shfl_xor_f32: inline PTX, see src/ptx/shfl.cuh). */
+static __device__ __forceinline__ int k30_swap_col(int warp, int lane)
+{
+    return 16 * warp + 4 * (lane >> 4) + 8 * ((lane >> 3) & 1);
+}
+static __device__ __forceinline__ int k30_swap_row(int lane)
+{
+    return 2 * (lane & 3) + ((lane >> 2) & 1);
+}
+template <int BM>
+static __device__ __forceinline__ void k30_swap_quads(const float *acc, int lane, float *out)
+{
+    const int odd = (lane >> 2) & 1, hi = (lane >> 3) & 1;
+#pragma unroll
+    for (int j = 0; j < BM / 8; j++) {
+        const float *a = acc + 4 * j;          /* a[2h + e]: column + 8h, row + e */
+        /* xor 4: keep row e = odd, trade the other row's values */
+        const float r0 = tk_shfl_xor_f32(odd ? a[0] : a[1], 4), r1 = tk_shfl_xor_f32(odd ? a[2] : a[3], 4);
+        const float k0 = odd ? a[1] : a[0], k1 = odd ? a[3] : a[2];
+        /* columns 2 (i / 2) and 2 (i / 2) + 1 of the lane's group of four, halves h = 0, 1 */
+        const float p00 = odd ? r0 : k0, p01 = odd ? k0 : r0;
+        const float p10 = odd ? r1 : k1, p11 = odd ? k1 : r1;
+        /* xor 8: keep half h = hi, trade the other half's pair */
+        const float u0 = tk_shfl_xor_f32(hi ? p00 : p10, 8), u1 = tk_shfl_xor_f32(hi ? p01 : p11, 8);
+        const float q0 = hi ? p10 : p00, q1 = hi ? p11 : p01;
+        out[4 * j] = hi ? u0 : q0;
+        out[4 * j + 1] = hi ? u1 : q1;
+        out[4 * j + 2] = hi ? q0 : u0;
+        out[4 * j + 3] = hi ? q1 : u1;
+    }
+}
+
+/* Direct epilogue of a swapped tile at C's rows m0.., columns n0..: each
+ * lane's quads stored as one 16-byte (fp32) or 8-byte (bf16) vector where C
+ * allows (p->c_vec4), element by element elsewhere and at the edges;
+ * alpha/beta, bounds-checked. The parameters are read into registers
+ * first (a store through p->c may alias *p). */
 template <int BM>
 static __device__ __forceinline__ void k30_epilogue_swap(const k30_params *p, const float *acc, int m0, int n0,
                                                          int warp, int lane)
 {
-    const tk_dtype ct = p->c_bf16 ? TK_BF16 : TK_F32;
+#ifdef K30_DIAG_NO_EPI
+    return;
+#endif
+    const int M = p->m, N = p->n, bf16 = p->c_bf16, vec = p->c_vec4;
+    const int64_t ldc = p->ldc;
+    const float alpha = p->alpha, beta = p->beta;
+    char *const c = (char *)p->c;
+    const int n = n0 + k30_swap_col(warp, lane);
+    float out[BM / 2];
+    k30_swap_quads<BM>(acc, lane, out);
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int n = n0 + 16 * warp + 8 * h + (lane >> 2);
-        if (n >= p->n)
+    for (int j = 0; j < BM / 8; j++) {
+        float *v = out + 4 * j;
+        const int m = m0 + 8 * j + k30_swap_row(lane);
+        if (m >= M)
             continue;
+        const int64_t idx = (int64_t)m * ldc + n;
+        if (vec && n + 3 < N) {
+            if (bf16) {
+                uint2 *q = (uint2 *)((uint16_t *)c + idx);
+                if (beta != 0.0f) {
+                    const uint2 old = *q;
+                    v[0] = fmaf(beta, tk_bf16_to_f32((uint16_t)(old.x & 0xFFFF)), alpha * v[0]);
+                    v[1] = fmaf(beta, tk_bf16_to_f32((uint16_t)(old.x >> 16)), alpha * v[1]);
+                    v[2] = fmaf(beta, tk_bf16_to_f32((uint16_t)(old.y & 0xFFFF)), alpha * v[2]);
+                    v[3] = fmaf(beta, tk_bf16_to_f32((uint16_t)(old.y >> 16)), alpha * v[3]);
+                } else {
 #pragma unroll
-        for (int j = 0; j < BM / 8; j++) {
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int m = m0 + 8 * j + 2 * (lane & 3) + e;
-                if (m < p->m)
-                    tk_epilogue_store(p->c, (int64_t)m * p->ldc + n, ct, acc[4 * j + 2 * h + e], p->alpha, p->beta);
+                    for (int e = 0; e < 4; e++)
+                        v[e] *= alpha;
+                }
+                *q = make_uint2(k30_pack_bf16x2(v[0], v[1]), k30_pack_bf16x2(v[2], v[3]));
+            } else {
+                float4 *q = (float4 *)((float *)c + idx);
+                float4 w = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
+                if (beta != 0.0f) {
+                    const float4 old = *q;
+                    w.x = fmaf(beta, old.x, w.x);
+                    w.y = fmaf(beta, old.y, w.y);
+                    w.z = fmaf(beta, old.z, w.z);
+                    w.w = fmaf(beta, old.w, w.w);
+                }
+                *q = w;
             }
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (n + e < N)
+                    tk_epilogue_store(c, idx + e, bf16 ? TK_BF16 : TK_F32, v[e], alpha, beta);
         }
+    }
+}
+
+/* Staged epilogue of a swapped tile (p->c_tma: beta == 0, C stored by TMA):
+ * the quads go into this consumer's buffer as TMA boxes of BM rows x 128
+ * bytes (fp32: two boxes of 32 columns, bf16: one of 64), 128B-swizzled
+ * (the 16-byte unit u of row r at r * 128 + (u ^ r % 8) * 16), and leave by
+ * one thread's TMA stores, whole 128-byte row segments instead of a warp's
+ * 8 rows x 64 bytes. The buffer is rewritten only after the previous
+ * tile's stores have read it. */
+template <int BM>
+static __device__ __forceinline__ void k30_epilogue_swap_staged(const k30_params *p, const float *acc, int m0,
+                                                                int n0, int warp, int lane, uint32_t ebuf,
+                                                                uint8_t *epp, int bar_id)
+{
+#ifdef K30_DIAG_NO_EPI
+    return;
+#endif
+    const int tid = warp * 32 + lane;
+    const float alpha = p->alpha;
+    const int bf16 = p->c_bf16;
+    const int col = k30_swap_col(warp, lane);
+    float out[BM / 2];
+    k30_swap_quads<BM>(acc, lane, out);
+    if (tid == 0)
+        tk_tma_store_wait_read(0);
+    tk_bar_sync(bar_id, 128);
+#pragma unroll
+    for (int j = 0; j < BM / 8; j++) {
+        const float *v = out + 4 * j;
+        const int r = 8 * j + k30_swap_row(lane);
+        if (bf16) {
+            /* one box of 64 columns: unit col / 8, half (col / 4) % 2 */
+            uint2 *q = (uint2 *)(epp + r * 128 + ((((col >> 3) ^ r) & 7) << 4) + ((col >> 2) & 1) * 8);
+            *q = make_uint2(k30_pack_bf16x2(alpha * v[0], alpha * v[1]), k30_pack_bf16x2(alpha * v[2], alpha * v[3]));
+        } else {
+            /* box col / 32, unit (col % 32) / 4 */
+            float4 *q = (float4 *)(epp + (col >> 5) * (BM * 128) + r * 128 + (((((col & 31) >> 2) ^ r) & 7) << 4));
+            *q = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
+        }
+    }
+    tk_fence_proxy_async_shared();
+    tk_bar_sync(bar_id, 128);
+    if (tid == 0) {
+        tk_tma_store_2d(&p->map_c, ebuf, n0, m0);
+        if (!bf16)
+            tk_tma_store_2d(&p->map_c, ebuf + BM * 128, n0 + 32, m0);
+        tk_tma_store_commit();
     }
 }
 
@@ -619,6 +748,9 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
                                                           int warp, int lane, uint32_t ebuf, uint8_t *epp, int bar_id,
                                                           int *nchunk)
 {
+#ifdef K30_DIAG_NO_EPI
+    return;
+#endif
     const int tid = warp * 32 + lane;
     const float alpha = p->alpha;
     if (p->c_bf16) {
@@ -757,6 +889,7 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
     p->beta = a->beta;
     p->c_bf16 = a->c_type == TK_BF16;
     p->c_pairs = a->ldc % 2 == 0 && (uintptr_t)a->c % (a->c_type == TK_F32 ? 8 : 4) == 0;
+    p->c_vec4 = a->ldc % 4 == 0 && (uintptr_t)a->c % (a->c_type == TK_F32 ? 16 : 8) == 0;
     return TK_SUCCESS;
 }
 
@@ -832,31 +965,49 @@ static inline double k30_wave_fill(long long tiles, int slots)
     return waves > 0 ? (double)tiles / (double)(waves * slots) : 0.0;
 }
 
-static inline int k30_pick_bn(const tk_args *a, int sms)
+/* Rows of A or B that are not 128-byte multiples (1000^3: 2000 B) split
+ * each TMA row into several L2 requests: ncu, k34 at 1000^3 904K L2 read
+ * requests against 197K at 1024^3; the 128 x 128 tiles read A half as
+ * often (1000^3: k33 0.0130 ms, k34 0.0138-0.0141). */
+static inline int k30_ragged(const tk_args *a)
+{
+    return (a->lda * 2) % 128 != 0 || (a->ldb * 2) % 128 != 0;
+}
+
+/* k30_pick_bn's first rules, for problems of few tiles: 64 or 128, or 0
+ * where none of them applies. */
+static inline int k30_pick_small(const tk_args *a, int sms)
 {
     const long long rows = (a->m + K30_BM - 1) / K30_BM;
     const long long t64 = rows * ((a->n + 63) / 64), t128 = rows * ((a->n + 127) / 128);
     const long long t256 = rows * ((a->n + 255) / 256);
     const long long k_tiles = (a->k + K30_BK - 1) / K30_BK;
-    /* Rows of A or B that are not 128-byte multiples (1000^3: 2000 B) split
-     * each TMA row into several L2 requests: ncu, k34 at 1000^3 904K L2
-     * read requests against 197K at 1024^3; the 128 x 128 tiles read A half
-     * as often (1000^3: k33 0.0130 ms, k34 0.0138-0.0141). */
-    const int ragged = (a->lda * 2) % 128 != 0 || (a->ldb * 2) % 128 != 0;
     if (a->n <= 64 || rows == 1)
         return 64;
     if (t64 <= sms && k_tiles < 200)
-        return ragged && t128 <= sms ? 128 : 64;
+        return k30_ragged(a) && t128 <= sms ? 128 : 64;
     if (a->n <= 128 || t128 <= sms)
         return 128;
     if (2 * t256 <= sms && k_tiles < 8 * K30_SK_MIN_SLICE_KTILES)
         return 128;
+    return 0;
+}
+
+static inline int k30_pick_bn(const tk_args *a, int sms)
+{
+    const int small = k30_pick_small(a, sms);
+    if (small)
+        return small;
+    const long long rows = (a->m + K30_BM - 1) / K30_BM;
+    const long long t128 = rows * ((a->n + 127) / 128);
+    const long long k_tiles = (a->k + K30_BK - 1) / K30_BK;
+    const int ragged = k30_ragged(a);
     /* 128 x 144 tiles where at most two waves of them are almost full and
      * both 128 x 128 and 128 x 192 leave much of their last wave empty
      * (H100, x cuBLAS: 512 x 4608 x 3584 NT k37 0.883, k35 0.845, k33 0.803;
      * 2048 x 2304 x 768 NT k37 0.931, k33 0.828; NOTES, session 13). Only
      * op_b T: an N-major B tile loads three 64-wide boxes (1536^3 NN: 132
-     * tiles, k37 0.770, k35 0.810). */
+     * tiles, k37 0.770, k35 0.810; k30_pick_tall gives such shapes k38). */
     const long long t144 = rows * ((a->n + 143) / 144), t192 = rows * ((a->n + 191) / 192);
     const double f144 = k30_wave_fill(t144, sms);
     if (a->op_b == TK_OP_T && !ragged && t144 <= 2 * sms && f144 >= 0.9 &&
@@ -877,6 +1028,26 @@ static inline int k30_pick_bn(const tk_args *a, int sms)
     if (!ragged && k30_wave_fill(t192, sms) >= k30_wave_fill(ct256, sms / 2) + 0.1)
         return 192;
     return 256;
+}
+
+/* Whether auto-dispatch gives a problem to k38_swap_144x128: where 128 x
+ * 144 tiles would fill the waves as k30_pick_bn's 144 rule asks (at most
+ * two, the last at least 0.9 full and 0.15 fuller than with 128 x 128 and
+ * 128 x 192 tiles), but B is N-major (op_b N), so k37's 144-wide B tile
+ * would load three 64-wide boxes a stage. k38 computes the product swapped
+ * in 144 x 128 tiles: A's 144 rows one K-major box (op_a N), B's 128
+ * columns two boxes. Measured (H100, x cuBLAS in the same run; NOTES,
+ * session 16): 1536^3 NN fp32 17.5 us against k35's 19.0 (0.90x against
+ * 0.83x), bf16 16.2 / 17.5; 1536 x 1536 x 768 NN 13.6 / 14.2. */
+static inline int k30_pick_tall(const tk_args *a, int sms)
+{
+    if (a->op_a != TK_OP_N || a->op_b != TK_OP_N || k30_ragged(a) || k30_pick_small(a, sms))
+        return 0;
+    const long long rows = (a->m + K30_BM - 1) / K30_BM;
+    const long long t128 = rows * ((a->n + 127) / 128), t192 = rows * ((a->n + 191) / 192);
+    const long long tall = (a->m + 143) / 144 * ((a->n + 127) / 128);
+    const double f = k30_wave_fill(tall, sms);
+    return tall <= 2 * sms && f >= 0.9 && f >= fmax(k30_wave_fill(t128, sms), k30_wave_fill(t192, sms)) + 0.15;
 }
 
 /* Whether k30_plan_split_wave may split a problem of `tiles` (cluster)
@@ -1047,7 +1218,7 @@ static inline tk_status k30_launch_one(const tk_resources *r, k30_params *p, con
  * memory when beta == 0, leaving by TMA stores where TMA can store C
  * (p->c_tma, its tensor map encoded here) and row by row elsewhere; the
  * direct epilogue when beta != 0. */
-static inline tk_status k30_plan_c(k30_params *p, const tk_args *a, char *why, size_t len)
+static inline tk_status k30_plan_c(k30_params *p, const tk_args *a, int box_rows, char *why, size_t len)
 {
     size_t cs = a->c_type == TK_F32 ? 4 : 2;
     char ignore[TK_MSG_LEN];
@@ -1064,7 +1235,7 @@ static inline tk_status k30_plan_c(k30_params *p, const tk_args *a, char *why, s
     if (p->c_tma) {
         tk_status st = tk_tma_map_2d(a->lc, &p->map_c, a->c_type == TK_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                                            : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                           cs, a->c, a->m, a->n, a->ldc, 64, (uint32_t)(128 / cs), CU_TENSOR_MAP_SWIZZLE_128B, why,
+                           cs, a->c, a->m, a->n, a->ldc, (uint32_t)box_rows, (uint32_t)(128 / cs), CU_TENSOR_MAP_SWIZZLE_128B, why,
                            len);
         if (st)
             return st;
@@ -1083,7 +1254,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
     k30_params p;
     tk_status st = k30_fill_params(&p, a, cluster, K30_BM, K30_BN, why, len);
     if (!st)
-        st = k30_plan_c(&p, a, why, len);
+        st = k30_plan_c(&p, a, 64, why, len);
     if (st)
         return st;
 

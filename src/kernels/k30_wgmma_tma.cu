@@ -71,30 +71,33 @@
 #include "k30_core.cuh"
 
 #define K30_GROUP_M 16                 /* block rows per super-tile */
-/* Consumer warpgroups and threads of an instance: SWAP (k36_swap_*) has one
- * consumer warpgroup. */
-#define K30_CONS(swap) ((swap) ? 1 : K30_CONSUMERS)
+/* Consumer warpgroups and threads of an instance: SWAP is the number of
+ * consumer warpgroups of a swapped tile (k36_swap_*: 1, k38: 2, 64 rows of
+ * B each), 0 for the others (two). */
+#define K30_CONS(swap) ((swap) ? (swap) : K30_CONSUMERS)
 #define K30_THREADS_CFG(swap) (128 * (1 + K30_CONS(swap)))
-/* Shared memory of an instance: the ring, the staged epilogue's chunk
- * buffers (not with SWAP, whose epilogue stores from registers), the
- * barriers. */
-/* 64-deep k-tiles a stage holds: SWAP's narrow tiles take two (K36_KA),
+/* 64-deep k-tiles a stage holds: k36's narrow tiles take two (K36_KA),
  * eight wgmma a full/empty hand-over instead of four (docs/NOTES.md,
  * session 12: 3-6% faster at the one-wave k36 shapes); the others one. */
 #ifndef K36_KA
 #define K36_KA 2
 #endif
-#define K30_KA(swap) ((swap) ? K36_KA : 1)
-#define K30_SMEM_CFG(bm, bn, swap) K30_SMEM_MNA(bm, bn, K30_KA(swap), (swap) ? 0 : K30_EPI_BYTES)
+#define K30_KA(swap) ((swap) == 1 ? K36_KA : 1)
+/* Shared memory of an instance: the ring, the epilogue's C buffers (the
+ * staged chunks; a swapped tile's whole bm x bn fp32 C tile,
+ * k30_epilogue_swap_staged), the barriers. */
+#define K30_EPI_CFG(bm, bn, swap) ((swap) ? (bm) * (bn) * 4 : K30_EPI_BYTES)
+#define K30_SMEM_CFG(bm, bn, swap) K30_SMEM_MNA(bm, bn, K30_KA(swap), K30_EPI_CFG(bm, bn, swap))
 
 static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 192, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(K30_BM, 144, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(K30_BM, 128, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 64, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(16, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(32, 64, 1) <= 227 * 1024 &&
-                  K30_SMEM_CFG(48, 64, 1) <= 227 * 1024,
+                  K30_SMEM_CFG(48, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(144, 128, 2) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
 static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 64) % 1024 == 0 &&
-                  K30_STAGE_BYTES_MN(48, 64) % 1024 == 0 && K30_A_BYTES_M(48) % 1024 == 0,
+                  K30_STAGE_BYTES_MN(48, 64) % 1024 == 0 && K30_A_BYTES_M(48) % 1024 == 0 &&
+                  K30_A_BYTES_M(144) % 1024 == 0 && K30_STAGE_BYTES_MN(144, 128) % 1024 == 0,
               "stages must keep the 1024-byte swizzle alignment");
 
 /* A template because the operand majors are wgmma immediates and fix the
@@ -110,7 +113,7 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(SWAP), 1) k30_kernel(co
     /* The ring, then the epilogue chunk buffers, then the barriers. */
     const uint32_t ring = k30_ring(k30_smem);
     const uint32_t epi = ring + K30_RING_BYTES_MNA(BM, BN, K30_KA(SWAP));
-    const uint32_t full_bar = epi + (SWAP ? 0 : K30_EPI_BYTES);
+    const uint32_t full_bar = epi + K30_EPI_CFG(BM, BN, SWAP);
     const uint32_t empty_bar = full_bar + 8 * K30_STAGES_MNA(BM, BN, K30_KA(SWAP));
     const int wg = threadIdx.x / 128;
 
@@ -134,7 +137,7 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(SWAP), 1) k30_kernel(co
          * whole 64 x BM tile of C^T). */
         if (!SWAP)
             tk_setmaxnreg_inc(K30_CONSUMER_REGS);
-        const int c = SWAP ? 0 : wg - 1;   /* SWAP: one consumer, known at compile time */
+        const int c = SWAP == 1 ? 0 : wg - 1;   /* SWAP 1: one consumer, known at compile time */
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
         const uint32_t empty[1] = { empty_bar };
         float acc[(SWAP ? BM : BN) / 2];
@@ -142,7 +145,8 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(SWAP), 1) k30_kernel(co
         for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
             acc[i] = 0.0f;
         const int tid = threadIdx.x % 128;
-        const uint32_t ebuf = epi + c * 2 * K30_EPI_CHUNK;
+        /* the consumer's C buffer: SWAP a BM x 64 fp32 tile, else two chunks */
+        const uint32_t ebuf = epi + c * (SWAP ? BM * 256 : 2 * K30_EPI_CHUNK);
         uint8_t *epp = k30_smem + (ebuf - tk_smem_u32(k30_smem));
         k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
         int s = 0, t, tm, tn, kb, ke, v;
@@ -158,15 +162,17 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(SWAP), 1) k30_kernel(co
                 }
                 k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, c, K30_CONS(SWAP), tid, 1 + c);
             }
-            if (SWAP)
-                k30_epilogue_swap<BM>(&p, acc, tm * BM, tn * BN, warp, lane);
+            if (SWAP && p.c_tma)
+                k30_epilogue_swap_staged<BM>(&p, acc, tm * BM, tn * BN + 64 * c, warp, lane, ebuf, epp, 1 + c);
+            else if (SWAP)
+                k30_epilogue_swap<BM>(&p, acc, tm * BM, tn * BN + 64 * c, warp, lane);
             else if (p.c_staged)
                 k30_epilogue_staged<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c, &nchunk);
             else
                 k30_epilogue_direct<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
         }
         /* The last TMA stores must have read shared memory before it goes. */
-        if (!SWAP && p.c_tma && tid == 0)
+        if (p.c_tma && tid == 0)
             tk_tma_store_wait(0);
     }
 #endif
@@ -191,6 +197,8 @@ static tk_status k30_supports_cfg(int bm, int swap, const tk_args *a, const tk_d
     ((op_b) == TK_OP_N ? (const void *)k30_kernel<0, 1, bm, 64, 1> : (const void *)k30_kernel<0, 0, bm, 64, 1>)
 static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
 {
+    if (swap == 2)
+        return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 144, 128, 2> : (const void *)k30_kernel<0, 0, 144, 128, 2>;
     if (swap)
         return bm == 16 ? K30_SWAP_FUNC(op_b, 16) : bm == 32 ? K30_SWAP_FUNC(op_b, 32) : K30_SWAP_FUNC(op_b, 48);
     return bn == 256   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 256, 0)
@@ -214,9 +222,9 @@ static tk_status k30_launch_cfg(int bm, int bn, int swap, const tk_args *a, cons
 {
     k30_params p;
     tk_status st = k30_fill_params(&p, a, 1, bm, bn, why, len);
-    /* the swapped epilogue stores from registers: no C plan */
-    if (!st && !swap)
-        st = k30_plan_c(&p, a, why, len);
+    /* C's TMA box: 64 rows a chunk, or a swapped tile's bm rows */
+    if (!st)
+        st = k30_plan_c(&p, a, swap ? bm : 64, why, len);
     if (st)
         return st;
     tk_resources r;
@@ -235,6 +243,8 @@ static tk_status k30_launch_cfg(int bm, int bn, int swap, const tk_args *a, cons
 static int k30_rank_cfg(int bm, int bn, int swap, int first_rank, int auto_rank, const tk_args *a,
                         const tk_device *dev)
 {
+    if (swap == 2)
+        return k30_pick_tall(a, dev->sm_count) ? first_rank : auto_rank;
     if (swap) {
         if (k30_pick_swap(a, dev->sm_count) != bm)
             return auto_rank;
@@ -346,8 +356,12 @@ K30_CONFIG(k37_wgmma_128x144, K30_BM, 144, 0, 34, 24,
  * warpgroup (256 threads, no setmaxnreg); stages of two 64-deep k-tiles
  * (K36_KA; 20 / 24 KB, 8 of them: K30_STAGE_CAP k-tiles), a unit's odd last
  * k-tile paired with a box from past K (TMA's zeros); C^T's fragments
- * stored element by element (k30_epilogue_swap: any ldc and alignment,
- * alpha/beta). Why: at small M the 128 x 64 tiles are few (64 x 768 x 768:
+ * exchanged between lanes into quads of C's rows, then staged in shared
+ * memory and stored by TMA (beta 0, C TMA-aligned: k30_epilogue_swap_staged)
+ * or stored from registers (k30_epilogue_swap: any ldc and alignment,
+ * alpha/beta; element by element before session 16, which cost 1.4-1.8 us
+ * at 384^3 ... 512 x 768 x 768: 512 x 768 x 768 NT fp32 8.4 -> 7.9 us,
+ * 0.85x -> 0.91x, 384^3 7.2 -> 6.4). Why: at small M the 128 x 64 tiles are few (64 x 768 x 768:
  * 12 for 132 SMs) and each lives long; cuBLAS runs such shapes as narrow
  * tiles filling about one wave (docs/NOTES.md, session 9). Figures (H100,
  * fp32 C, L2 flushed, x cuBLAS in the same run; NOTES, session 12), where
@@ -380,3 +394,20 @@ K30_CONFIG(k36_swap_32x64, 32, 64, 1, 41, 1,
 K30_CONFIG(k36_swap_48x64, 48, 64, 1, 41, 1,
            "k30 with the roles swapped for small M: 48 x 64 C tiles as m64n48k16 of B's rows by A's, one consumer "
            "warpgroup, deep ring (op_a N)")
+/* k38_swap_144x128: the swapped roles of k36 with two consumer warpgroups
+ * (SWAP = 2: 64 rows of B each, 384 threads, 166 registers), 144 rows of A
+ * as wgmma's N (m64n144k16, 72 accumulators), stages of one k-tile (18 +
+ * 16 KB, 4 of them: the staged 144 x 128 fp32 C tile takes 72 KB), the
+ * staged TMA-store epilogue of k36. Why: 1536^3 NN needs 132 tiles of
+ * about 128 x 144 for one full wave, but k37's 144-wide N-major B tile
+ * loads three 64-wide boxes a stage (0.77x); swapped, A's 144 rows are one
+ * K-major box and B's 128 columns two boxes. Figures (H100, x cuBLAS in the
+ * same run; NOTES, session 16): 1536^3 NN fp32 17.5 us (0.90x; k35 19.0,
+ * 0.83x), bf16 16.2 (0.91x; k35 17.5); 1536 x 1536 x 768 NN 13.6 / 14.2
+ * (k35). k30_pick_tall gives it the shapes where k37's tiles would fill
+ * the waves but B is N-major. With the stores of before (element by
+ * element) it lost (1536^3 19.3 against k35's 19.3).
+ * Reproduce: build/tilekit bench --kernel cublas,k35_wgmma_128x192,k38_swap_144x128 --shapes 1536x1536x1536 */
+K30_CONFIG(k38_swap_144x128, 144, 128, 2, 35, 1,
+           "k30 with the roles swapped: 144 x 128 C tiles as two consumers' m64n144k16 of B's rows by A's, staged "
+           "TMA-store epilogue (op_a N)")

@@ -38,9 +38,9 @@ extern "C" {
 static tk_handle g_h;
 static int g_ok_device;
 /* The kernels under test: every registry entry of the k30 family (k30_*,
- * k31_*, k33_* .. k36_*), or the
+ * k31_*, k33_* .. k36_*, k38_*), or the
  * comma-separated list in TK_K30_KERNELS. */
-static const char *g_kernels[8];
+static const char *g_kernels[10];
 static int g_nkernels;
 static char g_kernel_env[256];
 static const char *g_ref = "cublas";   /* TK_K30_REF: the reference (k01_naive under the sanitizers) */
@@ -219,9 +219,10 @@ static int run_case_with(const char *kernel, const gcase *c)
         release(&b);
         return 0;
     }
-    /* k36 (the swapped tiles) reads A along K only: its refusal of op_a T
+    /* k36 and k38 (the swapped tiles) read A along K only: their refusal of op_a T
      * (after normalization) is skipped, no other refusal. */
-    if (!strncmp(kernel, "k36_", 4) && tk_kernel_supports(g_h, kernel, &p) == TK_ERR_NOT_SUPPORTED &&
+    if ((!strncmp(kernel, "k36_", 4) || !strncmp(kernel, "k38_", 4)) &&
+        tk_kernel_supports(g_h, kernel, &p) == TK_ERR_NOT_SUPPORTED &&
         strstr(tk_last_error(g_h), "op_a must be N")) {
         release(&b);
         return 1;
@@ -705,15 +706,16 @@ void tk_tests(void)
     const char *env = getenv("TK_K30_KERNELS");
     if (env && *env) {
         snprintf(g_kernel_env, sizeof g_kernel_env, "%s", env);
-        for (char *tok = strtok(g_kernel_env, ","); tok && g_nkernels < 8; tok = strtok(NULL, ","))
+        for (char *tok = strtok(g_kernel_env, ","); tok && g_nkernels < 10; tok = strtok(NULL, ","))
             g_kernels[g_nkernels++] = tok;
     } else {
-        for (int i = 0; i < tk_kernel_count() && g_nkernels < 8; i++) {
+        for (int i = 0; i < tk_kernel_count() && g_nkernels < 10; i++) {
             tk_kernel_props kp;
             if (tk_kernel_get(i, &kp) != TK_SUCCESS)
                 continue;
             if (!strncmp(kp.name, "k30_", 4) || !strncmp(kp.name, "k31_", 4) || !strncmp(kp.name, "k33_", 4) ||
-                !strncmp(kp.name, "k34_", 4) || !strncmp(kp.name, "k35_", 4) || !strncmp(kp.name, "k36_", 4))
+                !strncmp(kp.name, "k34_", 4) || !strncmp(kp.name, "k35_", 4) || !strncmp(kp.name, "k36_", 4) ||
+                !strncmp(kp.name, "k38_", 4))
                 g_kernels[g_nkernels++] = kp.name;
         }
     }

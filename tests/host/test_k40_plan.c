@@ -182,7 +182,12 @@ static void test_dispatch_table(void)
         { 768, 768, 768, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },
         { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },   /* rows of 2000 bytes */
         { 4096, 4096, 4096, TK_OP_N, TK_OP_N, "k31_wgmma_cluster" },
-        { 1536, 1536, 1536, TK_OP_N, TK_OP_N, "k35_wgmma_128x192" },   /* N-major B: not k37 */
+        { 1536, 1536, 1536, TK_OP_N, TK_OP_N, "k38_swap_144x128" },    /* N-major B: 132 swapped tiles */
+        { 1536, 1536, 768, TK_OP_N, TK_OP_N, "k38_swap_144x128" },
+        { 1536, 1536, 1536, TK_OP_N, TK_OP_T, "k37_wgmma_128x144" },   /* K-major B: 128 x 144 */
+        { 1536, 1536, 1536, TK_OP_T, TK_OP_N, "k35_wgmma_128x192" },   /* M-major A: not swapped */
+        { 1536, 1544, 1536, TK_OP_N, TK_OP_N, "k31_wgmma_cluster" },   /* ragged rows of B: not k38 */
+        { 3072, 3072, 3072, TK_OP_N, TK_OP_N, "k35_wgmma_128x192" },   /* 528 tiles of 144 x 128 */
         { 512, 4608, 3584, TK_OP_N, TK_OP_T, "k37_wgmma_128x144" },    /* 128 tiles of 128 x 144 */
         { 2048, 2304, 768, TK_OP_N, TK_OP_T, "k37_wgmma_128x144" },    /* 256: two full waves */
         { 2048, 2304, 768, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },
