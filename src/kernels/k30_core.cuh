@@ -1070,7 +1070,7 @@ static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
     return sl;
 }
 
-/* The tile rows (16, 32 or 48) auto-dispatch gives k36_swap_*, or 0 where
+/* The tile rows (16, 32, 48 or 64) auto-dispatch gives k36_swap_*, or 0 where
  * the k30 family's tiles are better, for sms SMs; pure host arithmetic
  * (CPU-tested). Measured on the H100 (docs/NOTES.md, session 11): the
  * narrow tiles win where they fit one wave (16 x 64: 32 x 768 x 768 NT 7.1
@@ -1109,7 +1109,12 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
     const int stream = k30_swap_stream(a);
     int best = 0;
     long long best_cost = 0;
-    for (int bm = 16; bm <= 48; bm += 16) {
+    for (int bm = 16; bm <= 64; bm += 16) {
+        /* 64-row tiles only where no narrower one fits a wave: split in
+         * two they lost to 32-row tiles unsplit (128 x 2048 x 2048 NT 11.3
+         * us against 10.1, 100 x 2000 x 2048 10.6 / 9.3; NOTES, session 16) */
+        if (bm == 64 && best)
+            break;
         const long long tiles = (a->m + bm - 1) / bm * tn;
         if (tiles > sms)
             continue;

@@ -93,7 +93,8 @@ static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM,
                   K30_SMEM_CFG(K30_BM, 144, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(K30_BM, 128, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 64, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(16, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(32, 64, 1) <= 227 * 1024 &&
-                  K30_SMEM_CFG(48, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(144, 128, 2) <= 227 * 1024,
+                  K30_SMEM_CFG(48, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(144, 128, 2) <= 227 * 1024 &&
+                  K30_SMEM_CFG(64, 64, 1) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
 static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 64) % 1024 == 0 &&
                   K30_STAGE_BYTES_MN(48, 64) % 1024 == 0 && K30_A_BYTES_M(48) % 1024 == 0 &&
@@ -200,7 +201,10 @@ static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
     if (swap == 2)
         return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 144, 128, 2> : (const void *)k30_kernel<0, 0, 144, 128, 2>;
     if (swap)
-        return bm == 16 ? K30_SWAP_FUNC(op_b, 16) : bm == 32 ? K30_SWAP_FUNC(op_b, 32) : K30_SWAP_FUNC(op_b, 48);
+        return bm == 16   ? K30_SWAP_FUNC(op_b, 16)
+               : bm == 32 ? K30_SWAP_FUNC(op_b, 32)
+               : bm == 48 ? K30_SWAP_FUNC(op_b, 48)
+                          : K30_SWAP_FUNC(op_b, 64);
     return bn == 256   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 256, 0)
            : bn == 192 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 192, 0)
            : bn == 144 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 144, 0)
@@ -393,6 +397,21 @@ K30_CONFIG(k36_swap_32x64, 32, 64, 1, 41, 1,
  * Reproduce: build/tilekit bench --kernel cublas,k34_wgmma_128x64,k36_swap_48x64 --op-b t --shapes 512x768x3072 */
 K30_CONFIG(k36_swap_48x64, 48, 64, 1, 41, 1,
            "k30 with the roles swapped for small M: 48 x 64 C tiles as m64n48k16 of B's rows by A's, one consumer "
+           "warpgroup, deep ring (op_a N)")
+/* k36_swap_64x64: 64 rows of A a tile (m64n64k16, 32 accumulators, 32 KB
+ * stages of two k-tiles, 6 of them), one wave where 48-row tiles need more
+ * at 64-128 tokens (128 x 3584 x 3584 NT: 112 tiles against 168; k34's 128
+ * x 64 tiles take twice as long each). With the staged epilogue (session
+ * 16; before it a 64 x 64 configuration never won, session 11). Figures
+ * (H100, fp32 C, x cuBLAS in the same run, k34 before; NOTES, session 16):
+ * 128 x 3584 x 3584 NT 16.1 us (0.91x; k34 17.8, 0.82x), 128 x 4096 x 4096
+ * NT 17.6 (0.99x; 19.6), 64 x 4608 x 3584 NT 17.1 (0.98x; 18.8), 128 x
+ * 3072 x 768 NT 8.5 (0.95x; 9.4), 640 x 768 x 768 NN 7.3 (0.96x; 8.4).
+ * An 80 x 64 configuration (m64n80k16) lost where it would fit one wave
+ * (768^3 8.6 us against k34's 8.4) and was not registered.
+ * Reproduce: build/tilekit bench --kernel cublas,k34_wgmma_128x64,k36_swap_64x64 --op-b t --shapes 128x3584x3584 */
+K30_CONFIG(k36_swap_64x64, 64, 64, 1, 41, 1,
+           "k30 with the roles swapped for small M: 64 x 64 C tiles as m64n64k16 of B's rows by A's, one consumer "
            "warpgroup, deep ring (op_a N)")
 /* k38_swap_144x128: the swapped roles of k36 with two consumer warpgroups
  * (SWAP = 2: 64 rows of B each, 384 threads, 166 registers), 144 rows of A

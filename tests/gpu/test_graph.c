@@ -29,7 +29,7 @@
 #define REPLAYS 6
 
 static const ig_shape shapes[] = {
-    { "128x4096x4096 NT (split)", 128, 4096, 4096, TK_OP_T, 0, TK_F32 },
+    { "128x4096x8192 NT (split)", 128, 4096, 8192, TK_OP_T, 0, TK_F32 },
     { "512x4096x4096 NT bf16 (split)", 512, 4096, 4096, TK_OP_T, 0, TK_BF16 },
     { "1024x1024x1024 bf16, A at +1 (copied when eager)", 1024, 1024, 1024, TK_OP_N, 1, TK_BF16 },
     { "1x768x768", 1, 768, 768, TK_OP_N, 0, TK_F32 },

@@ -32,12 +32,13 @@
 #define LEAK_SLACK (2u << 20)     /* bytes of free memory cudaMemGetInfo may differ by */
 
 /* SPLIT: k34's few-tile split on the H100 (64 tiles of 128 x 64 in two
- * k-slices; 128 x 2048 x 2048 went to k36_swap_32x64 unsplit, without the
- * split workspace the allocation test counts); COPY: lda odd, so
+ * k-slices; 128 x 2048 x 2048 and 128 x 4096 x 4096 went to k36's swapped
+ * tiles unsplit, without the split workspace the allocation test counts);
+ * COPY: lda odd, so
  * auto-dispatch copies A. */
 enum { SPLIT, COPY, NSETS };
 static const ig_shape shapes[NSETS] = {
-    { "128x4096x4096 NT (split)", 128, 4096, 4096, TK_OP_T, 0, TK_F32 },
+    { "128x4096x8192 NT (split)", 128, 4096, 8192, TK_OP_T, 0, TK_F32 },
     { "512x512x1023 bf16 (lda odd: A copied)", 512, 512, 1023, TK_OP_N, 0, TK_BF16 },
 };
 static ig_set sets[NSETS];

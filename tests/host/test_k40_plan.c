@@ -164,7 +164,13 @@ static void test_dispatch_table(void)
         { 32, 128256, 4096, TK_OP_N, TK_OP_T, "k40_skinny" },       /* 2004: 3.8 waves */
         { 33, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_32x64" },     /* 128 tiles of 32 x 64 */
         { 65, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_48x64" },     /* 128 tiles of 48 x 64 (a stream) */
-        { 97, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },   /* 97-128 tokens: 3 waves of 48 x 64 */
+        { 97, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 97-128 tokens: 128 tiles of 64 x 64 */
+        { 129, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },  /* 192 of 64 x 64: two waves */
+        { 128, 3584, 3584, TK_OP_N, TK_OP_T, "k36_swap_64x64" },    /* 112 tiles */
+        { 64, 4608, 3584, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 72 tiles; 48 x 64: 144 */
+        { 128, 3072, 768, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 96 tiles */
+        { 640, 768, 768, TK_OP_N, TK_OP_N, "k36_swap_64x64" },      /* 120 tiles */
+        { 128, 4096, 8192, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },  /* units over 64 k-tiles: split k34 */
         { 1, 4096, 4096, TK_OP_N, TK_OP_N, "k36_swap_16x64" },     /* B along N: not k40's layout */
         { 16, 4096, 4096, TK_OP_T, TK_OP_N, "k34_wgmma_128x64" },  /* nor k36's (A along M) */
         { 64, 768, 768, TK_OP_N, TK_OP_T, "k36_swap_16x64" },
@@ -176,7 +182,7 @@ static void test_dispatch_table(void)
         { 512, 768, 768, TK_OP_N, TK_OP_T, "k36_swap_48x64" },      /* 132 tiles of 48 x 64: one wave */
         { 512, 768, 3072, TK_OP_N, TK_OP_T, "k36_swap_48x64" },     /* the same, 48 k-tiles unsplit */
         { 128, 2048, 2048, TK_OP_N, TK_OP_T, "k36_swap_32x64" },   /* 128 tiles of 32 x 64, unsplit */
-        { 128, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },  /* split (test_isolation's SPLIT) */
+        { 128, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_64x64" },    /* 128 tiles of 64 x 64 */
         { 256, 256, 256, TK_OP_N, TK_OP_N, "k36_swap_16x64" },
         { 512, 512, 512, TK_OP_N, TK_OP_N, "k36_swap_32x64" },
         { 768, 768, 768, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },
