@@ -376,8 +376,8 @@ K30_CONFIG(k37_wgmma_128x144, K30_BM, 144, 0, 34, 24,
  * k-tile a stage: 1024^3 16 x 64 31.7 us, k34 10.3): the loop then took
  * ~400 cycles a k-tile even with no loads (a ~109-cycle m64n16 chain plus
  * ~170 of full/empty hand-over), for a quarter of k34's work. A 64 x 64
- * configuration was never the best of three on 32 low shapes and was not
- * registered.
+ * configuration, never the best of three on 32 low shapes with the
+ * element-by-element stores (session 11), is k36_swap_64x64 below.
  * Reproduce: build/tilekit bench --kernel k36_swap_16x64,k36_swap_32x64,k34_wgmma_128x64 --shapes 64x768x768 --op-b t */
 K30_CONFIG(k36_swap_16x64, 16, 64, 1, 41, 1,
            "k30 with the roles swapped for small M: 16 x 64 C tiles as m64n16k16 of B's rows by A's, one consumer "
