@@ -58,9 +58,10 @@
 #define K30_STAGE_CAP(bm) ((bm) < K30_BM ? K30_NARROW_MAX_STAGES : K30_MAX_STAGES)
 /* ka: k-tiles (64-deep swizzle atoms) a stage holds: 1, but K36_KA (2) for
  * the swapped narrow tiles; the cap counts k-tiles. */
-/* A tile taller than K30_BM (k38's swapped 144 rows) stages its C tile
- * (bm x bn fp32: 72 KB) in shared memory, leaving 152 KB for the ring. */
-#define K30_RING_BUDGET_MN(bm, bn) ((bm) > K30_BM ? 152 * 1024 : K30_RING_BUDGET)
+/* A tile taller than K30_BM (k38's swapped 144 rows) stages its whole C
+ * tile (bm x bn fp32: 72 KB) in shared memory; the ring gets what is left
+ * of 226 KB (k38: 154 KB, 4 stages). */
+#define K30_RING_BUDGET_MN(bm, bn) ((bm) > K30_BM ? 226 * 1024 - (bm) * (bn) * 4 : K30_RING_BUDGET)
 #define K30_STAGES_MNA(bm, bn, ka)                                                                                     \
     (K30_RING_BUDGET_MN(bm, bn) / K30_STAGE_BYTES_MNA(bm, bn, ka) < K30_STAGE_CAP(bm) / (ka)                           \
          ? K30_RING_BUDGET_MN(bm, bn) / K30_STAGE_BYTES_MNA(bm, bn, ka)                                               \
