@@ -93,9 +93,9 @@ if [ "$PART" = check ]; then
     TK_VERIFY_KERNELS="$ck,auto" timeout "$lim" "$BUILD/tests/gpu_test_verify" > "$out/check-verify.log" 2>&1
     summary+=("test_verify ($ck,auto): exit $?, $(tail -n 1 "$out/check-verify.log") in $(( $(date +%s) - t0 )) s")
     grep -E '^FAIL' "$out/check-verify.log" | head -n 20
-    if echo ",$ck," | grep -qE ',k3[0-9]_'; then
+    if echo ",$ck," | grep -qE ',(k3[0-9]|k42)_'; then
         t0=$(date +%s)
-        TK_K30_KERNELS=$(echo "$ck" | tr ',' '\n' | grep -E '^k3[0-9]_' | paste -sd,) \
+        TK_K30_KERNELS=$(echo "$ck" | tr ',' '\n' | grep -E '^(k3[0-9]|k42)_' | paste -sd,) \
             timeout "$lim" "$BUILD/tests/gpucu_k30_check" > "$out/check-k30.log" 2>&1
         summary+=("k30_check: exit $?, $(tail -n 1 "$out/check-k30.log") in $(( $(date +%s) - t0 )) s")
         grep -E '^FAIL|differ from the first' "$out/check-k30.log" | head -n 20

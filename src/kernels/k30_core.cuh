@@ -916,6 +916,12 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
 #ifndef K30_SK_MIN_SLICE_KTILES
 #define K30_SK_MIN_SLICE_KTILES 16
 #endif
+/* A last wave's slices (k30_plan_split_wave) may be shorter: their
+ * fix-up (two partial sums read back) costs a few k-tiles of a 128 x 256
+ * tile. k31 at 3000^3 (47 k-tiles, 12 of 144 cluster tiles in the last
+ * wave), H100, fp32 C, the same run: 2 slices 92.4 us, 3 slices of 15-16
+ * k-tiles 90.3, 4 or 5 slices 90.1 (docs/NOTES.md, session 17). */
+#define K30_SK_WAVE_MIN_SLICE_KTILES 12
 /* Fewer tiles than clusters (512 x 4096 x 4096: 32 cluster tiles for 66
  * clusters): every tile split into up to 4 slices, again of at least
  * K30_SK_MIN_SLICE_KTILES k-tiles. Measured on the H100 (k31 alone, medians
@@ -933,12 +939,12 @@ static inline size_t k30_sk_flag_bytes(size_t ws_bytes)
 {
     return (ws_bytes / (K30_SK_SLOT_BYTES + sizeof(uint32_t)) * sizeof(uint32_t) + 255) & ~(size_t)255;
 }
-static inline size_t k30_sk_bytes(int max_clusters, int cluster)
+static inline size_t k30_sk_bytes(int max_clusters, int subs)
 {
     /* enough for both plans: a few-tile split has tiles * (s - 1) <
      * max_clusters partial units, a last-wave split fewer than
      * max_clusters * (K30_SK_MAX_SLICES - 1) */
-    size_t slots = (size_t)max_clusters * (K30_SK_MAX_SLICES - 1) * cluster * K30_CONSUMERS;
+    size_t slots = (size_t)max_clusters * (K30_SK_MAX_SLICES - 1) * subs;
     return 256 + slots * (K30_SK_SLOT_BYTES + sizeof(uint32_t));
 }
 
@@ -1133,13 +1139,47 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
     return best;
 }
 
+/* The block N of k42_wgmma_64x* (64-row tiles, one consumer warpgroup)
+ * auto-dispatch gives a problem, or 0: where 64-row tiles of 128, 144
+ * (K-major B only: an N-major 144-wide tile loads three boxes) or 192
+ * columns fill one wave at least half full, the one with the most tiles
+ * (ties: the narrower). A 64 x BN tile reads A once and B once a k-step
+ * (wgmma m64nBNk16), where k34's two consumers read 64 x 64 each from B's
+ * shared tile twice: the same work per k-tile from fewer shared-memory
+ * bytes, and more, smaller tiles than k33 where BN is 192. M > 128 (smaller
+ * M: k36 / k40 / k34's decode rules), B not a DRAM stream (not measured
+ * there; k34 keeps those) and rows of 128-byte multiples: with 2000-byte
+ * rows (1000^3) k33 stays faster (13.6 us against 14.3). Measured
+ * on the H100 (fp32 C, us, x cuBLAS, the previous pick; NOTES session 17):
+ * 768^3 7.9 (0.91x; k34 8.5), 1024^3 9.3 (0.97x; k34 9.7), 512 x 2304 x 768
+ * NT 9.5 (0.92x; k33 10.4), 2048 x 768 x 3072 NT 19.4 (0.96x; k33 22.4),
+ * 2048 x 768 x 768 NT 9.7 (0.97x; k33 11.0), 512 x 3072 x 768 NT 10.5
+ * (0.96x; k33 11.6). */
+static inline int k30_pick_rows64(const tk_args *a, int sms)
+{
+    static const int bns[3] = { 128, 144, 192 };
+    if (a->m <= K30_BM || k30_ragged(a) || k30_swap_stream(a))
+        return 0;
+    const long long rows = (a->m + 63) / 64;
+    int best = 0;
+    long long best_tiles = 0;
+    for (int i = 0; i < 3; i++) {
+        const long long tiles = rows * ((a->n + bns[i] - 1) / bns[i]);
+        if ((bns[i] != 144 || a->op_b == TK_OP_T) && tiles <= sms && tiles > best_tiles) {
+            best = bns[i];
+            best_tiles = tiles;
+        }
+    }
+    return 2 * best_tiles > sms ? best : 0;
+}
+
 /* The split workspace of a one-CTA launch with bm x bn tiles: none where no
  * split can apply. */
-static inline size_t k30_workspace_mn(int bm, int bn, const tk_args *a, const tk_device *dev)
+static inline size_t k30_workspace_mn(int bm, int bn, int subs, const tk_args *a, const tk_device *dev)
 {
     const long long tiles = ((a->m + bm - 1) / bm) * ((a->n + bn - 1) / bn);
     const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
-    return k30_sk_may_split(tiles, k_tiles, dev->sm_count) ? k30_sk_bytes(dev->sm_count, 1) : 0;
+    return k30_sk_may_split(tiles, k_tiles, dev->sm_count) ? k30_sk_bytes(dev->sm_count, subs) : 0;
 }
 
 /* The last wave: with T tiles on C clusters (T > C) a data-parallel walk
@@ -1157,7 +1197,7 @@ static inline size_t k30_workspace_mn(int bm, int bn, const tk_args *a, const tk
  * the most slices s <= K30_SK_FEW_MAX_SLICES with T s <= C, each of at least
  * K30_SK_MIN_SLICE_KTILES k-tiles: one round of T s units.
  * Sets p->num_clusters, the clusters to launch. */
-static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int cluster, long long tiles, int clusters)
+static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int subs, long long tiles, int clusters)
 {
     p->num_clusters = tiles < clusters ? (int)tiles : clusters;
     p->sk_first = (int)tiles;
@@ -1172,7 +1212,7 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int clus
     if (tiles < clusters) {
         /* Few tiles: the most slices that still fit the clusters (and the workspace). */
         int sl = k30_few_slices(tiles, p->k_tiles, clusters);
-        while (sl > 1 && flag_bytes + (size_t)tiles * (sl - 1) * cluster * K30_CONSUMERS * K30_SK_SLOT_BYTES >
+        while (sl > 1 && flag_bytes + (size_t)tiles * (sl - 1) * subs * K30_SK_SLOT_BYTES >
                              a->kws_bytes)
             sl--;
         if (sl > 1) {
@@ -1190,8 +1230,8 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int clus
     double best_span = 0.8;            /* tile times the last wave takes; 1 unsplit */
     for (int sl = 2; sl <= K30_SK_MAX_SLICES; sl++) {
         double span = (double)((rem * sl + clusters - 1) / clusters) / sl;
-        const size_t slots = (size_t)rem * (sl - 1) * cluster * K30_CONSUMERS;
-        if (p->k_tiles >= sl * K30_SK_MIN_SLICE_KTILES && span <= best_span - 1e-9 &&
+        const size_t slots = (size_t)rem * (sl - 1) * subs;
+        if (p->k_tiles >= sl * K30_SK_WAVE_MIN_SLICE_KTILES && span <= best_span - 1e-9 &&
             flag_bytes + slots * K30_SK_SLOT_BYTES <= a->kws_bytes) {
             best = sl;
             best_span = span;
@@ -1212,7 +1252,7 @@ static inline tk_status k30_launch_one(const tk_resources *r, k30_params *p, con
 {
     cudaError_t e = tk_lc_func_smem(a->lc, r->func, (int)r->dyn_smem);
     if (e == cudaSuccess) {
-        k30_plan_split_wave(p, a, 1, (long long)p->tiles_m * p->tiles_n, dev->sm_count);
+        k30_plan_split_wave(p, a, r->threads / 128 - 1, (long long)p->tiles_m * p->tiles_n, dev->sm_count);
         void *args[] = { p };
         e = cudaLaunchKernel(r->func, dim3((unsigned)p->num_clusters), dim3((unsigned)r->threads), args, r->dyn_smem,
                              stream);
@@ -1287,7 +1327,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
         return TK_ERR_OUT_OF_RESOURCES;
     }
     if (e == cudaSuccess) {
-        k30_plan_split_wave(&p, a, cluster, ctiles, clusters);
+        k30_plan_split_wave(&p, a, cluster * K30_CONSUMERS, ctiles, clusters);
         cfg.gridDim = dim3((unsigned)(cluster * p.num_clusters));
         void *args[] = { &p };
         e = cudaLaunchKernelExC(&cfg, func, args);

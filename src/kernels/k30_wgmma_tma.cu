@@ -73,9 +73,10 @@
 #define K30_GROUP_M 16                 /* block rows per super-tile */
 /* Consumer warpgroups and threads of an instance: SWAP is the number of
  * consumer warpgroups of a swapped tile (k36_swap_*: 1, k38: 2, 64 rows of
- * B each), 0 for the others (two). */
-#define K30_CONS(swap) ((swap) ? (swap) : K30_CONSUMERS)
-#define K30_THREADS_CFG(swap) (128 * (1 + K30_CONS(swap)))
+ * B each), 0 for the others: one per 64 rows of A (k42's 64-row tiles: one,
+ * the 128-row tiles: two). */
+#define K30_CONS(bm, swap) ((swap) ? (swap) : (bm) / 64)
+#define K30_THREADS_CFG(bm, swap) (128 * (1 + K30_CONS(bm, swap)))
 /* 64-deep k-tiles a stage holds: k36's narrow tiles take two (K36_KA),
  * eight wgmma a full/empty hand-over instead of four (docs/NOTES.md,
  * session 12: 3-6% faster at the one-wave k36 shapes); the others one. */
@@ -86,7 +87,7 @@
 /* Shared memory of an instance: the ring, the epilogue's C buffers (the
  * staged chunks; a swapped tile's whole bm x bn fp32 C tile,
  * k30_epilogue_swap_staged), the barriers. */
-#define K30_EPI_CFG(bm, bn, swap) ((swap) ? (bm) * (bn) * 4 : K30_EPI_BYTES)
+#define K30_EPI_CFG(bm, bn, swap) ((swap) ? (bm) * (bn) * 4 : (bm) / 64 * 2 * K30_EPI_CHUNK)
 #define K30_SMEM_CFG(bm, bn, swap) K30_SMEM_MNA(bm, bn, K30_KA(swap), K30_EPI_CFG(bm, bn, swap))
 
 static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 192, 0) <= 227 * 1024 &&
@@ -94,7 +95,8 @@ static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM,
                   K30_SMEM_CFG(K30_BM, 128, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 64, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(16, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(32, 64, 1) <= 227 * 1024 &&
                   K30_SMEM_CFG(48, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(144, 128, 2) <= 227 * 1024 &&
-                  K30_SMEM_CFG(64, 64, 1) <= 227 * 1024,
+                  K30_SMEM_CFG(64, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(64, 128, 0) <= 227 * 1024 &&
+                  K30_SMEM_CFG(64, 144, 0) <= 227 * 1024 && K30_SMEM_CFG(64, 192, 0) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
 static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 64) % 1024 == 0 &&
                   K30_STAGE_BYTES_MN(48, 64) % 1024 == 0 && K30_A_BYTES_M(48) % 1024 == 0 &&
@@ -107,7 +109,7 @@ static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 6
  * the accumulator count (k30_wgmma_tma 128 x 256, k33 128 x 128, k34 128 x
  * 64, k35 128 x 192); SWAP (k36) swaps the operands' roles. */
 template <int A_MN, int B_MN, int BM, int BN, int SWAP>
-static __global__ void __launch_bounds__(K30_THREADS_CFG(SWAP), 1) k30_kernel(const __grid_constant__ k30_params p)
+static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kernel(const __grid_constant__ k30_params p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) uint8_t k30_smem[];
@@ -119,12 +121,12 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(SWAP), 1) k30_kernel(co
     const int wg = threadIdx.x / 128;
 
     if (threadIdx.x == 0)
-        k30_init(&p, full_bar, empty_bar, 4 * K30_CONS(SWAP), K30_STAGES_MNA(BM, BN, K30_KA(SWAP)));
+        k30_init(&p, full_bar, empty_bar, 4 * K30_CONS(BM, SWAP), K30_STAGES_MNA(BM, BN, K30_KA(SWAP)));
     __syncthreads();
 
     if (wg == 0) {
         /* Producer warpgroup: one thread issues every load. */
-        if (!SWAP)
+        if (K30_CONS(BM, SWAP) == K30_CONSUMERS && !SWAP)
             tk_setmaxnreg_dec(K30_PRODUCER_REGS);
         if (threadIdx.x == 0) {
             k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
@@ -136,9 +138,9 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(SWAP), 1) k30_kernel(co
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile (SWAP: the
          * whole 64 x BM tile of C^T). */
-        if (!SWAP)
+        if (K30_CONS(BM, SWAP) == K30_CONSUMERS && !SWAP)
             tk_setmaxnreg_inc(K30_CONSUMER_REGS);
-        const int c = SWAP == 1 ? 0 : wg - 1;   /* SWAP 1: one consumer, known at compile time */
+        const int c = K30_CONS(BM, SWAP) == 1 ? 0 : wg - 1;   /* one consumer: known at compile time */
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
         const uint32_t empty[1] = { empty_bar };
         float acc[(SWAP ? BM : BN) / 2];
@@ -158,10 +160,10 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(SWAP), 1) k30_kernel(co
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
-                    k30_sk_save<SWAP ? BM : BN>(&p, acc, v * K30_CONS(SWAP) + c, tid, 1 + c);
+                    k30_sk_save<SWAP ? BM : BN>(&p, acc, v * K30_CONS(BM, SWAP) + c, tid, 1 + c);
                     continue;
                 }
-                k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, c, K30_CONS(SWAP), tid, 1 + c);
+                k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, c, K30_CONS(BM, SWAP), tid, 1 + c);
             }
             if (SWAP && p.c_tma)
                 k30_epilogue_swap_staged<BM>(&p, acc, tm * BM, tn * BN + 64 * c, warp, lane, ebuf, epp, 1 + c);
@@ -205,6 +207,10 @@ static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
                : bm == 32 ? K30_SWAP_FUNC(op_b, 32)
                : bm == 48 ? K30_SWAP_FUNC(op_b, 48)
                           : K30_SWAP_FUNC(op_b, 64);
+    if (bm == 64)
+        return bn == 128   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, 64, 128, 0)
+               : bn == 144 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, 64, 144, 0)
+                           : K30_SELECT_CFG(k30_kernel, op_a, op_b, 64, 192, 0);
     return bn == 256   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 256, 0)
            : bn == 192 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 192, 0)
            : bn == 144 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 144, 0)
@@ -217,7 +223,7 @@ static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
 static void k30_resources_cfg(int bm, int bn, int swap, const tk_args *a, tk_resources *r)
 {
     r->func = a ? k30_func(bm, bn, swap, a->op_a, a->op_b) : k30_func(bm, bn, swap, TK_OP_N, TK_OP_T);
-    r->threads = K30_THREADS_CFG(swap);
+    r->threads = K30_THREADS_CFG(bm, swap);
     r->dyn_smem = (size_t)K30_SMEM_CFG(bm, bn, swap);
 }
 
@@ -254,6 +260,8 @@ static int k30_rank_cfg(int bm, int bn, int swap, int first_rank, int auto_rank,
             return auto_rank;
         return a->m <= 8 || (a->m <= 16 && k30_swap_stream(a)) ? 39 : first_rank;
     }
+    if (bm == 64)
+        return k30_pick_rows64(a, dev->sm_count) == bn ? first_rank : auto_rank;
     return k30_pick_bn(a, dev->sm_count) == bn ? first_rank : auto_rank;
 }
 
@@ -264,7 +272,7 @@ static tk_status k30_supports(const tk_args *a, const tk_device *dev, char *why,
 
 static size_t k30_workspace(const tk_args *a, const tk_device *dev)
 {
-    return k30_workspace_mn(K30_BM, 256, a, dev);
+    return k30_workspace_mn(K30_BM, 256, K30_CONSUMERS, a, dev);
 }
 
 static void k30_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
@@ -306,7 +314,7 @@ extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
     }                                                                                                              \
     static size_t name##_workspace(const tk_args *a, const tk_device *dev)                                         \
     {                                                                                                              \
-        return k30_workspace_mn(bm, bn, a, dev);                                                                   \
+        return k30_workspace_mn(bm, bn, K30_CONS(bm, swap), a, dev);                                                                \
     }                                                                                                              \
     static int name##_rank(const tk_args *a, const tk_device *dev)                                                 \
     {                                                                                                              \
@@ -430,3 +438,29 @@ K30_CONFIG(k36_swap_64x64, 64, 64, 1, 41, 1,
 K30_CONFIG(k38_swap_144x128, 144, 128, 2, 35, 1,
            "k30 with the roles swapped: 144 x 128 C tiles as two consumers' m64n144k16 of B's rows by A's, staged "
            "TMA-store epilogue (op_a N)")
+/* k42_wgmma_64x128, k42_wgmma_64x144, k42_wgmma_64x192: 64-row tiles, one
+ * consumer warpgroup (256 threads, no setmaxnreg: 166 / 184 / 226
+ * registers), wgmma m64nBNk16 with A and B from shared memory, stages of
+ * one k-tile (24 / 32 / 32 KB, 8 / 6 / 6 of them), the staged epilogue in
+ * two 8 KB chunk buffers. Why: at one-wave medium shapes k34's 128 x 64
+ * tiles take two consumers reading B's 64 x 64 tile once each (32 KB of
+ * shared-memory reads a k-tile for 128 x 64 x 64, the tensor cores' own
+ * rate), k33's 128 x 128 tiles leave SMs idle (2048 x 768: 96 tiles), and
+ * cuBLAS runs 64-row tiles there (docs/NOTES.md, session 9). Figures (H100,
+ * fp32 C, x cuBLAS in the same run, the previous pick; NOTES, session 17):
+ * 64 x 128 at 768^3 7.9 us (0.91x; k34 8.5), 1024^3 9.3 (0.97x; k34 9.7);
+ * 64 x 144 at 512 x 2304 x 768 NT 9.5 (0.92x; k33 10.4); 64 x 192 at 2048
+ * x 768 x 3072 NT 19.4 (0.96x; k33 22.4), 512 x 3072 x 768 NT 10.5 (0.96x;
+ * k33 11.6). k30_pick_rows64 gives them those shapes. 192-row tiles with
+ * three consumers (512 threads, 128 registers) lost everywhere: 3000^3
+ * 111.7 us against k31's 92-101, 1536^3 18.9 against k38's 17.9.
+ * Reproduce: build/tilekit bench --kernel cublas,k33_wgmma_128x128,k42_wgmma_64x192 --op-b t --shapes 2048x768x3072 */
+K30_CONFIG(k42_wgmma_64x128, 64, 128, 0, 36, 1,
+           "k30 with 64x128 tiles and one consumer warpgroup (wgmma m64n128k16): one wave of small tiles at medium "
+           "shapes")
+K30_CONFIG(k42_wgmma_64x144, 64, 144, 0, 36, 1,
+           "k30 with 64x144 tiles and one consumer warpgroup (wgmma m64n144k16): one wave of small tiles at medium "
+           "shapes")
+K30_CONFIG(k42_wgmma_64x192, 64, 192, 0, 36, 1,
+           "k30 with 64x192 tiles and one consumer warpgroup (wgmma m64n192k16): one wave of small tiles at medium "
+           "shapes")

@@ -244,7 +244,7 @@ static size_t k31_workspace(const tk_args *a, const tk_device *dev)
     const long long ctile_rows = (a->m + K31_CLUSTER * K30_BM - 1) / (K31_CLUSTER * K30_BM);
     const long long ctiles = ctile_rows * ((a->n + K30_BN - 1) / K30_BN);
     const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
-    return k30_sk_may_split(ctiles, k_tiles, max_clusters) ? k30_sk_bytes(max_clusters, K31_CLUSTER) : 0;
+    return k30_sk_may_split(ctiles, k_tiles, max_clusters) ? k30_sk_bytes(max_clusters, K31_CLUSTER * K30_CONSUMERS) : 0;
 }
 
 /* Auto-dispatch prefers k30_wgmma_tma (rank 29) over this kernel where M

@@ -38,9 +38,9 @@ extern "C" {
 static tk_handle g_h;
 static int g_ok_device;
 /* The kernels under test: every registry entry of the k30 family (k30_*,
- * k31_*, k33_* .. k36_*, k38_*), or the
+ * k31_*, k33_* .. k36_*, k38_*, k42_*), or the
  * comma-separated list in TK_K30_KERNELS. */
-static const char *g_kernels[10];
+static const char *g_kernels[16];
 static int g_nkernels;
 static char g_kernel_env[256];
 static const char *g_ref = "cublas";   /* TK_K30_REF: the reference (k01_naive under the sanitizers) */
@@ -387,6 +387,9 @@ static void k30_split_plan(void)
         { 512, 4096, 4096, 2 },    /* 32 tiles: 2 slices fill 64 clusters */
         { 256, 4096, 14336, 4 },   /* 16 tiles of 224 k-tiles: 4 slices at most */
         { 256, 256, 256, 0 },      /* 1 tile of 4 k-tiles */
+        { 3000, 3000, 3000, 3 },   /* 144 tiles: 12 left, 3 slices of 15-16 k-tiles (last wave: >= 12) */
+        { 3000, 3000, 2300, 3 },   /* 36 k-tiles: 3 slices of 12 */
+        { 3000, 3000, 2200, 2 },   /* 35 k-tiles: 2 slices */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tk_args a;
@@ -395,13 +398,13 @@ static void k30_split_plan(void)
         a.n = cases[i].n;
         a.k = cases[i].k;
         a.kws = (void *)(uintptr_t)4096;   /* never dereferenced here */
-        a.kws_bytes = k30_sk_bytes(66, 2);
+        a.kws_bytes = k30_sk_bytes(66, 2 * K30_CONSUMERS);
         a.seq = 7;
         k30_params p;
         memset(&p, 0, sizeof p);
         p.k_tiles = (int)((a.k + K30_BK - 1) / K30_BK);
         const long long tiles = ((a.m + 255) / 256) * ((a.n + K30_BN - 1) / K30_BN);
-        k30_plan_split_wave(&p, &a, 2, tiles, 66);
+        k30_plan_split_wave(&p, &a, 2 * K30_CONSUMERS, tiles, 66);
         CHECK(p.sk_slices == cases[i].slices, "%lldx%lldx%lld: %d slices, expected %d", (long long)a.m,
               (long long)a.n, (long long)a.k, p.sk_slices, cases[i].slices);
         const int few = tiles < 66;
@@ -413,7 +416,7 @@ static void k30_split_plan(void)
         CHECK(!p.sk_slices || k30_sk_may_split(tiles, p.k_tiles, 66), "split without a workspace from k31");
         /* Without a workspace nothing is split. */
         a.kws = NULL;
-        k30_plan_split_wave(&p, &a, 2, tiles, 66);
+        k30_plan_split_wave(&p, &a, 2 * K30_CONSUMERS, tiles, 66);
         CHECK(p.sk_slices == 0 && p.sk_first == tiles && p.num_clusters == (few ? tiles : 66),
               "no workspace: unsplit");
     }
@@ -706,16 +709,16 @@ void tk_tests(void)
     const char *env = getenv("TK_K30_KERNELS");
     if (env && *env) {
         snprintf(g_kernel_env, sizeof g_kernel_env, "%s", env);
-        for (char *tok = strtok(g_kernel_env, ","); tok && g_nkernels < 10; tok = strtok(NULL, ","))
+        for (char *tok = strtok(g_kernel_env, ","); tok && g_nkernels < 16; tok = strtok(NULL, ","))
             g_kernels[g_nkernels++] = tok;
     } else {
-        for (int i = 0; i < tk_kernel_count() && g_nkernels < 10; i++) {
+        for (int i = 0; i < tk_kernel_count() && g_nkernels < 16; i++) {
             tk_kernel_props kp;
             if (tk_kernel_get(i, &kp) != TK_SUCCESS)
                 continue;
             if (!strncmp(kp.name, "k30_", 4) || !strncmp(kp.name, "k31_", 4) || !strncmp(kp.name, "k33_", 4) ||
                 !strncmp(kp.name, "k34_", 4) || !strncmp(kp.name, "k35_", 4) || !strncmp(kp.name, "k36_", 4) ||
-                !strncmp(kp.name, "k38_", 4))
+                !strncmp(kp.name, "k38_", 4) || !strncmp(kp.name, "k42_", 4))
                 g_kernels[g_nkernels++] = kp.name;
         }
     }

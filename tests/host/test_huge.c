@@ -237,7 +237,8 @@ static void test_32bit_refusals(void)
                   TK_SUCCESS, "k01_naive refused: %s", why);
         }
     }
-    CHECK(hopper == 11, "%d Hopper kernels in the registry, want 11 (k30, k31, k33, k34, k35, four k36, k37, k38)",
+    CHECK(hopper == 14,
+          "%d Hopper kernels in the registry, want 14 (k30, k31, k33, k34, k35, four k36, k37, k38, three k42)",
           hopper);
 }
 

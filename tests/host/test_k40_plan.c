@@ -185,7 +185,17 @@ static void test_dispatch_table(void)
         { 128, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_64x64" },    /* 128 tiles of 64 x 64 */
         { 256, 256, 256, TK_OP_N, TK_OP_N, "k36_swap_16x64" },
         { 512, 512, 512, TK_OP_N, TK_OP_N, "k36_swap_32x64" },
-        { 768, 768, 768, TK_OP_N, TK_OP_N, "k34_wgmma_128x64" },
+        { 768, 768, 768, TK_OP_N, TK_OP_N, "k42_wgmma_64x128" },      /* 72 tiles of 64 x 128 */
+        { 1024, 1024, 1024, TK_OP_N, TK_OP_N, "k42_wgmma_64x128" },   /* 128 tiles */
+        { 768, 768, 768, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },      /* 144 wide: as many tiles */
+        { 512, 2304, 768, TK_OP_N, TK_OP_T, "k42_wgmma_64x144" },     /* 128 tiles; 64 x 192: 96 */
+        { 512, 2304, 768, TK_OP_N, TK_OP_N, "k42_wgmma_64x192" },     /* N-major B: no 144 */
+        { 2048, 768, 3072, TK_OP_N, TK_OP_T, "k42_wgmma_64x192" },    /* 128 tiles; 64 x 128: 192 */
+        { 512, 3072, 768, TK_OP_T, TK_OP_T, "k42_wgmma_64x192" },     /* M-major A too */
+        { 2048, 1024, 768, TK_OP_N, TK_OP_T, "k33_wgmma_128x128" },   /* 64 x 192: 192 tiles */
+        { 768, 768, 776, TK_OP_N, TK_OP_T, "k33_wgmma_128x128" },     /* rows of 1552 bytes */
+        { 640, 512, 1024, TK_OP_T, TK_OP_T, "k34_wgmma_128x64" },     /* 40 tiles of 64 x 128: too few */
+        { 192, 4096, 4096, TK_OP_T, TK_OP_T, "k34_wgmma_128x64" },    /* B a DRAM stream */
         { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },   /* rows of 2000 bytes */
         { 4096, 4096, 4096, TK_OP_N, TK_OP_N, "k31_wgmma_cluster" },
         { 1536, 1536, 1536, TK_OP_N, TK_OP_N, "k38_swap_144x128" },    /* N-major B: 132 swapped tiles */
