@@ -154,34 +154,22 @@ static __device__ __forceinline__ void k40_mma_chunk(float (*acc)[4], uint4 wl, 
     }
 }
 
-/* One step's weights in registers: UU chunks of the two rows. */
-template <int UU>
-struct k40_wregs {
-    uint4 wl[UU], wh[UU];
-};
-
-/* Loads n <= UU chunks of weights from chunk c on, all inside K (the rest
- * zeros). */
-template <int ALIGNED, int UU>
-static __device__ __forceinline__ void k40_load_w(k40_wregs<UU> *r, const uint16_t *wl_row, const uint16_t *wh_row,
-                                                  int64_t c, int n)
+/* n <= UU chunks of the two weight rows from chunk c on, all inside K (the
+ * rest zeros), and the tokens of the same chunks (L1-resident after the
+ * first warp); every load issued before the first MMA, so a warp has UU KB
+ * of weights in flight; a warp's last n < UU chunks go in one such step
+ * too, one memory round trip instead of n. Then the MMAs in chunk order. */
+template <int NJ, int ALIGNED, int UU>
+static __device__ __forceinline__ void k40_step(float (*acc)[4], const uint16_t *wl_row, const uint16_t *wh_row,
+                                                const uint16_t *const *x_row, int64_t c, int n)
 {
     const int64_t k0 = c * K40_CHUNK + 8 * (threadIdx.x % 4);
+    uint4 wl[UU], wh[UU], xv[UU][NJ];
 #pragma unroll
     for (int u = 0; u < UU; u++) {
-        r->wl[u] = k40_load8<ALIGNED, 1>(u < n ? wl_row : NULL, k0 + u * K40_CHUNK);
-        r->wh[u] = k40_load8<ALIGNED, 1>(u < n ? wh_row : NULL, k0 + u * K40_CHUNK);
+        wl[u] = k40_load8<ALIGNED, 1>(u < n ? wl_row : NULL, k0 + u * K40_CHUNK);
+        wh[u] = k40_load8<ALIGNED, 1>(u < n ? wh_row : NULL, k0 + u * K40_CHUNK);
     }
-}
-
-/* The tokens of the same n chunks (L1-resident after the first warp), then
- * the MMAs in chunk order. */
-template <int NJ, int ALIGNED, int UU>
-static __device__ __forceinline__ void k40_mma_w(float (*acc)[4], const k40_wregs<UU> *r,
-                                                 const uint16_t *const *x_row, int64_t c, int n)
-{
-    const int64_t k0 = c * K40_CHUNK + 8 * (threadIdx.x % 4);
-    uint4 xv[UU][NJ];
 #pragma unroll
     for (int u = 0; u < UU; u++)
 #pragma unroll
@@ -190,20 +178,7 @@ static __device__ __forceinline__ void k40_mma_w(float (*acc)[4], const k40_wreg
 #pragma unroll
     for (int u = 0; u < UU; u++)
         if (u < n)
-            k40_mma_chunk<NJ>(acc, r->wl[u], r->wh[u], xv[u]);
-}
-
-/* n <= UU chunks from chunk c on, all inside K: every load issued before
- * the first MMA, so a warp has UU KB of weights in flight; a warp's last
- * n < UU chunks go in one such step too, one memory round trip instead
- * of n. */
-template <int NJ, int ALIGNED, int UU>
-static __device__ __forceinline__ void k40_step(float (*acc)[4], const uint16_t *wl_row, const uint16_t *wh_row,
-                                                const uint16_t *const *x_row, int64_t c, int n)
-{
-    k40_wregs<UU> r;
-    k40_load_w<ALIGNED, UU>(&r, wl_row, wh_row, c, n);
-    k40_mma_w<NJ, ALIGNED, UU>(acc, &r, x_row, c, n);
+            k40_mma_chunk<NJ>(acc, wl[u], wh[u], xv[u]);
 }
 
 /* Tokens staged in shared memory (XS, k40_plan.h): the CTA's four
