@@ -1146,19 +1146,22 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
  * (ties: the narrower). A 64 x BN tile reads A once and B once a k-step
  * (wgmma m64nBNk16), where k34's two consumers read 64 x 64 each from B's
  * shared tile twice: the same work per k-tile from fewer shared-memory
- * bytes, and more, smaller tiles than k33 where BN is 192. M > 128 (smaller
- * M: k36 / k40 / k34's decode rules), B not a DRAM stream (not measured
- * there; k34 keeps those) and rows of 128-byte multiples: with 2000-byte
- * rows (1000^3) k33 stays faster (13.6 us against 14.3). Measured
+ * bytes, and more, smaller tiles than k33 where BN is 192. M > 64 (smaller
+ * M: k40's and k34's decode rules; k36 ranks above where it fits) and rows
+ * of 128-byte multiples: with 2000-byte rows (1000^3) k33 stays faster
+ * (13.6 us against 14.3). Measured
  * on the H100 (fp32 C, us, x cuBLAS, the previous pick; NOTES session 17):
  * 768^3 7.9 (0.91x; k34 8.5), 1024^3 9.3 (0.97x; k34 9.7), 512 x 2304 x 768
  * NT 9.5 (0.92x; k33 10.4), 2048 x 768 x 3072 NT 19.4 (0.96x; k33 22.4),
  * 2048 x 768 x 768 NT 9.7 (0.97x; k33 11.0), 512 x 3072 x 768 NT 10.5
- * (0.96x; k33 11.6). */
+ * (0.96x; k33 11.6); with B a DRAM stream too: 128 x 4608 x 3584 NT 18.4
+ * (0.91x; k34 18.9), 128 x 6144 x 4096 NT 23.7 (0.95x; k34 24.4), 192 x
+ * 4096 x 4096 NT 20.1 (0.93x; k34 31.8: its second 128-row tile is half
+ * TMA zero fill). */
 static inline int k30_pick_rows64(const tk_args *a, int sms)
 {
     static const int bns[3] = { 128, 144, 192 };
-    if (a->m <= K30_BM || k30_ragged(a) || k30_swap_stream(a))
+    if (a->m <= 64 || k30_ragged(a))
         return 0;
     const long long rows = (a->m + 63) / 64;
     int best = 0;

@@ -165,7 +165,7 @@ static void test_dispatch_table(void)
         { 33, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_32x64" },     /* 128 tiles of 32 x 64 */
         { 65, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_48x64" },     /* 128 tiles of 48 x 64 (a stream) */
         { 97, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 97-128 tokens: 128 tiles of 64 x 64 */
-        { 129, 4096, 4096, TK_OP_N, TK_OP_T, "k34_wgmma_128x64" },  /* 192 of 64 x 64: two waves */
+        { 129, 4096, 4096, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },  /* 96 of 64 x 128; 64 x 64: 192 */
         { 128, 3584, 3584, TK_OP_N, TK_OP_T, "k36_swap_64x64" },    /* 112 tiles */
         { 64, 4608, 3584, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 72 tiles; 48 x 64: 144 */
         { 128, 3072, 768, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 96 tiles */
@@ -195,7 +195,9 @@ static void test_dispatch_table(void)
         { 2048, 1024, 768, TK_OP_N, TK_OP_T, "k33_wgmma_128x128" },   /* 64 x 192: 192 tiles */
         { 768, 768, 776, TK_OP_N, TK_OP_T, "k33_wgmma_128x128" },     /* rows of 1552 bytes */
         { 640, 512, 1024, TK_OP_T, TK_OP_T, "k34_wgmma_128x64" },     /* 40 tiles of 64 x 128: too few */
-        { 192, 4096, 4096, TK_OP_T, TK_OP_T, "k34_wgmma_128x64" },    /* B a DRAM stream */
+        { 192, 4096, 4096, TK_OP_T, TK_OP_T, "k42_wgmma_64x128" },    /* 96 tiles; k34's second half empty */
+        { 128, 4608, 3584, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },    /* 72 tiles; 64 x 64: 144 */
+        { 64, 4608, 3584, TK_OP_T, TK_OP_T, "k34_wgmma_128x64" },     /* M <= 64: decode rules */
         { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },   /* rows of 2000 bytes */
         { 4096, 4096, 4096, TK_OP_N, TK_OP_N, "k31_wgmma_cluster" },
         { 1536, 1536, 1536, TK_OP_N, TK_OP_N, "k38_swap_144x128" },    /* N-major B: 132 swapped tiles */
