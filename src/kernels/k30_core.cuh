@@ -939,6 +939,7 @@ static inline size_t k30_sk_flag_bytes(size_t ws_bytes)
 {
     return (ws_bytes / (K30_SK_SLOT_BYTES + sizeof(uint32_t)) * sizeof(uint32_t) + 255) & ~(size_t)255;
 }
+/* subs: slots a unit (consumer warpgroups x CTAs of a cluster) */
 static inline size_t k30_sk_bytes(int max_clusters, int subs)
 {
     /* enough for both plans: a few-tile split has tiles * (s - 1) <
@@ -1149,8 +1150,8 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
  * bytes, and more, smaller tiles than k33 where BN is 192. M > 64 (smaller
  * M: k40's and k34's decode rules; k36 ranks above where it fits) and rows
  * of 128-byte multiples: with 2000-byte rows (1000^3) k33 stays faster
- * (13.6 us against 14.3). Measured
- * on the H100 (fp32 C, us, x cuBLAS, the previous pick; NOTES session 17):
+ * (13.6 us against 14.3). Measured on the H100 (fp32 C, us, x cuBLAS, the
+ * previous pick; NOTES session 17):
  * 768^3 7.9 (0.91x; k34 8.5), 1024^3 9.3 (0.97x; k34 9.7), 512 x 2304 x 768
  * NT 9.5 (0.92x; k33 10.4), 2048 x 768 x 3072 NT 19.4 (0.96x; k33 22.4),
  * 2048 x 768 x 768 NT 9.7 (0.97x; k33 11.0), 512 x 3072 x 768 NT 10.5
@@ -1190,7 +1191,7 @@ static inline size_t k30_workspace_mn(int bm, int bn, int subs, const tk_args *a
  * of their k-tiles, those tiles give s (T % C) units dealt out like tiles,
  * ceil(s (T % C) / C) rounds of 1/s tile each. Split when some s <=
  * K30_SK_MAX_SLICES ends the wave in at most 0.8 of a tile time, with slices
- * of at least K30_SK_MIN_SLICE_KTILES k-tiles; the unit that computes a
+ * of at least K30_SK_WAVE_MIN_SLICE_KTILES k-tiles; the unit that computes a
  * tile's last slice adds the others' partial sums before storing it.
  * The units of a round cover few k positions, so the clusters still read
  * the same A and B k-tiles at about the same time (L2 reuse): a stream-K
@@ -1199,7 +1200,8 @@ static inline size_t k30_workspace_mn(int bm, int bn, int subs, const tk_args *a
  * With fewer tiles than clusters (T < C) every tile is split instead, into
  * the most slices s <= K30_SK_FEW_MAX_SLICES with T s <= C, each of at least
  * K30_SK_MIN_SLICE_KTILES k-tiles: one round of T s units.
- * Sets p->num_clusters, the clusters to launch. */
+ * subs: the partial-sum slots a unit takes (consumer warpgroups x CTAs of a
+ * cluster). Sets p->num_clusters, the clusters to launch. */
 static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int subs, long long tiles, int clusters)
 {
     p->num_clusters = tiles < clusters ? (int)tiles : clusters;

@@ -34,7 +34,7 @@
  *   the staged one to k30/k33/k34 as well (session 4).
  * - Split last wave: with T cluster tiles on C clusters the walk ends with
  *   T % C tiles while the other clusters idle. When splitting those tiles
- *   into 2 or 3 slices of their k-tiles (at least 16 each) ends that wave in
+ *   into 2 or 3 slices of their k-tiles (at least 12 each) ends that wave in
  *   at most 0.8 of a tile time, the slices are dealt out like tiles; a unit
  *   other than a tile's last slice leaves its fp32 sum in a workspace slot
  *   and sets a flag (release), the last slice's unit waits for the flags
