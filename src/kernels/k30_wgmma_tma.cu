@@ -77,6 +77,10 @@
  * the 128-row tiles: two). */
 #define K30_CONS(bm, swap) ((swap) ? (swap) : (bm) / 64)
 #define K30_THREADS_CFG(bm, swap) (128 * (1 + K30_CONS(bm, swap)))
+/* setmaxnreg moves registers from the producer to the consumers of the
+ * unswapped 128-row tiles (up to 128 accumulators a thread in 384
+ * threads); one consumer (256 threads) has 255 registers a thread anyway. */
+#define K30_REALLOC(bm, swap) (!(swap) && (bm) == K30_BM)
 /* 64-deep k-tiles a stage holds: k36's narrow tiles take two (K36_KA),
  * eight wgmma a full/empty hand-over instead of four (docs/NOTES.md,
  * session 12: 3-6% faster at the one-wave k36 shapes); the others one. */
@@ -127,7 +131,7 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
 
     if (wg == 0) {
         /* Producer warpgroup: one thread issues every load. */
-        if (K30_CONS(BM, SWAP) == K30_CONSUMERS && !SWAP)
+        if (K30_REALLOC(BM, SWAP))
             tk_setmaxnreg_dec(K30_PRODUCER_REGS);
         if (threadIdx.x == 0) {
             k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
@@ -139,7 +143,7 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile (SWAP: the
          * whole 64 x BM tile of C^T). */
-        if (K30_CONS(BM, SWAP) == K30_CONSUMERS && !SWAP)
+        if (K30_REALLOC(BM, SWAP))
             tk_setmaxnreg_inc(K30_CONSUMER_REGS);
         const int c = K30_CONS(BM, SWAP) == 1 ? 0 : wg - 1;   /* one consumer: known at compile time */
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -149,8 +153,8 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
         for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
             acc[i] = 0.0f;
         const int tid = threadIdx.x % 128;
-        /* the consumer's C buffer: SWAP a BM x 64 fp32 tile, else two chunks */
-        const uint32_t ebuf = epi + c * (SWAP ? BM * 256 : 2 * K30_EPI_CHUNK);
+        /* the consumer's share of the C buffers (SWAP: a BM x 64 fp32 tile, else two chunks) */
+        const uint32_t ebuf = epi + c * (K30_EPI_CFG(BM, BN, SWAP) / K30_CONS(BM, SWAP));
         uint8_t *epp = k30_smem + (ebuf - tk_smem_u32(k30_smem));
         k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
         int s = 0, t, tm, tn, kb, ke, v;

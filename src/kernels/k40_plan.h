@@ -213,8 +213,8 @@ static inline void k40_plan_with(const tk_args *a, int sms, size_t ws_avail, int
 static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40_plan *p)
 {
     k40_plan_with(a, sms, ws_avail, 0, p);
-    if (!p->bulk && k40_aligned(a) && p->nj >= 4 && p->r * p->k >= K40_XS_MIN_RK)
-        k40_plan_with(a, sms, ws_avail, 1, p);
+    if (!p->bulk)
+        k40_plan_with(a, sms, ws_avail, 1, p);   /* its own rule decides whether tokens are staged */
 }
 
 #endif /* TK_K40_PLAN_H */
