@@ -45,6 +45,11 @@
  *  - Any alignment: 16-byte loads where rows and bases allow, element loads
  *    otherwise (ALIGNED = 0) and on the K edge; any M, N, K (rows and tokens
  *    past the edges are predicated off).
+ *  - A short start: the ring's tensor maps only in the ring's parameter
+ *    block (k40_bulk_params), and no 64-bit division before an unsplit
+ *    CTA's first load (session 18: 1 x 50257 x 768 NT 30.5 -> 29.9 us, 16 x
+ *    50257 x 768 33.0 -> 31.1, 1 x 4608 x 3584 17.4 -> 16.3, 2 x 768 x 768
+ *    7.3 -> 6.0).
  *
  * Configuration: 4 warps (128 threads); each 16-row slab of weights is
  * read by wk warps splitting its k-range and meeting in shared memory (wk
@@ -89,7 +94,6 @@
 #define K40_THREADS (32 * K40_WARPS)
 
 typedef struct k40_params {
-    CUtensorMap wmap, xmap;            /* bulk only: boxes of 16 x 256 and 8 * nj x 256 (k40_loop_bulk) */
     const uint16_t *w, *x;             /* weights R x K, tokens T x K, both along K */
     int64_t ldw, ldx;
     void *c;
@@ -103,6 +107,17 @@ typedef struct k40_params {
     float4 *part;                      /* partial slots, (group * splits + split) * 128 * NJ float4s */
     uint32_t seq;
 } k40_params;
+
+/* The ring's launches (k40_kernel_bulk) add its two tensor maps: boxes of
+ * 16 x 256 weights and 8 * nj x 256 tokens. Apart from k40_params because a
+ * launch's parameter block is copied for every launch and read by every
+ * CTA: 464 bytes with the maps, 144 without (a load-only kernel with the
+ * larger block took 0.3-0.9 us longer at 1 x 50257 x 768's 1571 CTAs;
+ * docs/NOTES.md, session 18). */
+typedef struct k40_bulk_params {
+    CUtensorMap wmap, xmap;
+    k40_params p;
+} k40_bulk_params;
 
 /* 8 bf16 of a row at column k (a multiple of 8) inside K: one 16-byte
  * load where the row is 16-byte aligned, else element by element. NULL row
@@ -262,7 +277,8 @@ static __device__ __forceinline__ int64_t k40_loop_xs(float (*acc)[4], uint4 (*x
  * first chunk not done. */
 template <int NJ>
 static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t *ring, uint64_t *full,
-                                                        const k40_params *p, int64_t r0, int64_t t0, int64_t c0,
+                                                        const CUtensorMap *wmap, const CUtensorMap *xmap, int64_t r0,
+                                                        int64_t t0, int64_t c0,
                                                         int64_t c_end)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
@@ -274,8 +290,8 @@ static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t
     constexpr uint32_t STAGE = (16 + 8 * NJ) * SB;
     const uint32_t ring_s = tk_smem_u32(ring), full_s = tk_smem_u32(full);
     if (threadIdx.x == 0) {
-        tk_tma_prefetch_map(&p->wmap);
-        tk_tma_prefetch_map(&p->xmap);
+        tk_tma_prefetch_map(wmap);
+        tk_tma_prefetch_map(xmap);
         for (int st = 0; st < K40_BULK_NS; st++)
             tk_mbarrier_init(full_s + 8 * st, 1);
         tk_fence_mbarrier_init();
@@ -285,8 +301,8 @@ static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t
         const uint32_t st = (uint32_t)s;
         const int32_t k = (int32_t)((c0 + s * K40_BULK_SC) * K40_CHUNK);
         tk_mbarrier_arrive_expect_tx(full_s + 8 * st, STAGE);
-        tk_tma_load_2d(ring_s + st * STAGE, &p->wmap, k, (int32_t)r0, full_s + 8 * st);
-        tk_tma_load_2d(ring_s + st * STAGE + 16 * SB, &p->xmap, k, (int32_t)t0, full_s + 8 * st);
+        tk_tma_load_2d(ring_s + st * STAGE, wmap, k, (int32_t)r0, full_s + 8 * st);
+        tk_tma_load_2d(ring_s + st * STAGE + 16 * SB, xmap, k, (int32_t)t0, full_s + 8 * st);
     }
     constexpr int UW = K40_BULK_SC / K40_WARPS;     /* chunks a warp takes of each stage */
     for (int64_t s = 0; s < nst; s++) {
@@ -307,8 +323,8 @@ static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t
         if (threadIdx.x == 0 && s + K40_BULK_NS < nst) {
             const int32_t k = (int32_t)((c0 + (s + K40_BULK_NS) * K40_BULK_SC) * K40_CHUNK);
             tk_mbarrier_arrive_expect_tx(full_s + 8 * st, STAGE);
-            tk_tma_load_2d(ring_s + st * STAGE, &p->wmap, k, (int32_t)r0, full_s + 8 * st);
-            tk_tma_load_2d(ring_s + st * STAGE + 16 * SB, &p->xmap, k, (int32_t)t0, full_s + 8 * st);
+            tk_tma_load_2d(ring_s + st * STAGE, wmap, k, (int32_t)r0, full_s + 8 * st);
+            tk_tma_load_2d(ring_s + st * STAGE + 16 * SB, xmap, k, (int32_t)t0, full_s + 8 * st);
         }
     }
     return c0 + nst * K40_BULK_SC;
@@ -317,16 +333,18 @@ static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t
 #endif
 }
 
+/* The kernel's body (k40_kernel, k40_kernel_bulk: the ring's tensor maps
+ * wmap, xmap, or NULL). */
 template <int NJ, int ALIGNED, int XS, int BULK>
-static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
-    k40_kernel(const __grid_constant__ k40_params p)
+static __device__ __forceinline__ void k40_body(const k40_params &p, const CUtensorMap *wmap, const CUtensorMap *xmap)
 {
     constexpr int U = K40_U(NJ, ALIGNED);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
     /* wk warps share each 16-row slab, splitting its k-range; the CTA has
-     * K40_WARPS / wk slabs. */
-    const int wk = p.wk, kw = warp % wk;
-    const int64_t r0 = (int64_t)blockIdx.x * (16 * (K40_WARPS / wk)) + (warp / wk) * 16;   /* k40_rows(wk) */
+     * K40_WARPS / wk slabs. wk is 1, 2 or 4 (k40_plan.h): shifts, not
+     * divisions, here and for the k-range below. */
+    const int lwk = p.wk == 4 ? 2 : p.wk == 2 ? 1 : 0, wk = 1 << lwk, kw = warp & (wk - 1);
+    const int64_t r0 = (int64_t)blockIdx.x * ((16 * K40_WARPS) >> lwk) + (warp >> lwk) * 16;   /* k40_rows(wk) */
     const int64_t t0 = (int64_t)blockIdx.z * (8 * NJ);
     const uint16_t *wl_row = r0 + g < p.r ? p.w + (r0 + g) * p.ldw : NULL;
     const uint16_t *wh_row = r0 + g + 8 < p.r ? p.w + (r0 + g + 8) * p.ldw : NULL;
@@ -335,8 +353,10 @@ static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     for (int j = 0; j < NJ; j++)
         x_row[j] = t0 + 8 * j + g < p.t ? p.x + (t0 + 8 * j + g) * p.ldx : NULL;
 
-    int64_t s0 = (int64_t)blockIdx.y * p.chunks / p.splits;
-    const int64_t s1 = (int64_t)(blockIdx.y + 1) * p.chunks / p.splits;
+    /* The split's chunks; unsplit without the two 64-bit divisions, which
+     * came before every CTA's first load (1 x 50257 x 768: 1571 CTAs). */
+    int64_t s0 = p.splits == 1 ? 0 : (int64_t)blockIdx.y * p.chunks / p.splits;
+    const int64_t s1 = p.splits == 1 ? p.chunks : (int64_t)(blockIdx.y + 1) * p.chunks / p.splits;
     float acc[NJ][4];
 #pragma unroll
     for (int j = 0; j < NJ; j++)
@@ -347,10 +367,10 @@ static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
         extern __shared__ __align__(128) uint8_t k40_ring[];
         __shared__ __align__(8) uint64_t full[K40_BULK_NS];
         const int64_t inside = s1 < p.k / K40_CHUNK ? s1 : p.k / K40_CHUNK;
-        s0 = k40_loop_bulk<NJ>(acc, k40_ring, full, &p, r0, t0, s0,
+        s0 = k40_loop_bulk<NJ>(acc, k40_ring, full, wmap, xmap, r0, t0, s0,
                                s0 + (inside > s0 ? (inside - s0) / K40_BULK_SC * K40_BULK_SC : 0));
     }
-    const int64_t c0 = s0 + (s1 - s0) * kw / wk, c1 = s0 + (s1 - s0) * (kw + 1) / wk;
+    const int64_t c0 = s0 + ((s1 - s0) * kw >> lwk), c1 = s0 + ((s1 - s0) * (kw + 1) >> lwk);
     const int64_t c_full = c1 < p.k / K40_CHUNK ? c1 : p.k / K40_CHUNK;   /* chunks inside K */
 
     int64_t c = c0;
@@ -467,6 +487,20 @@ static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     }
 }
 
+template <int NJ, int ALIGNED, int XS>
+static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
+    k40_kernel(const __grid_constant__ k40_params p)
+{
+    k40_body<NJ, ALIGNED, XS, 0>(p, NULL, NULL);
+}
+
+template <int NJ>
+static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
+    k40_kernel_bulk(const __grid_constant__ k40_bulk_params q)
+{
+    k40_body<NJ, 1, 0, 1>(q.p, &q.wmap, &q.xmap);
+}
+
 /* The kernel instance for nj fragments, the alignment, the token staging
  * (xs: aligned, nj 4 or 8 only) and the ring of TMA copies (bulk: aligned,
  * nj 1, 2 or 4 only). */
@@ -474,18 +508,17 @@ static const void *k40_func(int nj, int aligned, int xs, int bulk)
 {
     switch (nj) {
     case 1:
-        return bulk ? (const void *)k40_kernel<1, 1, 0, 1>
-               : aligned ? (const void *)k40_kernel<1, 1, 0, 0> : (const void *)k40_kernel<1, 0, 0, 0>;
+        return bulk ? (const void *)k40_kernel_bulk<1>
+               : aligned ? (const void *)k40_kernel<1, 1, 0> : (const void *)k40_kernel<1, 0, 0>;
     case 2:
-        return bulk ? (const void *)k40_kernel<2, 1, 0, 1>
-               : aligned ? (const void *)k40_kernel<2, 1, 0, 0> : (const void *)k40_kernel<2, 0, 0, 0>;
+        return bulk ? (const void *)k40_kernel_bulk<2>
+               : aligned ? (const void *)k40_kernel<2, 1, 0> : (const void *)k40_kernel<2, 0, 0>;
     case 4:
-        return bulk ? (const void *)k40_kernel<4, 1, 0, 1>
-               : xs ? (const void *)k40_kernel<4, 1, 1, 0>
-                  : aligned ? (const void *)k40_kernel<4, 1, 0, 0> : (const void *)k40_kernel<4, 0, 0, 0>;
+        return bulk ? (const void *)k40_kernel_bulk<4>
+               : xs ? (const void *)k40_kernel<4, 1, 1>
+                  : aligned ? (const void *)k40_kernel<4, 1, 0> : (const void *)k40_kernel<4, 0, 0>;
     default:
-        return xs ? (const void *)k40_kernel<8, 1, 1, 0>
-                  : aligned ? (const void *)k40_kernel<8, 1, 0, 0> : (const void *)k40_kernel<8, 0, 0, 0>;
+        return xs ? (const void *)k40_kernel<8, 1, 1> : aligned ? (const void *)k40_kernel<8, 1, 0> : (const void *)k40_kernel<8, 0, 0>;
     }
 }
 
@@ -554,7 +587,8 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
             return TK_ERR_CUDA;
         }
     }
-    k40_params p;
+    k40_bulk_params q;                      /* q.p alone where there is no ring (k40_bulk_params) */
+    k40_params &p = q.p;
     p.w = (const uint16_t *)(pl.swap ? a->a : a->b);
     p.x = (const uint16_t *)(pl.swap ? a->b : a->a);
     p.ldw = pl.swap ? a->lda : a->ldb;
@@ -579,17 +613,17 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
         p.part = (float4 *)((char *)a->kws + k40_flag_bytes(pl.rowblocks * pl.tokblocks * pl.splits));
     }
     if (pl.bulk) {
-        tk_status st = tk_tma_map_2d(a->lc, &p.wmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.w, (uint64_t)pl.r,
+        tk_status st = tk_tma_map_2d(a->lc, &q.wmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.w, (uint64_t)pl.r,
                                      (uint64_t)pl.k, (uint64_t)p.ldw, 16, K40_BULK_SC * K40_CHUNK,
                                      CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
         if (!st)
-            st = tk_tma_map_2d(a->lc, &p.xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.x, (uint64_t)pl.t,
+            st = tk_tma_map_2d(a->lc, &q.xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.x, (uint64_t)pl.t,
                                (uint64_t)pl.k, (uint64_t)p.ldx, (uint32_t)(8 * pl.nj), K40_BULK_SC * K40_CHUNK,
                                CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
         if (st)
             return st;
     }
-    void *args[] = { &p };
+    void *args[] = { pl.bulk ? (void *)&q : (void *)&p };
     cudaError_t e = cudaLaunchKernel(func, dim3((unsigned)pl.rowblocks, (unsigned)pl.splits, (unsigned)pl.tokblocks),
                                      dim3(K40_THREADS), args, smem, stream);
     if (e != cudaSuccess) {
