@@ -21,6 +21,7 @@
 #define K40_WARPS 4                    /* warps per CTA, 16 weight rows each */
 #define K40_WK 4                       /* warps per 16-row slab, splitting its k-range (1, 2, 4) */
 #define K40_WK_SHORT 2                 /* the same where K is short and the slabs many (k40_make_plan) */
+#define K40_WK_SHORT_NJ1 4             /* ... for up to 8 tokens, with six chunks a step (K40_U_SHORT) */
 /* Weight rows per CTA: K40_WARPS / wk slabs of 16. */
 static inline int64_t k40_rows(int wk)
 {
@@ -68,6 +69,7 @@ typedef struct k40_plan {
     int wk;                            /* warps per 16-row slab, splitting its k-range */
     int xs;                            /* tokens staged in shared memory (K40_XS_MIN_RK) */
     int bulk;                          /* weights and tokens through a ring of TMA copies (K40_BULK_*) */
+    int ushort;                        /* K40_U_SHORT chunks a step (one token fragment, short streams) */
     int64_t rowblocks;                 /* grid.x: ceil(r / 64) */
     int splits;                        /* grid.y */
     int64_t tokblocks;                 /* grid.z: ceil(t / (8 * nj)) */
@@ -106,6 +108,15 @@ static inline size_t k40_flag_bytes(int64_t ctas)
 #endif
 #define K40_XS_MIN_RK (8LL << 20)
 #define K40_U(nj, aligned) ((aligned) ? ((nj) <= 2 ? K40_U_SMALL : (nj) == 4 ? 2 : 1) : ((nj) <= 2 ? 2 : 1))
+/* One token fragment, 16-byte loads, the register path, unsplit: K40_U_SHORT
+ * chunks a step where each warp takes at most one such step or the grid is
+ * at most two CTAs an SM. Measured on the H100 (docs/NOTES.md, session 18):
+ * 1 x 768 x 768 NT 5.9 -> 5.4 us, 8 x 2304 x 768 6.9 -> 6.5, 8 x 3584 x
+ * 3584 14.7 -> 14.3, 1 x 50257 x 768 (with four warps a slab) 30.1 -> 29.1;
+ * fuller grids of long streams lose with it (1 x 28672 x 4096 81.4 -> 83.5,
+ * 8 x 6144 x 4096 21.9 -> 22.1), as did 768 x 3072's split in three (8.8 ->
+ * 8.9). */
+#define K40_U_SHORT 6
 
 /* 16-byte loads need both operands' bases 16-byte aligned and rows a
  * multiple of 8 elements (NULL pointers, introspection: judged on the
@@ -154,8 +165,9 @@ static inline void k40_plan_with(const tk_args *a, int sms, size_t ws_avail, int
     const int u1 = xs ? K40_UXS : K40_U(p->nj, k40_aligned(a));
     const int64_t groups1 = (p->r + k40_rows(1) - 1) / k40_rows(1) * p->tokblocks;
     p->wk = xs ? 1
-            : groups1 >= (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) && p->chunks < 8LL * u1 ? K40_WK_SHORT
-                                                                                                   : K40_WK;
+            : groups1 >= (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) && p->chunks < 8LL * u1
+                ? (p->nj == 1 && k40_aligned(a) ? K40_WK_SHORT_NJ1 : K40_WK_SHORT)
+                : K40_WK;
     p->rowblocks = (p->r + k40_rows(p->wk) - 1) / k40_rows(p->wk);
     const int64_t groups = p->rowblocks * p->tokblocks;
     int64_t s = (int64_t)K40_SPLIT_CTAS_PER_SM * (sms > 0 ? sms : 1) / groups;
@@ -208,6 +220,9 @@ static inline void k40_plan_with(const tk_args *a, int sms, size_t ws_avail, int
               p->r < ((int64_t)1 << 31) && a->lda < ((int64_t)1 << 36) && a->ldb < ((int64_t)1 << 36) &&
               groups * p->splits <= (int64_t)K40_BULK_MAX_CTAS_PER_SM * (sms > 0 ? sms : 1) &&
               p->chunks / p->splits / K40_BULK_SC >= K40_BULK_MIN_STAGES;
+    const int64_t warp_chunks = (p->chunks + (int64_t)p->splits * p->wk - 1) / ((int64_t)p->splits * p->wk);
+    p->ushort = p->nj == 1 && k40_aligned(a) && !xs && !p->bulk && p->splits == 1 &&
+                (warp_chunks <= K40_U_SHORT || groups <= 2LL * (sms > 0 ? sms : 1));
 }
 
 static inline void k40_make_plan(const tk_args *a, int sms, size_t ws_avail, k40_plan *p)

@@ -58,7 +58,8 @@
  * GPU and K is short; k40_plan.h); 8 * NJ tokens per CTA, NJ in 1, 2, 4, 8
  * (T <= 8, 16, 32, 64; larger T takes more token blocks on grid.z and
  * re-reads the weights), U = 4, 4, 2, 1 chunks per step (2, 2, 1, 1 with
- * element loads); the TMA ring: 4 stages of 16 weight and 8 * NJ token rows
+ * element loads; 6 for NJ = 1 where a warp's stream is one such step or
+ * the grid at most two CTAs an SM, K40_U_SHORT); the TMA ring: 4 stages of 16 weight and 8 * NJ token rows
  * x 512 bytes (48, 64, 96 KB at NJ = 1, 2, 4; dynamic shared memory). A
  * stored M x K and B stored N x K (op_a N, op_b T:
  * torch's F.linear); the transposed layouts go to the other kernels.
@@ -335,10 +336,10 @@ static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t
 
 /* The kernel's body (k40_kernel, k40_kernel_bulk: the ring's tensor maps
  * wmap, xmap, or NULL). */
-template <int NJ, int ALIGNED, int XS, int BULK>
+template <int NJ, int ALIGNED, int XS, int BULK, int USHORT>
 static __device__ __forceinline__ void k40_body(const k40_params &p, const CUtensorMap *wmap, const CUtensorMap *xmap)
 {
-    constexpr int U = K40_U(NJ, ALIGNED);
+    constexpr int U = USHORT ? K40_U_SHORT : K40_U(NJ, ALIGNED);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
     /* wk warps share each 16-row slab, splitting its k-range; the CTA has
      * K40_WARPS / wk slabs. wk is 1, 2 or 4 (k40_plan.h): shifts, not
@@ -487,38 +488,40 @@ static __device__ __forceinline__ void k40_body(const k40_params &p, const CUten
     }
 }
 
-template <int NJ, int ALIGNED, int XS>
+template <int NJ, int ALIGNED, int XS, int USHORT>
 static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     k40_kernel(const __grid_constant__ k40_params p)
 {
-    k40_body<NJ, ALIGNED, XS, 0>(p, NULL, NULL);
+    k40_body<NJ, ALIGNED, XS, 0, USHORT>(p, NULL, NULL);
 }
 
 template <int NJ>
 static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     k40_kernel_bulk(const __grid_constant__ k40_bulk_params q)
 {
-    k40_body<NJ, 1, 0, 1>(q.p, &q.wmap, &q.xmap);
+    k40_body<NJ, 1, 0, 1, 0>(q.p, &q.wmap, &q.xmap);
 }
 
 /* The kernel instance for nj fragments, the alignment, the token staging
- * (xs: aligned, nj 4 or 8 only) and the ring of TMA copies (bulk: aligned,
- * nj 1, 2 or 4 only). */
-static const void *k40_func(int nj, int aligned, int xs, int bulk)
+ * (xs: aligned, nj 4 or 8 only), the ring of TMA copies (bulk: aligned,
+ * nj 1, 2 or 4 only) and six chunks a step (ushort: aligned, nj 1 only). */
+static const void *k40_func(int nj, int aligned, int xs, int bulk, int ushort)
 {
     switch (nj) {
     case 1:
         return bulk ? (const void *)k40_kernel_bulk<1>
-               : aligned ? (const void *)k40_kernel<1, 1, 0> : (const void *)k40_kernel<1, 0, 0>;
+               : ushort ? (const void *)k40_kernel<1, 1, 0, 1>
+                        : aligned ? (const void *)k40_kernel<1, 1, 0, 0> : (const void *)k40_kernel<1, 0, 0, 0>;
     case 2:
         return bulk ? (const void *)k40_kernel_bulk<2>
-               : aligned ? (const void *)k40_kernel<2, 1, 0> : (const void *)k40_kernel<2, 0, 0>;
+               : aligned ? (const void *)k40_kernel<2, 1, 0, 0> : (const void *)k40_kernel<2, 0, 0, 0>;
     case 4:
         return bulk ? (const void *)k40_kernel_bulk<4>
-               : xs ? (const void *)k40_kernel<4, 1, 1>
-                  : aligned ? (const void *)k40_kernel<4, 1, 0> : (const void *)k40_kernel<4, 0, 0>;
+               : xs ? (const void *)k40_kernel<4, 1, 1, 0>
+                  : aligned ? (const void *)k40_kernel<4, 1, 0, 0> : (const void *)k40_kernel<4, 0, 0, 0>;
     default:
-        return xs ? (const void *)k40_kernel<8, 1, 1> : aligned ? (const void *)k40_kernel<8, 1, 0> : (const void *)k40_kernel<8, 0, 0>;
+        return xs ? (const void *)k40_kernel<8, 1, 1, 0>
+                  : aligned ? (const void *)k40_kernel<8, 1, 0, 0> : (const void *)k40_kernel<8, 0, 0, 0>;
     }
 }
 
@@ -551,7 +554,7 @@ static tk_status k40_supports(const tk_args *a, const tk_device *dev, char *why,
 
 static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    int nj = 2, aligned = 1, xs = 0, bulk = 0;
+    int nj = 2, aligned = 1, xs = 0, bulk = 0, ushort = 0;
     if (a) {
         k40_plan p;
         k40_plan_dev(a, dev, (size_t)-1, &p);
@@ -559,8 +562,9 @@ static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *
         aligned = k40_aligned(a);
         xs = p.xs;
         bulk = p.bulk;
+        ushort = p.ushort;
     }
-    r->func = k40_func(nj, aligned, xs, bulk);
+    r->func = k40_func(nj, aligned, xs, bulk, ushort);
     r->threads = K40_THREADS;
     r->dyn_smem = bulk ? k40_bulk_smem(nj) : 0;
 }
@@ -576,7 +580,7 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
 {
     k40_plan pl;
     k40_plan_dev(a, dev, a->kws ? a->kws_bytes : 0, &pl);
-    const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs, pl.bulk);
+    const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs, pl.bulk, pl.ushort);
     const size_t smem = pl.bulk ? k40_bulk_smem(pl.nj) : 0;
     if (smem > 0) {                         /* with the static arrays, past 48 KB: opt in */
         cudaError_t e = tk_lc_func_smem(a->lc, func, (int)smem);

@@ -70,7 +70,8 @@ static void test_plan_slab_warps(void)
 {
     static const struct { int64_t m, n, k; int wk; int64_t rowblocks; } cases[] = {
         { 1, 4096, 4096, 4, 256 }, { 1, 768, 768, 4, 48 }, { 16, 28672, 4096, 4, 1792 },
-        { 1, 50257, 768, 2, 1571 }, { 8, 50257, 4096, 4, 3142 }, { 16, 20000, 768, 2, 625 },
+        { 1, 50257, 768, 4, 3142 }, { 8, 50257, 4096, 4, 3142 }, { 16, 20000, 768, 2, 625 },
+        { 16, 50257, 768, 2, 1571 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, TK_OP_N, TK_OP_T);
@@ -79,6 +80,32 @@ static void test_plan_slab_warps(void)
         CHECK(p.wk == cases[i].wk && p.rowblocks == cases[i].rowblocks, "%lld x %lld x %lld: wk %d rowblocks %lld, "
               "expected %d %lld", (long long)a.m, (long long)a.n, (long long)a.k, p.wk, (long long)p.rowblocks,
               cases[i].wk, (long long)cases[i].rowblocks);
+    }
+}
+
+/* Six chunks a step for one token fragment, unsplit, where each warp takes
+ * at most one such step or the grid is at most two CTAs an SM (K40_U_SHORT). */
+static void test_plan_ushort(void)
+{
+    static const struct { int64_t m, n, k, ldb; int ushort; } cases[] = {
+        { 1, 768, 768, 768, 1 },       /* 48 CTAs */
+        { 8, 50257, 768, 768, 1 },     /* four warps a slab, six chunks each */
+        { 1, 3584, 3584, 3584, 1 },    /* 224 CTAs */
+        { 1, 768, 3072, 3072, 0 },     /* split in 3 */
+        { 1, 28672, 4096, 4096, 0 },   /* 1792 CTAs of 32 chunks a warp */
+        { 1, 6144, 4096, 4096, 0 },    /* 384 CTAs */
+        { 16, 768, 768, 768, 0 },      /* two token fragments */
+        { 1, 4096, 14336, 14336, 0 },  /* the ring */
+        { 1, 768, 768, 770, 0 },       /* element loads */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_args a = prob(cases[i].m, cases[i].n, cases[i].k, TK_OP_N, TK_OP_T);
+        a.ldb = cases[i].ldb;
+        k40_plan p;
+        k40_make_plan(&a, 132, (size_t)-1, &p);
+        CHECK(p.ushort == cases[i].ushort, "%lld x %lld x %lld (ldb %lld): ushort %d (wk %d splits %d rowblocks %lld), "
+              "expected %d", (long long)a.m, (long long)a.n, (long long)a.k, (long long)a.ldb, p.ushort, p.wk, p.splits,
+              (long long)p.rowblocks, cases[i].ushort);
     }
 }
 
@@ -314,6 +341,7 @@ void tk_tests(void)
     TK_TEST(test_plan_xs);
     TK_TEST(test_plan_bulk);
     TK_TEST(test_plan_slab_warps);
+    TK_TEST(test_plan_ushort);
     TK_TEST(test_dispatch_table);
     TK_TEST(test_supports);
 }
