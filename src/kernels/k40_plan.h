@@ -159,7 +159,10 @@ static inline void k40_plan_with(const tk_args *a, int sms, size_t ws_avail, int
      * one warp a slab (docs/NOTES.md, session 6); there two warps a slab
      * (K40_WK_SHORT, 32 rows a CTA: 1571 CTAs, three nearly full rounds of
      * 528 resident, against 786 in 1.5) took 34.3 against 35.3, 8 x 50257
-     * x 768 35.0 against 36.0 (session 13). */
+     * x 768 35.0 against 36.0 (session 13). For one token fragment with
+     * 16-byte loads, four warps a slab again, with six chunks a step
+     * (K40_WK_SHORT_NJ1, K40_U_SHORT: each warp's six chunks in one step;
+     * 1 x 50257 x 768 29.9 -> 29.1, session 18). */
     p->xs = allow_xs && k40_aligned(a) && p->nj >= 4 && p->r * p->k >= K40_XS_MIN_RK;
     const int xs = p->xs;
     const int u1 = xs ? K40_UXS : K40_U(p->nj, k40_aligned(a));

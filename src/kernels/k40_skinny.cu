@@ -59,8 +59,9 @@
  * (T <= 8, 16, 32, 64; larger T takes more token blocks on grid.z and
  * re-reads the weights), U = 4, 4, 2, 1 chunks per step (2, 2, 1, 1 with
  * element loads; 6 for NJ = 1 where a warp's stream is one such step or
- * the grid at most two CTAs an SM, K40_U_SHORT); the TMA ring: 4 stages of 16 weight and 8 * NJ token rows
- * x 512 bytes (48, 64, 96 KB at NJ = 1, 2, 4; dynamic shared memory). A
+ * the grid at most two CTAs an SM, K40_U_SHORT); the TMA ring: 4 stages of
+ * 16 weight and 8 * NJ token rows x 512 bytes (48, 64, 96 KB at NJ = 1, 2,
+ * 4; dynamic shared memory). A
  * stored M x K and B stored N x K (op_a N, op_b T:
  * torch's F.linear); the transposed layouts go to the other kernels.
  * Figure (H100, fp32 C, auto-dispatch's choice of k40, cuBLAS in the same
@@ -337,27 +338,27 @@ static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t
 /* The kernel's body (k40_kernel, k40_kernel_bulk: the ring's tensor maps
  * wmap, xmap, or NULL). */
 template <int NJ, int ALIGNED, int XS, int BULK, int USHORT>
-static __device__ __forceinline__ void k40_body(const k40_params &p, const CUtensorMap *wmap, const CUtensorMap *xmap)
+static __device__ __forceinline__ void k40_body(const k40_params *p, const CUtensorMap *wmap, const CUtensorMap *xmap)
 {
     constexpr int U = USHORT ? K40_U_SHORT : K40_U(NJ, ALIGNED);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
     /* wk warps share each 16-row slab, splitting its k-range; the CTA has
      * K40_WARPS / wk slabs. wk is 1, 2 or 4 (k40_plan.h): shifts, not
      * divisions, here and for the k-range below. */
-    const int lwk = p.wk == 4 ? 2 : p.wk == 2 ? 1 : 0, wk = 1 << lwk, kw = warp & (wk - 1);
+    const int lwk = p->wk == 4 ? 2 : p->wk == 2 ? 1 : 0, wk = 1 << lwk, kw = warp & (wk - 1);
     const int64_t r0 = (int64_t)blockIdx.x * ((16 * K40_WARPS) >> lwk) + (warp >> lwk) * 16;   /* k40_rows(wk) */
     const int64_t t0 = (int64_t)blockIdx.z * (8 * NJ);
-    const uint16_t *wl_row = r0 + g < p.r ? p.w + (r0 + g) * p.ldw : NULL;
-    const uint16_t *wh_row = r0 + g + 8 < p.r ? p.w + (r0 + g + 8) * p.ldw : NULL;
+    const uint16_t *wl_row = r0 + g < p->r ? p->w + (r0 + g) * p->ldw : NULL;
+    const uint16_t *wh_row = r0 + g + 8 < p->r ? p->w + (r0 + g + 8) * p->ldw : NULL;
     const uint16_t *x_row[NJ];
 #pragma unroll
     for (int j = 0; j < NJ; j++)
-        x_row[j] = t0 + 8 * j + g < p.t ? p.x + (t0 + 8 * j + g) * p.ldx : NULL;
+        x_row[j] = t0 + 8 * j + g < p->t ? p->x + (t0 + 8 * j + g) * p->ldx : NULL;
 
     /* The split's chunks; unsplit without the two 64-bit divisions, which
      * came before every CTA's first load (1 x 50257 x 768: 1571 CTAs). */
-    int64_t s0 = p.splits == 1 ? 0 : (int64_t)blockIdx.y * p.chunks / p.splits;
-    const int64_t s1 = p.splits == 1 ? p.chunks : (int64_t)(blockIdx.y + 1) * p.chunks / p.splits;
+    int64_t s0 = p->splits == 1 ? 0 : (int64_t)blockIdx.y * p->chunks / p->splits;
+    const int64_t s1 = p->splits == 1 ? p->chunks : (int64_t)(blockIdx.y + 1) * p->chunks / p->splits;
     float acc[NJ][4];
 #pragma unroll
     for (int j = 0; j < NJ; j++)
@@ -367,17 +368,17 @@ static __device__ __forceinline__ void k40_body(const k40_params &p, const CUten
          * stage, and the K edge) the register way below. */
         extern __shared__ __align__(128) uint8_t k40_ring[];
         __shared__ __align__(8) uint64_t full[K40_BULK_NS];
-        const int64_t inside = s1 < p.k / K40_CHUNK ? s1 : p.k / K40_CHUNK;
+        const int64_t inside = s1 < p->k / K40_CHUNK ? s1 : p->k / K40_CHUNK;
         s0 = k40_loop_bulk<NJ>(acc, k40_ring, full, wmap, xmap, r0, t0, s0,
                                s0 + (inside > s0 ? (inside - s0) / K40_BULK_SC * K40_BULK_SC : 0));
     }
     const int64_t c0 = s0 + ((s1 - s0) * kw >> lwk), c1 = s0 + ((s1 - s0) * (kw + 1) >> lwk);
-    const int64_t c_full = c1 < p.k / K40_CHUNK ? c1 : p.k / K40_CHUNK;   /* chunks inside K */
+    const int64_t c_full = c1 < p->k / K40_CHUNK ? c1 : p->k / K40_CHUNK;   /* chunks inside K */
 
     int64_t c = c0;
     if constexpr (XS) {
         __shared__ uint4 xs[2][8 * NJ][K40_XS_UNITS];
-        c = k40_loop_xs<NJ>(acc, xs, wl_row, wh_row, p.x, p.ldx, t0, p.t, c0, c_full);
+        c = k40_loop_xs<NJ>(acc, xs, wl_row, wh_row, p->x, p->ldx, t0, p->t, c0, c_full);
     }
     for (; c + U <= c_full; c += U)
         k40_step<NJ, ALIGNED, U>(acc, wl_row, wh_row, x_row, c, U);
@@ -390,8 +391,8 @@ static __device__ __forceinline__ void k40_body(const k40_params &p, const CUten
         uint4 xv[NJ];
 #pragma unroll
         for (int j = 0; j < NJ; j++)
-            xv[j] = k40_load8_edge(x_row[j], k, p.k);
-        k40_mma_chunk<NJ>(acc, k40_load8_edge(wl_row, k, p.k), k40_load8_edge(wh_row, k, p.k), xv);
+            xv[j] = k40_load8_edge(x_row[j], k, p->k);
+        k40_mma_chunk<NJ>(acc, k40_load8_edge(wl_row, k, p->k), k40_load8_edge(wh_row, k, p->k), xv);
     }
 
     /* The warps of a slab meet in shared memory; the first adds the
@@ -414,12 +415,12 @@ static __device__ __forceinline__ void k40_body(const k40_params &p, const CUten
     }
     const bool active = kw == 0;
 
-    if (p.splits > 1) {
+    if (p->splits > 1) {
         const int64_t group = (int64_t)blockIdx.z * gridDim.x + blockIdx.x;
-        const float4 *first = p.part + (size_t)(group * p.splits) * (NJ * K40_THREADS) + threadIdx.x;
-        if (blockIdx.y + 1 < (unsigned)p.splits) {
+        const float4 *first = p->part + (size_t)(group * p->splits) * (NJ * K40_THREADS) + threadIdx.x;
+        if (blockIdx.y + 1 < (unsigned)p->splits) {
             /* Not the last split: store the partial sum, publish it. */
-            float4 *slot = p.part + (size_t)(group * p.splits + blockIdx.y) * (NJ * K40_THREADS) + threadIdx.x;
+            float4 *slot = p->part + (size_t)(group * p->splits + blockIdx.y) * (NJ * K40_THREADS) + threadIdx.x;
             if (active)
 #pragma unroll
                 for (int j = 0; j < NJ; j++)
@@ -427,7 +428,7 @@ static __device__ __forceinline__ void k40_body(const k40_params &p, const CUten
             __threadfence();
             __syncthreads();
             if (threadIdx.x == 0)
-                tk_flag_store_release(p.flag + group * p.splits + blockIdx.y, p.seq);
+                tk_flag_store_release(p->flag + group * p->splits + blockIdx.y, p->seq);
             return;
         }
         /* The last split adds the others' partial sums to its own, in
@@ -437,8 +438,8 @@ static __device__ __forceinline__ void k40_body(const k40_params &p, const CUten
          * never contend on one word. The waits cannot deadlock: a split
          * grid fits the GPU in one wave (k40_plan.h), and the last split
          * has the highest block index of its group. */
-        if (threadIdx.x + 1 < (unsigned)p.splits)
-            while (tk_flag_load_acquire(p.flag + group * p.splits + threadIdx.x) != p.seq)
+        if (threadIdx.x + 1 < (unsigned)p->splits)
+            while (tk_flag_load_acquire(p->flag + group * p->splits + threadIdx.x) != p->seq)
                 __nanosleep(32);
         __syncthreads();
         float sum[NJ][4];
@@ -448,20 +449,20 @@ static __device__ __forceinline__ void k40_body(const k40_params &p, const CUten
         /* RB slots' loads in flight at once, then added in split order:
          * one L2 round trip per RB splits, not per split. */
         constexpr int RB = NJ >= 8 ? 1 : 8 / NJ;
-        for (int s0 = 0; active && s0 + 1 < p.splits; s0 += RB) {
+        for (int s0 = 0; active && s0 + 1 < p->splits; s0 += RB) {
             float4 v[RB][NJ];
 #pragma unroll
             for (int u = 0; u < RB; u++)
 #pragma unroll
                 for (int j = 0; j < NJ; j++)
-                    v[u][j] = s0 + u + 1 < p.splits
+                    v[u][j] = s0 + u + 1 < p->splits
                                   ? __ldcg(first + (size_t)(s0 + u) * (NJ * K40_THREADS) + j * K40_THREADS)
                                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
             for (int u = 0; u < RB; u++)
 #pragma unroll
                 for (int j = 0; j < NJ; j++)
-                    if (s0 + u + 1 < p.splits) {
+                    if (s0 + u + 1 < p->splits) {
                         sum[j][0] += v[u][j].x;
                         sum[j][1] += v[u][j].y;
                         sum[j][2] += v[u][j].z;
@@ -482,8 +483,8 @@ static __device__ __forceinline__ void k40_body(const k40_params &p, const CUten
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int64_t row = r0 + g + (e >= 2 ? 8 : 0), tok = t0 + 8 * j + 2 * t4 + (e & 1);
-            if (active && row < p.r && tok < p.t)
-                tk_epilogue_store(p.c, tok * p.ldc_t + row * p.ldc_r, p.c_type, acc[j][e], p.alpha, p.beta);
+            if (active && row < p->r && tok < p->t)
+                tk_epilogue_store(p->c, tok * p->ldc_t + row * p->ldc_r, p->c_type, acc[j][e], p->alpha, p->beta);
         }
     }
 }
@@ -492,14 +493,14 @@ template <int NJ, int ALIGNED, int XS, int USHORT>
 static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     k40_kernel(const __grid_constant__ k40_params p)
 {
-    k40_body<NJ, ALIGNED, XS, 0, USHORT>(p, NULL, NULL);
+    k40_body<NJ, ALIGNED, XS, 0, USHORT>(&p, NULL, NULL);
 }
 
 template <int NJ>
 static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     k40_kernel_bulk(const __grid_constant__ k40_bulk_params q)
 {
-    k40_body<NJ, 1, 0, 1, 0>(q.p, &q.wmap, &q.xmap);
+    k40_body<NJ, 1, 0, 1, 0>(&q.p, &q.wmap, &q.xmap);
 }
 
 /* The kernel instance for nj fragments, the alignment, the token staging
@@ -525,7 +526,8 @@ static const void *k40_func(int nj, int aligned, int xs, int bulk, int ushort)
     }
 }
 
-/* The plan on this device: the ring of bulk copies needs sm_90. */
+/* The plan on this device: the ring of bulk copies needs sm_90 (a plan
+ * whose ring is cleared keeps ushort 0: the register path's default step). */
 static void k40_plan_dev(const tk_args *a, const tk_device *dev, size_t ws_avail, k40_plan *p)
 {
     k40_make_plan(a, dev ? dev->sm_count : 1, ws_avail, p);
@@ -592,42 +594,42 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
         }
     }
     k40_bulk_params q;                      /* q.p alone where there is no ring (k40_bulk_params) */
-    k40_params &p = q.p;
-    p.w = (const uint16_t *)(pl.swap ? a->a : a->b);
-    p.x = (const uint16_t *)(pl.swap ? a->b : a->a);
-    p.ldw = pl.swap ? a->lda : a->ldb;
-    p.ldx = pl.swap ? a->ldb : a->lda;
-    p.c = a->c;
-    p.ldc_t = pl.swap ? 1 : a->ldc;
-    p.ldc_r = pl.swap ? a->ldc : 1;
-    p.r = pl.r;
-    p.t = pl.t;
-    p.k = pl.k;
-    p.chunks = pl.chunks;
-    p.splits = pl.splits;
-    p.wk = pl.wk;
-    p.c_type = a->c_type;
-    p.alpha = a->alpha;
-    p.beta = a->beta;
-    p.seq = a->seq;
-    p.flag = NULL;
-    p.part = NULL;
+    k40_params *p = &q.p;
+    p->w = (const uint16_t *)(pl.swap ? a->a : a->b);
+    p->x = (const uint16_t *)(pl.swap ? a->b : a->a);
+    p->ldw = pl.swap ? a->lda : a->ldb;
+    p->ldx = pl.swap ? a->ldb : a->lda;
+    p->c = a->c;
+    p->ldc_t = pl.swap ? 1 : a->ldc;
+    p->ldc_r = pl.swap ? a->ldc : 1;
+    p->r = pl.r;
+    p->t = pl.t;
+    p->k = pl.k;
+    p->chunks = pl.chunks;
+    p->splits = pl.splits;
+    p->wk = pl.wk;
+    p->c_type = a->c_type;
+    p->alpha = a->alpha;
+    p->beta = a->beta;
+    p->seq = a->seq;
+    p->flag = NULL;
+    p->part = NULL;
     if (pl.splits > 1) {
-        p.flag = (uint32_t *)a->kws;
-        p.part = (float4 *)((char *)a->kws + k40_flag_bytes(pl.rowblocks * pl.tokblocks * pl.splits));
+        p->flag = (uint32_t *)a->kws;
+        p->part = (float4 *)((char *)a->kws + k40_flag_bytes(pl.rowblocks * pl.tokblocks * pl.splits));
     }
     if (pl.bulk) {
-        tk_status st = tk_tma_map_2d(a->lc, &q.wmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.w, (uint64_t)pl.r,
-                                     (uint64_t)pl.k, (uint64_t)p.ldw, 16, K40_BULK_SC * K40_CHUNK,
+        tk_status st = tk_tma_map_2d(a->lc, &q.wmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p->w, (uint64_t)pl.r,
+                                     (uint64_t)pl.k, (uint64_t)p->ldw, 16, K40_BULK_SC * K40_CHUNK,
                                      CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
         if (!st)
-            st = tk_tma_map_2d(a->lc, &q.xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p.x, (uint64_t)pl.t,
-                               (uint64_t)pl.k, (uint64_t)p.ldx, (uint32_t)(8 * pl.nj), K40_BULK_SC * K40_CHUNK,
+            st = tk_tma_map_2d(a->lc, &q.xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p->x, (uint64_t)pl.t,
+                               (uint64_t)pl.k, (uint64_t)p->ldx, (uint32_t)(8 * pl.nj), K40_BULK_SC * K40_CHUNK,
                                CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
         if (st)
             return st;
     }
-    void *args[] = { pl.bulk ? (void *)&q : (void *)&p };
+    void *args[] = { pl.bulk ? (void *)&q : (void *)p };
     cudaError_t e = cudaLaunchKernel(func, dim3((unsigned)pl.rowblocks, (unsigned)pl.splits, (unsigned)pl.tokblocks),
                                      dim3(K40_THREADS), args, smem, stream);
     if (e != cudaSuccess) {
