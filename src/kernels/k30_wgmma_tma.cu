@@ -181,7 +181,7 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
         }
         /* The last TMA stores must have read shared memory before it goes. */
         if (p.c_tma && tid == 0)
-            tk_tma_store_wait(0);
+            tk_tma_store_wait_read(0);
     }
 #endif
 }
