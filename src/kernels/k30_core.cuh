@@ -1177,6 +1177,22 @@ static inline int k30_pick_rows64(const tk_args *a, int sms)
     return 2 * best_tiles > sms ? best : 0;
 }
 
+/* k39_cluster_64x128 (k31's cluster kernel, 64 x 128 tiles a CTA, B
+ * multicast to the CTA pair) where rows are ragged (k30_ragged: each
+ * 128-byte TMA row is two L2 requests) and its cluster tiles fill at least
+ * 3/4 of one wave: the multicast halves B's requests, which made the
+ * unclustered 64-row tiles lose to k33 there. Measured on the H100 (fp32 C,
+ * us): 1000^3 NN k39 12.2-12.3, k33 13.7, k42 14.5, cuBLAS 11.7; NT 12.0-12.1,
+ * k33 13.2. Rows of 128-byte multiples keep k42 (768^3 k39 8.5 against
+ * 7.9, 1024^3 10.0-10.2 against 9.1; docs/NOTES.md session 19). */
+static inline int k30_pick_cluster64(const tk_args *a, int sms)
+{
+    if (a->m <= 64 || a->n <= 64 || !k30_ragged(a))
+        return 0;
+    const long long ctiles = ((a->m + 127) / 128) * ((a->n + 127) / 128);
+    return 2 * ctiles <= sms && 8 * ctiles >= 3 * sms;
+}
+
 /* The split workspace of a one-CTA launch with bm x bn tiles: none where no
  * split can apply. */
 static inline size_t k30_workspace_mn(int bm, int bn, int subs, const tk_args *a, const tk_device *dev)
@@ -1299,11 +1315,11 @@ static inline tk_status k30_plan_c(k30_params *p, const tk_args *a, int box_rows
  * launch configuration and a persistent grid of as many clusters as fit
  * co-resident, with a split last wave (k30_plan_split_wave).
  * func: the kernel instance for the problem's operand majors. */
-static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, int smem, const tk_args *a,
-                                                 cudaStream_t stream, char *why, size_t len)
+static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, int bm, int bn, int smem,
+                                                 const tk_args *a, cudaStream_t stream, char *why, size_t len)
 {
     k30_params p;
-    tk_status st = k30_fill_params(&p, a, cluster, K30_BM, K30_BN, why, len);
+    tk_status st = k30_fill_params(&p, a, cluster, bm, bn, why, len);
     if (!st)
         st = k30_plan_c(&p, a, 64, why, len);
     if (st)
@@ -1318,7 +1334,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
     cudaLaunchConfig_t cfg = {};
     long long ctiles = (long long)((p.tiles_m + cluster - 1) / cluster) * p.tiles_n;
     cfg.gridDim = dim3((unsigned)(cluster * (ctiles < 1024 ? ctiles : 1024)));
-    cfg.blockDim = dim3(K30_THREADS);
+    cfg.blockDim = dim3(128 * (1 + bm / 64));
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
@@ -1332,7 +1348,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
         return TK_ERR_OUT_OF_RESOURCES;
     }
     if (e == cudaSuccess) {
-        k30_plan_split_wave(&p, a, cluster * K30_CONSUMERS, ctiles, clusters);
+        k30_plan_split_wave(&p, a, cluster * (bm / 64), ctiles, clusters);
         cfg.gridDim = dim3((unsigned)(cluster * p.num_clusters));
         void *args[] = { &p };
         e = cudaLaunchKernelExC(&cfg, func, args);

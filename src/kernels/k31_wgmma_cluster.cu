@@ -12,9 +12,12 @@
  *   when the consumers of BOTH CTAs have released it: every consumer warp
  *   arrives on the empty barrier of both CTAs (16 arrivals per phase). The
  *   full barrier stays local and expects the whole 48 KB stage, A from this
- *   CTA's own load, B from the two multicasts. Cluster barriers after the
- *   barrier init and before exit keep every peer's signals inside the
- *   lifetime of the barriers they reach. The remote arrivals use CTA-scope
+ *   CTA's own load, B from the two multicasts. A relaxed cluster barrier
+ *   after the barrier init, and the producer's tail (it waits for every
+ *   stage's last release before the CTA exits) keep every peer's signals
+ *   inside the lifetime of the barriers they reach (session 19: the
+ *   .release cluster barriers at start and exit cost ~1.5 us a launch;
+ *   2048^3 31.1 -> 29.8 us). The remote arrivals use CTA-scope
  *   release: with .release.cluster every arrival carried a MEMBAR.ALL.GPU and
  *   the kernel ran at 0.41x.
  * - The persistent grid walks cluster tiles (256 x 256) in super-tile order;
@@ -125,36 +128,47 @@
 
 #define K31_CLUSTER 2                  /* CTAs per cluster, along M */
 #define K31_GROUP_M 16                 /* block rows per super-tile (8 cluster rows) */
-#define K31_SMEM_BYTES K30_SMEM_WITH(K30_EPI_BYTES)
+/* Consumer warpgroups (one per 64 rows), threads and shared memory of an
+ * instance with bm x bn tiles a CTA. */
+#define K31_CONS(bm) ((bm) / 64)
+#define K31_THREADS(bm) (128 * (1 + K31_CONS(bm)))
+#define K31_EPI(bm) (K31_CONS(bm) * 2 * K30_EPI_CHUNK)
+#define K31_SMEM(bm, bn) K30_SMEM_MNA(bm, bn, 1, K31_EPI(bm))
+#define K31_SMEM_BYTES K31_SMEM(K30_BM, K30_BN)
 
-static_assert(K31_SMEM_BYTES <= 227 * 1024, "shared memory exceeds the sm_90 per-block limit");
+static_assert(K31_SMEM_BYTES <= 227 * 1024 && K31_SMEM(64, 128) <= 227 * 1024,
+              "shared memory exceeds the sm_90 per-block limit");
 
 /* A template because the operand majors are wgmma immediates and fix the TMA
- * box pattern (A_MN: op_a T, B_MN: op_b N). */
-template <int A_MN, int B_MN>
-static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid_constant__ k30_params p)
+ * box pattern (A_MN: op_a T, B_MN: op_b N); BM and BN size the tile, the
+ * instruction and the accumulators. */
+template <int A_MN, int B_MN, int BM, int BN>
+static __global__ void __launch_bounds__(K31_THREADS(BM), 1) k31_kernel(const __grid_constant__ k30_params p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) uint8_t k31_smem[];
+    constexpr int CONS = K31_CONS(BM), STAGES = K30_STAGES_MNA(BM, BN, 1);
     /* The ring, then the epilogue chunk buffers, then the barriers. */
     const uint32_t ring = k30_ring(k31_smem);
-    const uint32_t epi = ring + K30_RING_BYTES;
-    const uint32_t full_bar = epi + K30_EPI_BYTES;
-    const uint32_t empty_bar = full_bar + 8 * K30_STAGES;
+    const uint32_t epi = ring + K30_RING_BYTES_MNA(BM, BN, 1);
+    const uint32_t full_bar = epi + K31_EPI(BM);
+    const uint32_t empty_bar = full_bar + 8 * STAGES;
     const int wg = threadIdx.x / 128;
     const uint32_t rank = tk_cluster_ctarank();
     const int ctiles_m = (p.tiles_m + K31_CLUSTER - 1) / K31_CLUSTER;
     const int cluster_id = blockIdx.x / K31_CLUSTER;
 
     /* A stage is refilled only when the consumer warps of both CTAs have
-     * released it. */
+     * released it. The barriers' init is ordered by its own fence
+     * (k30_init), so the cluster meets with a relaxed arrival. */
     if (threadIdx.x == 0)
-        k30_init(&p, full_bar, empty_bar, 4 * K30_CONSUMERS * K31_CLUSTER, K30_STAGES);
-    tk_cluster_sync();
+        k30_init(&p, full_bar, empty_bar, 4 * CONS * K31_CLUSTER, STAGES);
+    tk_cluster_sync_relaxed();
 
     if (wg == 0) {
         /* Producer warpgroup: one thread issues every load. */
-        tk_setmaxnreg_dec(K30_PRODUCER_REGS);
+        if (CONS > 1)
+            tk_setmaxnreg_dec(K30_PRODUCER_REGS);
         if (threadIdx.x == 0) {
             k30_walk w = { cluster_id, cluster_id };
             int s = 0, t, kb, ke, v;
@@ -162,14 +176,26 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
                 int ctm, tn;
                 k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
-                k30_produce_tile<A_MN, B_MN, K30_BM, K30_BN, 1>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke,
-                                                                K31_CLUSTER, rank, &s, &phase);
+                k30_produce_tile<A_MN, B_MN, BM, BN, 1>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke, K31_CLUSTER,
+                                                        rank, &s, &phase);
+            }
+            /* The tail: wait until every stage's last fill has been
+             * released by the consumers of both CTAs, so no peer's arrival
+             * can still be on its way to this CTA's barriers when it exits
+             * (instead of a cluster barrier before exit). */
+            for (int i = 0; i < STAGES; i++) {
+                tk_mbarrier_wait_parity(empty_bar + 8 * s, phase ^ 1);
+                if (++s == STAGES) {
+                    s = 0;
+                    phase ^= 1;
+                }
             }
         }
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile. */
-        tk_setmaxnreg_inc(K30_CONSUMER_REGS);
-        const int c = wg - 1;
+        if (CONS > 1)
+            tk_setmaxnreg_inc(K30_CONSUMER_REGS);
+        const int c = CONS == 1 ? 0 : wg - 1;
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
         /* The empty barriers of every CTA of the cluster, as cluster addresses. */
         uint32_t empty[K31_CLUSTER];
@@ -178,11 +204,11 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             empty[r] = tk_mapa_shared_cluster(empty_bar, (uint32_t)r);
         const uint32_t ebuf = epi + c * 2 * K30_EPI_CHUNK;
         uint8_t *epp = k31_smem + (ebuf - tk_smem_u32(k31_smem));
-        float acc[128];
+        float acc[BN / 2];
 #pragma unroll
-        for (int i = 0; i < 128; i++)
+        for (int i = 0; i < BN / 2; i++)
             acc[i] = 0.0f;
-        const int tid = threadIdx.x % 128, sub = (int)rank * K30_CONSUMERS + c;
+        const int tid = threadIdx.x % 128, sub = (int)rank * CONS + c;
         k30_walk w = { cluster_id, cluster_id };
         int s = 0, t, kb, ke, v;
         uint32_t phase = 0;
@@ -191,29 +217,59 @@ static __global__ void __launch_bounds__(K30_THREADS, 1) k31_kernel(const __grid
             int ctm, tn;
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
             const int tm = ctm * K31_CLUSTER + (int)rank;
-            k30_consume_tile<A_MN, B_MN, K30_BM, K30_BN, 0, 1>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane,
-                                                               &s, &phase);
+            k30_consume_tile<A_MN, B_MN, BM, BN, 0, 1>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane, &s,
+                                                       &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
-                    k30_sk_save<K30_BN>(&p, acc, v * (K31_CLUSTER * K30_CONSUMERS) + sub, tid, 1 + c);
+                    k30_sk_save<BN>(&p, acc, v * (K31_CLUSTER * CONS) + sub, tid, 1 + c);
                     continue;
                 }
-                k30_sk_gather<K30_BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * K30_CONSUMERS, tid, 1 + c);
+                k30_sk_gather<BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * CONS, tid, 1 + c);
             }
             if (p.c_staged)
-                k30_epilogue_staged<K30_BN>(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane, ebuf, epp, 1 + c,
-                                            &nchunk);
+                k30_epilogue_staged<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c, &nchunk);
             else
-                k30_epilogue_direct<K30_BN>(&p, acc, tm * K30_BM + 64 * c, tn * K30_BN, warp, lane);
+                k30_epilogue_direct<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
         }
         /* The last TMA stores must have read shared memory before it goes. */
         if (p.c_tma && threadIdx.x % 128 == 0)
-            tk_tma_store_wait(0);
+            tk_tma_store_wait_read(0);
     }
-    /* No CTA may leave while its peer can still arrive on its barriers. */
-    tk_cluster_sync();
 #endif
+}
+
+/* A configuration's functions, by tile (bm, bn) a CTA. */
+static const void *k31_func(int bm, int bn, tk_op op_a, tk_op op_b)
+{
+    return bm == 64 && bn == 128 ? K30_SELECT_CFG(k31_kernel, op_a, op_b, 64, 128)
+                                 : K30_SELECT_CFG(k31_kernel, op_a, op_b, K30_BM, K30_BN);
+}
+
+static void k31_resources_cfg(int bm, int bn, const tk_args *a, tk_resources *r)
+{
+    r->func = a ? k31_func(bm, bn, a->op_a, a->op_b) : k31_func(bm, bn, TK_OP_N, TK_OP_T);
+    r->threads = K31_THREADS(bm);
+    r->dyn_smem = (size_t)K31_SMEM(bm, bn);
+}
+
+static tk_status k31_launch_cfg(int bm, int bn, const tk_args *a, cudaStream_t stream, char *why, size_t len)
+{
+    tk_resources r;
+    k31_resources_cfg(bm, bn, a, &r);
+    return k30_launch_cluster_tma_c(r.func, K31_CLUSTER, bm, bn, (int)r.dyn_smem, a, stream, why, len);
+}
+
+/* The split workspace, sized for one cluster per SM pair; none when no
+ * split can apply (k30_sk_may_split). */
+static size_t k31_workspace_cfg(int bm, int bn, const tk_args *a, const tk_device *dev)
+{
+    const int max_clusters = dev->sm_count / K31_CLUSTER;
+    const long long ctile_rows = (a->m + K31_CLUSTER * bm - 1) / (K31_CLUSTER * bm);
+    const long long ctiles = ctile_rows * ((a->n + bn - 1) / bn);
+    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    return k30_sk_may_split(ctiles, k_tiles, max_clusters) ? k30_sk_bytes(max_clusters, K31_CLUSTER * K31_CONS(bm))
+                                                           : 0;
 }
 
 static tk_status k31_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
@@ -224,27 +280,18 @@ static tk_status k31_supports(const tk_args *a, const tk_device *dev, char *why,
 static void k31_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
 {
     (void)dev;
-    r->func = a ? K30_SELECT(k31_kernel, a->op_a, a->op_b) : K30_SELECT(k31_kernel, TK_OP_N, TK_OP_T);
-    r->threads = K30_THREADS;
-    r->dyn_smem = K31_SMEM_BYTES;
+    k31_resources_cfg(K30_BM, K30_BN, a, r);
 }
 
 static tk_status k31_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
 {
     (void)dev;
-    return k30_launch_cluster_tma_c(K30_SELECT(k31_kernel, a->op_a, a->op_b), K31_CLUSTER, K31_SMEM_BYTES, a, stream,
-                                    why, len);
+    return k31_launch_cfg(K30_BM, K30_BN, a, stream, why, len);
 }
 
-/* The split workspace, sized for one cluster per SM pair; none when no
- * split can apply (k30_sk_may_split). */
 static size_t k31_workspace(const tk_args *a, const tk_device *dev)
 {
-    const int max_clusters = dev->sm_count / K31_CLUSTER;
-    const long long ctile_rows = (a->m + K31_CLUSTER * K30_BM - 1) / (K31_CLUSTER * K30_BM);
-    const long long ctiles = ctile_rows * ((a->n + K30_BN - 1) / K30_BN);
-    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
-    return k30_sk_may_split(ctiles, k_tiles, max_clusters) ? k30_sk_bytes(max_clusters, K31_CLUSTER * K30_CONSUMERS) : 0;
+    return k31_workspace_cfg(K30_BM, K30_BN, a, dev);
 }
 
 /* Auto-dispatch prefers k30_wgmma_tma (rank 29) over this kernel where M
@@ -269,4 +316,42 @@ extern "C" const tk_kernel tk_kernel_k31_wgmma_cluster = {
     "k30_wgmma_tma + 2-CTA clusters along M with TMA multicast of B, epilogue through stmatrix and TMA stores",
     90, K30_BM, K30_BN, 16, 256, 30,
     k31_supports, k31_resources, k31_launch, k31_workspace, k31_rank,
+};
+
+/* k39_cluster_64x128: this kernel with 64 x 128 tiles a CTA (one consumer
+ * warpgroup), the CTA pair along M sharing B by multicast (cluster tiles
+ * 128 x 128); auto-dispatch's choice where k30_pick_cluster64 says (rows
+ * that are not 128-byte multiples, one wave). */
+static tk_status k39_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+{
+    return k30_supports_common(a, dev, K31_CLUSTER * 64, why, len);
+}
+
+static void k39_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)dev;
+    k31_resources_cfg(64, 128, a, r);
+}
+
+static tk_status k39_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+{
+    (void)dev;
+    return k31_launch_cfg(64, 128, a, stream, why, len);
+}
+
+static size_t k39_workspace(const tk_args *a, const tk_device *dev)
+{
+    return k31_workspace_cfg(64, 128, a, dev);
+}
+
+static int k39_rank(const tk_args *a, const tk_device *dev)
+{
+    return k30_pick_cluster64(a, dev->sm_count) ? 37 : 1;
+}
+
+extern "C" const tk_kernel tk_kernel_k39_cluster_64x128 = {
+    "k39_cluster_64x128",
+    "k31_wgmma_cluster with 64 x 128 tiles a CTA (one consumer warpgroup), B multicast to the 2-CTA cluster",
+    90, 64, 128, 16, 128, 1,
+    k39_supports, k39_resources, k39_launch, k39_workspace, k39_rank,
 };

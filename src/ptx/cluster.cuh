@@ -8,11 +8,15 @@
  *   the default release at CTA scope. Enough to hand a stage back after the
  *   wgmma reading it has completed; .release.cluster would add MEMBAR.ALL.GPU
  *   before every arrival (seen in SASS), which made a 2-CTA GEMM 2.4x slower.
- * barrier.cluster.arrive.release / barrier.cluster.wait.acquire (not .aligned:
+ * barrier.cluster.arrive.relaxed / barrier.cluster.wait (not .aligned:
  * callable from diverged code)
- *   All non-exited threads of all CTAs of the cluster meet (tk_cluster_sync):
- *   after mbarrier init, so no peer signals a barrier not yet initialised, and
- *   before exit, so no peer still signals one whose CTA is gone.
+ *   All non-exited threads of all CTAs of the cluster meet
+ *   (tk_cluster_sync_relaxed), after mbarrier init (ordered for the peers by
+ *   fence.mbarrier_init.release.cluster), so no peer signals a barrier not
+ *   yet initialised. The default .release arrival cost k31 ~0.7 us at the
+ *   start and ~0.8 us more as a meeting before exit (H100, 64 x 128 tiles
+ *   at 1024^3; docs/NOTES.md session 19), where k31 now waits for its
+ *   stages' releases instead.
  * %cluster_ctarank: this CTA's rank in its cluster.
  * Clobbers: "memory" on the arrival and the barrier, so shared-memory accesses
  * are not moved across.
@@ -34,10 +38,10 @@ static __device__ __forceinline__ void tk_mbarrier_arrive_cluster(uint32_t clust
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_addr) : "memory");
 }
 
-static __device__ __forceinline__ void tk_cluster_sync(void)
+static __device__ __forceinline__ void tk_cluster_sync_relaxed(void)
 {
-    asm volatile("barrier.cluster.arrive.release;\n"
-                 "barrier.cluster.wait.acquire;\n" ::
+    asm volatile("barrier.cluster.arrive.relaxed;\n"
+                 "barrier.cluster.wait;\n" ::
                      : "memory");
 }
 

@@ -225,7 +225,11 @@ static void test_dispatch_table(void)
         { 192, 4096, 4096, TK_OP_T, TK_OP_T, "k42_wgmma_64x128" },    /* 96 tiles; k34's second half empty */
         { 128, 4608, 3584, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },    /* 72 tiles; 64 x 64: 144 */
         { 64, 4608, 3584, TK_OP_T, TK_OP_T, "k34_wgmma_128x64" },     /* M <= 64: decode rules */
-        { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },   /* rows of 2000 bytes */
+        { 1000, 1000, 1000, TK_OP_N, TK_OP_N, "k39_cluster_64x128" },  /* rows of 2000 bytes: 64 cluster tiles */
+        { 1000, 1000, 1000, TK_OP_N, TK_OP_T, "k39_cluster_64x128" },
+        { 1000, 1000, 1000, TK_OP_T, TK_OP_N, "k39_cluster_64x128" },
+        { 1000, 600, 1000, TK_OP_N, TK_OP_N, "k33_wgmma_128x128" },    /* 40 cluster tiles: under 3/4 of a wave */
+        { 1024, 1000, 1024, TK_OP_N, TK_OP_N, "k39_cluster_64x128" },  /* B's rows of 2000 bytes */
         { 4096, 4096, 4096, TK_OP_N, TK_OP_N, "k31_wgmma_cluster" },
         { 1536, 1536, 1536, TK_OP_N, TK_OP_N, "k38_swap_144x128" },    /* N-major B: 132 swapped tiles */
         { 1536, 1536, 768, TK_OP_N, TK_OP_N, "k38_swap_144x128" },
