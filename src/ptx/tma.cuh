@@ -23,8 +23,8 @@
  *   Stores the box at src to global (c0, c1); completion is tracked by
  *   bulk groups: commit_group closes the stores issued so far into a group,
  *   wait_group.read N waits until at most N groups still read shared memory
- *   (the source may then be overwritten), wait_group N until at most N groups
- *   are still incomplete (writes done).
+ *   (the source may then be overwritten; all a kernel needs before it
+ *   exits: kernel completion covers the writes).
  * prefetch.tensormap [map]
  *   Brings the map into the descriptor cache ahead of the first copy.
  * Clobbers: "memory" on all.
@@ -68,7 +68,6 @@ static __device__ __forceinline__ void tk_tma_store_commit(void)
 
 /* N: an immediate. */
 #define tk_tma_store_wait_read(N) asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory")
-#define tk_tma_store_wait(N) asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory")
 
 static __device__ __forceinline__ void tk_tma_prefetch_map(const CUtensorMap *map)
 {
