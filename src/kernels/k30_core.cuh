@@ -58,10 +58,11 @@
 #define K30_STAGE_CAP(bm) ((bm) < K30_BM ? K30_NARROW_MAX_STAGES : K30_MAX_STAGES)
 /* ka: k-tiles (64-deep swizzle atoms) a stage holds: 1, but K36_KA (2) for
  * the swapped narrow tiles; the cap counts k-tiles. */
-/* A tile taller than K30_BM (k38's swapped 144 rows) stages its whole C
- * tile (bm x bn fp32: 72 KB) in shared memory; the ring gets what is left
- * of 226 KB (k38: 154 KB, 4 stages). */
-#define K30_RING_BUDGET_MN(bm, bn) ((bm) > K30_BM ? 226 * 1024 - (bm) * (bn) * 4 : K30_RING_BUDGET)
+/* A tile taller than K30_BM (k38's swapped 144 rows) stages one TMA box of
+ * C (bm rows x 128 bytes) a consumer, bn / 64 of them, in shared memory
+ * (k30_epilogue_swap_staged); the ring gets what is left of 226 KB (k38:
+ * 190 KB, 5 stages; with the whole fp32 C tile staged, 72 KB, it had 4). */
+#define K30_RING_BUDGET_MN(bm, bn) ((bm) > K30_BM ? 226 * 1024 - (bm) * 128 * ((bn) / 64) : K30_RING_BUDGET)
 #define K30_STAGES_MNA(bm, bn, ka)                                                                                     \
     (K30_RING_BUDGET_MN(bm, bn) / K30_STAGE_BYTES_MNA(bm, bn, ka) < K30_STAGE_CAP(bm) / (ka)                           \
          ? K30_RING_BUDGET_MN(bm, bn) / K30_STAGE_BYTES_MNA(bm, bn, ka)                                               \
@@ -624,7 +625,10 @@ static __device__ __forceinline__ void k30_epilogue_swap(const k30_params *p, co
  * (the 16-byte unit u of row r at r * 128 + (u ^ r % 8) * 16), and leave by
  * one thread's TMA stores, whole 128-byte row segments instead of a warp's
  * 8 rows x 64 bytes. The buffer is rewritten only after the previous
- * tile's stores have read it. */
+ * stores have read it. A tile taller than K30_BM (k38) has room for one
+ * box (K30_RING_BUDGET_MN): fp32 C's two boxes go one after the other,
+ * which leaves its ring a fifth stage (H100, docs/NOTES.md session 20:
+ * 1536^3 fp32 17.6 -> 16.9 us, bf16 15.9 -> 15.6). */
 template <int BM>
 static __device__ __forceinline__ void k30_epilogue_swap_staged(const k30_params *p, const float *acc, int m0,
                                                                 int n0, int warp, int lane, uint32_t ebuf,
@@ -637,32 +641,39 @@ static __device__ __forceinline__ void k30_epilogue_swap_staged(const k30_params
     const float alpha = p->alpha;
     const int bf16 = p->c_bf16;
     const int col = k30_swap_col(warp, lane);
+    constexpr int ONE_BOX = BM > K30_BM;       /* room for one box */
     float out[BM / 2];
     k30_swap_quads<BM>(acc, lane, out);
-    if (tid == 0)
-        tk_tma_store_wait_read(0);
-    tk_bar_sync(bar_id, 128);
+    /* one round, or one a box of fp32 C where there is room for one */
+    const int rounds = ONE_BOX && !bf16 ? 2 : 1;
+    for (int b = 0; b < rounds; b++) {
+        if (tid == 0)
+            tk_tma_store_wait_read(0);
+        tk_bar_sync(bar_id, 128);
 #pragma unroll
-    for (int j = 0; j < BM / 8; j++) {
-        const float *v = out + 4 * j;
-        const int r = 8 * j + k30_swap_row(lane);
-        if (bf16) {
-            /* one box of 64 columns: unit col / 8, half (col / 4) % 2 */
-            uint2 *q = (uint2 *)(epp + r * 128 + ((((col >> 3) ^ r) & 7) << 4) + ((col >> 2) & 1) * 8);
-            *q = make_uint2(k30_pack_bf16x2(alpha * v[0], alpha * v[1]), k30_pack_bf16x2(alpha * v[2], alpha * v[3]));
-        } else {
-            /* box col / 32, unit (col % 32) / 4 */
-            float4 *q = (float4 *)(epp + (col >> 5) * (BM * 128) + r * 128 + (((((col & 31) >> 2) ^ r) & 7) << 4));
-            *q = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
+        for (int j = 0; j < BM / 8; j++) {
+            const float *v = out + 4 * j;
+            const int r = 8 * j + k30_swap_row(lane);
+            if (bf16) {
+                /* one box of 64 columns: unit col / 8, half (col / 4) % 2 */
+                uint2 *q = (uint2 *)(epp + r * 128 + ((((col >> 3) ^ r) & 7) << 4) + ((col >> 2) & 1) * 8);
+                *q = make_uint2(k30_pack_bf16x2(alpha * v[0], alpha * v[1]),
+                                k30_pack_bf16x2(alpha * v[2], alpha * v[3]));
+            } else if (!ONE_BOX || (col >> 5) == b) {
+                /* box col / 32 (ONE_BOX: round b's box in the one room), unit (col % 32) / 4 */
+                float4 *q = (float4 *)(epp + (ONE_BOX ? 0 : (col >> 5) * (BM * 128)) + r * 128 +
+                                       (((((col & 31) >> 2) ^ r) & 7) << 4));
+                *q = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
+            }
         }
-    }
-    tk_fence_proxy_async_shared();
-    tk_bar_sync(bar_id, 128);
-    if (tid == 0) {
-        tk_tma_store_2d(&p->map_c, ebuf, n0, m0);
-        if (!bf16)
-            tk_tma_store_2d(&p->map_c, ebuf + BM * 128, n0 + 32, m0);
-        tk_tma_store_commit();
+        tk_fence_proxy_async_shared();
+        tk_bar_sync(bar_id, 128);
+        if (tid == 0) {
+            tk_tma_store_2d(&p->map_c, ebuf, n0 + 32 * b, m0);
+            if (!ONE_BOX && !bf16)
+                tk_tma_store_2d(&p->map_c, ebuf + BM * 128, n0 + 32, m0);
+            tk_tma_store_commit();
+        }
     }
 }
 

@@ -89,9 +89,11 @@
 #endif
 #define K30_KA(swap) ((swap) == 1 ? K36_KA : 1)
 /* Shared memory of an instance: the ring, the epilogue's C buffers (the
- * staged chunks; a swapped tile's whole bm x bn fp32 C tile,
+ * staged chunks; a swapped tile's whole bm x bn fp32 C tile, or where it
+ * is taller than K30_BM one bm x 128-byte box a consumer,
  * k30_epilogue_swap_staged), the barriers. */
-#define K30_EPI_CFG(bm, bn, swap) ((swap) ? (bm) * (bn) * 4 : (bm) / 64 * 2 * K30_EPI_CHUNK)
+#define K30_EPI_CFG(bm, bn, swap)                                                                                    \
+    ((swap) ? ((bm) > K30_BM ? (bm) * 128 * (swap) : (bm) * (bn) * 4) : (bm) / 64 * 2 * K30_EPI_CHUNK)
 #define K30_SMEM_CFG(bm, bn, swap) K30_SMEM_MNA(bm, bn, K30_KA(swap), K30_EPI_CFG(bm, bn, swap))
 
 static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 192, 0) <= 227 * 1024 &&
@@ -429,8 +431,10 @@ K30_CONFIG(k36_swap_64x64, 64, 64, 1, 41, 1,
 /* k38_swap_144x128: the swapped roles of k36 with two consumer warpgroups
  * (SWAP = 2: 64 rows of B each, 384 threads, 166 registers), 144 rows of A
  * as wgmma's N (m64n144k16, 72 accumulators), stages of one k-tile (18 +
- * 16 KB, 4 of them: the staged 144 x 128 fp32 C tile takes 72 KB), the
- * staged TMA-store epilogue of k36. Why: 1536^3 NN needs 132 tiles of
+ * 16 KB, 5 of them), the staged TMA-store epilogue of k36 with one 144 x
+ * 128-byte box of room a consumer (fp32 C's two boxes one after the other:
+ * with the whole 72 KB C tile staged the ring had 4 stages, 1536^3 fp32
+ * 17.6 us against 16.9; NOTES, session 20). Why: 1536^3 NN needs 132 tiles of
  * about 128 x 144 for one full wave, but k37's 144-wide N-major B tile
  * loads three 64-wide boxes a stage (0.77x); swapped, A's 144 rows are one
  * K-major box and B's 128 columns two boxes. Figures (H100, x cuBLAS in the
