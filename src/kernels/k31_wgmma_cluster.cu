@@ -262,11 +262,17 @@ static tk_status k31_launch_cfg(int bm, int bn, const tk_args *a, cudaStream_t s
 
 /* The split workspace, sized for one cluster per SM pair; none when no
  * split can apply (k30_sk_may_split). */
+/* Cluster tiles (K31_CLUSTER * bm x bn) of a problem. */
+static long long k31_ctiles(int bm, int bn, const tk_args *a)
+{
+    const long long ctile_rows = (a->m + K31_CLUSTER * bm - 1) / (K31_CLUSTER * bm);
+    return ctile_rows * ((a->n + bn - 1) / bn);
+}
+
 static size_t k31_workspace_cfg(int bm, int bn, const tk_args *a, const tk_device *dev)
 {
     const int max_clusters = dev->sm_count / K31_CLUSTER;
-    const long long ctile_rows = (a->m + K31_CLUSTER * bm - 1) / (K31_CLUSTER * bm);
-    const long long ctiles = ctile_rows * ((a->n + bn - 1) / bn);
+    const long long ctiles = k31_ctiles(bm, bn, a);
     const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
     return k30_sk_may_split(ctiles, k_tiles, max_clusters) ? k30_sk_bytes(max_clusters, K31_CLUSTER * K31_CONS(bm))
                                                            : 0;
@@ -303,8 +309,7 @@ static size_t k31_workspace(const tk_args *a, const tk_device *dev)
 static int k31_rank(const tk_args *a, const tk_device *dev)
 {
     const int max_clusters = dev->sm_count / K31_CLUSTER;
-    const long long ctile_rows = (a->m + K31_CLUSTER * K30_BM - 1) / (K31_CLUSTER * K30_BM);
-    const long long ctiles = ctile_rows * ((a->n + K30_BN - 1) / K30_BN);
+    const long long ctiles = k31_ctiles(K30_BM, K30_BN, a);
     const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
     return (a->m <= K30_BM || a->n <= K30_BN) && !(ctiles < max_clusters && k30_sk_may_split(ctiles, k_tiles, max_clusters))
                ? 28
