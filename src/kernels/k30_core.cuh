@@ -627,8 +627,9 @@ static __device__ __forceinline__ void k30_epilogue_swap(const k30_params *p, co
  * 8 rows x 64 bytes. The buffer is rewritten only after the previous
  * stores have read it. A tile taller than K30_BM (k38) has room for one
  * box (K30_RING_BUDGET_MN): fp32 C's two boxes go one after the other,
- * which leaves its ring a fifth stage (H100, docs/NOTES.md session 20:
- * 1536^3 fp32 17.6 -> 16.9 us, bf16 15.9 -> 15.6). */
+ * which leaves its ring a fifth stage (H100, docs/NOTES.md session 20,
+ * three rounds: 1536^3 bf16 16.1 -> 15.7 us, fp32 17.5 both; 1536 x 1536 x
+ * 3072 bf16 25.1 -> 24.1, fp32 26.0 -> 25.8). */
 template <int BM>
 static __device__ __forceinline__ void k30_epilogue_swap_staged(const k30_params *p, const float *acc, int m0,
                                                                 int n0, int warp, int lane, uint32_t ebuf,
