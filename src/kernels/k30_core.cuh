@@ -59,7 +59,7 @@
 /* ka: k-tiles (64-deep swizzle atoms) a stage holds: 1, but K36_KA (2) for
  * the swapped narrow tiles; the cap counts k-tiles. */
 /* A tile taller than K30_BM (k38's swapped 144 rows) stages one TMA box of
- * C (bm rows x 128 bytes) a consumer, bn / 64 of them, in shared memory
+ * C (bm rows x 128 bytes) a consumer (bn / 64 of them) in shared memory
  * (k30_epilogue_swap_staged); the ring gets what is left of 226 KB (k38:
  * 190 KB, 5 stages; with the whole fp32 C tile staged, 72 KB, it had 4). */
 #define K30_RING_BUDGET_MN(bm, bn) ((bm) > K30_BM ? 226 * 1024 - (bm) * 128 * ((bn) / 64) : K30_RING_BUDGET)

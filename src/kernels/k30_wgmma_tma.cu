@@ -434,8 +434,8 @@ K30_CONFIG(k36_swap_64x64, 64, 64, 1, 41, 1,
  * 16 KB, 5 of them), the staged TMA-store epilogue of k36 with one 144 x
  * 128-byte box of room a consumer (fp32 C's two boxes one after the other:
  * with the whole 72 KB C tile staged the ring had 4 stages: 1536^3 bf16
- * 16.1 us against 15.7, fp32 17.5 both; NOTES, session 20). Why: 1536^3 NN needs 132 tiles of
- * about 128 x 144 for one full wave, but k37's 144-wide N-major B tile
+ * 16.1 us against 15.7, fp32 17.5 both; NOTES, session 20). Why: 1536^3
+ * NN needs 132 tiles of about 128 x 144 for one full wave, but k37's 144-wide N-major B tile
  * loads three 64-wide boxes a stage (0.77x); swapped, A's 144 rows are one
  * K-major box and B's 128 columns two boxes. Figures (H100, x cuBLAS in the
  * same run; NOTES, session 16): 1536^3 NN fp32 17.5 us (0.90x; k35 19.0,

@@ -260,8 +260,6 @@ static tk_status k31_launch_cfg(int bm, int bn, const tk_args *a, cudaStream_t s
     return k30_launch_cluster_tma_c(r.func, K31_CLUSTER, bm, bn, (int)r.dyn_smem, a, stream, why, len);
 }
 
-/* The split workspace, sized for one cluster per SM pair; none when no
- * split can apply (k30_sk_may_split). */
 /* Cluster tiles (K31_CLUSTER * bm x bn) of a problem. */
 static long long k31_ctiles(int bm, int bn, const tk_args *a)
 {
@@ -269,6 +267,8 @@ static long long k31_ctiles(int bm, int bn, const tk_args *a)
     return ctile_rows * ((a->n + bn - 1) / bn);
 }
 
+/* The split workspace, sized for one cluster per SM pair; none when no
+ * split can apply (k30_sk_may_split). */
 static size_t k31_workspace_cfg(int bm, int bn, const tk_args *a, const tk_device *dev)
 {
     const int max_clusters = dev->sm_count / K31_CLUSTER;
