@@ -1090,7 +1090,7 @@ static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
     return sl;
 }
 
-/* The tile rows (16, 32, 48 or 64) auto-dispatch gives k36_swap_*, or 0 where
+/* The tile rows (16, 32, 48, 64 or 72) auto-dispatch gives k36_swap_*, or 0 where
  * the k30 family's tiles are better, for sms SMs; pure host arithmetic
  * (CPU-tested). Measured on the H100 (docs/NOTES.md, session 11): the
  * narrow tiles win where they fit one wave (16 x 64: 32 x 768 x 768 NT 7.1
@@ -1109,7 +1109,10 @@ static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
  * that fit one wave unsplit (32 x 3584 x 3584 NT: 16 x 64, 112 tiles, 19.0
  * us; 32 x 64 in 2 slices, 20.5). Only op_a N (k36's A tile is K-major),
  * N >= 64, units of at most K30_SWAP_MAX_UNIT_KTILES k-tiles (longer ones
- * are DRAM-bound streams, k34's or k40's). */
+ * are DRAM-bound streams, k34's or k40's). 72-row tiles (k36_swap_72x64)
+ * only where no other one fits one wave, B is no DRAM stream and rows are
+ * 128-byte multiples: 768^3 in 132 of them, 7.5 us against k42's 64 x 128
+ * tiles' 7.6-8.4 (H100, fp32 C; NOTES, session 21). */
 #define K30_SWAP_MAX_UNIT_KTILES 64
 #define K30_SWAP_SLICE_COST 768        /* 128-byte rows: ~10 k-tiles of 16 x 64 */
 #define K30_SWAP_STREAM_BYTES (16LL << 20)
@@ -1129,11 +1132,15 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
     const int stream = k30_swap_stream(a);
     int best = 0;
     long long best_cost = 0;
-    for (int bm = 16; bm <= 64; bm += 16) {
+    for (int bm = 16; bm <= 72; bm += bm < 64 ? 16 : 8) {
         /* 64-row tiles only where no narrower one fits a wave: split in
          * two they lost to 32-row tiles unsplit (128 x 2048 x 2048 NT 11.3
-         * us against 10.1, 100 x 2000 x 2048 10.6 / 9.3; NOTES, session 16) */
-        if (bm == 64 && best)
+         * us against 10.1, 100 x 2000 x 2048 10.6 / 9.3; NOTES, session 16);
+         * 72-row tiles only where no other one does, and only where B is
+         * no stream and rows are 128-byte multiples (as measured) */
+        if (bm >= 64 && best)
+            break;
+        if (bm == 72 && (stream || k30_ragged(a)))
             break;
         const long long tiles = (a->m + bm - 1) / bm * tn;
         if (tiles > sms)

@@ -101,11 +101,14 @@ static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM,
                   K30_SMEM_CFG(K30_BM, 128, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 64, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(16, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(32, 64, 1) <= 227 * 1024 &&
                   K30_SMEM_CFG(48, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(144, 128, 2) <= 227 * 1024 &&
-                  K30_SMEM_CFG(64, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(64, 128, 0) <= 227 * 1024 &&
+                  K30_SMEM_CFG(64, 64, 1) <= 227 * 1024 && K30_SMEM_CFG(72, 64, 1) <= 227 * 1024 &&
+                  K30_SMEM_CFG(64, 128, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(64, 144, 0) <= 227 * 1024 && K30_SMEM_CFG(64, 192, 0) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
 static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 64) % 1024 == 0 &&
                   K30_STAGE_BYTES_MN(48, 64) % 1024 == 0 && K30_A_BYTES_M(48) % 1024 == 0 &&
+                  K30_A_BYTES_M(72) % 1024 == 0 && K30_STAGE_BYTES_MN(72, 64) % 1024 == 0 &&
+                  K30_EPI_CFG(72, 64, 1) % 1024 == 0 &&
                   K30_A_BYTES_M(144) % 1024 == 0 && K30_STAGE_BYTES_MN(144, 128) % 1024 == 0,
               "stages must keep the 1024-byte swizzle alignment");
 
@@ -213,6 +216,7 @@ static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
         return bm == 16   ? K30_SWAP_FUNC(op_b, 16)
                : bm == 32 ? K30_SWAP_FUNC(op_b, 32)
                : bm == 48 ? K30_SWAP_FUNC(op_b, 48)
+               : bm == 72 ? K30_SWAP_FUNC(op_b, 72)
                           : K30_SWAP_FUNC(op_b, 64);
     if (bm == 64)
         return bn == 128   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, 64, 128, 0)
@@ -428,6 +432,19 @@ K30_CONFIG(k36_swap_48x64, 48, 64, 1, 41, 1,
 K30_CONFIG(k36_swap_64x64, 64, 64, 1, 41, 1,
            "k30 with the roles swapped for small M: 64 x 64 C tiles as m64n64k16 of B's rows by A's, one consumer "
            "warpgroup, deep ring (op_a N)")
+/* k36_swap_72x64: 72 rows of A a tile (m64n72k16, 36 accumulators, 34 KB
+ * stages of two k-tiles, 5 of them), where no tile of 16-64 rows fits one
+ * wave but this one does (k30_pick_swap): 768^3 as 11 x 12 = 132 tiles,
+ * where k42's 64 x 128 tiles leave 60 SMs idle and each CTA reads 288 KB
+ * of operands against 209 KB here. Figures (H100, x cuBLAS in the same
+ * run, k42 64 x 128 in the same runs; NOTES, session 21, two rounds): 768^3
+ * NN fp32 7.5 / 7.6 us (0.91x / 0.92x; k42 7.6 / 8.4), bf16 7.1 / 7.2 (k42
+ * 7.3 / 7.3); 792 x 768 x 768 NN fp32 7.3 / 7.4 (cuBLAS 7.4 / 7.6; k42 7.8
+ * / 7.9); 768 x 768 x 3072 NN 13.7 / 13.9 (k42 14.7 / 15.0).
+ * Reproduce: build/tilekit bench --kernel cublas,k42_wgmma_64x128,k36_swap_72x64 --shapes 768x768x768 */
+K30_CONFIG(k36_swap_72x64, 72, 64, 1, 41, 1,
+           "k30 with the roles swapped: 72 x 64 C tiles as m64n72k16 of B's rows by A's, one consumer warpgroup, "
+           "where only 72-row tiles fit one wave (op_a N)")
 /* k38_swap_144x128: the swapped roles of k36 with two consumer warpgroups
  * (SWAP = 2: 64 rows of B each, 384 threads, 166 registers), 144 rows of A
  * as wgmma's N (m64n144k16, 72 accumulators), stages of one k-tile (18 +
@@ -457,7 +474,8 @@ K30_CONFIG(k38_swap_144x128, 144, 128, 2, 35, 1,
  * rate), k33's 128 x 128 tiles leave SMs idle (2048 x 768: 96 tiles), and
  * cuBLAS runs 64-row tiles there (docs/NOTES.md, session 9). Figures (H100,
  * fp32 C, x cuBLAS in the same run, the previous pick; NOTES, session 17):
- * 64 x 128 at 768^3 7.9 us (0.91x; k34 8.5), 1024^3 9.3 (0.97x; k34 9.7);
+ * 64 x 128 at 768^3 7.9 us (0.91x; k34 8.5; k36_swap_72x64's shape since
+ * session 21), 1024^3 9.3 (0.97x; k34 9.7);
  * 64 x 144 at 512 x 2304 x 768 NT 9.5 (0.92x; k33 10.4); 64 x 192 at 2048
  * x 768 x 3072 NT 19.4 (0.96x; k33 22.4), 512 x 3072 x 768 NT 10.5 (0.96x;
  * k33 11.6). k30_pick_rows64 gives them those shapes. 192-row tiles with

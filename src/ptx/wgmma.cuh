@@ -29,7 +29,8 @@
  *   not overwritten, until the group that uses them has been waited for.
  * wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 d, descA, descB, p, 1, 1, tA, tB
  *   D(64x256, f32) = A(64x16, bf16, smem) * B(16x256, bf16, smem) + (p ? D : 0)
- *   (and m64n192k16 ... m64n16k16: D 64x192 ... 64x16, j in 0..N/8-1 below).
+ *   (and m64n192k16 ... m64n16k16, m64n72k16 among them: D 64x192 ... 64x16,
+ *   j in 0..N/8-1 below).
  *   tA/tB = 0: K-major operand, 1: MN-major (transposed; bf16 allows both).
  *   D fragment of thread t (warp w = t/32 of the warpgroup, lane l):
  *   d[4j + 2h + e] = D[16w + l/4 + 8h][8j + 2(l%4) + e], j in 0..31, h, e in 0..1.
@@ -193,6 +194,23 @@ static __device__ __forceinline__ void tk_wgmma_m64n128k16_f32_bf16(float d[64],
                  : "memory");
 }
 
+/* The same with N = 72: D(64x72) = A(64x16) * B(16x72), d[36], j in 0..8. */
+template <int TRANS_A, int TRANS_B>
+static __device__ __forceinline__ void tk_wgmma_m64n72k16_f32_bf16(float d[36], uint64_t desc_a, uint64_t desc_b,
+                                                                   int scale_d)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %38, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n72k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35"
+                 "}, %36, %37, p, 1, 1, %39, %40;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)
+                 : "memory");
+}
+
 /* The same with N = 64: D(64x64) = A(64x16) * B(16x64), d[32], j in 0..7. */
 template <int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void tk_wgmma_m64n64k16_f32_bf16(float d[32], uint64_t desc_a, uint64_t desc_b,
@@ -269,15 +287,15 @@ static __device__ __forceinline__ void tk_wgmma_m64n16k16_f32_bf16(float d[8], u
                  : "memory");
 }
 
-/* m64nNk16 for N = 256, 192, 144, 128, 64, 48, 32 or 16, chosen at compile time: a
+/* m64nNk16 for N = 256, 192, 144, 128, 72, 64, 48, 32 or 16, chosen at compile time: a
  * template because N fixes the instruction and the accumulator count (N / 2
  * per thread). */
 template <int N, int TRANS_A, int TRANS_B>
 static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    static_assert(N == 256 || N == 192 || N == 144 || N == 128 || N == 64 || N == 48 || N == 32 || N == 16,
-                  "wgmma wrappers exist for N = 256, 192, 144, 128, 64, 48, 32 and 16");
+    static_assert(N == 256 || N == 192 || N == 144 || N == 128 || N == 72 || N == 64 || N == 48 || N == 32 || N == 16,
+                  "wgmma wrappers exist for N = 256, 192, 144, 128, 72, 64, 48, 32 and 16");
     if (N == 256)
         tk_wgmma_m64n256k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 192)
@@ -286,6 +304,8 @@ static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint
         tk_wgmma_m64n144k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 128)
         tk_wgmma_m64n128k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+    else if (N == 72)
+        tk_wgmma_m64n72k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 64)
         tk_wgmma_m64n64k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
     else if (N == 48)

@@ -43,7 +43,8 @@ static void test_exact_cases_ran(void)
 {
     static const char *const must[] = { "auto", "k30_wgmma_tma", "k31_wgmma_cluster", "k33_wgmma_128x128",
                                          "k34_wgmma_128x64", "k35_wgmma_128x192", "k36_swap_16x64",
-                                         "k36_swap_32x64", "k36_swap_48x64", "k36_swap_64x64", "k37_wgmma_128x144",
+                                         "k36_swap_32x64", "k36_swap_48x64", "k36_swap_64x64", "k36_swap_72x64",
+                                         "k37_wgmma_128x144",
                                          "k38_swap_144x128", "k42_wgmma_64x128", "k42_wgmma_64x144",
                                          "k42_wgmma_64x192" };
     const tk_gemm_problem probe = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 128, 128, 128, 1.0f, 0.0f,

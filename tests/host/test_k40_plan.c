@@ -192,7 +192,7 @@ static void test_dispatch_table(void)
         { 33, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_32x64" },     /* 128 tiles of 32 x 64 */
         { 65, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_48x64" },     /* 128 tiles of 48 x 64 (a stream) */
         { 97, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 97-128 tokens: 128 tiles of 64 x 64 */
-        { 129, 4096, 4096, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },  /* 96 of 64 x 128; 64 x 64: 192 */
+        { 129, 4096, 4096, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },  /* 96 of 64 x 128; 64 x 64: 192 (72 x 64: B a stream) */
         { 128, 3584, 3584, TK_OP_N, TK_OP_T, "k36_swap_64x64" },    /* 112 tiles */
         { 64, 4608, 3584, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 72 tiles; 48 x 64: 144 */
         { 128, 3072, 768, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 96 tiles */
@@ -212,9 +212,12 @@ static void test_dispatch_table(void)
         { 128, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_64x64" },    /* 128 tiles of 64 x 64 */
         { 256, 256, 256, TK_OP_N, TK_OP_N, "k36_swap_16x64" },
         { 512, 512, 512, TK_OP_N, TK_OP_N, "k36_swap_32x64" },
-        { 768, 768, 768, TK_OP_N, TK_OP_N, "k42_wgmma_64x128" },      /* 72 tiles of 64 x 128 */
+        { 768, 768, 768, TK_OP_N, TK_OP_N, "k36_swap_72x64" },        /* 132 tiles of 72 x 64; 64 x 64: 144 */
+        { 792, 768, 768, TK_OP_N, TK_OP_N, "k36_swap_72x64" },
+        { 800, 768, 768, TK_OP_N, TK_OP_N, "k42_wgmma_64x128" },      /* 72-row tiles: 144 */
+        { 768, 768, 768, TK_OP_T, TK_OP_N, "k42_wgmma_64x128" },      /* M-major A: not swapped */
         { 1024, 1024, 1024, TK_OP_N, TK_OP_N, "k42_wgmma_64x128" },   /* 128 tiles */
-        { 768, 768, 768, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },      /* 144 wide: as many tiles */
+        { 768, 768, 768, TK_OP_N, TK_OP_T, "k36_swap_72x64" },
         { 512, 2304, 768, TK_OP_N, TK_OP_T, "k42_wgmma_64x144" },     /* 128 tiles; 64 x 192: 96 */
         { 512, 2304, 768, TK_OP_N, TK_OP_N, "k42_wgmma_64x192" },     /* N-major B: no 144 */
         { 2048, 768, 3072, TK_OP_N, TK_OP_T, "k42_wgmma_64x192" },    /* 128 tiles; 64 x 128: 192 */
