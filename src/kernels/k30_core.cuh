@@ -1110,9 +1110,11 @@ static inline int k30_few_slices(long long tiles, int k_tiles, int clusters)
  * us; 32 x 64 in 2 slices, 20.5). Only op_a N (k36's A tile is K-major),
  * N >= 64, units of at most K30_SWAP_MAX_UNIT_KTILES k-tiles (longer ones
  * are DRAM-bound streams, k34's or k40's). 72-row tiles (k36_swap_72x64)
- * only where no other one fits one wave, B is no DRAM stream and rows are
- * 128-byte multiples: 768^3 in 132 of them, 7.5 us against k42's 64 x 128
- * tiles' 7.6-8.4 (H100, fp32 C; NOTES, session 21). */
+ * only where no other one fits one wave (H100, fp32 C, us; NOTES, session
+ * 21): 768^3 NN in 132 of them 7.8 against k42's 64 x 128 tiles' 8.1
+ * (three rounds), 129 x 4096 x 4096 NT 18.1-18.3 against k42's 20.7-21.7
+ * (cuBLAS 18.6-18.8), 768 x 768 x 776 NT (rows of 1552 bytes) 10.1-10.3
+ * against k33's 11.1. */
 #define K30_SWAP_MAX_UNIT_KTILES 64
 #define K30_SWAP_SLICE_COST 768        /* 128-byte rows: ~10 k-tiles of 16 x 64 */
 #define K30_SWAP_STREAM_BYTES (16LL << 20)
@@ -1136,11 +1138,8 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
         /* 64-row tiles only where no narrower one fits a wave: split in
          * two they lost to 32-row tiles unsplit (128 x 2048 x 2048 NT 11.3
          * us against 10.1, 100 x 2000 x 2048 10.6 / 9.3; NOTES, session 16);
-         * 72-row tiles only where no other one does, and only where B is
-         * no stream and rows are 128-byte multiples (as measured) */
+         * 72-row tiles only where no other one does */
         if (bm >= 64 && best)
-            break;
-        if (bm == 72 && (stream || k30_ragged(a)))
             break;
         const long long tiles = (a->m + bm - 1) / bm * tn;
         if (tiles > sms)

@@ -436,11 +436,13 @@ K30_CONFIG(k36_swap_64x64, 64, 64, 1, 41, 1,
  * stages of two k-tiles, 5 of them), where no tile of 16-64 rows fits one
  * wave but this one does (k30_pick_swap): 768^3 as 11 x 12 = 132 tiles,
  * where k42's 64 x 128 tiles leave 60 SMs idle and each CTA reads 288 KB
- * of operands against 209 KB here. Figures (H100, x cuBLAS in the same
- * run, k42 64 x 128 in the same runs; NOTES, session 21, two rounds): 768^3
- * NN fp32 7.5 / 7.6 us (0.91x / 0.92x; k42 7.6 / 8.4), bf16 7.1 / 7.2 (k42
- * 7.3 / 7.3); 792 x 768 x 768 NN fp32 7.3 / 7.4 (cuBLAS 7.4 / 7.6; k42 7.8
- * / 7.9); 768 x 768 x 3072 NN 13.7 / 13.9 (k42 14.7 / 15.0).
+ * of operands against 209 KB here. Figures (H100, auto-dispatch before /
+ * after, bench/ab.sh, three rounds, fp32 C, x cuBLAS in the same run;
+ * NOTES, session 21): 768^3 NN 8.1 -> 7.8 us (0.90x -> 0.92x), NT 8.0 ->
+ * 7.8, 792 x 768 x 768 NN 8.7 -> 8.4, 768 x 768 x 3072 NN 15.0 -> 14.2;
+ * bf16 C 768^3 7.6 -> 7.5. Against the kernels it replaces, same run: 129
+ * x 4096 x 4096 NT 18.1-18.3 (k42 20.7-21.7, cuBLAS 18.6-18.8), 768 x 768
+ * x 776 NT 10.1-10.3 (k33 11.1).
  * Reproduce: build/tilekit bench --kernel cublas,k42_wgmma_64x128,k36_swap_72x64 --shapes 768x768x768 */
 K30_CONFIG(k36_swap_72x64, 72, 64, 1, 41, 1,
            "k30 with the roles swapped: 72 x 64 C tiles as m64n72k16 of B's rows by A's, one consumer warpgroup, "

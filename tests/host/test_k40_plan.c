@@ -192,7 +192,8 @@ static void test_dispatch_table(void)
         { 33, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_32x64" },     /* 128 tiles of 32 x 64 */
         { 65, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_48x64" },     /* 128 tiles of 48 x 64 (a stream) */
         { 97, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 97-128 tokens: 128 tiles of 64 x 64 */
-        { 129, 4096, 4096, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },  /* 96 of 64 x 128; 64 x 64: 192 (72 x 64: B a stream) */
+        { 129, 4096, 4096, TK_OP_N, TK_OP_T, "k36_swap_72x64" },    /* 128 of 72 x 64; 64 x 64: 192 */
+        { 192, 4096, 4096, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },  /* 96 of 64 x 128; 72 x 64: 192 */
         { 128, 3584, 3584, TK_OP_N, TK_OP_T, "k36_swap_64x64" },    /* 112 tiles */
         { 64, 4608, 3584, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 72 tiles; 48 x 64: 144 */
         { 128, 3072, 768, TK_OP_N, TK_OP_T, "k36_swap_64x64" },     /* 96 tiles */
@@ -223,7 +224,8 @@ static void test_dispatch_table(void)
         { 2048, 768, 3072, TK_OP_N, TK_OP_T, "k42_wgmma_64x192" },    /* 128 tiles; 64 x 128: 192 */
         { 512, 3072, 768, TK_OP_T, TK_OP_T, "k42_wgmma_64x192" },     /* M-major A too */
         { 2048, 1024, 768, TK_OP_N, TK_OP_T, "k33_wgmma_128x128" },   /* 64 x 192: 192 tiles */
-        { 768, 768, 776, TK_OP_N, TK_OP_T, "k33_wgmma_128x128" },     /* rows of 1552 bytes */
+        { 768, 768, 776, TK_OP_N, TK_OP_T, "k36_swap_72x64" },        /* rows of 1552 bytes: k33 before */
+        { 768, 768, 776, TK_OP_T, TK_OP_T, "k33_wgmma_128x128" },     /* M-major A: not swapped */
         { 640, 512, 1024, TK_OP_T, TK_OP_T, "k34_wgmma_128x64" },     /* 40 tiles of 64 x 128: too few */
         { 192, 4096, 4096, TK_OP_T, TK_OP_T, "k42_wgmma_64x128" },    /* 96 tiles; k34's second half empty */
         { 128, 4608, 3584, TK_OP_N, TK_OP_T, "k42_wgmma_64x128" },    /* 72 tiles; 64 x 64: 144 */
