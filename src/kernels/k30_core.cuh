@@ -1332,10 +1332,13 @@ static inline tk_status k30_plan_c(k30_params *p, const tk_args *a, int box_rows
  * tensor map when the epilogue can store C with TMA (p.c_tma), the cluster
  * launch configuration and a persistent grid of as many clusters as fit
  * co-resident, with a split last wave (k30_plan_split_wave).
- * func: the kernel instance for the problem's operand majors. */
-static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, int bm, int bn, int smem,
-                                                 const tk_args *a, cudaStream_t stream, char *why, size_t len)
+ * r: the kernel instance for the problem's operand majors, its threads and
+ * shared memory. */
+static inline tk_status k30_launch_cluster_tma_c(const tk_resources *r, int cluster, int bm, int bn, const tk_args *a,
+                                                 cudaStream_t stream, char *why, size_t len)
 {
+    const void *func = r->func;
+    const int smem = (int)r->dyn_smem;
     k30_params p;
     tk_status st = k30_fill_params(&p, a, cluster, bm, bn, why, len);
     if (!st)
@@ -1352,7 +1355,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
     cudaLaunchConfig_t cfg = {};
     long long ctiles = (long long)((p.tiles_m + cluster - 1) / cluster) * p.tiles_n;
     cfg.gridDim = dim3((unsigned)(cluster * (ctiles < 1024 ? ctiles : 1024)));
-    cfg.blockDim = dim3(128 * (1 + bm / 64));
+    cfg.blockDim = dim3((unsigned)r->threads);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
@@ -1366,7 +1369,7 @@ static inline tk_status k30_launch_cluster_tma_c(const void *func, int cluster, 
         return TK_ERR_OUT_OF_RESOURCES;
     }
     if (e == cudaSuccess) {
-        k30_plan_split_wave(&p, a, cluster * (bm / 64), ctiles, clusters);
+        k30_plan_split_wave(&p, a, cluster * (r->threads / 128 - 1), ctiles, clusters);
         cfg.gridDim = dim3((unsigned)(cluster * p.num_clusters));
         void *args[] = { &p };
         e = cudaLaunchKernelExC(&cfg, func, args);

@@ -257,7 +257,13 @@ static tk_status k31_launch_cfg(int bm, int bn, const tk_args *a, cudaStream_t s
 {
     tk_resources r;
     k31_resources_cfg(bm, bn, a, &r);
-    return k30_launch_cluster_tma_c(r.func, K31_CLUSTER, bm, bn, (int)r.dyn_smem, a, stream, why, len);
+    return k30_launch_cluster_tma_c(&r, K31_CLUSTER, bm, bn, a, stream, why, len);
+}
+
+/* A CTA pair's last tile reaches K31_CLUSTER * bm rows past M at most. */
+static tk_status k31_supports_cfg(int bm, const tk_args *a, const tk_device *dev, char *why, size_t len)
+{
+    return k30_supports_common(a, dev, K31_CLUSTER * bm, why, len);
 }
 
 /* Cluster tiles (K31_CLUSTER * bm x bn) of a problem. */
@@ -280,7 +286,7 @@ static size_t k31_workspace_cfg(int bm, int bn, const tk_args *a, const tk_devic
 
 static tk_status k31_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    return k30_supports_common(a, dev, K31_CLUSTER * K30_BM, why, len);
+    return k31_supports_cfg(K30_BM, a, dev, why, len);
 }
 
 static void k31_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
@@ -329,7 +335,7 @@ extern "C" const tk_kernel tk_kernel_k31_wgmma_cluster = {
  * that are not 128-byte multiples, one wave). */
 static tk_status k39_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    return k30_supports_common(a, dev, K31_CLUSTER * 64, why, len);
+    return k31_supports_cfg(64, a, dev, why, len);
 }
 
 static void k39_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
