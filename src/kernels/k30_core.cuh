@@ -96,6 +96,32 @@
 #define K30_RING_BYTES K30_RING_BYTES_MNA(K30_BM, K30_BN, 1)
 #define K30_SMEM_WITH(extra) K30_SMEM_MNA(K30_BM, K30_BN, 1, extra)
 
+/* Consumer warpgroups and threads of an instance (k30_wgmma_tma's
+ * configurations, and k31's with swap 0): SWAP is the number of
+ * consumer warpgroups of a swapped tile (k36_swap_*: 1, k38: 2, 64 rows of
+ * B each), 0 for the others: one per 64 rows of A (k42's 64-row tiles: one,
+ * the 128-row tiles: two). */
+#define K30_CONS(bm, swap) ((swap) ? (swap) : (bm) / 64)
+#define K30_THREADS_CFG(bm, swap) (128 * (1 + K30_CONS(bm, swap)))
+/* setmaxnreg moves registers from the producer to the consumers of the
+ * unswapped 128-row tiles (up to 128 accumulators a thread in 384
+ * threads); one consumer (256 threads) has 255 registers a thread anyway. */
+#define K30_REALLOC(bm, swap) (!(swap) && (bm) == K30_BM)
+/* 64-deep k-tiles a stage holds: k36's narrow tiles take two (K36_KA),
+ * eight wgmma a full/empty hand-over instead of four (docs/NOTES.md,
+ * session 12: 3-6% faster at the one-wave k36 shapes); the others one. */
+#ifndef K36_KA
+#define K36_KA 2
+#endif
+#define K30_KA(swap) ((swap) == 1 ? K36_KA : 1)
+/* Shared memory of an instance: the ring, the epilogue's C buffers (the
+ * staged chunks; a swapped tile's whole bm x bn fp32 C tile, or where it
+ * is taller than K30_BM one bm x 128-byte box a consumer,
+ * k30_epilogue_swap_staged), the barriers. */
+#define K30_EPI_CFG(bm, bn, swap)                                                                                    \
+    ((swap) ? ((bm) > K30_BM ? (bm) * 128 * (swap) : (bm) * (bn) * 4) : (bm) / 64 * 2 * K30_EPI_CHUNK)
+#define K30_SMEM_CFG(bm, bn, swap) K30_SMEM_MNA(bm, bn, K30_KA(swap), K30_EPI_CFG(bm, bn, swap))
+
 static_assert(K30_BM == 64 * K30_CONSUMERS, "each consumer warpgroup owns 64 rows (one wgmma M)");
 static_assert(K30_STAGE_BYTES_MN(K30_BM, 256) % 1024 == 0 && K30_STAGE_BYTES_MN(K30_BM, 192) % 1024 == 0 &&
                   K30_STAGE_BYTES_MN(K30_BM, 128) % 1024 == 0 && K30_STAGE_BYTES_MN(K30_BM, 64) % 1024 == 0,

@@ -128,30 +128,25 @@
 
 #define K31_CLUSTER 2                  /* CTAs per cluster, along M */
 #define K31_GROUP_M 16                 /* block rows per super-tile (8 cluster rows) */
-/* Consumer warpgroups (one per 64 rows), threads and shared memory of an
- * instance with bm x bn tiles a CTA. */
-#define K31_CONS(bm) ((bm) / 64)
-#define K31_THREADS(bm) (128 * (1 + K31_CONS(bm)))
-#define K31_EPI(bm) (K31_CONS(bm) * 2 * K30_EPI_CHUNK)
-#define K31_SMEM(bm, bn) K30_SMEM_MNA(bm, bn, 1, K31_EPI(bm))
-#define K31_SMEM_BYTES K31_SMEM(K30_BM, K30_BN)
-
-static_assert(K31_SMEM_BYTES <= 227 * 1024 && K31_SMEM(64, 128) <= 227 * 1024,
+/* Consumer warpgroups, threads and shared memory of an instance with bm x
+ * bn tiles a CTA: the core's unswapped configuration (K30_CONS(bm, 0),
+ * K30_THREADS_CFG, K30_SMEM_CFG). */
+static_assert(K30_SMEM_CFG(K30_BM, K30_BN, 0) <= 227 * 1024 && K30_SMEM_CFG(64, 128, 0) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
 
 /* A template because the operand majors are wgmma immediates and fix the TMA
  * box pattern (A_MN: op_a T, B_MN: op_b N); BM and BN size the tile, the
  * instruction and the accumulators. */
 template <int A_MN, int B_MN, int BM, int BN>
-static __global__ void __launch_bounds__(K31_THREADS(BM), 1) k31_kernel(const __grid_constant__ k30_params p)
+static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1) k31_kernel(const __grid_constant__ k30_params p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) uint8_t k31_smem[];
-    constexpr int CONS = K31_CONS(BM), STAGES = K30_STAGES_MNA(BM, BN, 1);
+    constexpr int CONS = K30_CONS(BM, 0), STAGES = K30_STAGES_MNA(BM, BN, 1);
     /* The ring, then the epilogue chunk buffers, then the barriers. */
     const uint32_t ring = k30_ring(k31_smem);
     const uint32_t epi = ring + K30_RING_BYTES_MNA(BM, BN, 1);
-    const uint32_t full_bar = epi + K31_EPI(BM);
+    const uint32_t full_bar = epi + K30_EPI_CFG(BM, BN, 0);
     const uint32_t empty_bar = full_bar + 8 * STAGES;
     const int wg = threadIdx.x / 128;
     const uint32_t rank = tk_cluster_ctarank();
@@ -167,7 +162,7 @@ static __global__ void __launch_bounds__(K31_THREADS(BM), 1) k31_kernel(const __
 
     if (wg == 0) {
         /* Producer warpgroup: one thread issues every load. */
-        if (CONS > 1)
+        if (K30_REALLOC(BM, 0))
             tk_setmaxnreg_dec(K30_PRODUCER_REGS);
         if (threadIdx.x == 0) {
             k30_walk w = { cluster_id, cluster_id };
@@ -193,7 +188,7 @@ static __global__ void __launch_bounds__(K31_THREADS(BM), 1) k31_kernel(const __
         }
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile. */
-        if (CONS > 1)
+        if (K30_REALLOC(BM, 0))
             tk_setmaxnreg_inc(K30_CONSUMER_REGS);
         const int c = CONS == 1 ? 0 : wg - 1;
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -249,8 +244,8 @@ static const void *k31_func(int bm, int bn, tk_op op_a, tk_op op_b)
 static void k31_resources_cfg(int bm, int bn, const tk_args *a, tk_resources *r)
 {
     r->func = a ? k31_func(bm, bn, a->op_a, a->op_b) : k31_func(bm, bn, TK_OP_N, TK_OP_T);
-    r->threads = K31_THREADS(bm);
-    r->dyn_smem = (size_t)K31_SMEM(bm, bn);
+    r->threads = K30_THREADS_CFG(bm, 0);
+    r->dyn_smem = (size_t)K30_SMEM_CFG(bm, bn, 0);
 }
 
 static tk_status k31_launch_cfg(int bm, int bn, const tk_args *a, cudaStream_t stream, char *why, size_t len)
@@ -280,7 +275,7 @@ static size_t k31_workspace_cfg(int bm, int bn, const tk_args *a, const tk_devic
     const int max_clusters = dev->sm_count / K31_CLUSTER;
     const long long ctiles = k31_ctiles(bm, bn, a);
     const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
-    return k30_sk_may_split(ctiles, k_tiles, max_clusters) ? k30_sk_bytes(max_clusters, K31_CLUSTER * K31_CONS(bm))
+    return k30_sk_may_split(ctiles, k_tiles, max_clusters) ? k30_sk_bytes(max_clusters, K31_CLUSTER * K30_CONS(bm, 0))
                                                            : 0;
 }
 
