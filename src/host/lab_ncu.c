@@ -178,8 +178,10 @@ int tk_lab_ncu_profile(const char *ncu, const char *self, const char *kernel, co
         return 1;
     }
     tk_lab_metric_list(metrics, mlen);
-    const char *fixed[] = { ncu, "--csv", "--page", "raw", "--print-units", "base", "--profile-from-start", "off",
-                            "--metrics", metrics, self, "launch", "--kernel", kernel };
+    /* --clock-control none: ncu's default locks the SM clock to the base
+     * clock while it profiles; the GPU's settings are left as found. */
+    const char *fixed[] = { ncu, "--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none",
+                            "--profile-from-start", "off", "--metrics", metrics, self, "launch", "--kernel", kernel };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         argv[n++] = (char *)fixed[i];
     for (int i = 0; args && args[i] && i < MAX_ARGS; i++)

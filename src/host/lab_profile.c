@@ -48,8 +48,8 @@ _Static_assert(M_COUNT == TK_LAB_METRICS, "TK_LAB_METRICS in lab.h counts the ta
 static const tk_lab_metric table[M_COUNT] = {
     /* wall time of the kernel on the GPU */
     [M_DURATION] = { "gpu__time_duration.sum", "duration_ns", NS, "kernel duration" },
-    /* the SM clock while profiled: ncu locks it to the base clock by default
-     * (--clock-control base), so durations run longer than bench's */
+    /* the SM clock while profiled (lab_ncu.c runs ncu with --clock-control
+     * none: the clock as found, moving with power as in bench) */
     [M_SM_HZ] = { "sm__cycles_elapsed.avg.per_second", "sm_clock_hz", HZ, "SM clock during the profile" },
     /* cycles the tensor pipe was busy, % of its peak over the cycles the SM
      * was active; on sm_90 the "hmma" pipe runs both mma.sync (HMMA) and
@@ -645,8 +645,8 @@ void tk_lab_profile_print(FILE *f, const tk_lab_case *c, const tk_lab_profile *p
                "  limited by           the resource allowing the fewest blocks per SM (launch__occupancy_limit_*;\n"
                "                       the hardware's own blocks-per-SM maximum counts too)\n"
                "  -                    not reported: no such access, or ncu lacks the metric on this GPU\n"
-               "  ncu runs each kernel several times (one pass per metric group) at the clock it locks\n"
-               "  (--clock-control base), with caches flushed before each: compare durations with bench's only\n"
+               "  ncu runs each kernel several times (one pass per metric group) at the clock as found\n"
+               "  (--clock-control none), with caches flushed before each: compare durations with bench's only\n"
                "  roughly. The metric names: tilekit profile --metrics.\n");
 }
 

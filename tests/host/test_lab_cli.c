@@ -422,7 +422,8 @@ static void test_profile_with_fake_ncu(void)
     got[n] = '\0';
     if (f)
         fclose(f);
-    static const char *const asked[] = { "--csv", "--page raw", "--print-units base", "--profile-from-start off",
+    static const char *const asked[] = { "--csv", "--page raw", "--print-units base", "--clock-control none",
+                                         "--profile-from-start off",
                                          "gpu__time_duration.sum,", "launch --kernel k11_4w_128x128_kunroll4",
                                          "--m 2048 --n 2048 --k 2048", "--op-b t", "--seed 1" };
     for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++)
