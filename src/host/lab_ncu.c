@@ -182,6 +182,7 @@ int tk_lab_ncu_profile(const char *ncu, const char *self, const char *kernel, co
      * clock while it profiles; the GPU's settings are left as found. */
     const char *fixed[] = { ncu, "--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none",
                             "--profile-from-start", "off", "--metrics", metrics, self, "launch", "--kernel", kernel };
+    _Static_assert(sizeof fixed / sizeof fixed[0] <= FIXED, "argv has room for FIXED fixed arguments");
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         argv[n++] = (char *)fixed[i];
     for (int i = 0; args && args[i] && i < MAX_ARGS; i++)
