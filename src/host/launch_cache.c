@@ -10,9 +10,18 @@ static int find_func(const tk_launch_cache *lc, const void *func, int cluster)
     return -1;
 }
 
+int tk_lc_ring_slot(int *count, int *next, int n)
+{
+    if (*count < n)
+        return (*count)++;
+    unsigned i = (unsigned)*next % (unsigned)n;
+    *next = (int)((i + 1) % (unsigned)n);
+    return (int)i;
+}
+
 static int put_func(tk_launch_cache *lc, const void *func, int cluster)
 {
-    int i = lc->nfuncs < TK_LC_FUNCS ? lc->nfuncs++ : lc->next_func++ % TK_LC_FUNCS;
+    int i = tk_lc_ring_slot(&lc->nfuncs, &lc->next_func, TK_LC_FUNCS);
     lc->funcs[i].func = func;
     lc->funcs[i].cluster = cluster;
     lc->funcs[i].smem = -1;
@@ -76,7 +85,7 @@ void tk_lc_map_put(tk_launch_cache *lc, const tk_tma_key *key, const CUtensorMap
 {
     if (!lc)
         return;
-    int i = lc->nmaps < TK_LC_MAPS ? lc->nmaps++ : lc->next_map++ % TK_LC_MAPS;
+    int i = tk_lc_ring_slot(&lc->nmaps, &lc->next_map, TK_LC_MAPS);
     lc->maps[i].key = *key;
     lc->maps[i].map = *map;
 }

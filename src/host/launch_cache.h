@@ -39,9 +39,12 @@ typedef struct tk_tma_key {
 typedef struct tk_launch_cache {
     void *encode;                      /* cuTensorMapEncodeTiled, once looked up */
     struct { tk_tma_key key; CUtensorMap map; } maps[TK_LC_MAPS];
-    int nmaps, next_map;               /* filled entries; the next to replace when full */
+    /* filled entries; the next to replace when full (always 0..TK_LC_MAPS - 1:
+     * a counter that only grew would wrap after 2^31 misses and index before
+     * the array) */
+    int nmaps, next_map;
     struct { const void *func; int smem; int cluster; int clusters; } funcs[TK_LC_FUNCS];
-    int nfuncs, next_func;
+    int nfuncs, next_func;             /* likewise, 0..TK_LC_FUNCS - 1 */
     uint64_t map_hits, map_misses;     /* for tests */
 } tk_launch_cache;
 
@@ -54,6 +57,12 @@ cudaError_t tk_lc_func_smem(tk_launch_cache *lc, const void *func, int smem);
  * shared memory and cluster size. */
 cudaError_t tk_lc_max_clusters(tk_launch_cache *lc, const void *func, const cudaLaunchConfig_t *cfg, int cluster,
                                int *clusters);
+
+/* The slot to fill in a table of n entries, *count of them filled: the
+ * next free one, else the oldest, *next (kept in 0..n-1; a value out of
+ * range, set by a test or a corruption elsewhere, is brought back into it
+ * rather than used). */
+int tk_lc_ring_slot(int *count, int *next, int n);
 
 /* The cached map for key, or NULL. */
 const CUtensorMap *tk_lc_map_find(tk_launch_cache *lc, const tk_tma_key *key);

@@ -2,6 +2,7 @@
  * CPU: a tensor map is found only under exactly the key it was put with
  * (every field of the key matters, so no call gets another call's map),
  * the oldest entry goes when the cache is full, and NULL caches nothing. */
+#include <limits.h>
 #include <string.h>
 #include "host/launch_cache.h"
 #include "check.h"
@@ -81,6 +82,65 @@ static void test_map_full(void)
     }
 }
 
+/* Issue 35, item 1: the replacement counter of a full cache stays in
+ * range however many misses come: before, a signed int that only grew wrapped
+ * after 2^31 misses to an index of -31..0, and the next put wrote before the
+ * array (into the handle). Driven to the wrap point directly: the counter
+ * set to INT_MAX (and to other values no put leaves there) on a full cache,
+ * then puts. Every put must land in maps[] (the guard words around the
+ * cache are untouched, the new key is found) and leave the counter in
+ * 0..TK_LC_MAPS - 1; the same for the function table. */
+static void test_counter_wrap(void)
+{
+    static struct { uint64_t before[64]; tk_launch_cache lc; uint64_t after[64]; } g;
+    memset(&g, 0x5a, sizeof g);
+    memset(&g.lc, 0, sizeof g.lc);
+    for (int i = 0; i < TK_LC_MAPS; i++) {
+        tk_tma_key k = key0();
+        k.rows = 1000 + i;
+        CUtensorMap m = map_of(1);
+        tk_lc_map_put(&g.lc, &k, &m);
+    }
+    const int starts[] = { INT_MAX, INT_MAX - 1, INT_MIN, -1, -31, TK_LC_MAPS, 1 << 30 };
+    for (size_t s = 0; s < sizeof starts / sizeof starts[0]; s++) {
+        g.lc.next_map = starts[s];
+        for (int j = 0; j < 3 * TK_LC_MAPS; j++) {
+            tk_tma_key k = key0();
+            k.rows = 5000 + 1000 * s + j;
+            CUtensorMap m = map_of((unsigned char)j);
+            tk_lc_map_put(&g.lc, &k, &m);
+            const CUtensorMap *hit = tk_lc_map_find(&g.lc, &k);
+            if (!hit || ((const unsigned char *)hit)[0] != (unsigned char)j ||
+                g.lc.next_map < 0 || g.lc.next_map >= TK_LC_MAPS || g.lc.nmaps != TK_LC_MAPS) {
+                CHECK(0, "counter from %d, put %d: found %p, next_map %d, nmaps %d", starts[s], j, (void *)hit,
+                      g.lc.next_map, g.lc.nmaps);
+                break;
+            }
+        }
+    }
+    /* the function table (shared memory grants, occupancy) fills its slots
+     * through the same ring, here driven directly (its puts follow CUDA
+     * calls that need a GPU) */
+    int count = TK_LC_FUNCS, next = INT_MAX;
+    for (int i = 0; i < 3 * TK_LC_FUNCS; i++) {
+        int slot = tk_lc_ring_slot(&count, &next, TK_LC_FUNCS);
+        if (slot < 0 || slot >= TK_LC_FUNCS || next < 0 || next >= TK_LC_FUNCS || count != TK_LC_FUNCS) {
+            CHECK(0, "function ring, put %d: slot %d, next %d, count %d", i, slot, next, count);
+            break;
+        }
+    }
+    count = 0;
+    next = 0;
+    for (int i = 0; i < TK_LC_FUNCS; i++)
+        CHECK(tk_lc_ring_slot(&count, &next, TK_LC_FUNCS) == i, "filling: slot %d", i);
+    CHECK(tk_lc_ring_slot(&count, &next, TK_LC_FUNCS) == 0 && tk_lc_ring_slot(&count, &next, TK_LC_FUNCS) == 1,
+          "full: the oldest first");
+    int guards = 1;
+    for (int i = 0; i < 64; i++)
+        guards &= g.before[i] == 0x5a5a5a5a5a5a5a5aull && g.after[i] == 0x5a5a5a5a5a5a5a5aull;
+    CHECK(guards, "a put wrote outside the cache");
+}
+
 static void test_null_cache(void)
 {
     tk_tma_key k = key0();
@@ -94,4 +154,5 @@ void tk_tests(void)
     TK_TEST(test_map_key);
     TK_TEST(test_map_full);
     TK_TEST(test_null_cache);
+    TK_TEST(test_counter_wrap);
 }
