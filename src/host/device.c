@@ -18,6 +18,7 @@ tk_status tk_device_query(tk_device *dev, char *why, size_t len)
     int id = 0;
     if ((e = cudaGetDevice(&id)) != cudaSuccess) {
         snprintf(why, len, "cudaGetDevice: %s", cudaGetErrorString(e));
+        cudaGetLastError();   /* every failure path: a later launch would report it as its own */
         return TK_ERR_CUDA;
     }
     struct { enum cudaDeviceAttr attr; int *dst; } q[] = {
@@ -34,6 +35,7 @@ tk_status tk_device_query(tk_device *dev, char *why, size_t len)
     for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
         if ((e = cudaDeviceGetAttribute(q[i].dst, q[i].attr, id)) != cudaSuccess) {
             snprintf(why, len, "cudaDeviceGetAttribute(%d): %s", (int)q[i].attr, cudaGetErrorString(e));
+            cudaGetLastError();
             return TK_ERR_CUDA;
         }
     }
@@ -51,6 +53,8 @@ tk_status tk_device_query(tk_device *dev, char *why, size_t len)
     struct cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, id) == cudaSuccess)
         snprintf(dev->name, sizeof dev->name, "%s", prop.name);
+    else
+        cudaGetLastError();
     dev->id = id;
     return TK_SUCCESS;
 }

@@ -1,8 +1,11 @@
 /* tune.c - reading the tune cache (tune.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "tune.h"
 
 static int cmp_key(int64_t m, int64_t n, int64_t k, int oa, int ob, int ct, const tk_tune_entry *e)
@@ -153,9 +156,36 @@ int tk_tune_load(const char *path, const tk_device *dev, tk_tune_entry **out, in
 {
     *out = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* Opened without blocking and checked to be a regular file before
+     * anything is read: a FIFO would block tk_create until a writer came,
+     * /dev/zero would be read to the size limit. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return fail(why, len, 0, "cannot read %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int err = errno;
+        close(fd);
+        return fail(why, len, 0, "cannot read %s: %s", path, strerror(err));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return fail(why, len, 0, "%s is not a regular file%s", path,
+                    S_ISFIFO(sb.st_mode)  ? " (a FIFO)"
+                    : S_ISCHR(sb.st_mode) ? " (a character device)"
+                    : S_ISDIR(sb.st_mode) ? " (a directory)"
+                                          : "");
+    }
+    if (sb.st_size > (64 << 20)) {
+        close(fd);
+        return fail(why, len, 0, "%s is over 64 MB: not a tune file%s", path, "");
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int err = errno;
+        close(fd);
+        return fail(why, len, 0, "cannot read %s: %s", path, strerror(err));
+    }
     size_t cap = 1 << 16, used = 0;
     char *text = malloc(cap);
     int rc = -1;

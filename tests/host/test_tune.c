@@ -2,9 +2,12 @@
  * gives the kernel of each listed problem and nothing for others; a file
  * from another GPU (stale), a malformed one and a missing one are refused
  * whole with a message naming the cause and the line. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "host/internal.h"
 #include "check.h"
@@ -145,10 +148,56 @@ static void test_files(void)
     unlink(path);
 }
 
+/* Issue 35, item 10: TILEKIT_TUNE naming a FIFO blocked tk_create until a
+ * writer came; /dev/zero was read to the size limit (128 MB) before being
+ * refused. Only regular files are opened for reading now. An alarm turns a
+ * blocking open into a failure of this test instead of a hang. */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_special_files: tk_tune_load blocked on a FIFO\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
+static void test_special_files(void)
+{
+    tk_device d = h100();
+    tk_tune_entry *e = NULL;
+    int n = 0;
+    char why[TK_MSG_LEN] = "";
+    char dir[] = "/tmp/tk_tune_fifoXXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char fifo[sizeof dir + 8];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    signal(SIGALRM, on_alarm);
+    alarm(10);
+    CHECK(tk_tune_load(fifo, &d, &e, &n, why, sizeof why) == -1 && strstr(why, "not a regular file") &&
+              strstr(why, "FIFO"),
+          "FIFO: '%s'", why);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK(tk_tune_load("/dev/zero", &d, &e, &n, why, sizeof why) == -1 && strstr(why, "not a regular file"),
+          "/dev/zero: '%s'", why);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    CHECK(s < 0.05, "/dev/zero took %.3f s to refuse (read before the check?)", s);
+    CHECK(tk_tune_load("/tmp", &d, &e, &n, why, sizeof why) == -1 && strstr(why, "not a regular file"),
+          "a directory: '%s'", why);
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
+    CHECK(e == NULL && n == 0, "nothing loaded");
+    unlink(fifo);
+    rmdir(dir);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_good);
     TK_TEST(test_stale);
     TK_TEST(test_malformed);
     TK_TEST(test_files);
+    TK_TEST(test_special_files);
 }
