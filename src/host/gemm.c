@@ -47,6 +47,13 @@ static tk_status check_matrix(tk_handle h, const char *what, const char *ldname,
                        ldname, what, sr, sc, major, op_name(op), ldname, ld, esz);
     if (used && !ptr)
         return tk_fail(h, TK_ERR_INVALID_VALUE, "%s: pointer is NULL (expected device memory)", what);
+    /* A misaligned element address faults on the GPU (cudaErrorMisalignedAddress),
+     * which poisons the whole CUDA context: refuse it here, before any device call. */
+    if ((uintptr_t)ptr % (uintptr_t)esz)
+        return tk_fail(h, TK_ERR_INVALID_VALUE,
+                       "%s: pointer %p is not %" PRId64 "-byte aligned (expected the address of a %s element: a "
+                       "multiple of %" PRId64 ")",
+                       what, ptr, esz, esz == 2 ? "2-byte bf16" : "4-byte fp32", esz);
     return TK_SUCCESS;
 }
 
@@ -122,16 +129,22 @@ static tk_status find_kernel(tk_handle h, const char *name, const tk_kernel **ou
                    known);
 }
 
-/* Support + resource check of one kernel on h's device; message on h. */
-static tk_status kernel_fits(tk_handle h, const tk_kernel *k, const tk_args *a)
+/* Support + resource check of one kernel on h's device; the reason of a
+ * refusal in why (nothing recorded on h: auto-dispatch asks this of every
+ * candidate, and a refused candidate is no failure of the call). */
+static tk_status kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a, char *why, size_t len)
 {
-    char why[TK_MSG_LEN] = "";
-    if (h->dev.sm < k->min_sm)
-        return tk_fail(h, TK_ERR_ARCH_MISMATCH, "kernel %s needs sm_%d or newer; this GPU (%s) is sm_%d", k->name,
-                       k->min_sm, h->dev.name, h->dev.sm);
-    tk_status st = k->supports(a, &h->dev, why, sizeof why);
-    if (st != TK_SUCCESS)
-        return tk_fail(h, st, "kernel %s: %s", k->name, why);
+    if (h->dev.sm < k->min_sm) {
+        snprintf(why, len, "kernel %s needs sm_%d or newer; this GPU (%s) is sm_%d", k->name, k->min_sm,
+                 h->dev.name, h->dev.sm);
+        return TK_ERR_ARCH_MISMATCH;
+    }
+    char r_why[TK_MSG_LEN] = "";
+    tk_status st = k->supports(a, &h->dev, r_why, sizeof r_why);
+    if (st != TK_SUCCESS) {
+        snprintf(why, len, "kernel %s: %s", k->name, r_why);
+        return st;
+    }
     tk_resources r;
     k->resources(a, &h->dev, &r);
     const tk_func_attrs *fa = NULL;
@@ -140,15 +153,23 @@ static tk_status kernel_fits(tk_handle h, const tk_kernel *k, const tk_args *a)
             if (h->attrs[i].func == r.func)
                 fa = &h->attrs[i].fa;
         if (!fa && h->nattrs < TK_ATTR_CACHE &&
-            tk_func_attrs_get(r.func, &h->attrs[h->nattrs].fa, why, sizeof why) == TK_SUCCESS) {
+            tk_func_attrs_get(r.func, &h->attrs[h->nattrs].fa, r_why, sizeof r_why) == TK_SUCCESS) {
             h->attrs[h->nattrs].func = r.func;
             fa = &h->attrs[h->nattrs++].fa;
         }
     }
-    st = tk_check_resources(k, &r, &h->dev, fa, why, sizeof why);
+    st = tk_check_resources(k, &r, &h->dev, fa, r_why, sizeof r_why);
     if (st != TK_SUCCESS)
-        return tk_fail(h, st, "kernel %s: %s", k->name, why);
-    return TK_SUCCESS;
+        snprintf(why, len, "kernel %s: %s", k->name, r_why);
+    return st;
+}
+
+/* kernel_check for a kernel the caller named: a refusal is the call's failure. */
+static tk_status kernel_fits(tk_handle h, const tk_kernel *k, const tk_args *a)
+{
+    char why[TK_MSG_LEN] = "";
+    tk_status st = kernel_check(h, k, a, why, sizeof why);
+    return st ? tk_fail(h, st, "%s", why) : TK_SUCCESS;
 }
 
 /* A kernel's auto-dispatch preference for a (0: never auto). */
@@ -172,7 +193,8 @@ static const tk_kernel *best_fit(tk_handle h, const tk_args *a, int *rank)
         int r = k == tuned ? TK_TUNE_RANK : rank_of(h, k, a);
         if (r <= best_rank)
             continue;
-        if (kernel_fits(h, k, a) == TK_SUCCESS) {
+        char why[TK_MSG_LEN];
+        if (kernel_check(h, k, a, why, sizeof why) == TK_SUCCESS) {
             best = k;
             best_rank = r;
         }
@@ -210,6 +232,27 @@ static tk_status select_route(tk_handle h, const tk_args *a, tk_route *r, int co
     return TK_SUCCESS;
 }
 
+/* The handle's workspaces, cuBLAS handle and cached attributes belong to
+ * the device that was current at tk_create: a call from a thread where
+ * another device is current is refused (switching devices behind the
+ * caller's back would surprise the rest of its code). */
+static tk_status check_device(tk_handle h)
+{
+    int cur = -1;
+    cudaError_t e = h->get_device ? h->get_device(&cur) : cudaGetDevice(&cur);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return tk_fail(h, TK_ERR_CUDA, "cudaGetDevice: %s", cudaGetErrorString(e));
+    }
+    if (cur != h->dev.id)
+        return tk_fail(h, TK_ERR_INVALID_VALUE,
+                       "h: the handle belongs to device %d (current when tk_create made it), but device %d is "
+                       "current in this thread (expected cudaSetDevice(%d) before the call, or a handle created "
+                       "on device %d)",
+                       h->dev.id, cur, h->dev.id, cur);
+    return TK_SUCCESS;
+}
+
 static int is_auto(const char *name) { return !name || !*name || !strcmp(name, "auto"); }
 
 /* Shared front half of tk_gemm_ex, tk_kernel_supports and tk_select_kernel.
@@ -230,7 +273,7 @@ static tk_status prepare(tk_handle h, const tk_gemm_problem *p, const char *name
         return TK_SUCCESS;
     if (!h->have_device)
         return tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
-    return TK_SUCCESS;
+    return check_device(h);
 }
 
 /* The cuBLAS entry runs on the handle's cuBLAS handle and workspace. */
@@ -247,10 +290,12 @@ static int is_cublas(const tk_kernel *k) { return !strcmp(k->name, "cublas"); }
  *   reallocated when a later call needs more (a replay would write freed
  *   memory); auto-dispatch picks among the kernels that take the operands
  *   as they are;
- * - no cuBLAS workspace (the same reason): cuBLAS runs without one;
+ * - no cuBLAS workspace (the same reason): cuBLAS runs without one (its
+ *   handle is created on first use even under capture, in relaxed capture
+ *   mode: cublasCreate enqueues nothing; handle.c);
  * - no ordering of the handle's workspaces across streams, as it uses none:
- *   that ordering synchronizes the device the first time it sees a second
- *   stream, which a capture forbids.
+ *   a replay would wait for the event of a call long past, or re-record it
+ *   behind the handle's back.
  * A capture that cannot be asked about (the legacy stream while another
  * captures) is treated as none: the launch then fails as CUDA decides. */
 static int capturing(cudaStream_t s)
@@ -266,18 +311,19 @@ static int capturing(cudaStream_t s)
 /* Launches kernel k on a (its cuBLAS handle or workspace attached, none
  * when graph; kws: the bytes of its own workspace, k->workspace's answer, 0
  * for none). */
-static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws, cudaStream_t stream, int graph)
+static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws, size_t nflags, cudaStream_t stream,
+                        int graph)
 {
     tk_status st;
     if (is_cublas(k)) {
-        if ((st = tk_handle_cublas(h)))
+        if ((st = tk_handle_cublas(h, stream, graph)))
             return st;
         a->cublas = h->cublas;
-        a->workspace = graph ? NULL : h->workspace;
-        a->workspace_bytes = graph ? 0 : h->workspace_bytes;
+        a->kws = graph ? NULL : h->workspace;
+        a->kws_bytes = graph ? 0 : h->workspace_bytes;
     }
     if (kws)
-        tk_handle_kernel_ws(h, a, kws, stream);
+        tk_handle_kernel_ws(h, a, kws, nflags, stream);
     a->lc = &h->lc;
     char why[TK_MSG_LEN] = "";
     st = k->launch(a, &h->dev, stream, why, sizeof why);
@@ -290,7 +336,8 @@ static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws,
  * graph: the call is being captured (capturing()): no workspace at all. */
 static tk_status run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s, int graph)
 {
-    const size_t kws = !graph && r->k->workspace ? r->k->workspace(&r->run, &h->dev) : 0;
+    size_t nflags = 0;
+    const size_t kws = !graph && r->k->workspace ? r->k->workspace(&r->run, &h->dev, &nflags) : 0;
     const int ws = !graph && (r->bytes || is_cublas(r->k) || kws);
     tk_status st = ws ? tk_handle_ws_begin(h, s) : TK_SUCCESS;
     if (st)
@@ -298,7 +345,7 @@ static tk_status run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s,
     if (r->bytes)
         st = tk_route_copy_in(h, r, a, s);
     if (!st)
-        st = launch(h, r->k, &r->run, kws, s, graph);
+        st = launch(h, r->k, &r->run, kws, nflags, s, graph);
     if (!st)
         st = tk_route_copy_out(h, r, a, s);
     if (ws)

@@ -1,20 +1,25 @@
 /* handle.c - the handle: device description, cuBLAS handle, workspaces,
  * and the order of the calls that share them.
  *
- * The workspaces (cuBLAS's, the split workspace kws, the copies of route.c)
- * are used on the GPU by the stream of each call. Two calls naming different
- * streams could then run at the same time and write the same bytes: two
- * splits would overwrite each other's partial sums and flags (a last slice
- * waiting for its launch's number would wait forever), two copies each
- * other's operands. Rather than a workspace per stream (unbounded memory, and
- * a stream handle cannot say when it was destroyed) or a rule users must
- * keep, the handle orders these calls: once it has seen a second stream,
- * each such call records an event where it ends and the next one makes its
- * stream wait for it. Calls on one stream, the common case, are ordered by
- * the stream already and cost nothing more; the switch from one stream to
- * several synchronizes the device once, because the calls before it
- * recorded no event (and their stream may be gone). Calls that use no
- * workspace are not ordered: they share nothing on the GPU (tensor maps
+ * The workspaces (cuBLAS's, the split workspace with its flags, the copies
+ * of route.c) are used on the GPU by the stream of each call. Two calls
+ * naming different streams could then run at the same time and write the
+ * same bytes: two splits would overwrite each other's partial sums and
+ * flags, two copies each other's operands. Rather than a workspace per
+ * stream (unbounded memory) or a rule users must keep, the handle orders
+ * these calls: each records ws_event on its stream where it ends, and the
+ * next one, on another stream, makes its stream wait for that event first.
+ * Streams are told apart by cudaStreamGetId, unique for the life of the
+ * process, not by handle value: a stream destroyed while its work is still
+ * pending may hand its value to the next stream created, which must still
+ * wait for that work. No call synchronizes the host or the device.
+ *
+ * Memory comes from the stream-ordered allocator (cudaMallocAsync and
+ * cudaFreeAsync on the call's stream, which the event wait has already
+ * ordered after every earlier user): growing a workspace neither waits for
+ * the device nor makes the synchronous allocation calls that would
+ * invalidate a CUDA-graph capture running in another thread. Calls that use
+ * no workspace are not ordered: they share nothing on the GPU (tensor maps
  * travel in the launch parameters). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +31,27 @@
 /* cuBLAS recommends 32 MiB of workspace on Hopper for its fastest kernels. */
 #define TK_CUBLAS_WORKSPACE (32u << 20)
 
+/* Calls that are not stream operations (creating an event or a cuBLAS
+ * handle, freeing at destruction) run with the thread's capture mode
+ * relaxed: in the default global mode CUDA counts them as unsafe while any
+ * thread captures a graph, and they would invalidate that capture. None of
+ * them touches a capturing stream. */
+static enum cudaStreamCaptureMode relax(void)
+{
+    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+    if (cudaThreadExchangeStreamCaptureMode(&m) != cudaSuccess) {
+        cudaGetLastError();
+        m = cudaStreamCaptureModeRelaxed;   /* nothing changed: restoring it is a no-op */
+    }
+    return m;
+}
+
+static void restore(enum cudaStreamCaptureMode m)
+{
+    if (cudaThreadExchangeStreamCaptureMode(&m) != cudaSuccess)
+        cudaGetLastError();
+}
+
 tk_status tk_create(tk_handle *out)
 {
     if (!out)
@@ -34,6 +60,7 @@ tk_status tk_create(tk_handle *out)
     tk_handle h = calloc(1, sizeof *h);
     if (!h)
         return tk_fail(NULL, TK_ERR_ALLOC, "tk_create: out of host memory");
+    h->get_device = cudaGetDevice;
     tk_status st = tk_device_query(&h->dev, h->device_error, sizeof h->device_error);
     h->have_device = (st == TK_SUCCESS);
     if (st != TK_SUCCESS && st != TK_ERR_NO_DEVICE) {
@@ -56,80 +83,104 @@ tk_status tk_destroy(tk_handle h)
 {
     if (!h)
         return TK_SUCCESS;
+    enum cudaStreamCaptureMode m = relax();
+    /* Every call that used a workspace recorded ws_event where it ends (or,
+     * where that failed, left ws_unordered): once it has completed, nothing
+     * on the GPU uses the memory any more. */
+    if (h->ws_event && !h->ws_unordered) {
+        if (cudaEventSynchronize(h->ws_event) != cudaSuccess)
+            cudaGetLastError();
+    } else if (h->ws_unordered && cudaDeviceSynchronize() != cudaSuccess) {
+        cudaGetLastError();
+    }
     if (h->cublas)
         cublasDestroy((cublasHandle_t)h->cublas);
-    if (h->workspace)
-        cudaFree(h->workspace);
-    if (h->kws)
-        cudaFree(h->kws);
-    free(h->tune);
-    if (h->copy_ws)
-        cudaFree(h->copy_ws);
+    void *bufs[4] = { h->workspace, h->kws, h->flags, h->copy_ws };
+    for (int i = 0; i < 4; i++)
+        if (bufs[i] && cudaFreeAsync(bufs[i], cudaStreamPerThread) != cudaSuccess)
+            cudaGetLastError();
     if (h->ws_event)
         cudaEventDestroy(h->ws_event);
+    restore(m);
+    free(h->tune);
     free(h);
     return TK_SUCCESS;
 }
 
-tk_status tk_handle_cublas(tk_handle h)
+tk_status tk_handle_cublas(tk_handle h, cudaStream_t s, int graph)
 {
-    if (h->cublas)
+    if (!h->cublas) {
+        cublasHandle_t cb = NULL;
+        enum cudaStreamCaptureMode m = relax();
+        cublasStatus_t st = cublasCreate(&cb);
+        restore(m);
+        if (st != CUBLAS_STATUS_SUCCESS)
+            return tk_fail(h, TK_ERR_CUBLAS, "cublasCreate: %s", cublasGetStatusString(st));
+        h->cublas = cb;
+    }
+    /* A captured call runs cuBLAS without a workspace (gemm.c, capturing());
+     * the first uncaptured one allocates it, on its stream. */
+    if (graph || h->workspace)
         return TK_SUCCESS;
-    cublasHandle_t cb = NULL;
-    cublasStatus_t s = cublasCreate(&cb);
-    if (s != CUBLAS_STATUS_SUCCESS)
-        return tk_fail(h, TK_ERR_CUBLAS, "cublasCreate: %s", cublasGetStatusString(s));
     void *ws = NULL;
-    cudaError_t e = tk_handle_malloc(h, &ws, TK_CUBLAS_WORKSPACE);
-    if (e != cudaSuccess) {
-        cublasDestroy(cb);
-        return tk_fail(h, TK_ERR_ALLOC, "cudaMalloc(cuBLAS workspace, %u bytes): %s",
-                       TK_CUBLAS_WORKSPACE, cudaGetErrorString(e));
-    }
-    s = cublasSetWorkspace(cb, ws, TK_CUBLAS_WORKSPACE);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        cudaFree(ws);
-        cublasDestroy(cb);
-        return tk_fail(h, TK_ERR_CUBLAS, "cublasSetWorkspace: %s", cublasGetStatusString(s));
-    }
-    h->cublas = cb;
+    cudaError_t e = tk_handle_malloc(h, &ws, TK_CUBLAS_WORKSPACE, s);
+    if (e != cudaSuccess)
+        return tk_fail(h, TK_ERR_ALLOC, "cudaMallocAsync(cuBLAS workspace, %u bytes): %s", TK_CUBLAS_WORKSPACE,
+                       cudaGetErrorString(e));
     h->workspace = ws;
     h->workspace_bytes = TK_CUBLAS_WORKSPACE;
     return TK_SUCCESS;
 }
 
-void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, cudaStream_t stream)
+/* Replaces *buf (of *have bytes) by a new buffer of `bytes` on stream s,
+ * zeroed when zero is set; the old one is freed in stream order. On failure
+ * *buf is NULL and *have 0. */
+static cudaError_t regrow(tk_handle h, void **buf, size_t *have, size_t bytes, int zero, cudaStream_t s)
+{
+    tk_handle_free(h, *buf, s);
+    *buf = NULL;
+    *have = 0;
+    void *p = NULL;
+    cudaError_t e = tk_handle_malloc(h, &p, bytes, s);
+    if (e == cudaSuccess && zero && (e = cudaMemsetAsync(p, 0, bytes, s)) != cudaSuccess) {
+        cudaGetLastError();
+        tk_handle_free(h, p, s);
+        p = NULL;
+    }
+    if (e == cudaSuccess) {
+        *buf = p;
+        *have = bytes;
+    }
+    return e;
+}
+
+void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, size_t flags, cudaStream_t stream)
 {
     a->kws = NULL;
     a->kws_bytes = 0;
-    if (h->kws_bytes < bytes) {
-        /* cudaFree waits for the launches still using the old buffer. */
-        if (h->kws)
-            cudaFree(h->kws);
-        h->kws = NULL;
-        h->kws_bytes = 0;
-        void *p = NULL;
-        if (tk_handle_malloc(h, &p, bytes) != cudaSuccess)
+    a->flags = NULL;
+    a->nflags = 0;
+    const size_t flag_bytes = flags * sizeof(uint32_t);
+    if (h->flags_bytes < flag_bytes) {
+        /* A new flag area is all zeros: every flag is older than any seq. */
+        if (regrow(h, &h->flags, &h->flags_bytes, flag_bytes, 1, stream) != cudaSuccess)
             return;
-        if (cudaMemsetAsync(p, 0, bytes, stream) != cudaSuccess) {
-            cudaGetLastError();
-            cudaFree(p);
-            return;
-        }
-        h->kws = p;
-        h->kws_bytes = bytes;
-        h->seq = 0;
     }
+    if (h->kws_bytes < bytes && regrow(h, &h->kws, &h->kws_bytes, bytes, 0, stream) != cudaSuccess)
+        return;
     if (++h->seq == 0) {
         /* seq wrapped: clear the flags of the old numbering, in stream order. */
-        if (cudaMemsetAsync(h->kws, 0, h->kws_bytes, stream) != cudaSuccess) {
+        if (h->flags && cudaMemsetAsync(h->flags, 0, h->flags_bytes, stream) != cudaSuccess) {
             cudaGetLastError();
+            h->seq = 0;   /* try again next time; this launch runs unsplit */
             return;
         }
         h->seq = 1;
     }
     a->kws = h->kws;
     a->kws_bytes = h->kws_bytes;
+    a->flags = h->flags;
+    a->nflags = h->flags_bytes / sizeof(uint32_t);
     a->seq = h->seq;
 }
 
@@ -139,11 +190,11 @@ static int alloc_fails(tk_handle h)
     return h->fail_alloc > 0 && --h->fail_alloc == 0;
 }
 
-cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes)
+cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes, cudaStream_t s)
 {
-    /* An injected failure is a real failed cudaMalloc (no GPU has 2^62
+    /* An injected failure is a real failed allocation (no GPU has 2^62
      * bytes), so the runtime is left as a real one leaves it. */
-    cudaError_t e = cudaMalloc(p, alloc_fails(h) ? (size_t)1 << 62 : bytes);
+    cudaError_t e = cudaMallocAsync(p, alloc_fails(h) ? (size_t)1 << 62 : bytes, s);
     if (e != cudaSuccess) {
         cudaGetLastError();
         *p = NULL;
@@ -151,63 +202,70 @@ cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes)
     return e;
 }
 
-/* Whether s may be another stream than the last one that used a workspace.
- * cudaStreamPerThread names a different stream in each host thread. */
-static int other_stream(const tk_handle h, cudaStream_t s)
+void tk_handle_free(tk_handle h, void *p, cudaStream_t s)
 {
-    return s != h->ws_stream || s == cudaStreamPerThread;
+    (void)h;
+    if (p && cudaFreeAsync(p, s) != cudaSuccess)
+        cudaGetLastError();
 }
 
-/* From one stream to several: the event the calls will record, and the
- * device idle, so that the calls before (which recorded nothing) are over. */
-static tk_status order_streams(tk_handle h)
+/* The stream's process-wide id in *id; 0 when it has none to give (then
+ * it is treated as another stream than the last). cudaStreamPerThread names
+ * a different stream in each host thread, and a handle may pass from thread
+ * to thread: it is always treated as another stream. */
+static int stream_id(cudaStream_t s, unsigned long long *id)
 {
-    cudaError_t e;
-    if (!h->ws_event) {   /* the test hook counts it as an allocation */
-        e = alloc_fails(h) ? cudaErrorMemoryAllocation : cudaEventCreateWithFlags(&h->ws_event, cudaEventDisableTiming);
-        if (e != cudaSuccess) {
-            cudaGetLastError();
-            h->ws_event = NULL;
-            return tk_fail(h, TK_ERR_ALLOC, "cudaEventCreate (to order the handle's workspaces on a second stream): %s",
-                           cudaGetErrorString(e));
-        }
-    }
-    if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
+    if (s == cudaStreamPerThread)
+        return 0;
+    if (cudaStreamGetId(s, id) != cudaSuccess) {
         cudaGetLastError();
-        return tk_fail(h, TK_ERR_CUDA, "cudaDeviceSynchronize (before the handle's first call on a second stream): %s",
-                       cudaGetErrorString(e));
+        return 0;
     }
-    h->ws_streams = 2;
-    return TK_SUCCESS;
+    return 1;
 }
 
 tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
 {
-    if (h->ws_streams == 0) {   /* the first use: nothing to wait for */
-        h->ws_streams = 1;
-        h->ws_stream = s;
-        return TK_SUCCESS;
+    cudaError_t e;
+    if (!h->ws_event) {   /* the test hook counts it as an allocation */
+        enum cudaStreamCaptureMode m = relax();
+        e = alloc_fails(h) ? cudaErrorMemoryAllocation : cudaEventCreateWithFlags(&h->ws_event, cudaEventDisableTiming);
+        restore(m);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            h->ws_event = NULL;
+            return tk_fail(h, TK_ERR_ALLOC, "cudaEventCreate (to order the calls that share the handle's "
+                           "workspaces): %s", cudaGetErrorString(e));
+        }
     }
-    if (!other_stream(h, s))
-        return TK_SUCCESS;
-    if (h->ws_streams == 1)
-        return order_streams(h);
-    cudaError_t e = cudaStreamWaitEvent(s, h->ws_event, 0);
-    if (e != cudaSuccess) {
+    unsigned long long id = 0;
+    const int known = stream_id(s, &id);
+    if (h->ws_unordered) {
+        /* The last call's event could not be recorded: wait for everything. */
+        if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
+            cudaGetLastError();
+            return tk_fail(h, TK_ERR_CUDA, "cudaDeviceSynchronize (ordering the handle's workspaces): %s",
+                           cudaGetErrorString(e));
+        }
+        h->ws_unordered = 0;
+    } else if (h->ws_recorded && !(known && h->ws_known && id == h->ws_stream_id) &&
+               (e = cudaStreamWaitEvent(s, h->ws_event, 0)) != cudaSuccess) {
         cudaGetLastError();
         return tk_fail(h, TK_ERR_CUDA, "cudaStreamWaitEvent (ordering the handle's workspaces): %s",
                        cudaGetErrorString(e));
     }
+    h->ws_known = known;
+    h->ws_stream_id = id;
     return TK_SUCCESS;
 }
 
 void tk_handle_ws_end(tk_handle h, cudaStream_t s)
 {
-    h->ws_stream = s;
-    /* An event that cannot be recorded leaves the handle as on one stream:
-     * the next call on another stream synchronizes the device instead. */
-    if (h->ws_streams == 2 && cudaEventRecord(h->ws_event, s) != cudaSuccess) {
+    if (cudaEventRecord(h->ws_event, s) != cudaSuccess) {
         cudaGetLastError();
-        h->ws_streams = 1;
+        h->ws_unordered = 1;
+        h->ws_recorded = 0;
+        return;
     }
+    h->ws_recorded = 1;
 }

@@ -13,22 +13,27 @@ struct tk_handle_s {
     int have_device;             /* 0: no GPU/driver found at create time */
     tk_device dev;
     char device_error[TK_MSG_LEN];
+    /* cudaGetDevice; tests put a stand-in here to model another current device. */
+    cudaError_t (*get_device)(int *dev);
     void *cublas;                /* cublasHandle_t, created on first use */
     void *workspace;             /* device workspace for cuBLAS */
     size_t workspace_bytes;
-    void *kws;                   /* kernels' workspace (tk_kernel.workspace), zeroed */
+    void *kws;                   /* kernels' workspace for partial sums (tk_kernel.workspace) */
     size_t kws_bytes;
+    void *flags;                 /* kernels' completion flags: only ever 0 or an earlier seq */
+    size_t flags_bytes;
     uint32_t seq;                /* launches that got kws; 0 = none yet */
     void *copy_ws;               /* auto-dispatch's copies of misaligned operands (route.c) */
     size_t copy_ws_bytes;
     size_t copy_ws_limit;        /* 0: none; tests set one to see the refusal */
     /* The order of the calls that use the workspaces above (handle.c,
-     * tk_handle_ws_begin): 0 none yet, 1 all on ws_stream so far, 2 on
-     * several streams, each such call recording ws_event on its stream when
-     * it ends and the next one waiting for it. */
-    int ws_streams;
-    cudaStream_t ws_stream;      /* the stream of the last call that used a workspace */
-    cudaEvent_t ws_event;        /* created when a second stream is seen */
+     * tk_handle_ws_begin): each records ws_event on its stream where it
+     * ends; the next, on a stream of another id, waits for it first. */
+    cudaEvent_t ws_event;        /* created by the first such call */
+    int ws_recorded;             /* ws_event holds the end of the last such call */
+    int ws_unordered;            /* recording failed: the next such call synchronizes the device */
+    int ws_known;                /* ws_stream_id is the last such call's stream id (cudaStreamGetId) */
+    unsigned long long ws_stream_id;
     /* Tests: n > 0 fails the n-th device allocation from now (tk_handle_malloc's,
      * or the creation of ws_event). */
     int fail_alloc;
@@ -52,14 +57,17 @@ tk_status tk_fail(tk_handle h, tk_status st, const char *fmt, ...)
  * Pure: touches no GPU. Sets *noop when M or N is 0. */
 tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *out, int *noop);
 
-/* Creates the cuBLAS handle and workspace on first use. */
-tk_status tk_handle_cublas(tk_handle h);
+/* Creates the cuBLAS handle on first use, and its workspace on the first
+ * call that is not being captured (graph == 0), on stream s. */
+tk_status tk_handle_cublas(tk_handle h, cudaStream_t s, int graph);
 
-/* cudaMalloc for the handle's workspaces: every device allocation of the
- * library goes through here, so the test hook h->fail_alloc reaches them
- * all. On failure *p is NULL and the runtime's last error is cleared (a
- * later launch would report it as its own). */
-cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes);
+/* Stream-ordered allocation (cudaMallocAsync on s) for the handle's
+ * workspaces: every device allocation of the library goes through here, so
+ * the test hook h->fail_alloc reaches them all. On failure *p is NULL and
+ * the runtime's last error is cleared (a later launch would report it as
+ * its own). tk_handle_free frees in stream order on s (p may be NULL). */
+cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes, cudaStream_t s);
+void tk_handle_free(tk_handle h, void *p, cudaStream_t s);
 
 /* Around the work of one call that uses a workspace of the handle (copies,
  * split workspace, cuBLAS's) on stream s: begin makes s wait for the
@@ -68,10 +76,12 @@ cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes);
 tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s);
 void tk_handle_ws_end(tk_handle h, cudaStream_t s);
 
-/* Points a->kws at a zeroed workspace of at least `bytes` (allocated on first
- * use, grown when too small) and numbers the launch (a->seq). Leaves a->kws
- * NULL if the memory cannot be had: the kernel then runs without it. */
-void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, cudaStream_t stream);
+/* Points a->kws at a workspace of at least `bytes` and a->flags at `flags`
+ * completion flags (each allocated on first use, grown when too small, the
+ * flags zeroed then and whenever seq wraps to 1), and numbers the launch
+ * (a->seq). Leaves a->kws and a->flags NULL if the memory cannot be had:
+ * the kernel then runs without them. */
+void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, size_t flags, cudaStream_t stream);
 
 /* ---- routes (route.c): running a problem on aligned copies ---- */
 

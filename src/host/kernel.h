@@ -48,12 +48,17 @@ typedef struct tk_args {
     void *c; int64_t ldc; tk_dtype c_type;
     float alpha, beta;
     void *cublas;                /* cublasHandle_t owned by the handle (cublas entry only) */
-    void *workspace; size_t workspace_bytes;  /* owned by the handle */
-    /* The kernel's own workspace (tk_kernel.workspace), owned by the handle:
-     * zeroed when allocated and whenever seq wraps to 1; NULL when the kernel
-     * asked for none or it could not be allocated (the kernel must then run
-     * without it). seq: this launch's number on the handle, never 0, so that
-     * flags a launch writes into kws tell its own from older launches'. */
+    /* The launch's workspaces, owned by the handle: for a kernel with a
+     * tk_kernel.workspace, kws holds its partial sums (contents undefined)
+     * and flags its completion flags (nflags words, each 0 or the seq of an
+     * earlier launch of the handle: nothing else is ever stored there, so
+     * "flag == seq" means "written by this launch"); for cuBLAS, kws is its
+     * workspace. NULL when none was asked for or it could not be allocated
+     * (the kernel must then run without it). seq: this launch's number on
+     * the handle, never 0, increasing until it wraps (the flags are cleared
+     * then, in stream order). The struct keeps its size and the offsets of
+     * the fields the sm_80 kernels read (they take it by value). */
+    uint32_t *flags; size_t nflags;
     void *kws; size_t kws_bytes;
     uint32_t seq;
     /* The handle's launch cache (launch_cache.h: tensor maps, shared memory
@@ -87,9 +92,11 @@ typedef struct tk_kernel {
     /* Enqueue on stream. Returns TK_SUCCESS or an error with why filled. */
     tk_status (*launch)(const tk_args *a, const tk_device *dev, cudaStream_t stream,
                         char *why, size_t len);
-    /* Optional (NULL or left out: none): bytes of workspace the launch can
-     * use (a->kws); 0 = none for this problem. Called before each launch. */
-    size_t (*workspace)(const tk_args *a, const tk_device *dev);
+    /* Optional (NULL or left out: none): bytes of workspace for partial
+     * sums the launch can use (a->kws), and in *nflags the completion flags
+     * it needs with them (a->flags); 0 = none for this problem. Called
+     * before each launch. */
+    size_t (*workspace)(const tk_args *a, const tk_device *dev, size_t *nflags);
     /* Optional (NULL: auto_rank): the auto-dispatch preference for this
      * problem, so a kernel can step back on shapes it is known to be slow
      * at (k31_wgmma_cluster). Only called when auto_rank > 0. */

@@ -123,8 +123,9 @@ void tk_route_name(const tk_route *r, char *buf, size_t len)
         snprintf(buf + n, len - (size_t)n, ")");
 }
 
-/* Grows the handle's copy workspace to `bytes`. */
-static tk_status ensure_ws(tk_handle h, size_t bytes)
+/* Grows the handle's copy workspace to `bytes`, in the order of stream
+ * (which tk_handle_ws_begin has put after every earlier user of it). */
+static tk_status ensure_ws(tk_handle h, size_t bytes, cudaStream_t stream)
 {
     if (h->copy_ws_bytes >= bytes)
         return TK_SUCCESS;
@@ -133,15 +134,13 @@ static tk_status ensure_ws(tk_handle h, size_t bytes)
                        "auto: %zu bytes of workspace are needed to copy misaligned operands, over the handle's "
                        "limit of %zu",
                        bytes, h->copy_ws_limit);
-    /* cudaFree waits for the launches still using the old buffer. */
-    if (h->copy_ws)
-        cudaFree(h->copy_ws);
+    tk_handle_free(h, h->copy_ws, stream);
     h->copy_ws = NULL;
     h->copy_ws_bytes = 0;
-    cudaError_t e = tk_handle_malloc(h, &h->copy_ws, bytes);
+    cudaError_t e = tk_handle_malloc(h, &h->copy_ws, bytes, stream);
     if (e != cudaSuccess)
         return tk_fail(h, TK_ERR_OUT_OF_RESOURCES,
-                       "auto: cudaMalloc of %zu bytes of workspace to copy misaligned operands failed: %s", bytes,
+                       "auto: cudaMallocAsync of %zu bytes of workspace to copy misaligned operands failed: %s", bytes,
                        cudaGetErrorString(e));
     h->copy_ws_bytes = bytes;
     return TK_SUCCESS;
@@ -149,7 +148,7 @@ static tk_status ensure_ws(tk_handle h, size_t bytes)
 
 tk_status tk_route_copy_in(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t stream)
 {
-    tk_status st = ensure_ws(h, r->bytes);
+    tk_status st = ensure_ws(h, r->bytes, stream);
     if (st)
         return st;
     tk_route_bind(r, h->copy_ws);

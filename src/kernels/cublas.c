@@ -31,7 +31,7 @@ static tk_status cublas_launch(const tk_args *a, const tk_device *dev, cudaStrea
     cublasHandle_t h = (cublasHandle_t)a->cublas;
     cublasStatus_t s = cublasSetStream(h, stream);
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasSetWorkspace(h, a->workspace, a->workspace_bytes);
+        s = cublasSetWorkspace(h, a->kws, a->kws_bytes);
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
      * stored row-major B read as column-major is already B^T, so each op is
      * passed through unchanged with the operands swapped. */
@@ -57,5 +57,5 @@ const tk_kernel tk_kernel_cublas = {
     .supports = cublas_supports,
     .resources = cublas_resources,
     .launch = cublas_launch,
-    .workspace = NULL,         /* cuBLAS gets the handle's cuBLAS workspace instead */
+    .workspace = NULL,         /* cuBLAS gets the handle's cuBLAS workspace as kws instead */
 };

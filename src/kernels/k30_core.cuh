@@ -945,10 +945,11 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
     return TK_SUCCESS;
 }
 
-/* Split workspace (every kernel of the family): one flag per slot (at the start, so that
- * every launch finds them at the same place whatever its split), then one
- * slot of 128 x 128 fp32 partial accumulators (64 KB) per partial unit, CTA
- * and consumer warpgroup. Fewer than max_clusters tiles are split, into at
+/* Split workspace (every kernel of the family): one slot of 128 x 128
+ * fp32 partial accumulators (64 KB) per partial unit, CTA and consumer
+ * warpgroup, each with a flag in the handle's flag area (tk_args.flags,
+ * which holds launch numbers alone: a flag of an older launch of any
+ * kernel is below seq). Fewer than max_clusters tiles are split, into at
  * most K30_SK_MAX_SLICES slices of which all but the last leave a partial. */
 #define K30_SK_MAX_SLICES 3
 #ifndef K30_SK_MIN_SLICE_KTILES
@@ -973,18 +974,16 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
 #ifndef K30_SK_FEW_MAX_SLICES
 #define K30_SK_FEW_MAX_SLICES 4
 #endif
-static inline size_t k30_sk_flag_bytes(size_t ws_bytes)
-{
-    return (ws_bytes / (K30_SK_SLOT_BYTES + sizeof(uint32_t)) * sizeof(uint32_t) + 255) & ~(size_t)255;
-}
-/* subs: slots a unit (consumer warpgroups x CTAs of a cluster) */
-static inline size_t k30_sk_bytes(int max_clusters, int subs)
+/* subs: slots a unit (consumer warpgroups x CTAs of a cluster). Bytes of
+ * partial slots, and in *nflags their completion flags (one a slot). */
+static inline size_t k30_sk_bytes(int max_clusters, int subs, size_t *nflags)
 {
     /* enough for both plans: a few-tile split has tiles * (s - 1) <
      * max_clusters partial units, a last-wave split fewer than
      * max_clusters * (K30_SK_MAX_SLICES - 1) */
     size_t slots = (size_t)max_clusters * (K30_SK_MAX_SLICES - 1) * subs;
-    return 256 + slots * (K30_SK_SLOT_BYTES + sizeof(uint32_t));
+    *nflags = slots;
+    return slots * K30_SK_SLOT_BYTES;
 }
 
 /* The block N auto-dispatch gives a problem among the k30 family (256:
@@ -1239,11 +1238,13 @@ static inline int k30_pick_cluster64(const tk_args *a, int sms)
 
 /* The split workspace of a one-CTA launch with bm x bn tiles: none where no
  * split can apply. */
-static inline size_t k30_workspace_mn(int bm, int bn, int subs, const tk_args *a, const tk_device *dev)
+static inline size_t k30_workspace_mn(int bm, int bn, int subs, const tk_args *a, const tk_device *dev,
+                                      size_t *nflags)
 {
     const long long tiles = ((a->m + bm - 1) / bm) * ((a->n + bn - 1) / bn);
     const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
-    return k30_sk_may_split(tiles, k_tiles, dev->sm_count) ? k30_sk_bytes(dev->sm_count, subs) : 0;
+    *nflags = 0;
+    return k30_sk_may_split(tiles, k_tiles, dev->sm_count) ? k30_sk_bytes(dev->sm_count, subs, nflags) : 0;
 }
 
 /* The last wave: with T tiles on C clusters (T > C) a data-parallel walk
@@ -1268,17 +1269,17 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int subs
     p->sk_first = (int)tiles;
     p->sk_tiles = 0;
     p->sk_slices = 0;
-    if (!a->kws)
+    if (!a->kws || !a->flags)
         return;
-    const size_t flag_bytes = k30_sk_flag_bytes(a->kws_bytes);
-    p->sk_flag = (uint32_t *)a->kws;
-    p->sk_part = (float *)((char *)a->kws + flag_bytes);
+    /* partial slots the workspace holds, each with its flag */
+    const size_t cap = a->kws_bytes / K30_SK_SLOT_BYTES < a->nflags ? a->kws_bytes / K30_SK_SLOT_BYTES : a->nflags;
+    p->sk_flag = a->flags;
+    p->sk_part = (float *)a->kws;
     p->seq = a->seq;
     if (tiles < clusters) {
         /* Few tiles: the most slices that still fit the clusters (and the workspace). */
         int sl = k30_few_slices(tiles, p->k_tiles, clusters);
-        while (sl > 1 && flag_bytes + (size_t)tiles * (sl - 1) * subs * K30_SK_SLOT_BYTES >
-                             a->kws_bytes)
+        while (sl > 1 && (size_t)tiles * (sl - 1) * subs > cap)
             sl--;
         if (sl > 1) {
             p->sk_first = 0;
@@ -1297,7 +1298,7 @@ static inline void k30_plan_split_wave(k30_params *p, const tk_args *a, int subs
         double span = (double)((rem * sl + clusters - 1) / clusters) / sl;
         const size_t slots = (size_t)rem * (sl - 1) * subs;
         if (p->k_tiles >= sl * K30_SK_WAVE_MIN_SLICE_KTILES && span <= best_span - 1e-9 &&
-            flag_bytes + slots * K30_SK_SLOT_BYTES <= a->kws_bytes) {
+            slots <= cap) {
             best = sl;
             best_span = span;
         }

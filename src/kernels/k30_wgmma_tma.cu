@@ -257,9 +257,9 @@ static tk_status k30_supports(const tk_args *a, const tk_device *dev, char *why,
     return k30_supports_cfg(K30_BM, 0, a, dev, why, len);
 }
 
-static size_t k30_workspace(const tk_args *a, const tk_device *dev)
+static size_t k30_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)
 {
-    return k30_workspace_mn(K30_BM, 256, K30_CONSUMERS, a, dev);
+    return k30_workspace_mn(K30_BM, 256, K30_CONSUMERS, a, dev, nflags);
 }
 
 static void k30_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
@@ -299,9 +299,9 @@ extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
     {                                                                                                              \
         return k30_launch_cfg(bm, bn, swap, a, dev, stream, why, len);                                             \
     }                                                                                                              \
-    static size_t name##_workspace(const tk_args *a, const tk_device *dev)                                         \
+    static size_t name##_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)                         \
     {                                                                                                              \
-        return k30_workspace_mn(bm, bn, K30_CONS(bm, swap), a, dev);                                               \
+        return k30_workspace_mn(bm, bn, K30_CONS(bm, swap), a, dev, nflags);                                       \
     }                                                                                                              \
     static int name##_rank(const tk_args *a, const tk_device *dev)                                                 \
     {                                                                                                              \

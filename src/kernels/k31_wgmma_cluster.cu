@@ -270,13 +270,15 @@ static long long k31_ctiles(int bm, int bn, const tk_args *a)
 
 /* The split workspace, sized for one cluster per SM pair; none when no
  * split can apply (k30_sk_may_split). */
-static size_t k31_workspace_cfg(int bm, int bn, const tk_args *a, const tk_device *dev)
+static size_t k31_workspace_cfg(int bm, int bn, const tk_args *a, const tk_device *dev, size_t *nflags)
 {
     const int max_clusters = dev->sm_count / K31_CLUSTER;
     const long long ctiles = k31_ctiles(bm, bn, a);
     const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
-    return k30_sk_may_split(ctiles, k_tiles, max_clusters) ? k30_sk_bytes(max_clusters, K31_CLUSTER * K30_CONS(bm, 0))
-                                                           : 0;
+    *nflags = 0;
+    return k30_sk_may_split(ctiles, k_tiles, max_clusters)
+               ? k30_sk_bytes(max_clusters, K31_CLUSTER * K30_CONS(bm, 0), nflags)
+               : 0;
 }
 
 static tk_status k31_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
@@ -296,9 +298,9 @@ static tk_status k31_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return k31_launch_cfg(K30_BM, K30_BN, a, stream, why, len);
 }
 
-static size_t k31_workspace(const tk_args *a, const tk_device *dev)
+static size_t k31_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)
 {
-    return k31_workspace_cfg(K30_BM, K30_BN, a, dev);
+    return k31_workspace_cfg(K30_BM, K30_BN, a, dev, nflags);
 }
 
 /* Auto-dispatch prefers k30_wgmma_tma (rank 29) over this kernel where M
@@ -345,9 +347,9 @@ static tk_status k39_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return k31_launch_cfg(64, 128, a, stream, why, len);
 }
 
-static size_t k39_workspace(const tk_args *a, const tk_device *dev)
+static size_t k39_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)
 {
-    return k31_workspace_cfg(64, 128, a, dev);
+    return k31_workspace_cfg(64, 128, a, dev, nflags);
 }
 
 static int k39_rank(const tk_args *a, const tk_device *dev)

@@ -74,7 +74,8 @@ typedef struct k40_plan {
     int splits;                        /* grid.y */
     int64_t tokblocks;                 /* grid.z: ceil(t / (8 * nj)) */
     int64_t chunks;                    /* ceil(k / 32) */
-    size_t ws_bytes;                   /* workspace for splits > 1: flags, then partial slots */
+    size_t ws_bytes;                   /* workspace for splits > 1: the partial slots */
+    int64_t nflags;                    /* completion flags for splits > 1: one a CTA */
 } k40_plan;
 
 /* Bytes of one partial slot: each of the CTA's 128 threads keeps 4 floats
@@ -82,13 +83,6 @@ typedef struct k40_plan {
 static inline size_t k40_slot_bytes(int nj)
 {
     return (size_t)nj * K40_WARPS * 32 * 4 * sizeof(float);
-}
-
-/* Flags (one 32-bit word per CTA of a split grid), rounded to 256 bytes so
- * the partial slots after them start aligned. */
-static inline size_t k40_flag_bytes(int64_t ctas)
-{
-    return ((size_t)ctas * sizeof(uint32_t) + 255) & ~(size_t)255;
 }
 
 /* Chunks a warp loads before its first MMA (k40_skinny.cu): 16-byte loads
@@ -194,11 +188,14 @@ static inline void k40_plan_with(const tk_args *a, int sms, size_t ws_avail, int
     }
     p->splits = (int)s;
     p->ws_bytes = 0;
+    p->nflags = 0;
     if (p->splits > 1) {
-        p->ws_bytes = k40_flag_bytes(groups * p->splits) + (size_t)groups * (size_t)p->splits * k40_slot_bytes(p->nj);
+        p->ws_bytes = (size_t)groups * (size_t)p->splits * k40_slot_bytes(p->nj);
+        p->nflags = groups * p->splits;
         if (p->ws_bytes > ws_avail) {
             p->splits = 1;
             p->ws_bytes = 0;
+            p->nflags = 0;
         }
     }
     /* A warp's loads are ~4 KB a round trip; with two CTAs an SM (eight

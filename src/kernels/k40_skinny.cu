@@ -433,8 +433,8 @@ static __device__ __forceinline__ void k40_body(const k40_params *p, const CUten
         }
         /* The last split adds the others' partial sums to its own, in
          * split order: the same sum on every run. Thread s waits for split
-         * s's flag; a flag left by an older launch (or another kernel
-         * sharing the workspace) holds a smaller seq. No CAS, so the splits
+         * s's flag; a flag left by an older launch of any kernel holds a
+         * smaller seq (the handle's flag area holds launch numbers alone). No CAS, so the splits
          * never contend on one word. The waits cannot deadlock: a split
          * grid fits the GPU in one wave (k40_plan.h), and the last split
          * has the highest block index of its group. */
@@ -571,17 +571,20 @@ static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *
     r->dyn_smem = bulk ? k40_bulk_smem(nj) : 0;
 }
 
-static size_t k40_workspace(const tk_args *a, const tk_device *dev)
+static size_t k40_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)
 {
     k40_plan p;
     k40_plan_dev(a, dev, (size_t)-1, &p);
+    *nflags = (size_t)p.nflags;
     return p.ws_bytes;
 }
 
 static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
 {
     k40_plan pl;
-    k40_plan_dev(a, dev, a->kws ? a->kws_bytes : 0, &pl);
+    k40_plan_dev(a, dev, a->kws && a->flags ? a->kws_bytes : 0, &pl);
+    if (pl.splits > 1 && (size_t)pl.nflags > a->nflags)   /* fewer flags than asked for: unsplit */
+        k40_plan_dev(a, dev, 0, &pl);
     const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs, pl.bulk, pl.ushort);
     const size_t smem = pl.bulk ? k40_bulk_smem(pl.nj) : 0;
     if (smem > 0) {                         /* with the static arrays, past 48 KB: opt in */
@@ -615,8 +618,8 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     p->flag = NULL;
     p->part = NULL;
     if (pl.splits > 1) {
-        p->flag = (uint32_t *)a->kws;
-        p->part = (float4 *)((char *)a->kws + k40_flag_bytes(pl.rowblocks * pl.tokblocks * pl.splits));
+        p->flag = a->flags;
+        p->part = (float4 *)a->kws;
     }
     if (pl.bulk) {
         tk_status st = tk_tma_map_2d(a->lc, &q.wmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p->w, (uint64_t)pl.r,

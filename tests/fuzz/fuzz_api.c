@@ -247,8 +247,9 @@ static void line_shape(tk_layout layout, int op, int64_t r, int64_t c, int64_t *
 }
 
 /* One stored matrix: op(X) is r x c; refused when its leading dimension is
- * below max(1, line length), when its last byte lies past INT64_MAX, or
- * (when used) when its pointer is NULL. Computed exactly in 128 bits. */
+ * below max(1, line length), when its last byte lies past INT64_MAX, when
+ * (used) its pointer is NULL, or when its pointer is not a multiple of the
+ * element size (used or not). Computed exactly in 128 bits. */
 static void model_matrix(expect *e, const char *what, const char *ldname, tk_layout layout, int op, int64_t r,
                          int64_t c, int64_t ld, int esz, const void *ptr, int used)
 {
@@ -257,7 +258,7 @@ static void model_matrix(expect *e, const char *what, const char *ldname, tk_lay
     i128 span = lines && len ? ((i128)lines - 1) * ld + len : 0;
     if (ld < (len > 1 ? len : 1) || span > INT64_MAX / esz)   /* span * esz > INT64_MAX */
         flag(e, ldname);
-    if (used && !ptr)
+    if ((used && !ptr) || (uintptr_t)ptr % (uintptr_t)esz)
         flag(e, what);
 }
 

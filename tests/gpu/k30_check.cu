@@ -398,7 +398,8 @@ static void k30_split_plan(void)
         a.n = cases[i].n;
         a.k = cases[i].k;
         a.kws = (void *)(uintptr_t)4096;   /* never dereferenced here */
-        a.kws_bytes = k30_sk_bytes(66, 2 * K30_CONSUMERS);
+        a.kws_bytes = k30_sk_bytes(66, 2 * K30_CONSUMERS, &a.nflags);
+        a.flags = (uint32_t *)(uintptr_t)8192;
         a.seq = 7;
         k30_params p;
         memset(&p, 0, sizeof p);

@@ -48,6 +48,26 @@ static tk_gemm_problem base_problem(void)
     return p;
 }
 
+/* Stand-ins for cudaGetDevice in hand-made handles (tk_handle_s.get_device):
+ * device 0 or 1 current, or the call failing. */
+static cudaError_t current_is_1(int *dev)
+{
+    *dev = 1;
+    return cudaSuccess;
+}
+
+static cudaError_t current_is_0(int *dev)
+{
+    *dev = 0;
+    return cudaSuccess;
+}
+
+static cudaError_t current_fails(int *dev)
+{
+    *dev = -1;
+    return cudaErrorNoDevice;
+}
+
 /* Expects tk_gemm_ex to refuse p with st and a message containing each of
  * the NULL-terminated words. */
 static void expect_refusal(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_status want,
@@ -653,6 +673,7 @@ static void test_arch_mismatch(void)
     memset(&fake, 0, sizeof fake);
     fake.have_device = 1;
     fake.dev = fake_device(80);
+    fake.get_device = current_is_0;
     tk_gemm_problem p = base_problem();
     for (int i = 0; i < tk_registry_count(); i++) {
         const tk_kernel *k = tk_registry_at(i);
@@ -703,58 +724,192 @@ static void test_alloc_hook(void)
         return;
     void *p = (void *)1;
     h->fail_alloc = 2;
-    cudaError_t e = tk_handle_malloc(h, &p, 256);   /* the first: a real allocation */
+    cudaError_t e = tk_handle_malloc(h, &p, 256, NULL);   /* the first: a real allocation */
     CHECK(h->fail_alloc == 1, "the first allocation moved the hook to %d, expected 1", h->fail_alloc);
     CHECK((e == cudaSuccess) == (p != NULL), "status %s with pointer %p", cudaGetErrorString(e), p);
-    cudaFree(p);
+    tk_handle_free(h, p, NULL);
+    cudaStreamSynchronize(NULL);
     cudaGetLastError();
     p = (void *)1;
-    e = tk_handle_malloc(h, &p, 256);
+    e = tk_handle_malloc(h, &p, 256, NULL);
     CHECK(e != cudaSuccess && p == NULL, "the second allocation: %s, pointer %p", cudaGetErrorString(e), p);
     CHECK(h->fail_alloc == 0, "hook left at %d", h->fail_alloc);
     if (have_gpu()) {
         e = cudaGetLastError();
         CHECK(e == cudaSuccess, "the failure was left as the runtime's last error: %s", cudaGetErrorString(e));
-        e = tk_handle_malloc(h, &p, 256);
+        e = tk_handle_malloc(h, &p, 256, NULL);
         CHECK(e == cudaSuccess && p != NULL, "the allocation after the hook: %s", cudaGetErrorString(e));
-        cudaFree(p);
+        tk_handle_free(h, p, NULL);
+        cudaStreamSynchronize(NULL);
     }
     tk_destroy(h);
 }
 
-/* Calls that use the workspaces on one stream make no CUDA call to order
- * them (the stream value below is never given to CUDA); the first call on a
- * second stream needs the event, which the hook can fail (ALLOC, nothing
- * changed). cudaStreamPerThread is a second stream even after itself: it
- * names each thread's own. */
+/* The first call that uses a workspace creates the ordering event, which
+ * the hook can fail (ALLOC, nothing changed); without a GPU the event cannot
+ * be had at all, and each such call is refused the same way. With one,
+ * every such call records the event where it ends, and a call on another
+ * stream waits for it (tests/gpu/test_handle.c checks the order itself). */
 static void test_ws_order(void)
 {
     tk_handle h = make_handle();
     if (!h)
         return;
-    cudaStream_t s = (cudaStream_t)(uintptr_t)0x5000;
-    for (int i = 0; i < 3; i++) {
-        CHECK(tk_handle_ws_begin(h, s) == TK_SUCCESS, "call %d on one stream: %s", i, tk_last_error(h));
-        tk_handle_ws_end(h, s);
-    }
-    CHECK(h->ws_streams == 1 && h->ws_stream == s && h->ws_event == NULL, "one stream: mode %d, event %p",
-          h->ws_streams, (void *)h->ws_event);
     h->fail_alloc = 1;
     tk_status st = tk_handle_ws_begin(h, cudaStreamPerThread);
-    CHECK(st == TK_ERR_ALLOC && h->ws_streams == 1 && h->ws_event == NULL && h->fail_alloc == 0,
-          "event creation failed by the hook: %s, mode %d (%s)", tk_status_string(st), h->ws_streams,
+    CHECK(st == TK_ERR_ALLOC && h->ws_event == NULL && h->ws_recorded == 0 && h->fail_alloc == 0,
+          "event creation failed by the hook: %s, recorded %d (%s)", tk_status_string(st), h->ws_recorded,
           tk_last_error(h));
-    if (have_gpu()) {
+    CHECK(contains(tk_last_error(h), "cudaEventCreate"), "message: %s", tk_last_error(h));
+    if (!have_gpu()) {
+        st = tk_handle_ws_begin(h, cudaStreamPerThread);
+        CHECK(st == TK_ERR_ALLOC && h->ws_event == NULL, "without a GPU: %s", tk_status_string(st));
+    } else {
         for (int i = 0; i < 2; i++) {
             st = tk_handle_ws_begin(h, cudaStreamPerThread);
-            CHECK(st == TK_SUCCESS && h->ws_streams == 2 && h->ws_event != NULL,
-                  "per-thread stream, call %d: %s, mode %d (%s)", i, tk_status_string(st), h->ws_streams,
-                  tk_last_error(h));
+            CHECK(st == TK_SUCCESS && h->ws_event != NULL, "per-thread stream, call %d: %s (%s)", i,
+                  tk_status_string(st), tk_last_error(h));
             tk_handle_ws_end(h, cudaStreamPerThread);
+            CHECK(h->ws_recorded == 1 && h->ws_unordered == 0, "call %d: event not recorded", i);
         }
         CHECK(cudaStreamSynchronize(cudaStreamPerThread) == cudaSuccess, "per-thread stream");
     }
     tk_destroy(h);
+}
+
+/* Issue 35, item 4: a pointer that is not a multiple of its element size
+ * faults on the GPU (cudaErrorMisalignedAddress, fatal to the CUDA
+ * context); it is refused as an argument error before the device is asked
+ * anything, so the refusal is the same with a GPU or without one. */
+static void test_misaligned_pointers(void)
+{
+    tk_handle h = make_handle();
+    const struct { int which; uintptr_t off; tk_dtype c_type; const char *what; const char *bytes; } cases[] = {
+        { 0, 1, TK_F32, "A", "2-byte" },  { 1, 1, TK_F32, "B", "2-byte" },  { 1, 3, TK_BF16, "B", "2-byte" },
+        { 2, 1, TK_BF16, "C", "2-byte" }, { 2, 2, TK_F32, "C", "4-byte" },  { 2, 1, TK_F32, "C", "4-byte" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int layout = 0; layout < 2; layout++) {
+            tk_gemm_problem p = base_problem();
+            p.layout = layout ? TK_COL_MAJOR : TK_ROW_MAJOR;
+            if (layout) {   /* column-major 8 x 6 x 4 NN: lda 8, ldb 4, ldc 8 */
+                p.lda = 8;
+                p.ldb = 4;
+                p.ldc = 8;
+            }
+            p.c_type = cases[i].c_type;
+            if (cases[i].which == 0)
+                p.a = (const char *)p.a + cases[i].off;
+            else if (cases[i].which == 1)
+                p.b = (const char *)p.b + cases[i].off;
+            else
+                p.c = (char *)p.c + cases[i].off;
+            char label[64];
+            snprintf(label, sizeof label, "%s + %u (%s)", cases[i].what, (unsigned)cases[i].off,
+                     layout ? "column-major" : "row-major");
+            const char *kernels[] = { NULL, "k01_naive", "cublas" };
+            for (int k = 0; k < 3; k++)
+                EXPECT(h, &p, kernels[k], TK_ERR_INVALID_VALUE, label, cases[i].what, "aligned", cases[i].bytes);
+            /* introspection judges a pointer it is given the same way */
+            tk_status st = tk_kernel_supports(h, NULL, &p);
+            CHECK(st == TK_ERR_INVALID_VALUE && contains(tk_last_error(h), "aligned"), "%s: supports: %s (%s)", label,
+                  tk_status_string(st), tk_last_error(h));
+            CHECK(tk_select_kernel(h, &p) == NULL, "%s: select chose a kernel", label);
+        }
+    }
+    /* 2-byte aligned bf16 operands are fine (auto-dispatch copies them where
+     * a kernel needs more): past the argument checks to the device. */
+    tk_gemm_problem p = base_problem();
+    p.a = (const char *)p.a + 2;
+    p.c_type = TK_BF16;
+    p.c = (char *)p.c + 2;
+    tk_status st = tk_kernel_supports(h, NULL, &p);
+    CHECK(st == (have_gpu() ? TK_SUCCESS : TK_ERR_NO_DEVICE), "2-byte aligned: %s (%s)", tk_status_string(st),
+          tk_last_error(h));
+    tk_destroy(h);
+}
+
+/* Issue 35, item 5: a handle serves the device it was created on; a call
+ * from a thread where another device is current is refused, naming both. A
+ * stand-in for cudaGetDevice models the other device (and its failure). */
+static void test_wrong_device(void)
+{
+    struct tk_handle_s fake;
+    memset(&fake, 0, sizeof fake);
+    fake.have_device = 1;
+    fake.dev = fake_device(90);
+    fake.dev.id = 0;
+    fake.get_device = current_is_1;
+    tk_gemm_problem p = base_problem();
+    const char *kernels[] = { NULL, "k01_naive", "cublas", "k31_wgmma_cluster" };
+    for (int k = 0; k < 4; k++)
+        EXPECT(&fake, &p, kernels[k], TK_ERR_INVALID_VALUE, "device 1 current", "device 0", "device 1",
+               "cudaSetDevice(0)");
+    tk_status st = tk_kernel_supports(&fake, "k01_naive", &p);
+    CHECK(st == TK_ERR_INVALID_VALUE, "supports on the wrong device: %s", tk_status_string(st));
+    CHECK(tk_select_kernel(&fake, &p) == NULL, "select on the wrong device chose a kernel");
+    /* M = 0 needs no device: still a no-op */
+    p.m = 0;
+    CHECK(tk_gemm_ex(&fake, &p, NULL, NULL) == TK_SUCCESS, "no-op on the wrong device: %s", tk_last_error(&fake));
+    fake.get_device = current_fails;
+    p = base_problem();
+    EXPECT(&fake, &p, "k01_naive", TK_ERR_CUDA, "cudaGetDevice fails", "cudaGetDevice");
+    /* the right device passes the check (then fails later for the fake pointers' sake: not called here) */
+    fake.get_device = current_is_0;
+    fake.dev = fake_device(80);
+    fake.dev.id = 0;
+    st = tk_kernel_supports(&fake, "k20_mma_sync", &p);
+    CHECK(st != TK_ERR_INVALID_VALUE, "the right device refused: %s (%s)", tk_status_string(st), tk_last_error(&fake));
+}
+
+/* Issue 35, item 7: auto-dispatch asks every candidate whether it fits; a
+ * refused candidate is not a failure of the call. On a simulated sm_80
+ * device (its kernels' attributes filled in by hand) the sm_90 kernels are
+ * refused, and the successful choice leaves the handle's message "" and the
+ * thread's message as it was. */
+static void test_last_error_after_dispatch(void)
+{
+    struct tk_handle_s fake;
+    memset(&fake, 0, sizeof fake);
+    fake.have_device = 1;
+    fake.dev = fake_device(80);
+    fake.dev.id = 0;
+    fake.get_device = current_is_0;
+    tk_gemm_problem p = base_problem();
+    p.m = p.n = p.k = 512;
+    p.lda = p.ldb = p.ldc = 512;
+    tk_args a;
+    int noop = 0;
+    CHECK(tk_problem_normalize(&fake, &p, &a, &noop) == TK_SUCCESS, "normalize");
+    int sm90 = 0;
+    for (int i = 0; i < tk_registry_count() && fake.nattrs < TK_ATTR_CACHE; i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        sm90 += k->min_sm > 80 && k->auto_rank > 0;
+        tk_resources r;
+        k->resources(&a, &fake.dev, &r);
+        if (!r.func)
+            continue;
+        fake.attrs[fake.nattrs].func = r.func;
+        fake.attrs[fake.nattrs].fa = (tk_func_attrs){ 128, 0, 0, 1024 };
+        fake.nattrs++;
+    }
+    CHECK(sm90 > 0, "no sm_90 kernel in auto-dispatch: the test shows nothing");
+    /* the thread's message before: a real failure */
+    tk_gemm_problem bad = base_problem();
+    bad.lda = 1;
+    tk_gemm_ex(&fake, &bad, NULL, NULL);
+    CHECK(contains(tk_last_error(NULL), "lda"), "thread: %s", tk_last_error(NULL));
+    const char *name = tk_select_kernel(&fake, &p);
+    CHECK(name != NULL, "select on sm_80: %s", tk_last_error(&fake));
+    CHECK(strcmp(tk_last_error(&fake), "") == 0, "a successful select left '%s'", tk_last_error(&fake));
+    CHECK(contains(tk_last_error(NULL), "lda"), "the thread's message became '%s'", tk_last_error(NULL));
+    tk_status st = tk_kernel_supports(&fake, "auto", &p);
+    CHECK(st == TK_SUCCESS && strcmp(tk_last_error(&fake), "") == 0, "supports(auto): %s, '%s'",
+          tk_status_string(st), tk_last_error(&fake));
+    /* a named sm_90 kernel is still refused with its reason */
+    st = tk_kernel_supports(&fake, "k31_wgmma_cluster", &p);
+    CHECK(st == TK_ERR_ARCH_MISMATCH && contains(tk_last_error(&fake), "sm_90"), "named sm_90 kernel: %s (%s)",
+          tk_status_string(st), tk_last_error(&fake));
 }
 
 void tk_tests(void)
@@ -782,4 +937,7 @@ void tk_tests(void)
     TK_TEST(test_arch_mismatch);
     TK_TEST(test_alloc_hook);
     TK_TEST(test_ws_order);
+    TK_TEST(test_misaligned_pointers);
+    TK_TEST(test_wrong_device);
+    TK_TEST(test_last_error_after_dispatch);
 }

@@ -57,10 +57,10 @@ static void test_plan_table(void)
               (long long)p.rowblocks, (long long)p.tokblocks, p.splits, cases[i].swap, (long long)cases[i].r,
               (long long)cases[i].t, cases[i].nj, (long long)cases[i].rowblocks, (long long)cases[i].tokblocks,
               cases[i].splits);
-        const size_t want = p.splits > 1 ? k40_flag_bytes(p.rowblocks * p.tokblocks * p.splits) +
-                                               (size_t)(p.rowblocks * p.tokblocks) * p.splits * k40_slot_bytes(p.nj)
-                                         : 0;
-        CHECK(p.ws_bytes == want, "case %zu: workspace %zu, expected %zu", i, p.ws_bytes, want);
+        const size_t want = p.splits > 1 ? (size_t)(p.rowblocks * p.tokblocks) * p.splits * k40_slot_bytes(p.nj) : 0;
+        const int64_t want_flags = p.splits > 1 ? p.rowblocks * p.tokblocks * p.splits : 0;
+        CHECK(p.ws_bytes == want && p.nflags == want_flags, "case %zu: workspace %zu with %lld flags, expected %zu "
+              "with %lld", i, p.ws_bytes, (long long)p.nflags, want, (long long)want_flags);
     }
 }
 
