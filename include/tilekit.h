@@ -62,21 +62,30 @@ typedef struct tk_handle_s *tk_handle;
  * Threads and streams:
  * - A handle is used by one host thread at a time: threads that share one
  *   must take turns (a mutex around each call), and the handle's device must
- *   be current in the calling thread. Different handles, and the functions
- *   that take none (tk_status_string, tk_kernel_count, ...), may be used by
- *   any number of threads at once.
+ *   be current in the calling thread (a call made where another device is
+ *   current is refused with TK_ERR_INVALID_VALUE). Different handles, and
+ *   the functions that take none (tk_status_string, tk_kernel_count, ...),
+ *   may be used by any number of threads at once.
  * - Any call may name any stream. A GEMM runs after the work enqueued on its
  *   stream before it. Calls on one handle that use one of its workspaces
  *   (copies, split tiles, cuBLAS) also run after the previous such call on
- *   that handle, whatever its stream: the handle makes the stream wait for
- *   it (and synchronizes the device once, the first time it sees a second
- *   stream). So one handle on several streams is always correct; GEMMs
- *   that should run at the same time on the GPU need a handle each.
+ *   that handle, whatever its stream: each records an event where it ends,
+ *   and a call on another stream (told apart by cudaStreamGetId, so a new
+ *   stream that reuses a destroyed one's handle value still waits) makes
+ *   its stream wait for it. No call synchronizes the host or the device, and
+ *   workspaces are allocated and freed in stream order (cudaMallocAsync), so
+ *   a CUDA graph may be captured in another thread meanwhile. So one handle
+ *   on several streams is always correct; GEMMs that should run at the same
+ *   time on the GPU need a handle each.
+ * - A call made on a stream that is being captured into a CUDA graph uses
+ *   none of the handle's workspaces (no split over K, no copies, cuBLAS
+ *   without a workspace), so its replays stay right whatever the handle
+ *   does next.
  * - A call that fails leaves the handle usable. One refused with
  *   INVALID_VALUE, NOT_SUPPORTED, ARCH_MISMATCH, NO_DEVICE, OUT_OF_RESOURCES
  *   or ALLOC has not written C.
- * - tk_destroy may be called while its GEMMs still run: their workspaces
- *   are freed after them. */
+ * - tk_destroy may be called while its GEMMs still run: it waits for the
+ *   last call that used a workspace, then frees them. */
 tk_status tk_create(tk_handle *out);
 tk_status tk_destroy(tk_handle h);
 
@@ -95,7 +104,11 @@ typedef enum tk_dtype { TK_F32 = 0, TK_BF16 = 1 } tk_dtype;
  * stored in `layout` (CBLAS convention). With TK_OP_T the stored matrix is
  * the transpose: e.g. row-major B with TK_OP_T is stored N x K (the seeds'
  * mma_ABt). Leading dimensions count elements. M or N == 0 is a no-op;
- * K == 0 gives C = beta * C. With beta == 0, C is never read (may hold NaN). */
+ * K == 0 gives C = beta * C. With beta == 0, C is never read (may hold NaN).
+ * Every pointer given must be a multiple of its element size (2 bytes for
+ * bf16, 4 for fp32 C), else the call is refused with TK_ERR_INVALID_VALUE
+ * before the GPU is touched (a misaligned access would fault and poison the
+ * CUDA context). */
 typedef struct tk_gemm_problem {
     tk_layout layout;
     tk_op op_a, op_b;
@@ -110,7 +123,7 @@ typedef struct tk_gemm_problem {
 /* Runs the problem on `stream` (a cudaStream_t; NULL = legacy default).
  * kernel: a registry name ("cublas", "k01_naive", ...), which refuses what
  * it cannot take (TK_ERR_NOT_SUPPORTED), or NULL/"auto" for the best
- * supported kernel: any leading dimension and 2-byte aligned pointer then
+ * supported kernel: any leading dimension and element-aligned pointer then
  * runs on a fast kernel, on copies of the misaligned operands where needed
  * (TK_ERR_OUT_OF_RESOURCES when their workspace cannot be allocated).
  * Asynchronous: returns after the launch. */
