@@ -28,6 +28,12 @@
 # verify --smem-limit 32768` (the pre-launch refusal) and `--plant ... --png`
 # (the error map); bench/profile_docs.py turns them into docs/seeds.md's
 # sections (the command is printed last).
+# PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
+# test_concurrency, test_graph, test_isolation), compute-sanitizer memcheck
+# and racecheck on test_handle's flag and capture tests, and the host time
+# per call (bench/host_cost.c) against the library of a base tree when
+# .ab/base.tar.gz holds one (`git archive BASE | gzip > .ab/base.tar.gz`,
+# carried with the call).
 # Everything is logged under OUTDIR; bench/readme_table.py turns
 # OUTDIR/bench.json, OUTDIR/bench_nt.json and OUTDIR/info.txt into the
 # README and docs/seeds.md tables.
@@ -103,6 +109,32 @@ if [ "$PART" = check ]; then
     t0=$(date +%s)
     SAN_KERNELS=$ck timeout "$lim" bash bench/sanitize.sh "$BUILD" "$out" > "$out/check-sanitize.txt" 2>&1
     summary+=("sanitize ($ck): exit $? in $(( $(date +%s) - t0 )) s, $(tail -n 1 "$out/check-sanitize.txt")")
+fi
+if [ "$PART" = handle ]; then
+    for t in gpu_test_handle gpu_test_concurrency gpu_test_graph gpu_test_isolation; do
+        t0=$(date +%s)
+        timeout 300 "$BUILD/tests/$t" > "$out/$t.log" 2>&1
+        summary+=("$t: exit $?, $(tail -n 1 "$out/$t.log") in $(( $(date +%s) - t0 )) s")
+        grep -E '^FAIL|^ +\(' "$out/$t.log" | head -n 20
+    done
+    for tool in memcheck racecheck; do
+        TK_HANDLE_ONLY=${SAN_HANDLE_ONLY:-flags} timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
+            "$BUILD/tests/gpu_test_handle" > "$out/sanitize-handle-$tool.log" 2>&1
+        summary+=("compute-sanitizer $tool (test_handle ${SAN_HANDLE_ONLY:-flags}): exit $? -- $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-handle-$tool.log" | tail -n 1)")
+    done
+    cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -I/usr/local/cuda/include bench/host_cost.c -L"$BUILD" -ltilekit \
+        -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,"$PWD/$BUILD" -o /tmp/host_cost_new
+    if [ -f .ab/base.tar.gz ]; then
+        rm -rf /tmp/tk_base && mkdir -p /tmp/tk_base && tar -C /tmp/tk_base -xzf .ab/base.tar.gz
+        make -C /tmp/tk_base -j"$(nproc)" ARCHS=90a lib > "$out/base-build.log" 2>&1
+        cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -I/usr/local/cuda/include bench/host_cost.c -L/tmp/tk_base/build \
+            -ltilekit -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,/tmp/tk_base/build -o /tmp/host_cost_base
+    fi
+    for r in 1 2; do   # base, new, new, base
+        for v in $([ $r = 1 ] && echo "base new" || echo "new base"); do
+            [ -x /tmp/host_cost_$v ] && /tmp/host_cost_$v | sed "s/^/$v round $r: /" | tee -a "$out/host_cost.txt"
+        done
+    done
 fi
 if [ "$PART" = suite ] || [ "$PART" = all ]; then
     for o in fp32 bf16; do

@@ -1,0 +1,74 @@
+/* bench/host_cost.c - host time per tk_gemm_ex call, enqueue only: 200
+ * back-to-back calls on one stream after a warm-up, the median of 15 such
+ * samples, for calls that use no workspace (256^3 NT, auto), that use the
+ * split workspace (1 x 4096 x 4096 NT, auto: k40 split on sm_90) and
+ * cuBLAS through its entry (its workspace). Public API only, so the same
+ * file builds against an older library for an A/B in one device call.
+ *
+ *   cc -Iinclude bench/host_cost.c -Lbuild -ltilekit -L$CUDA/lib64 -lcudart -o host_cost && ./host_cost
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <cuda_runtime_api.h>
+#include "tilekit.h"
+
+#define CALLS 200
+#define SAMPLES 15
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(void)
+{
+    tk_handle h;
+    if (tk_create(&h) != TK_SUCCESS) {
+        fprintf(stderr, "tk_create: %s\n", tk_last_error(NULL));
+        return 1;
+    }
+    void *a, *b, *c;
+    cudaStream_t s;
+    if (cudaMalloc(&a, 4096 * 4096 * 2) || cudaMalloc(&b, 4096 * 4096 * 2) || cudaMalloc(&c, 4096 * 4096 * 4) ||
+        cudaMemset(a, 0x3c, 4096 * 4096 * 2) || cudaMemset(b, 0x3c, 4096 * 4096 * 2) ||
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) {
+        fprintf(stderr, "setup: %s\n", cudaGetErrorString(cudaGetLastError()));
+        return 1;
+    }
+    const struct { const char *name; int64_t m, n, k; const char *kernel; } cases[] = {
+        { "256^3 NT auto (no workspace)", 256, 256, 256, NULL },
+        { "1x4096x4096 NT auto (split workspace)", 1, 4096, 4096, NULL },
+        { "256^3 NT cublas (its workspace)", 256, 256, 256, "cublas" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_gemm_problem p = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, cases[i].m, cases[i].n, cases[i].k, 1.0f, 0.0f,
+                              a, cases[i].k, b, cases[i].k, c, cases[i].n, TK_F32 };
+        double t[SAMPLES];
+        for (int r = -1; r < SAMPLES; r++) {
+            double t0 = now_us();
+            for (int j = 0; j < CALLS; j++)
+                if (tk_gemm_ex(h, &p, cases[i].kernel, s) != TK_SUCCESS) {
+                    fprintf(stderr, "%s: %s\n", cases[i].name, tk_last_error(h));
+                    return 1;
+                }
+            double t1 = now_us();
+            cudaStreamSynchronize(s);
+            if (r >= 0)
+                t[r] = (t1 - t0) / CALLS;
+        }
+        qsort(t, SAMPLES, sizeof t[0], cmp);
+        printf("host_cost %-40s %.2f us/call (min %.2f, max %.2f)\n", cases[i].name, t[SAMPLES / 2], t[0],
+               t[SAMPLES - 1]);
+    }
+    tk_destroy(h);
+    return 0;
+}
