@@ -78,7 +78,7 @@ static const int dt_size[2] = { 4, 2 };
 static PyObject *s_layout, *s_is_cuda, *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_get_device, *s_device,
     *s_cai, *s_dlpack, *s_dlpack_device, *s_array_interface, *s_array, *s_cuda_stream, *s_name, *s_stream,
     *s_max_version, *s_lower, *s_get, *s_torch, *s_raw_stream, *s_typestr, *s_data, *s_strides, *s_mask,
-    *s_version, *s_torch_prefix;
+    *s_version, *s_torch_prefix, *s_descr;
 
 /* ---- small helpers ---- */
 
@@ -465,13 +465,26 @@ static PyObject *cai_get(PyObject *cai, PyObject *key)
     return PyObject_CallMethodOneArg(cai, s_get, key);
 }
 
+/* The element types taken through CAI (_arrays._TYPESTRS says why): bf16 is
+ * '<V2', torch's and ml_dtypes' type string for it; '|V2' is numpy's for a
+ * void or structured type and is refused. */
 static const struct { const char *typestr; int dtype; } cai_types[] = {
-    { "<f4", DT_F32 }, { "=f4", DT_F32 }, { "<V2", DT_BF16 }, { "|V2", DT_BF16 }, { "bfloat16", DT_BF16 },
+    { "<f4", DT_F32 }, { "=f4", DT_F32 }, { "<V2", DT_BF16 }, { "bfloat16", DT_BF16 },
 };
 static const struct { const char *typestr, *hint; } cai_hints[] = {
     { "<f2", "float16" }, { "<f8", "float64" }, { "<i2", "int16" }, { "<i4", "int32" },
     { "<i8", "int64" },   { "|i1", "int8" },    { "|u1", "uint8" },  { "<u2", "uint16" },
+    { "|V2", "a void or structured type" },
 };
+
+/* The element type of a str typestr, -1 when not taken; raises nothing. */
+static int cai_lookup(PyObject *typestr)
+{
+    for (size_t i = 0; i < sizeof cai_types / sizeof cai_types[0]; i++)
+        if (PyUnicode_CompareWithASCIIString(typestr, cai_types[i].typestr) == 0)
+            return cai_types[i].dtype;
+    return -1;
+}
 
 /* The element type of a CAI typestr; -1 with TypeError when unsupported. */
 static int cai_dtype(PyObject *typestr, const char *name)
@@ -480,9 +493,9 @@ static int cai_dtype(PyObject *typestr, const char *name)
         PyErr_Format(PyExc_TypeError, "%s: typestr %R is not a string", name, typestr);
         return -1;
     }
-    for (size_t i = 0; i < sizeof cai_types / sizeof cai_types[0]; i++)
-        if (PyUnicode_CompareWithASCIIString(typestr, cai_types[i].typestr) == 0)
-            return cai_types[i].dtype;
+    int dt = cai_lookup(typestr);
+    if (dt >= 0)
+        return dt;
     const char *hint = "";
     for (size_t i = 0; i < sizeof cai_hints / sizeof cai_hints[0]; i++)
         if (PyUnicode_CompareWithASCIIString(typestr, cai_hints[i].typestr) == 0)
@@ -491,6 +504,21 @@ static int cai_dtype(PyObject *typestr, const char *name)
                  "%s: element type %R%s%s%s is not supported (expected bfloat16 '<V2', or float32 '<f4' for out)",
                  name, typestr, *hint ? " (" : "", hint, *hint ? ")" : "");
     return -1;
+}
+
+/* _arrays._plain_descr: whether a CAI 'descr' is one unnamed field of
+ * element type dtype (what numpy and CuPy write for an array that is not
+ * structured). */
+static int plain_descr(PyObject *descr, int dtype)
+{
+    if (!(PyList_Check(descr) || PyTuple_Check(descr)) || PySequence_Fast_GET_SIZE(descr) != 1)
+        return 0;
+    PyObject *f = PySequence_Fast_GET_ITEM(descr, 0);
+    if (!(PyList_Check(f) || PyTuple_Check(f)) || PySequence_Fast_GET_SIZE(f) != 2)
+        return 0;
+    PyObject *fname = PySequence_Fast_GET_ITEM(f, 0), *ftype = PySequence_Fast_GET_ITEM(f, 1);
+    return PyUnicode_Check(fname) && PyUnicode_GetLength(fname) == 0 && PyUnicode_Check(ftype) &&
+           cai_lookup(ftype) == dtype;
 }
 
 static int from_cai(PyObject *cai, mat *m)
@@ -518,6 +546,15 @@ static int from_cai(PyObject *cai, mat *m)
     PyObject *v = NULL, *shape = NULL, *strides = NULL, *readonly = NULL;
     if (!(v = PyObject_GetItem(cai, s_typestr)) || (m->dtype = cai_dtype(v, name)) < 0)
         goto out;
+    Py_CLEAR(v);
+    if (!(v = cai_get(cai, s_descr)))
+        goto out;
+    if (v != Py_None && !plain_descr(v, m->dtype)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: descr %R describes a structured type (expected one unnamed field of the typestr's type)",
+                     name, v);
+        goto out;
+    }
     Py_CLEAR(v);
     if (!(v = cai_get(cai, s_mask)))
         goto out;
@@ -1604,7 +1641,7 @@ PyMODINIT_FUNC PyInit__tilekit(void)
         { &s_stream, "stream" }, { &s_max_version, "max_version" }, { &s_lower, "lower" }, { &s_get, "get" },
         { &s_torch, "torch" }, { &s_raw_stream, "_cuda_getCurrentRawStream" }, { &s_typestr, "typestr" },
         { &s_data, "data" }, { &s_strides, "strides" }, { &s_mask, "mask" }, { &s_version, "version" },
-        { &s_torch_prefix, "torch." },
+        { &s_torch_prefix, "torch." }, { &s_descr, "descr" },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!*names[i].var && !(*names[i].var = PyUnicode_InternFromString(names[i].text)))
