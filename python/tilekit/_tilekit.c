@@ -66,7 +66,7 @@ static struct {
     PyObject *real;              /* numbers.Real */
     PyTypeObject *plan_type;     /* Plan, what plan() returns */
     /* torch, once the caller has imported it */
-    PyObject *tensor_type, *dtype_type, *strided, *bf16, *f32, *empty, *raw_stream, *current_stream;
+    PyObject *tensor_type, *dtype_type, *strided, *bf16, *f32, *empty, *cuda, *raw_stream, *current_stream;
     PyObject *devices[MAX_DEVICES];   /* torch.device("cuda", i), made on first use */
 } S;
 
@@ -193,7 +193,11 @@ static int check_int(PyObject *v, const char *what)
 
 /* ---- torch, found in sys.modules (never imported here) ---- */
 
-/* 1 when torch is imported (S's torch entries set), 0 when not, -1 on error. */
+/* 1 when torch is imported (S's torch entries set), 0 when not, -1 on error.
+ * Every lookup goes to a local first and S is filled only when all of them
+ * succeeded: a failure part-way (a torch still importing, or not torch at
+ * all) keeps no reference and leaves S as it was, so the next call starts
+ * over. */
 static int torch_ready(void)
 {
     if (S.tensor_type)
@@ -201,22 +205,39 @@ static int torch_ready(void)
     PyObject *torch = PyImport_GetModule(s_torch);
     if (!torch)
         return PyErr_Occurred() ? -1 : 0;
-    PyObject *cuda = NULL, *c = NULL;
-    int ok = (S.dtype_type = PyObject_GetAttrString(torch, "dtype")) &&
-             (S.strided = PyObject_GetAttrString(torch, "strided")) &&
-             (S.bf16 = PyObject_GetAttrString(torch, "bfloat16")) &&
-             (S.f32 = PyObject_GetAttrString(torch, "float32")) &&
-             (S.empty = PyObject_GetAttrString(torch, "empty")) && (cuda = PyObject_GetAttrString(torch, "cuda")) &&
-             (S.current_stream = PyObject_GetAttrString(cuda, "current_stream")) &&
+    PyObject *dtype = NULL, *strided = NULL, *bf16 = NULL, *f32 = NULL, *empty = NULL, *cuda = NULL,
+             *current_stream = NULL, *c = NULL, *raw_stream = NULL, *tensor = NULL;
+    int ok = (dtype = PyObject_GetAttrString(torch, "dtype")) && (strided = PyObject_GetAttrString(torch, "strided")) &&
+             (bf16 = PyObject_GetAttrString(torch, "bfloat16")) && (f32 = PyObject_GetAttrString(torch, "float32")) &&
+             (empty = PyObject_GetAttrString(torch, "empty")) && (cuda = PyObject_GetAttrString(torch, "cuda")) &&
+             (current_stream = PyObject_GetAttrString(cuda, "current_stream")) &&
              (c = PyObject_GetAttrString(torch, "_C")) &&
              /* torch's current stream as an int without building a
               * torch.cuda.Stream; current_stream(d).cuda_stream where missing */
-             get_attr(c, s_raw_stream, &S.raw_stream) >= 0 &&
-             (S.tensor_type = PyObject_GetAttrString(torch, "Tensor"));   /* last: it marks S as ready */
-    Py_XDECREF(cuda);
+             get_attr(c, s_raw_stream, &raw_stream) >= 0 && (tensor = PyObject_GetAttrString(torch, "Tensor"));
     Py_XDECREF(c);
     Py_DECREF(torch);
-    return ok ? 1 : -1;
+    if (!ok) {
+        Py_XDECREF(dtype);
+        Py_XDECREF(strided);
+        Py_XDECREF(bf16);
+        Py_XDECREF(f32);
+        Py_XDECREF(empty);
+        Py_XDECREF(cuda);
+        Py_XDECREF(current_stream);
+        Py_XDECREF(raw_stream);
+        return -1;   /* tensor is the last lookup: NULL here */
+    }
+    S.dtype_type = dtype;
+    S.strided = strided;
+    S.bf16 = bf16;
+    S.f32 = f32;
+    S.empty = empty;
+    S.cuda = cuda;
+    S.current_stream = current_stream;
+    S.raw_stream = raw_stream;
+    S.tensor_type = tensor;   /* last: it marks S as ready */
+    return 1;
 }
 
 static int is_torch_tensor(PyObject *x)
@@ -636,8 +657,10 @@ static int from_cai(PyObject *cai, mat *m)
         if (big_s[0] || big_s[1]) {
             /* beyond int64: first whether they split an element, as Python's % would say */
             PyObject *sz = PyLong_FromLong(size);
+            if (!sz)
+                goto out;
             int split = 0;
-            for (int i = 0; i < 2 && sz && !split; i++) {
+            for (int i = 0; i < 2 && !split; i++) {
                 PyObject *r = PyNumber_Remainder(PyTuple_GET_ITEM(strides, i), sz);
                 if (!r) {
                     Py_DECREF(sz);
@@ -646,7 +669,7 @@ static int from_cai(PyObject *cai, mat *m)
                 split = PyObject_IsTrue(r);
                 Py_DECREF(r);
             }
-            Py_XDECREF(sz);
+            Py_DECREF(sz);
             if (split)
                 PyErr_Format(PyExc_ValueError, "%s: strides %S (bytes) are not multiples of the %d-byte element",
                              name, strides, size);
@@ -822,8 +845,13 @@ static int from_dlpack(PyObject *x, mat *m, const dl_ctx *ctx)
     }
     if (t->ndim != 2 || !t->shape) {
         PyObject *shape = PyTuple_New(t->shape && t->ndim > 0 ? t->ndim : 0);
-        for (int i = 0; shape && t->shape && i < t->ndim; i++)
-            PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong(t->shape[i]));
+        for (int i = 0; shape && t->shape && i < t->ndim; i++) {
+            PyObject *d = PyLong_FromLongLong(t->shape[i]);
+            if (d)
+                PyTuple_SET_ITEM(shape, i, d);
+            else
+                Py_CLEAR(shape);   /* formatting a tuple with a NULL item would crash */
+        }
         if (shape)
             PyErr_Format(PyExc_ValueError, "%s: expected a 2-D matrix, got %d dimensions (shape %S)", m->name,
                          (int)t->ndim, shape);
