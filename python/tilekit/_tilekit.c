@@ -17,9 +17,10 @@
  * types are looked up in sys.modules once the caller has imported it.
  *
  * Handles: one per thread and device, as the library asks (a handle serves
- * one thread at a time), created on first use and kept until exit
- * (destroying them at interpreter shutdown would race the CUDA runtime's own
- * teardown). The GIL is released around the library call. */
+ * one thread at a time), created on first use and destroyed when the
+ * thread's Python state is deleted (at the end of a threading.Thread), never
+ * at interpreter shutdown (that would race the CUDA runtime's own teardown):
+ * see thread_handles. The GIL is released around the library call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
@@ -39,8 +40,11 @@ static struct {
     tk_status (*kernel_get)(int, tk_kernel_props *);
     tk_status (*kernel_supports)(tk_handle, const char *, const tk_gemm_problem *);
     const char *(*select_kernel)(tk_handle, const tk_gemm_problem *);
-    int (*get_device)(int *);    /* cudaGetDevice, cudaSetDevice (cudaError_t is an int-sized enum), */
-    int (*set_device)(int);      /* from the CUDA runtime the library links, so both agree */
+    tk_status (*destroy)(tk_handle);
+    /* From the CUDA runtime the library links, so both agree (cudaError_t is
+     * an int-sized enum; streams and events are pointers): */
+    int (*get_device)(int *);                        /* cudaGetDevice */
+    int (*set_device)(int);                          /* cudaSetDevice */
 } L;
 
 /* The pointer types above are the header's: checked without referencing the
@@ -49,6 +53,7 @@ static struct {
     _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), __typeof__(L.member)), #fn "'s type")
 SAME_TYPE(tk_version, version);
 SAME_TYPE(tk_create, create);
+SAME_TYPE(tk_destroy, destroy);
 SAME_TYPE(tk_last_error, last_error);
 SAME_TYPE(tk_gemm_ex, gemm_ex);
 SAME_TYPE(tk_kernel_count, kernel_count);
@@ -78,7 +83,7 @@ static const int dt_size[2] = { 4, 2 };
 static PyObject *s_layout, *s_is_cuda, *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_get_device, *s_device,
     *s_cai, *s_dlpack, *s_dlpack_device, *s_array_interface, *s_array, *s_cuda_stream, *s_name, *s_stream,
     *s_max_version, *s_lower, *s_get, *s_torch, *s_raw_stream, *s_typestr, *s_data, *s_strides, *s_mask,
-    *s_version, *s_torch_prefix, *s_descr;
+    *s_version, *s_torch_prefix, *s_descr, *s_handles_key;
 
 /* ---- small helpers ---- */
 
@@ -1223,12 +1228,102 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
 
 /* ---- handles: one per thread and device ---- */
 
-static _Thread_local tk_handle tl_handles[MAX_DEVICES + 1];   /* [d + 1]: device d; [0]: no device (-1) */
+/* A thread's handles are kept by a small object in the dict of its Python
+ * thread state (PyThreadState_GetDict). Python clears that dict when it
+ * deletes the thread state: at the end of a threading.Thread, before join()
+ * returns, and for a thread Python did not start, at its last
+ * PyGILState_Release. Deallocated then, the object destroys its handles
+ * (tk_destroy may run while their GEMMs do: the library frees the workspaces
+ * after them), so short-lived threads leave no workspace on the GPU. It
+ * destroys nothing at interpreter shutdown, which clears the main thread's
+ * state and the daemon threads' (that would race the CUDA runtime's own
+ * teardown), nor when another thread clears the state (after fork(), the
+ * child clears those of the parent's other threads, whose handles belong to
+ * the parent's CUDA context): those handles are left as they are. */
+typedef struct thread_handles {
+    PyObject_HEAD
+    unsigned long owner;             /* PyThread_get_thread_ident() of its thread */
+    tk_handle h[MAX_DEVICES + 1];    /* [d + 1]: device d; [0]: no device (-1) */
+} thread_handles;
+
+/* The calling thread's, found without a dict lookup while its thread state
+ * is the one it was found for (borrowed: that state's dict holds it). */
+static _Thread_local thread_handles *tl_handles;
+static _Thread_local PyThreadState *tl_tstate;
+
+static int interpreter_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+static void thread_handles_dealloc(PyObject *o)
+{
+    thread_handles *t = (thread_handles *)o;
+    if (tl_handles == t) {
+        tl_handles = NULL;
+        tl_tstate = NULL;
+    }
+    if (t->owner == PyThread_get_thread_ident() && !interpreter_finalizing() && L.destroy) {
+        Py_BEGIN_ALLOW_THREADS   /* tk_destroy waits for the device (cudaFree) */
+        for (int i = 0; i <= MAX_DEVICES; i++)
+            if (t->h[i])
+                L.destroy(t->h[i]);
+        Py_END_ALLOW_THREADS
+    }
+    PyObject_Free(o);
+}
+
+static PyTypeObject thread_handles_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tilekit._tilekit.ThreadHandles",
+    .tp_basicsize = sizeof(thread_handles),
+    .tp_dealloc = thread_handles_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The library handles of one thread, destroyed with its thread state.",
+};
 
 static int current_device(void)
 {
     int d = -1;
     return L.get_device(&d) == 0 ? d : -1;
+}
+
+/* The calling thread's handles: its thread state's, made on first use. */
+static thread_handles *thread_handles_get(void)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (tl_handles && tl_tstate == ts)
+        return tl_handles;
+    PyObject *dict = PyThreadState_GetDict();
+    if (!dict) {
+        PyErr_SetString(PyExc_RuntimeError, "tilekit: the thread state has no dict for its handles");
+        return NULL;
+    }
+    PyObject *o = PyDict_GetItemWithError(dict, s_handles_key);
+    if (!o) {
+        if (PyErr_Occurred())
+            return NULL;
+        thread_handles *t = PyObject_New(thread_handles, &thread_handles_type);
+        if (!t)
+            return NULL;
+        t->owner = PyThread_get_thread_ident();
+        memset(t->h, 0, sizeof t->h);
+        int r = PyDict_SetItem(dict, s_handles_key, (PyObject *)t);
+        Py_DECREF(t);   /* the dict holds it */
+        if (r)
+            return NULL;
+        o = (PyObject *)t;
+    } else if (!Py_IS_TYPE(o, &thread_handles_type)) {
+        PyErr_SetString(PyExc_RuntimeError, "tilekit: the thread state's handle entry was replaced");
+        return NULL;
+    }
+    tl_handles = (thread_handles *)o;
+    tl_tstate = ts;
+    return tl_handles;
 }
 
 static tk_handle get_handle(int device)
@@ -1238,7 +1333,10 @@ static tk_handle get_handle(int device)
                      MAX_DEVICES);
         return NULL;
     }
-    tk_handle *slot = &tl_handles[device + 1];
+    thread_handles *t = thread_handles_get();
+    if (!t)
+        return NULL;
+    tk_handle *slot = &t->h[device + 1];
     if (!*slot) {
         tk_status st = L.create(slot);
         if (st) {
@@ -1609,6 +1707,7 @@ static PyObject *py_bind(PyObject *mod, PyObject *path)
         SYM(tk_last_error, last_error),     SYM(tk_gemm_ex, gemm_ex),
         SYM(tk_kernel_count, kernel_count), SYM(tk_kernel_get, kernel_get),
         SYM(tk_kernel_supports, kernel_supports), SYM(tk_select_kernel, select_kernel),
+        SYM(tk_destroy, destroy),
         SYM(cudaGetDevice, get_device),     SYM(cudaSetDevice, set_device),
 #undef SYM
     };
@@ -1669,7 +1768,7 @@ PyMODINIT_FUNC PyInit__tilekit(void)
         { &s_stream, "stream" }, { &s_max_version, "max_version" }, { &s_lower, "lower" }, { &s_get, "get" },
         { &s_torch, "torch" }, { &s_raw_stream, "_cuda_getCurrentRawStream" }, { &s_typestr, "typestr" },
         { &s_data, "data" }, { &s_strides, "strides" }, { &s_mask, "mask" }, { &s_version, "version" },
-        { &s_torch_prefix, "torch." }, { &s_descr, "descr" },
+        { &s_torch_prefix, "torch." }, { &s_descr, "descr" }, { &s_handles_key, "tilekit._tilekit.handles" },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!*names[i].var && !(*names[i].var = PyUnicode_InternFromString(names[i].text)))
@@ -1687,6 +1786,8 @@ PyMODINIT_FUNC PyInit__tilekit(void)
             return NULL;
     }
     if (!S.plan_type && !(S.plan_type = PyStructSequence_NewType(&plan_desc)))
+        return NULL;
+    if (PyType_Ready(&thread_handles_type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddObjectRef(m, "Plan", (PyObject *)S.plan_type) < 0)

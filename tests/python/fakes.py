@@ -2,13 +2,19 @@
 skips it). fake_torch() is a module to put in sys.modules["torch"]: just
 what tilekit reads of torch (tensors described by attributes, dtypes,
 devices, the current stream per device, torch.empty), with a log of the
-allocations and of the stream changes. run() runs a script in a fresh
-interpreter on one backend, so a fake torch never reaches the test process.
+allocations and of the stream changes. fake_lib() builds fake_tilekit.c, a
+libtilekit.so whose calls succeed and are logged (handles created and
+destroyed, the stream of each GEMM, events recorded and waited for), and
+log() reads that log. run() runs a script in a fresh interpreter on one
+backend, so a fake torch or library never reaches the test process.
 """
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -157,3 +163,37 @@ def run(code, ext, lib=None, env=None, timeout=120):
     out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=timeout,
                          cwd=HERE if INSTALLED else ROOT)
     return out.returncode, out.stdout + out.stderr
+
+
+_built = {}
+
+
+def fake_lib():
+    """fake_tilekit.c built (once per process, with $CC or cc, against the
+    checkout's include/tilekit.h) into a temporary directory: its path."""
+    if "lib" not in _built:
+        d = tempfile.mkdtemp(prefix="tilekit-fake-")
+        atexit.register(shutil.rmtree, d, True)
+        path = os.path.join(d, "libtilekit_fake.so")
+        cmd = [os.environ.get("CC", "cc"), "-shared", "-fPIC", "-std=c11", "-Wall", "-Wextra", "-Werror",
+               "-I" + os.path.join(ROOT, "include"), "-o", path, os.path.join(HERE, "fake_tilekit.c"), "-lpthread"]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        assert out.returncode == 0, "building the fake library failed: %s\n%s" % (" ".join(cmd), out.stderr)
+        _built["lib"] = path
+    return _built["lib"]
+
+
+def log(text):
+    """The fake library's log as (event, {key: value}, thread) tuples; values
+    in hex are ints, a bare first argument is under key ""."""
+    entries = []
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        fields = {}
+        for w in words[1:]:
+            k, _, v = w.rpartition("=") if "=" in w else ("", "", w)
+            fields[k] = int(v, 16) if v.startswith("0x") or v == "0" else v
+        entries.append((words[0], fields, int(fields.pop("thread"))))
+    return entries
