@@ -245,17 +245,34 @@ def check(status, handle, where):
         raise error_for(status, last_error(handle), where)
 
 
+# The CUDA runtime functions the fallback calls (cudaError_t is an int-sized
+# enum; streams and events are pointers), from the runtime libtilekit links.
+_CUDART_PROTOTYPES = {
+    "cudaGetDevice": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+    "cudaEventCreateWithFlags": (ctypes.c_int, [ctypes.POINTER(_vp), ctypes.c_uint]),
+    "cudaEventRecord": (ctypes.c_int, [_vp, _vp]),
+    "cudaStreamWaitEvent": (ctypes.c_int, [_vp, _vp, ctypes.c_uint]),
+    "cudaEventDestroy": (ctypes.c_int, [_vp]),
+    "cudaStreamIsCapturing": (ctypes.c_int, [_vp, ctypes.POINTER(ctypes.c_int)]),
+}
+
+
+def cudart(name):
+    """A CUDA runtime function, prototyped, from the runtime that libtilekit
+    itself links (so both agree); AttributeError when it has none."""
+    fn = getattr(load_ctypes(), name)
+    fn.restype, fn.argtypes = _CUDART_PROTOTYPES[name]
+    return fn
+
+
 def current_device():
     """The calling thread's current CUDA device, read through the CUDA runtime
     that libtilekit itself links (so both agree); -1 when it cannot be read."""
-    lib = load_ctypes()
     try:
-        fn = lib.cudaGetDevice
+        fn = cudart("cudaGetDevice")
     except AttributeError:
         return -1
     dev = ctypes.c_int(-1)
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
     return dev.value if fn(ctypes.byref(dev)) == 0 else -1
 
 

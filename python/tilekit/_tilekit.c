@@ -45,6 +45,11 @@ static struct {
      * an int-sized enum; streams and events are pointers): */
     int (*get_device)(int *);                        /* cudaGetDevice */
     int (*set_device)(int);                          /* cudaSetDevice */
+    int (*event_create)(void **, unsigned);          /* cudaEventCreateWithFlags */
+    int (*event_record)(void *, void *);             /* cudaEventRecord(event, stream) */
+    int (*stream_wait_event)(void *, void *, unsigned);   /* cudaStreamWaitEvent(stream, event, 0) */
+    int (*event_destroy)(void *);                    /* cudaEventDestroy */
+    int (*stream_is_capturing)(void *, int *);       /* cudaStreamIsCapturing (status: an int-sized enum) */
 } L;
 
 /* The pointer types above are the header's: checked without referencing the
@@ -966,7 +971,9 @@ typedef struct plan {
     double alpha, beta;
     const char *kernel;          /* NULL: auto; else the UTF-8 of the caller's str (alive for the call) */
     Py_ssize_t kernel_len;
-    PyObject *stream;            /* owned: the stream value, or NULL */
+    PyObject *stream;            /* owned: the value of the stream the call runs on; NULL: the legacy default */
+    PyObject *joins[3];          /* owned: the other streams named by CAI 'stream' entries */
+    int njoins;
 } plan;
 
 static void plan_release(plan *p)
@@ -975,6 +982,37 @@ static void plan_release(plan *p)
     mat_release(&p->b);
     mat_release(&p->c);
     Py_CLEAR(p->stream);
+    for (int i = 0; i < p->njoins; i++)
+        Py_CLEAR(p->joins[i]);
+    p->njoins = 0;
+}
+
+/* _fallback._legacy: whether a stream value (NULL: none) is the legacy
+ * default stream: none, 0 (the NULL stream, torch's default stream) or 1
+ * (cudaStreamLegacy, as CAI writes it). */
+static int legacy_stream(PyObject *v)
+{
+    if (!v || v == Py_None)
+        return 1;
+    int big = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &big);
+    if (x == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !big && (x == 0 || x == 1);
+}
+
+/* _fallback._same_stream: whether two stream values name one stream. */
+static int same_stream(PyObject *x, PyObject *y)
+{
+    int lx = legacy_stream(x), ly = legacy_stream(y);
+    if (lx || ly)
+        return lx && ly;
+    int r = PyObject_RichCompareBool(x, y, Py_EQ);
+    if (r < 0)
+        PyErr_Clear();
+    return r > 0;
 }
 
 /* _real: a real number that is not a bool, as a float; `dflt` when absent. */
@@ -1203,7 +1241,11 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
     }
     p->device = nd ? devs[0] : -1;
     p->any_torch = p->a.torch || p->b.torch || (p->has_c && p->c.torch);
+    const mat *order[3] = { p->has_c ? &p->c : NULL, &p->a, &p->b };   /* the CAI streams: out's first */
 
+    /* The stream the call runs on: stream=; else, with a torch operand,
+     * torch's current stream on the operands' device; else the CAI 'stream'
+     * entry of out, then of A, then of B; else the legacy default stream. */
     PyObject *stream = arg[A_STREAM];
     if (stream && stream != Py_None) {
         if (PyLong_Check(stream)) {
@@ -1216,12 +1258,32 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
                                  "stream: %R is neither a cudaStream_t value (int) nor a torch.cuda.Stream", stream);
                 return -1;
             }
+            if (!PyLong_Check(p->stream)) {
+                PyErr_Format(PyExc_TypeError, "stream: the cuda_stream of %R is %R, not an integer", stream,
+                             p->stream);
+                return -1;
+            }
         }
+    } else if (p->any_torch) {
+        void *s;
+        if (torch_stream(p->device, &s) || !(p->stream = PyLong_FromVoidPtr(s)))
+            return -1;
     } else {
-        const mat *order[3] = { p->has_c ? &p->c : NULL, &p->a, &p->b };   /* out's stream first */
         for (int i = 0; i < 3 && !p->stream; i++)
             if (order[i] && order[i]->stream)
                 p->stream = Py_NewRef(order[i]->stream);
+    }
+    /* Every other stream a CAI operand names is joined with the call (gemm's
+     * join_streams), each once. */
+    for (int i = 0; i < 3; i++) {
+        PyObject *s = order[i] ? order[i]->stream : NULL;
+        if (!s || same_stream(s, p->stream))
+            continue;
+        int seen = 0;
+        for (int j = 0; j < p->njoins; j++)
+            seen |= same_stream(s, p->joins[j]);
+        if (!seen)
+            p->joins[p->njoins++] = Py_NewRef(s);
     }
     return 0;
 }
@@ -1434,18 +1496,171 @@ static int bind_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, Py
 
 /* ---- the module's functions ---- */
 
+/* The exception taken by take_exc raised again (NULL: none). */
+static void restore_exc(PyObject *e)
+{
+    if (!e)
+        return;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(e);
+#else
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(e)), e, PyException_GetTraceback(e));
+#endif
+}
+
+/* The torch stream object to make current for an allocation on the stream
+ * `run` of device dev: the caller's own torch.cuda.Stream if it is dev's;
+ * torch's default stream for the legacy default stream (torch's is the NULL
+ * stream, and torch takes an external handle of 1 for one of its pool
+ * streams); else torch.cuda.ExternalStream(run) on dev. */
+static PyObject *torch_stream_object(PyObject *stream_arg, void *run, int dev, PyObject *devobj)
+{
+    PyObject *cls = PyObject_GetAttrString(S.cuda, "Stream");
+    int mine = cls ? PyObject_IsInstance(stream_arg, cls) : -1;
+    Py_XDECREF(cls);
+    if (mine > 0) {
+        PyObject *d = PyObject_GetAttrString(stream_arg, "device_index");
+        mine = d ? PyLong_Check(d) && PyLong_AsLong(d) == dev : -1;
+        Py_XDECREF(d);
+    }
+    if (mine < 0)
+        return NULL;
+    if (mine)
+        return Py_NewRef(stream_arg);
+    if (run == NULL || run == (void *)1)
+        return PyObject_CallMethod(S.cuda, "default_stream", "i", dev);
+    PyObject *fn = PyObject_GetAttrString(S.cuda, "ExternalStream");
+    PyObject *args = fn ? Py_BuildValue("(N)", PyLong_FromVoidPtr(run)) : NULL;
+    PyObject *kw = args ? Py_BuildValue("{s:O}", "device", devobj) : NULL;
+    PyObject *r = kw ? PyObject_Call(fn, args, kw) : NULL;
+    Py_XDECREF(fn);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return r;
+}
+
+/* out for a call with out=None (p has a torch operand: make_plan's rule):
+ * torch.empty on the operands' device, allocated on the stream the call
+ * runs on, `run`; sets p's C pointer. torch's caching allocator keeps a
+ * pool per stream and gives a freed block to the next allocation on the
+ * same stream at once, ordered by that stream alone: a block taken from
+ * another stream's pool may still be in use by that stream's pending
+ * kernels, and, freed by the caller, be given out again on that stream
+ * while this call still writes it. So where the call runs on a stream other
+ * than torch's current one (stream=), that stream is made current around
+ * torch.empty, as `with torch.cuda.stream(s)` would make it. */
+static PyObject *alloc_out(plan *p, PyObject *stream_arg, void *run)
+{
+    int dev = p->a.torch ? p->a.device : p->b.device;
+    PyObject *devobj = torch_device(dev), *prev = NULL, *out = NULL;
+    if (!devobj)
+        return NULL;
+    if (stream_arg && stream_arg != Py_None) {
+        void *cur;
+        if (torch_stream(dev, &cur))
+            return NULL;
+        int cur_legacy = cur == NULL || cur == (void *)1, run_legacy = run == NULL || run == (void *)1;
+        if (cur_legacy ? !run_legacy : cur != run) {
+            PyObject *s = torch_stream_object(stream_arg, run, dev, devobj), *r = NULL;
+            PyObject *d = s ? PyLong_FromLong(dev) : NULL;
+            if (d && (prev = PyObject_CallOneArg(S.current_stream, d)))
+                r = PyObject_CallMethod(S.cuda, "set_stream", "O", s);
+            Py_XDECREF(d);
+            Py_XDECREF(s);
+            if (!r) {
+                Py_XDECREF(prev);
+                return NULL;
+            }
+            Py_DECREF(r);
+        }
+    }
+    PyObject *size = Py_BuildValue("(LL)", (long long)p->m, (long long)p->n), *kw = NULL;
+    if (size && (kw = Py_BuildValue("(ss)", "dtype", "device"))) {
+        PyObject *call[3] = { size, p->c_dtype == DT_F32 ? S.f32 : S.bf16, devobj };
+        out = PyObject_Vectorcall(S.empty, call, 1, kw);
+    }
+    Py_XDECREF(size);
+    Py_XDECREF(kw);
+    if (prev) {   /* torch's current stream back, whatever happened */
+        PyObject *exc = take_exc();
+        PyObject *r = PyObject_CallMethod(S.cuda, "set_stream", "O", prev);
+        Py_DECREF(prev);
+        if (r) {
+            Py_DECREF(r);
+        } else if (exc) {
+            PyErr_Clear();   /* the first failure is the one to report */
+        } else {
+            Py_CLEAR(out);
+        }
+        restore_exc(exc);
+    }
+    PyObject *ptr = out ? call_method0(out, s_data_ptr) : NULL;
+    if (ptr) {
+        p->c.ptr = PyLong_AsUnsignedLongLong(ptr);
+        p->has_c = 1;
+        Py_DECREF(ptr);
+    }
+    if (!ptr || PyErr_Occurred())
+        Py_CLEAR(out);
+    return out;
+}
+
+/* Orders the call with the other streams its CAI operands name, which a
+ * consumer must (CAI v3: the 'stream' entry is the stream the data is
+ * ready on). Before the call (after == 0) `run` waits for the work enqueued
+ * on each of them so far; after it, each of them waits for the call, so that
+ * what their producers enqueue next (reading out, reusing an input's memory)
+ * comes after it. Each wait is an event recorded on one stream and waited
+ * for by the other. None while any of these streams is being captured into
+ * a CUDA graph (an event recorded outside a capture cannot be waited for
+ * inside it; the graph's launches are ordered where it is launched). */
+static int join_streams(void *run, void *const *others, int n, int after)
+{
+    int status = 0;
+    if (L.stream_is_capturing(run, &status) || status)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (L.stream_is_capturing(others[i], &status) || status)
+            return 0;
+    for (int i = 0; i < n; i++) {
+        void *from = after ? run : others[i], *to = after ? others[i] : run, *ev = NULL;
+        const char *what = "cudaEventCreateWithFlags";
+        int e = L.event_create(&ev, 2 /* cudaEventDisableTiming */);
+        if (!e) {
+            what = "cudaEventRecord";
+            if (!(e = L.event_record(ev, from))) {
+                what = "cudaStreamWaitEvent";
+                e = L.stream_wait_event(to, ev, 0);
+            }
+            L.event_destroy(ev);   /* released once the wait no longer needs it */
+        }
+        if (e) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s failed with CUDA error %d (ordering stream 0x%lx after stream 0x%lx)", what,
+                     e, (unsigned long)(uintptr_t)to, (unsigned long)(uintptr_t)from);
+            raise_status(TK_ERR_CUDA, msg, "tilekit.gemm");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(gemm_doc,
 "gemm($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
 "     kernel=None, *, stream=None)\n--\n\n"
 "out = alpha * op(A) @ op(B) + beta * out, with op(X) = X.T if trans_x.\n\n"
 "A, B: bf16, 2-D, torch CUDA tensors, __cuda_array_interface__ objects or\n"
-"DLPack producers of CUDA memory. out: M x N, fp32 or bf16; allocated (torch,\n"
-"row-major) when None, which needs beta == 0 and a torch input. out_dtype:\n"
-"torch.float32 (default) or torch.bfloat16, or \"fp32\"/\"bf16\". kernel: a\n"
-"registry name (see kernels()) or None for auto-dispatch. stream: a\n"
-"cudaStream_t value or torch stream; default: torch's current stream for\n"
-"torch inputs, else the CAI 'stream' entry (out's, then A's, then B's), else\n"
-"the legacy default stream. Returns out. Asynchronous with respect to the host.");
+"DLPack producers of CUDA memory. out: M x N, fp32 or bf16; allocated when\n"
+"None (torch.empty, row-major, on the stream the call runs on), which needs\n"
+"beta == 0 and a torch input. out_dtype: torch.float32 (default) or\n"
+"torch.bfloat16, or \"fp32\"/\"bf16\". kernel: a registry name (see kernels())\n"
+"or None for auto-dispatch. stream: a cudaStream_t value or torch stream;\n"
+"default: torch's current stream on the operands' device when any of them\n"
+"is a torch tensor, else the CAI 'stream' entry (out's, then A's, then B's),\n"
+"else the legacy default stream. Every other stream a CAI 'stream' entry\n"
+"names is joined with the call: the call waits for the work enqueued on it\n"
+"before, and work enqueued on it afterwards waits for the call. Returns out.\n"
+"Asynchronous with respect to the host.");
 
 static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -1456,50 +1671,34 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     if (make_plan(&p, arg, 0) || need_lib())
         goto fail;
+    void *stream = NULL, *joins[3];
+    if (p.stream && !(stream = PyLong_AsVoidPtr(p.stream)) && PyErr_Occurred())
+        goto fail;
+    for (int i = 0; i < p.njoins; i++)
+        if (!(joins[i] = PyLong_AsVoidPtr(p.joins[i])) && PyErr_Occurred())
+            goto fail;
     int prev;
     if (enter_device(&p, &prev))
         goto fail;
-    if (p.has_c) {
+    if (p.has_c)
         out = Py_NewRef(arg[A_OUT]);
-    } else {   /* p.a or p.b is a torch tensor here (make_plan's rule) */
-        PyObject *dev = torch_device(p.a.torch ? p.a.device : p.b.device), *size = NULL, *kw = NULL;
-        if (dev && (size = Py_BuildValue("(LL)", (long long)p.m, (long long)p.n)) &&
-            (kw = Py_BuildValue("(ss)", "dtype", "device"))) {
-            PyObject *call[3] = { size, p.c_dtype == DT_F32 ? S.f32 : S.bf16, dev };
-            out = PyObject_Vectorcall(S.empty, call, 1, kw);
-        }
-        Py_XDECREF(size);
-        Py_XDECREF(kw);
-        PyObject *ptr = out ? call_method0(out, s_data_ptr) : NULL;
-        if (ptr) {
-            p.c.ptr = PyLong_AsUnsignedLongLong(ptr);
-            p.has_c = 1;
-            Py_DECREF(ptr);
-        }
-        if (!ptr || PyErr_Occurred()) {
-            leave_device(prev);
-            goto fail;
-        }
+    else if (!(out = alloc_out(&p, arg[A_STREAM], stream))) {
+        leave_device(prev);
+        goto fail;
     }
     tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
-    void *stream = NULL;
     int bad = !h;
-    if (!bad && p.stream) {
-        stream = PyLong_AsVoidPtr(p.stream);
-        bad = stream == NULL && PyErr_Occurred();
-    } else if (!bad && p.any_torch) {
-        bad = torch_stream(p.device, &stream);
-    }
     const mat *dl[3] = { &p.a, &p.b, &p.c };
+    void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
     for (int i = 0; i < 3 && !bad; i++)
-        if (dl[i]->dlpack && dl[i]->dl_for != stream) {
+        if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
             PyErr_Format(PyExc_ValueError,
                          "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
                          "__cuda_array_interface__ 'stream' of another argument); pass stream=",
                          dl[i]->name, dl[i]->dl_for, stream);
             bad = 1;
         }
-    if (bad) {
+    if (bad || (p.njoins && join_streams(stream, joins, p.njoins, 0))) {
         leave_device(prev);
         goto fail;
     }
@@ -1508,11 +1707,15 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     Py_BEGIN_ALLOW_THREADS
     st = L.gemm_ex(h, &q, p.kernel, stream);
     Py_END_ALLOW_THREADS
-    leave_device(prev);
     if (st) {
+        leave_device(prev);
         raise_status(st, L.last_error(h), "tilekit.gemm");
         goto fail;
     }
+    int joined = !p.njoins || !join_streams(stream, joins, p.njoins, 1);
+    leave_device(prev);
+    if (!joined)
+        goto fail;
     plan_release(&p);
     return out;
 fail:
@@ -1530,9 +1733,9 @@ PyDoc_STRVAR(plan_doc,
 static PyStructSequence_Field plan_fields[] = {
     { "m", NULL }, { "n", NULL }, { "k", NULL }, { "layout", NULL }, { "op_a", NULL }, { "op_b", NULL },
     { "lda", NULL }, { "ldb", NULL }, { "ldc", NULL }, { "c_dtype", NULL }, { "alpha", NULL }, { "beta", NULL },
-    { "kernel", NULL }, { "device", NULL }, { "stream", NULL }, { NULL, NULL },
+    { "kernel", NULL }, { "device", NULL }, { "stream", NULL }, { "joins", NULL }, { NULL, NULL },
 };
-static PyStructSequence_Desc plan_desc = { "tilekit._tilekit.Plan", "A checked gemm call.", plan_fields, 15 };
+static PyStructSequence_Desc plan_desc = { "tilekit._tilekit.Plan", "A checked gemm call.", plan_fields, 16 };
 
 static PyObject *py_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -1550,17 +1753,20 @@ static PyObject *py_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject *r = PyStructSequence_New(S.plan_type);
     if (r) {
-        PyObject *v[15] = {
+        PyObject *joins = PyTuple_New(p.njoins);
+        for (int i = 0; joins && i < p.njoins; i++)
+            PyTuple_SET_ITEM(joins, i, Py_NewRef(p.joins[i]));
+        PyObject *v[16] = {
             PyLong_FromLongLong(p.m), PyLong_FromLongLong(p.n), PyLong_FromLongLong(p.k), PyLong_FromLong(p.layout),
             PyLong_FromLong(p.op_a), PyLong_FromLong(p.op_b), PyLong_FromLongLong(p.lda), PyLong_FromLongLong(p.ldb),
             PyLong_FromLongLong(p.ldc), PyUnicode_FromString(dt_name[p.c_dtype]), PyFloat_FromDouble(p.alpha),
             PyFloat_FromDouble(p.beta),
             p.kernel ? PyBytes_FromStringAndSize(p.kernel, p.kernel_len) : Py_NewRef(Py_None),
             p.device >= 0 ? PyLong_FromLong(p.device) : Py_NewRef(Py_None),
-            Py_NewRef(p.stream ? p.stream : Py_None),
+            Py_NewRef(p.stream ? p.stream : Py_None), joins,
         };
         int ok = 1;
-        for (int i = 0; i < 15; i++) {
+        for (int i = 0; i < 16; i++) {
             ok &= v[i] != NULL;
             PyStructSequence_SetItem(r, i, v[i] ? v[i] : Py_NewRef(Py_None));
         }
@@ -1709,6 +1915,9 @@ static PyObject *py_bind(PyObject *mod, PyObject *path)
         SYM(tk_kernel_supports, kernel_supports), SYM(tk_select_kernel, select_kernel),
         SYM(tk_destroy, destroy),
         SYM(cudaGetDevice, get_device),     SYM(cudaSetDevice, set_device),
+        SYM(cudaEventCreateWithFlags, event_create), SYM(cudaEventRecord, event_record),
+        SYM(cudaStreamWaitEvent, stream_wait_event), SYM(cudaEventDestroy, event_destroy),
+        SYM(cudaStreamIsCapturing, stream_is_capturing),
 #undef SYM
     };
     __typeof__(L) l = { .dl = dl };

@@ -24,10 +24,12 @@ INSTALLED = bool(os.environ.get("TILEKIT_TEST_INSTALLED"))
 
 def fake_torch(missing=()):
     """A module that passes for torch where tilekit looks. Tensors are CUDA,
-    strided, of a made-up address; t.log lists ("empty", shape, dtype name,
-    device, current stream of that device) per torch.empty and ("set_stream",
-    device, stream) per torch.cuda.set_stream. `missing`: top-level names
-    left out (a torch that is still importing)."""
+    strided, of a made-up address; t.current maps a device to its current
+    stream (0, the default stream, unless set); t.log lists ("empty", shape,
+    dtype name, device, current stream of that device) per torch.empty and
+    ("set_stream", device, stream) per torch.cuda.set_stream; t.fail_empty
+    makes torch.empty raise. `missing`: top-level names left out (a torch
+    that is still importing)."""
     t = types.ModuleType("torch")
     t.log = []
     current = {}                 # device -> its current stream (an int, 0: the default stream)
@@ -88,6 +90,8 @@ def fake_torch(missing=()):
 
     def empty(size, dtype=None, device=None):
         d = index_of(device)
+        if t.fail_empty:
+            raise RuntimeError("CUDA out of memory (fake)")
         t.log.append(("empty", tuple(size), dtype.name, d, current.get(d, 0)))
         return Tensor(size, dtype, device=d)
 
@@ -132,6 +136,7 @@ def fake_torch(missing=()):
     t.strided = layout()
     t._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: current.get(d, 0))
     t.current = current          # tests set and read the current streams here
+    t.fail_empty = False         # True: torch.empty raises
     for name in missing:
         delattr(t, name)
     return t

@@ -17,7 +17,7 @@ from test_wrapper import BF16, F32, Fake, _random_fake, raises
 
 EXT = _lib.EXT
 FIELDS = ("m", "n", "k", "layout", "op_a", "op_b", "lda", "ldb", "ldc", "c_dtype", "alpha", "beta", "kernel",
-          "stream")
+          "stream", "joins")
 
 
 def outcome(fn, *args, **kw):

@@ -224,16 +224,32 @@ def test_size_one_dims():
 
 
 def test_streams():
+    """The stream a call runs on (stream=, else torch's current one with a
+    torch operand, test_fake_lib; else the CAI 'stream' of out, A, B; else
+    the legacy default) and the other CAI streams joined with it, each once,
+    the legacy default stream (None, 0, 1) being one."""
     A, B, C = abc()
-    assert plan(A, B, C).stream is None          # -> the legacy default stream
-    assert plan(A, Fake((4, 6), stream=2), C).stream == 2
-    assert plan(Fake((8, 4), stream=5), B, Fake((8, 6), F32, stream=7)).stream == 7   # out's stream first
+    p = plan(A, B, C)
+    assert p.stream is None and p.joins == ()          # -> the legacy default stream
+    p = plan(A, Fake((4, 6), stream=2), C)
+    assert p.stream == 2 and p.joins == ()
+    p = plan(Fake((8, 4), stream=5), B, Fake((8, 6), F32, stream=7))
+    assert p.stream == 7 and p.joins == (5,)           # out's stream first; A's joined
+    p = plan(Fake((8, 4), stream=5), Fake((4, 6), stream=5), Fake((8, 6), F32, stream=7))
+    assert p.stream == 7 and p.joins == (5,)
+    p = plan(Fake((8, 4), stream=5), Fake((4, 6), stream=1), C, stream=1234)
+    assert p.stream == 1234 and p.joins == (5, 1)
+    p = plan(Fake((8, 4), stream=1), Fake((4, 6), stream=9), C, stream=0)
+    assert p.stream == 0 and p.joins == (9,)           # 0 and 1 are both the legacy default stream
     assert plan(A, B, C, stream=1234).stream == 1234
 
     class TorchLikeStream:
         cuda_stream = 99
-    assert plan(A, B, C, stream=TorchLikeStream()).stream == 99
+    p = plan(A, Fake((4, 6), stream=99), C, stream=TorchLikeStream())
+    assert p.stream == 99 and p.joins == ()
     raises(TypeError, plan, A, B, C, stream="default", match="stream")
+    TorchLikeStream.cuda_stream = "s"
+    raises(TypeError, plan, A, B, C, stream=TorchLikeStream(), match=("stream", "'s'", "not an integer"))
 
 
 def test_cai_version2():
