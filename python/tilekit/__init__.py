@@ -14,7 +14,8 @@ A, B and out of gemm() are torch CUDA tensors, objects with
 __cuda_array_interface__ or DLPack producers of CUDA memory, 2-D, each row- or
 column-contiguous (a transposed view is fine: it becomes op T or a
 column-major problem, never a copy). The call is asynchronous on the caller's
-current stream, like a torch operation. torch is never imported by
+current stream, like a torch operation (gemm's `stream` and the CAI 'stream'
+entries: see gemm's docstring). torch is never imported by
 `import tilekit`; it is used only when the caller passes torch tensors, and
 imported by tilekit.matmul, tilekit.nn and tilekit.patch.
 

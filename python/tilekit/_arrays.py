@@ -9,12 +9,16 @@ device), ValueError for how it is shaped (rank, strides, NULL data).
 """
 import sys
 
-# CAI type strings. bfloat16 has no numpy type code; producers export it as
-# a 2-byte opaque value ("<V2": torch, ml_dtypes), so that is read as bf16.
-_TYPESTRS = {"<f4": "fp32", "=f4": "fp32", "<V2": "bf16", "|V2": "bf16", "bfloat16": "bf16"}
+# CAI type strings. bfloat16 has no numpy type code: torch exports it as
+# "<V2", which is also ml_dtypes.bfloat16's dtype.str (so CuPy and numba
+# arrays of that dtype say "<V2", with descr [('', '<V2')]), and that is read
+# as bf16. "|V2" is what numpy writes for a void or a structured 2-byte type
+# (np.dtype("V2"), np.dtype([("a", "u1"), ("b", "u1")])): refused, as is a
+# "<V2" whose descr names fields (_plain_descr).
+_TYPESTRS = {"<f4": "fp32", "=f4": "fp32", "<V2": "bf16", "bfloat16": "bf16"}
 _ITEMSIZE = {"bf16": 2, "fp32": 4}
 _TYPE_HINTS = {"<f2": "float16", "<f8": "float64", "<i2": "int16", "<i4": "int32", "<i8": "int64", "|i1": "int8",
-               "|u1": "uint8", "<u2": "uint16"}
+               "|u1": "uint8", "<u2": "uint16", "|V2": "a void or structured type"}
 
 _DTYPE_NAMES = {"fp32": "fp32", "float32": "fp32", "f32": "fp32", "bf16": "bf16", "bfloat16": "bf16"}
 
@@ -94,6 +98,16 @@ class Matrix:
         return None
 
 
+def _plain_descr(descr, dtype):
+    """Whether a CAI 'descr' is one unnamed field of element type dtype (what
+    numpy and CuPy write for an array that is not structured)."""
+    if not isinstance(descr, (list, tuple)) or len(descr) != 1:
+        return False
+    f = descr[0]
+    return (isinstance(f, (list, tuple)) and len(f) == 2 and isinstance(f[0], str) and f[0] == ""
+            and isinstance(f[1], str) and _TYPESTRS.get(f[1]) == dtype)
+
+
 def _int(v, what):
     if isinstance(v, bool) or not isinstance(v, int):
         raise TypeError("%s: %r is not an integer" % (what, v))
@@ -140,6 +154,10 @@ def _from_cai(x, name):
         hint = _TYPE_HINTS.get(typestr)
         raise TypeError("%s: element type %r%s is not supported (expected bfloat16 '<V2', or float32 '<f4' for out)"
                         % (name, typestr, " (%s)" % hint if hint else ""))
+    descr = cai.get("descr")
+    if descr is not None and not _plain_descr(descr, dtype):
+        raise TypeError("%s: descr %r describes a structured type (expected one unnamed field of the typestr's type)"
+                        % (name, descr))
     if cai.get("mask") is not None:
         raise TypeError("%s: masked arrays are not supported" % name)
     shape = tuple(cai["shape"])

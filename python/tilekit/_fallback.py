@@ -46,7 +46,21 @@ class _Plan:
     """A checked call: everything tk_gemm needs except, when out is to be
     allocated, C's pointer."""
     __slots__ = ("a", "b", "c", "m", "n", "k", "layout", "op_a", "lda", "op_b", "ldb", "ldc", "c_dtype", "alpha",
-                 "beta", "kernel", "device", "stream")
+                 "beta", "kernel", "device", "stream", "joins")
+
+
+def _legacy(s):
+    """Whether a stream value is the legacy default stream: None, 0 (the
+    NULL stream, torch's default stream) or 1 (cudaStreamLegacy, as CAI
+    writes it)."""
+    return s is None or (isinstance(s, int) and s in (0, 1))
+
+
+def _same_stream(x, y):
+    """Whether two stream values name one stream."""
+    if _legacy(x) or _legacy(y):
+        return _legacy(x) and _legacy(y)
+    return x == y
 
 
 def _operand(x, layout, what):
@@ -125,15 +139,30 @@ def plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream, qu
                         % ", ".join("cuda:%d" % d for d in sorted(devices)))
     p.device = devices.pop() if devices else None
 
+    # The stream the call runs on: stream=; else, with a torch operand, torch's
+    # current stream on the operands' device; else the CAI 'stream' entry of
+    # out, then of A, then of B; else the legacy default stream (None).
     if stream is not None and not isinstance(stream, int):
         if hasattr(stream, "cuda_stream"):
-            stream = stream.cuda_stream
+            value = stream.cuda_stream
+            if not isinstance(value, int):
+                raise TypeError("stream: the cuda_stream of %r is %r, not an integer" % (stream, value))
+            stream = value
         else:
             raise TypeError("stream: %r is neither a cudaStream_t value (int) nor a torch.cuda.Stream" % (stream,))
+    cai_streams = [x.stream for x in (c, a, b) if x is not None and x.stream is not None]
     if stream is None:
-        cai_streams = [x.stream for x in (c, a, b) if x is not None and x.stream is not None]
-        stream = cai_streams[0] if cai_streams else None
+        if any(x is not None and x.torch for x in (a, b, c)):
+            stream = _torch().cuda.current_stream(p.device).cuda_stream
+        elif cai_streams:
+            stream = cai_streams[0]
     p.stream = stream
+    # Every other stream a CAI operand names is joined with the call (_join), each once.
+    joins = []
+    for s in cai_streams:
+        if not _same_stream(s, stream) and not any(_same_stream(s, j) for j in joins):
+            joins.append(s)
+    p.joins = tuple(joins)
     return p
 
 
@@ -145,12 +174,72 @@ def _device_context(p):
     return _torch().cuda.device(p.device)
 
 
-def _stream(p):
-    if p.stream is not None:
-        return p.stream
-    if p.device is not None:   # torch tensors: the caller's current stream on their device
-        return _torch().cuda.current_stream(p.device).cuda_stream
-    return 0                   # the legacy default stream
+def _alloc_out(p, stream_arg):
+    """out for a call with out=None (p has a torch operand: plan's rule):
+    torch.empty on the operands' device, allocated on the stream the call
+    runs on. torch's caching allocator keeps a pool per stream and gives a
+    freed block to the next allocation on the same stream at once, ordered by
+    that stream alone: a block taken from another stream's pool may still be
+    in use by that stream's pending kernels, and, freed by the caller, be
+    given out again on that stream while this call still writes it. So where
+    the call runs on a stream other than torch's current one (stream=), that
+    stream is made current around torch.empty: the caller's torch.cuda.Stream
+    if it is the operands' device's, torch's default stream for the legacy
+    default stream (torch's is the NULL stream, and torch takes an external
+    handle of 1 for one of its pool streams), else torch.cuda.ExternalStream
+    of it on that device."""
+    t = _torch()
+    x = p.a if p.a.torch else p.b
+    dev = x.obj.device
+    prev = None
+    if stream_arg is not None:
+        cur = t.cuda.current_stream(x.device)
+        if not _same_stream(cur.cuda_stream, p.stream):
+            if isinstance(stream_arg, t.cuda.Stream) and stream_arg.device_index == x.device:
+                s = stream_arg
+            elif _legacy(p.stream):
+                s = t.cuda.default_stream(x.device)
+            else:
+                s = t.cuda.ExternalStream(p.stream, device=dev)
+            t.cuda.set_stream(s)
+            prev = cur
+    try:
+        return t.empty((p.m, p.n), dtype=t.float32 if p.c_dtype == "fp32" else t.bfloat16, device=dev)
+    finally:
+        if prev is not None:
+            t.cuda.set_stream(prev)
+
+
+def _join(run, others, after):
+    """Orders the call with the other streams its CAI operands name, which a
+    consumer must (CAI v3: the 'stream' entry is the stream the data is ready
+    on). Before the call `run` waits for the work enqueued on each of them so
+    far; after it, each of them waits for the call, so that what their
+    producers enqueue next (reading out, reusing an input's memory) comes
+    after it. Each wait is an event recorded on one stream and waited for by
+    the other. None while any of these streams is being captured into a CUDA
+    graph (an event recorded outside a capture cannot be waited for inside
+    it; the graph's launches are ordered where it is launched)."""
+    status = ctypes.c_int(0)
+    capturing = _lib.cudart("cudaStreamIsCapturing")
+    for s in (run,) + tuple(others):
+        if capturing(s, ctypes.byref(status)) or status.value:
+            return
+    for o in others:
+        src, dst = (run, o) if after else (o, run)
+        ev = ctypes.c_void_p()
+        what = "cudaEventCreateWithFlags"
+        e = _lib.cudart(what)(ctypes.byref(ev), 2)   # cudaEventDisableTiming
+        if not e:
+            what = "cudaEventRecord"
+            e = _lib.cudart(what)(ev, src)
+            if not e:
+                what = "cudaStreamWaitEvent"
+                e = _lib.cudart(what)(dst, ev, 0)
+            _lib.cudart("cudaEventDestroy")(ev)   # released once the wait no longer needs it
+        if e:
+            raise _lib.error_for(_lib.CUDA, "%s failed with CUDA error %d (ordering stream 0x%x after stream 0x%x)"
+                                 % (what, e, dst or 0, src or 0), "tilekit.gemm")
 
 
 def _handle(p):
@@ -162,26 +251,32 @@ def gemm(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_
     """out = alpha * op(A) @ op(B) + beta * out, with op(X) = X.T if trans_x.
 
     A, B: bf16, 2-D, torch CUDA tensors or __cuda_array_interface__ objects.
-    out: M x N, fp32 or bf16; allocated (torch, row-major) when None, which
-    needs beta == 0 and a torch input. out_dtype: torch.float32 (default) or
-    torch.bfloat16, or "fp32"/"bf16". kernel: a registry name (see kernels())
-    or None for auto-dispatch. stream: a cudaStream_t value or torch stream;
-    default: torch's current stream for torch inputs, else the CAI 'stream'
-    entry (out's, then A's, then B's), else the legacy default stream.
-    Returns out. Asynchronous with respect to the host."""
+    out: M x N, fp32 or bf16; allocated when None (torch.empty, row-major, on
+    the stream the call runs on), which needs beta == 0 and a torch input.
+    out_dtype: torch.float32 (default) or torch.bfloat16, or "fp32"/"bf16".
+    kernel: a registry name (see kernels()) or None for auto-dispatch.
+    stream: a cudaStream_t value or torch stream; default: torch's current
+    stream on the operands' device when any of them is a torch tensor, else
+    the CAI 'stream' entry (out's, then A's, then B's), else the legacy
+    default stream. Every other stream a CAI 'stream' entry names is joined
+    with the call: the call waits for the work enqueued on it before, and
+    work enqueued on it afterwards waits for the call. Returns out.
+    Asynchronous with respect to the host."""
     p = plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream)
     lib = _lib.load_ctypes()
+    run = p.stream or None   # a cudaStream_t; None: the legacy default stream
     with _device_context(p):
         if out is None:
-            t = _torch()
-            out = t.empty((p.m, p.n), dtype=t.float32 if p.c_dtype == "fp32" else t.bfloat16,
-                          device=(p.a.obj if p.a.torch else p.b.obj).device)
+            out = _alloc_out(p, stream)
             p.c = describe(out, "out")
         h = _handle(p)
+        if p.joins:
+            _join(run, p.joins, False)
         st = lib.tk_gemm(h, p.layout, p.op_a, p.op_b, p.m, p.n, p.k, p.alpha, p.a.ptr or None, p.lda,
-                         p.b.ptr or None, p.ldb, p.beta, p.c.ptr or None, _C_TYPES[p.c_dtype], p.ldc, p.kernel,
-                         _stream(p) or None)
+                         p.b.ptr or None, p.ldb, p.beta, p.c.ptr or None, _C_TYPES[p.c_dtype], p.ldc, p.kernel, run)
         _lib.check(st, h, "tilekit.gemm")
+        if p.joins:
+            _join(run, p.joins, True)
     return out
 
 

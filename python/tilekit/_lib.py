@@ -245,23 +245,65 @@ def check(status, handle, where):
         raise error_for(status, last_error(handle), where)
 
 
+# The CUDA runtime functions the fallback calls (cudaError_t is an int-sized
+# enum; streams and events are pointers), from the runtime libtilekit links.
+_CUDART_PROTOTYPES = {
+    "cudaGetDevice": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+    "cudaEventCreateWithFlags": (ctypes.c_int, [ctypes.POINTER(_vp), ctypes.c_uint]),
+    "cudaEventRecord": (ctypes.c_int, [_vp, _vp]),
+    "cudaStreamWaitEvent": (ctypes.c_int, [_vp, _vp, ctypes.c_uint]),
+    "cudaEventDestroy": (ctypes.c_int, [_vp]),
+    "cudaStreamIsCapturing": (ctypes.c_int, [_vp, ctypes.POINTER(ctypes.c_int)]),
+}
+
+
+def cudart(name):
+    """A CUDA runtime function, prototyped, from the runtime that libtilekit
+    itself links (so both agree); AttributeError when it has none."""
+    fn = getattr(load_ctypes(), name)
+    fn.restype, fn.argtypes = _CUDART_PROTOTYPES[name]
+    return fn
+
+
 def current_device():
     """The calling thread's current CUDA device, read through the CUDA runtime
     that libtilekit itself links (so both agree); -1 when it cannot be read."""
-    lib = load_ctypes()
     try:
-        fn = lib.cudaGetDevice
+        fn = cudart("cudaGetDevice")
     except AttributeError:
         return -1
     dev = ctypes.c_int(-1)
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.POINTER(ctypes.c_int)]
     return dev.value if fn(ctypes.byref(dev)) == 0 else -1
+
+
+class _ThreadHandles:
+    """One thread's handles by device, kept in a threading.local: Python drops
+    the object when it deletes the thread's state (at the end of a
+    threading.Thread, before join() returns), and its handles are destroyed
+    then (tk_destroy may run while their GEMMs do: the library frees the
+    workspaces after them), so short-lived threads leave no workspace on the
+    GPU. Nothing is destroyed at interpreter shutdown, which drops the main
+    thread's and the daemon threads' (that would race the CUDA runtime's own
+    teardown), nor from another thread than the owner (after fork(), the
+    child drops the parent's other threads': their handles belong to the
+    parent's CUDA context). The extension does the same in C."""
+    __slots__ = ("by_device", "owner")
+
+    def __init__(self):
+        self.by_device = {}
+        self.owner = threading.get_ident()
+
+    def __del__(self, _finalizing=sys.is_finalizing, _ident=threading.get_ident):
+        if not self.by_device or _finalizing() or _ident() != self.owner:
+            return
+        destroy = load_ctypes().tk_destroy
+        for h in self.by_device.values():
+            destroy(h)
 
 
 class _Handles(threading.local):
     def __init__(self):
-        self.by_device = {}
+        self.mine = _ThreadHandles()
 
 
 _handles = _Handles()
@@ -269,16 +311,16 @@ _handles = _Handles()
 
 def handle(device):
     """The calling thread's handle for `device` (a handle is bound to the
-    device current at its creation and must not be shared by two threads).
-    Handles live until the process exits: destroying them at interpreter
-    shutdown would race the CUDA runtime's own teardown."""
-    h = _handles.by_device.get(device)
+    device current at its creation and must not be shared by two threads),
+    destroyed when the thread ends (_ThreadHandles)."""
+    by_device = _handles.mine.by_device
+    h = by_device.get(device)
     if h is None:
         lib = load_ctypes()
         out = _handle()
         check(lib.tk_create(ctypes.byref(out)), None, "tk_create")
         h = out.value
-        _handles.by_device[device] = h
+        by_device[device] = h
     return h
 
 

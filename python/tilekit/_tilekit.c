@@ -17,9 +17,10 @@
  * types are looked up in sys.modules once the caller has imported it.
  *
  * Handles: one per thread and device, as the library asks (a handle serves
- * one thread at a time), created on first use and kept until exit
- * (destroying them at interpreter shutdown would race the CUDA runtime's own
- * teardown). The GIL is released around the library call. */
+ * one thread at a time), created on first use and destroyed when the
+ * thread's Python state is deleted (at the end of a threading.Thread), never
+ * at interpreter shutdown (that would race the CUDA runtime's own teardown):
+ * see thread_handles. The GIL is released around the library call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
@@ -39,8 +40,16 @@ static struct {
     tk_status (*kernel_get)(int, tk_kernel_props *);
     tk_status (*kernel_supports)(tk_handle, const char *, const tk_gemm_problem *);
     const char *(*select_kernel)(tk_handle, const tk_gemm_problem *);
-    int (*get_device)(int *);    /* cudaGetDevice, cudaSetDevice (cudaError_t is an int-sized enum), */
-    int (*set_device)(int);      /* from the CUDA runtime the library links, so both agree */
+    tk_status (*destroy)(tk_handle);
+    /* From the CUDA runtime the library links, so both agree (cudaError_t is
+     * an int-sized enum; streams and events are pointers): */
+    int (*get_device)(int *);                        /* cudaGetDevice */
+    int (*set_device)(int);                          /* cudaSetDevice */
+    int (*event_create)(void **, unsigned);          /* cudaEventCreateWithFlags */
+    int (*event_record)(void *, void *);             /* cudaEventRecord(event, stream) */
+    int (*stream_wait_event)(void *, void *, unsigned);   /* cudaStreamWaitEvent(stream, event, 0) */
+    int (*event_destroy)(void *);                    /* cudaEventDestroy */
+    int (*stream_is_capturing)(void *, int *);       /* cudaStreamIsCapturing (status: an int-sized enum) */
 } L;
 
 /* The pointer types above are the header's: checked without referencing the
@@ -49,6 +58,7 @@ static struct {
     _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), __typeof__(L.member)), #fn "'s type")
 SAME_TYPE(tk_version, version);
 SAME_TYPE(tk_create, create);
+SAME_TYPE(tk_destroy, destroy);
 SAME_TYPE(tk_last_error, last_error);
 SAME_TYPE(tk_gemm_ex, gemm_ex);
 SAME_TYPE(tk_kernel_count, kernel_count);
@@ -66,7 +76,7 @@ static struct {
     PyObject *real;              /* numbers.Real */
     PyTypeObject *plan_type;     /* Plan, what plan() returns */
     /* torch, once the caller has imported it */
-    PyObject *tensor_type, *dtype_type, *strided, *bf16, *f32, *empty, *raw_stream, *current_stream;
+    PyObject *tensor_type, *dtype_type, *strided, *bf16, *f32, *empty, *cuda, *raw_stream, *current_stream;
     PyObject *devices[MAX_DEVICES];   /* torch.device("cuda", i), made on first use */
 } S;
 
@@ -78,7 +88,7 @@ static const int dt_size[2] = { 4, 2 };
 static PyObject *s_layout, *s_is_cuda, *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_get_device, *s_device,
     *s_cai, *s_dlpack, *s_dlpack_device, *s_array_interface, *s_array, *s_cuda_stream, *s_name, *s_stream,
     *s_max_version, *s_lower, *s_get, *s_torch, *s_raw_stream, *s_typestr, *s_data, *s_strides, *s_mask,
-    *s_version, *s_torch_prefix;
+    *s_version, *s_torch_prefix, *s_descr, *s_handles_key;
 
 /* ---- small helpers ---- */
 
@@ -193,7 +203,11 @@ static int check_int(PyObject *v, const char *what)
 
 /* ---- torch, found in sys.modules (never imported here) ---- */
 
-/* 1 when torch is imported (S's torch entries set), 0 when not, -1 on error. */
+/* 1 when torch is imported (S's torch entries set), 0 when not, -1 on error.
+ * Every lookup goes to a local first and S is filled only when all of them
+ * succeeded: a failure part-way (a torch still importing, or not torch at
+ * all) keeps no reference and leaves S as it was, so the next call starts
+ * over. */
 static int torch_ready(void)
 {
     if (S.tensor_type)
@@ -201,22 +215,39 @@ static int torch_ready(void)
     PyObject *torch = PyImport_GetModule(s_torch);
     if (!torch)
         return PyErr_Occurred() ? -1 : 0;
-    PyObject *cuda = NULL, *c = NULL;
-    int ok = (S.dtype_type = PyObject_GetAttrString(torch, "dtype")) &&
-             (S.strided = PyObject_GetAttrString(torch, "strided")) &&
-             (S.bf16 = PyObject_GetAttrString(torch, "bfloat16")) &&
-             (S.f32 = PyObject_GetAttrString(torch, "float32")) &&
-             (S.empty = PyObject_GetAttrString(torch, "empty")) && (cuda = PyObject_GetAttrString(torch, "cuda")) &&
-             (S.current_stream = PyObject_GetAttrString(cuda, "current_stream")) &&
+    PyObject *dtype = NULL, *strided = NULL, *bf16 = NULL, *f32 = NULL, *empty = NULL, *cuda = NULL,
+             *current_stream = NULL, *c = NULL, *raw_stream = NULL, *tensor = NULL;
+    int ok = (dtype = PyObject_GetAttrString(torch, "dtype")) && (strided = PyObject_GetAttrString(torch, "strided")) &&
+             (bf16 = PyObject_GetAttrString(torch, "bfloat16")) && (f32 = PyObject_GetAttrString(torch, "float32")) &&
+             (empty = PyObject_GetAttrString(torch, "empty")) && (cuda = PyObject_GetAttrString(torch, "cuda")) &&
+             (current_stream = PyObject_GetAttrString(cuda, "current_stream")) &&
              (c = PyObject_GetAttrString(torch, "_C")) &&
              /* torch's current stream as an int without building a
               * torch.cuda.Stream; current_stream(d).cuda_stream where missing */
-             get_attr(c, s_raw_stream, &S.raw_stream) >= 0 &&
-             (S.tensor_type = PyObject_GetAttrString(torch, "Tensor"));   /* last: it marks S as ready */
-    Py_XDECREF(cuda);
+             get_attr(c, s_raw_stream, &raw_stream) >= 0 && (tensor = PyObject_GetAttrString(torch, "Tensor"));
     Py_XDECREF(c);
     Py_DECREF(torch);
-    return ok ? 1 : -1;
+    if (!ok) {
+        Py_XDECREF(dtype);
+        Py_XDECREF(strided);
+        Py_XDECREF(bf16);
+        Py_XDECREF(f32);
+        Py_XDECREF(empty);
+        Py_XDECREF(cuda);
+        Py_XDECREF(current_stream);
+        Py_XDECREF(raw_stream);
+        return -1;   /* tensor is the last lookup: NULL here */
+    }
+    S.dtype_type = dtype;
+    S.strided = strided;
+    S.bf16 = bf16;
+    S.f32 = f32;
+    S.empty = empty;
+    S.cuda = cuda;
+    S.current_stream = current_stream;
+    S.raw_stream = raw_stream;
+    S.tensor_type = tensor;   /* last: it marks S as ready */
+    return 1;
 }
 
 static int is_torch_tensor(PyObject *x)
@@ -465,13 +496,26 @@ static PyObject *cai_get(PyObject *cai, PyObject *key)
     return PyObject_CallMethodOneArg(cai, s_get, key);
 }
 
+/* The element types taken through CAI (_arrays._TYPESTRS says why): bf16 is
+ * '<V2', torch's and ml_dtypes' type string for it; '|V2' is numpy's for a
+ * void or structured type and is refused. */
 static const struct { const char *typestr; int dtype; } cai_types[] = {
-    { "<f4", DT_F32 }, { "=f4", DT_F32 }, { "<V2", DT_BF16 }, { "|V2", DT_BF16 }, { "bfloat16", DT_BF16 },
+    { "<f4", DT_F32 }, { "=f4", DT_F32 }, { "<V2", DT_BF16 }, { "bfloat16", DT_BF16 },
 };
 static const struct { const char *typestr, *hint; } cai_hints[] = {
     { "<f2", "float16" }, { "<f8", "float64" }, { "<i2", "int16" }, { "<i4", "int32" },
     { "<i8", "int64" },   { "|i1", "int8" },    { "|u1", "uint8" },  { "<u2", "uint16" },
+    { "|V2", "a void or structured type" },
 };
+
+/* The element type of a str typestr, -1 when not taken; raises nothing. */
+static int cai_lookup(PyObject *typestr)
+{
+    for (size_t i = 0; i < sizeof cai_types / sizeof cai_types[0]; i++)
+        if (PyUnicode_CompareWithASCIIString(typestr, cai_types[i].typestr) == 0)
+            return cai_types[i].dtype;
+    return -1;
+}
 
 /* The element type of a CAI typestr; -1 with TypeError when unsupported. */
 static int cai_dtype(PyObject *typestr, const char *name)
@@ -480,9 +524,9 @@ static int cai_dtype(PyObject *typestr, const char *name)
         PyErr_Format(PyExc_TypeError, "%s: typestr %R is not a string", name, typestr);
         return -1;
     }
-    for (size_t i = 0; i < sizeof cai_types / sizeof cai_types[0]; i++)
-        if (PyUnicode_CompareWithASCIIString(typestr, cai_types[i].typestr) == 0)
-            return cai_types[i].dtype;
+    int dt = cai_lookup(typestr);
+    if (dt >= 0)
+        return dt;
     const char *hint = "";
     for (size_t i = 0; i < sizeof cai_hints / sizeof cai_hints[0]; i++)
         if (PyUnicode_CompareWithASCIIString(typestr, cai_hints[i].typestr) == 0)
@@ -491,6 +535,21 @@ static int cai_dtype(PyObject *typestr, const char *name)
                  "%s: element type %R%s%s%s is not supported (expected bfloat16 '<V2', or float32 '<f4' for out)",
                  name, typestr, *hint ? " (" : "", hint, *hint ? ")" : "");
     return -1;
+}
+
+/* _arrays._plain_descr: whether a CAI 'descr' is one unnamed field of
+ * element type dtype (what numpy and CuPy write for an array that is not
+ * structured). */
+static int plain_descr(PyObject *descr, int dtype)
+{
+    if (!(PyList_Check(descr) || PyTuple_Check(descr)) || PySequence_Fast_GET_SIZE(descr) != 1)
+        return 0;
+    PyObject *f = PySequence_Fast_GET_ITEM(descr, 0);
+    if (!(PyList_Check(f) || PyTuple_Check(f)) || PySequence_Fast_GET_SIZE(f) != 2)
+        return 0;
+    PyObject *fname = PySequence_Fast_GET_ITEM(f, 0), *ftype = PySequence_Fast_GET_ITEM(f, 1);
+    return PyUnicode_Check(fname) && PyUnicode_GetLength(fname) == 0 && PyUnicode_Check(ftype) &&
+           cai_lookup(ftype) == dtype;
 }
 
 static int from_cai(PyObject *cai, mat *m)
@@ -518,6 +577,15 @@ static int from_cai(PyObject *cai, mat *m)
     PyObject *v = NULL, *shape = NULL, *strides = NULL, *readonly = NULL;
     if (!(v = PyObject_GetItem(cai, s_typestr)) || (m->dtype = cai_dtype(v, name)) < 0)
         goto out;
+    Py_CLEAR(v);
+    if (!(v = cai_get(cai, s_descr)))
+        goto out;
+    if (v != Py_None && !plain_descr(v, m->dtype)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: descr %R describes a structured type (expected one unnamed field of the typestr's type)",
+                     name, v);
+        goto out;
+    }
     Py_CLEAR(v);
     if (!(v = cai_get(cai, s_mask)))
         goto out;
@@ -599,8 +667,10 @@ static int from_cai(PyObject *cai, mat *m)
         if (big_s[0] || big_s[1]) {
             /* beyond int64: first whether they split an element, as Python's % would say */
             PyObject *sz = PyLong_FromLong(size);
+            if (!sz)
+                goto out;
             int split = 0;
-            for (int i = 0; i < 2 && sz && !split; i++) {
+            for (int i = 0; i < 2 && !split; i++) {
                 PyObject *r = PyNumber_Remainder(PyTuple_GET_ITEM(strides, i), sz);
                 if (!r) {
                     Py_DECREF(sz);
@@ -609,7 +679,7 @@ static int from_cai(PyObject *cai, mat *m)
                 split = PyObject_IsTrue(r);
                 Py_DECREF(r);
             }
-            Py_XDECREF(sz);
+            Py_DECREF(sz);
             if (split)
                 PyErr_Format(PyExc_ValueError, "%s: strides %S (bytes) are not multiples of the %d-byte element",
                              name, strides, size);
@@ -785,8 +855,13 @@ static int from_dlpack(PyObject *x, mat *m, const dl_ctx *ctx)
     }
     if (t->ndim != 2 || !t->shape) {
         PyObject *shape = PyTuple_New(t->shape && t->ndim > 0 ? t->ndim : 0);
-        for (int i = 0; shape && t->shape && i < t->ndim; i++)
-            PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong(t->shape[i]));
+        for (int i = 0; shape && t->shape && i < t->ndim; i++) {
+            PyObject *d = PyLong_FromLongLong(t->shape[i]);
+            if (d)
+                PyTuple_SET_ITEM(shape, i, d);
+            else
+                Py_CLEAR(shape);   /* formatting a tuple with a NULL item would crash */
+        }
         if (shape)
             PyErr_Format(PyExc_ValueError, "%s: expected a 2-D matrix, got %d dimensions (shape %S)", m->name,
                          (int)t->ndim, shape);
@@ -896,7 +971,9 @@ typedef struct plan {
     double alpha, beta;
     const char *kernel;          /* NULL: auto; else the UTF-8 of the caller's str (alive for the call) */
     Py_ssize_t kernel_len;
-    PyObject *stream;            /* owned: the stream value, or NULL */
+    PyObject *stream;            /* owned: the value of the stream the call runs on; NULL: the legacy default */
+    PyObject *joins[3];          /* owned: the other streams named by CAI 'stream' entries */
+    int njoins;
 } plan;
 
 static void plan_release(plan *p)
@@ -905,6 +982,37 @@ static void plan_release(plan *p)
     mat_release(&p->b);
     mat_release(&p->c);
     Py_CLEAR(p->stream);
+    for (int i = 0; i < p->njoins; i++)
+        Py_CLEAR(p->joins[i]);
+    p->njoins = 0;
+}
+
+/* _fallback._legacy: whether a stream value (NULL: none) is the legacy
+ * default stream: none, 0 (the NULL stream, torch's default stream) or 1
+ * (cudaStreamLegacy, as CAI writes it). */
+static int legacy_stream(PyObject *v)
+{
+    if (!v || v == Py_None)
+        return 1;
+    int big = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &big);
+    if (x == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !big && (x == 0 || x == 1);
+}
+
+/* _fallback._same_stream: whether two stream values name one stream. */
+static int same_stream(PyObject *x, PyObject *y)
+{
+    int lx = legacy_stream(x), ly = legacy_stream(y);
+    if (lx || ly)
+        return lx && ly;
+    int r = PyObject_RichCompareBool(x, y, Py_EQ);
+    if (r < 0)
+        PyErr_Clear();
+    return r > 0;
 }
 
 /* _real: a real number that is not a bool, as a float; `dflt` when absent. */
@@ -1133,7 +1241,11 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
     }
     p->device = nd ? devs[0] : -1;
     p->any_torch = p->a.torch || p->b.torch || (p->has_c && p->c.torch);
+    const mat *order[3] = { p->has_c ? &p->c : NULL, &p->a, &p->b };   /* the CAI streams: out's first */
 
+    /* The stream the call runs on: stream=; else, with a torch operand,
+     * torch's current stream on the operands' device; else the CAI 'stream'
+     * entry of out, then of A, then of B; else the legacy default stream. */
     PyObject *stream = arg[A_STREAM];
     if (stream && stream != Py_None) {
         if (PyLong_Check(stream)) {
@@ -1146,24 +1258,134 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
                                  "stream: %R is neither a cudaStream_t value (int) nor a torch.cuda.Stream", stream);
                 return -1;
             }
+            if (!PyLong_Check(p->stream)) {
+                PyErr_Format(PyExc_TypeError, "stream: the cuda_stream of %R is %R, not an integer", stream,
+                             p->stream);
+                return -1;
+            }
         }
+    } else if (p->any_torch) {
+        void *s;
+        if (torch_stream(p->device, &s) || !(p->stream = PyLong_FromVoidPtr(s)))
+            return -1;
     } else {
-        const mat *order[3] = { p->has_c ? &p->c : NULL, &p->a, &p->b };   /* out's stream first */
         for (int i = 0; i < 3 && !p->stream; i++)
             if (order[i] && order[i]->stream)
                 p->stream = Py_NewRef(order[i]->stream);
+    }
+    /* Every other stream a CAI operand names is joined with the call (gemm's
+     * join_streams), each once. */
+    for (int i = 0; i < 3; i++) {
+        PyObject *s = order[i] ? order[i]->stream : NULL;
+        if (!s || same_stream(s, p->stream))
+            continue;
+        int seen = 0;
+        for (int j = 0; j < p->njoins; j++)
+            seen |= same_stream(s, p->joins[j]);
+        if (!seen)
+            p->joins[p->njoins++] = Py_NewRef(s);
     }
     return 0;
 }
 
 /* ---- handles: one per thread and device ---- */
 
-static _Thread_local tk_handle tl_handles[MAX_DEVICES + 1];   /* [d + 1]: device d; [0]: no device (-1) */
+/* A thread's handles are kept by a small object in the dict of its Python
+ * thread state (PyThreadState_GetDict). Python clears that dict when it
+ * deletes the thread state: at the end of a threading.Thread, before join()
+ * returns, and for a thread Python did not start, at its last
+ * PyGILState_Release. Deallocated then, the object destroys its handles
+ * (tk_destroy may run while their GEMMs do: the library frees the workspaces
+ * after them), so short-lived threads leave no workspace on the GPU. It
+ * destroys nothing at interpreter shutdown, which clears the main thread's
+ * state and the daemon threads' (that would race the CUDA runtime's own
+ * teardown), nor when another thread clears the state (after fork(), the
+ * child clears those of the parent's other threads, whose handles belong to
+ * the parent's CUDA context): those handles are left as they are. */
+typedef struct thread_handles {
+    PyObject_HEAD
+    unsigned long owner;             /* PyThread_get_thread_ident() of its thread */
+    tk_handle h[MAX_DEVICES + 1];    /* [d + 1]: device d; [0]: no device (-1) */
+} thread_handles;
+
+/* The calling thread's, found without a dict lookup while its thread state
+ * is the one it was found for (borrowed: that state's dict holds it). */
+static _Thread_local thread_handles *tl_handles;
+static _Thread_local PyThreadState *tl_tstate;
+
+static int interpreter_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+static void thread_handles_dealloc(PyObject *o)
+{
+    thread_handles *t = (thread_handles *)o;
+    if (tl_handles == t) {
+        tl_handles = NULL;
+        tl_tstate = NULL;
+    }
+    if (t->owner == PyThread_get_thread_ident() && !interpreter_finalizing() && L.destroy) {
+        Py_BEGIN_ALLOW_THREADS   /* tk_destroy waits for the device (cudaFree) */
+        for (int i = 0; i <= MAX_DEVICES; i++)
+            if (t->h[i])
+                L.destroy(t->h[i]);
+        Py_END_ALLOW_THREADS
+    }
+    PyObject_Free(o);
+}
+
+static PyTypeObject thread_handles_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tilekit._tilekit.ThreadHandles",
+    .tp_basicsize = sizeof(thread_handles),
+    .tp_dealloc = thread_handles_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The library handles of one thread, destroyed with its thread state.",
+};
 
 static int current_device(void)
 {
     int d = -1;
     return L.get_device(&d) == 0 ? d : -1;
+}
+
+/* The calling thread's handles: its thread state's, made on first use. */
+static thread_handles *thread_handles_get(void)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (tl_handles && tl_tstate == ts)
+        return tl_handles;
+    PyObject *dict = PyThreadState_GetDict();
+    if (!dict) {
+        PyErr_SetString(PyExc_RuntimeError, "tilekit: the thread state has no dict for its handles");
+        return NULL;
+    }
+    PyObject *o = PyDict_GetItemWithError(dict, s_handles_key);
+    if (!o) {
+        if (PyErr_Occurred())
+            return NULL;
+        thread_handles *t = PyObject_New(thread_handles, &thread_handles_type);
+        if (!t)
+            return NULL;
+        t->owner = PyThread_get_thread_ident();
+        memset(t->h, 0, sizeof t->h);
+        int r = PyDict_SetItem(dict, s_handles_key, (PyObject *)t);
+        Py_DECREF(t);   /* the dict holds it */
+        if (r)
+            return NULL;
+        o = (PyObject *)t;
+    } else if (!Py_IS_TYPE(o, &thread_handles_type)) {
+        PyErr_SetString(PyExc_RuntimeError, "tilekit: the thread state's handle entry was replaced");
+        return NULL;
+    }
+    tl_handles = (thread_handles *)o;
+    tl_tstate = ts;
+    return tl_handles;
 }
 
 static tk_handle get_handle(int device)
@@ -1173,7 +1395,10 @@ static tk_handle get_handle(int device)
                      MAX_DEVICES);
         return NULL;
     }
-    tk_handle *slot = &tl_handles[device + 1];
+    thread_handles *t = thread_handles_get();
+    if (!t)
+        return NULL;
+    tk_handle *slot = &t->h[device + 1];
     if (!*slot) {
         tk_status st = L.create(slot);
         if (st) {
@@ -1271,18 +1496,171 @@ static int bind_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, Py
 
 /* ---- the module's functions ---- */
 
+/* The exception taken by take_exc raised again (NULL: none). */
+static void restore_exc(PyObject *e)
+{
+    if (!e)
+        return;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(e);
+#else
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(e)), e, PyException_GetTraceback(e));
+#endif
+}
+
+/* The torch stream object to make current for an allocation on the stream
+ * `run` of device dev: the caller's own torch.cuda.Stream if it is dev's;
+ * torch's default stream for the legacy default stream (torch's is the NULL
+ * stream, and torch takes an external handle of 1 for one of its pool
+ * streams); else torch.cuda.ExternalStream(run) on dev. */
+static PyObject *torch_stream_object(PyObject *stream_arg, void *run, int dev, PyObject *devobj)
+{
+    PyObject *cls = PyObject_GetAttrString(S.cuda, "Stream");
+    int mine = cls ? PyObject_IsInstance(stream_arg, cls) : -1;
+    Py_XDECREF(cls);
+    if (mine > 0) {
+        PyObject *d = PyObject_GetAttrString(stream_arg, "device_index");
+        mine = d ? PyLong_Check(d) && PyLong_AsLong(d) == dev : -1;
+        Py_XDECREF(d);
+    }
+    if (mine < 0)
+        return NULL;
+    if (mine)
+        return Py_NewRef(stream_arg);
+    if (run == NULL || run == (void *)1)
+        return PyObject_CallMethod(S.cuda, "default_stream", "i", dev);
+    PyObject *fn = PyObject_GetAttrString(S.cuda, "ExternalStream");
+    PyObject *args = fn ? Py_BuildValue("(N)", PyLong_FromVoidPtr(run)) : NULL;
+    PyObject *kw = args ? Py_BuildValue("{s:O}", "device", devobj) : NULL;
+    PyObject *r = kw ? PyObject_Call(fn, args, kw) : NULL;
+    Py_XDECREF(fn);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return r;
+}
+
+/* out for a call with out=None (p has a torch operand: make_plan's rule):
+ * torch.empty on the operands' device, allocated on the stream the call
+ * runs on, `run`; sets p's C pointer. torch's caching allocator keeps a
+ * pool per stream and gives a freed block to the next allocation on the
+ * same stream at once, ordered by that stream alone: a block taken from
+ * another stream's pool may still be in use by that stream's pending
+ * kernels, and, freed by the caller, be given out again on that stream
+ * while this call still writes it. So where the call runs on a stream other
+ * than torch's current one (stream=), that stream is made current around
+ * torch.empty, as `with torch.cuda.stream(s)` would make it. */
+static PyObject *alloc_out(plan *p, PyObject *stream_arg, void *run)
+{
+    int dev = p->a.torch ? p->a.device : p->b.device;
+    PyObject *devobj = torch_device(dev), *prev = NULL, *out = NULL;
+    if (!devobj)
+        return NULL;
+    if (stream_arg && stream_arg != Py_None) {
+        void *cur;
+        if (torch_stream(dev, &cur))
+            return NULL;
+        int cur_legacy = cur == NULL || cur == (void *)1, run_legacy = run == NULL || run == (void *)1;
+        if (cur_legacy ? !run_legacy : cur != run) {
+            PyObject *s = torch_stream_object(stream_arg, run, dev, devobj), *r = NULL;
+            PyObject *d = s ? PyLong_FromLong(dev) : NULL;
+            if (d && (prev = PyObject_CallOneArg(S.current_stream, d)))
+                r = PyObject_CallMethod(S.cuda, "set_stream", "O", s);
+            Py_XDECREF(d);
+            Py_XDECREF(s);
+            if (!r) {
+                Py_XDECREF(prev);
+                return NULL;
+            }
+            Py_DECREF(r);
+        }
+    }
+    PyObject *size = Py_BuildValue("(LL)", (long long)p->m, (long long)p->n), *kw = NULL;
+    if (size && (kw = Py_BuildValue("(ss)", "dtype", "device"))) {
+        PyObject *call[3] = { size, p->c_dtype == DT_F32 ? S.f32 : S.bf16, devobj };
+        out = PyObject_Vectorcall(S.empty, call, 1, kw);
+    }
+    Py_XDECREF(size);
+    Py_XDECREF(kw);
+    if (prev) {   /* torch's current stream back, whatever happened */
+        PyObject *exc = take_exc();
+        PyObject *r = PyObject_CallMethod(S.cuda, "set_stream", "O", prev);
+        Py_DECREF(prev);
+        if (r) {
+            Py_DECREF(r);
+        } else if (exc) {
+            PyErr_Clear();   /* the first failure is the one to report */
+        } else {
+            Py_CLEAR(out);
+        }
+        restore_exc(exc);
+    }
+    PyObject *ptr = out ? call_method0(out, s_data_ptr) : NULL;
+    if (ptr) {
+        p->c.ptr = PyLong_AsUnsignedLongLong(ptr);
+        p->has_c = 1;
+        Py_DECREF(ptr);
+    }
+    if (!ptr || PyErr_Occurred())
+        Py_CLEAR(out);
+    return out;
+}
+
+/* Orders the call with the other streams its CAI operands name, which a
+ * consumer must (CAI v3: the 'stream' entry is the stream the data is
+ * ready on). Before the call (after == 0) `run` waits for the work enqueued
+ * on each of them so far; after it, each of them waits for the call, so that
+ * what their producers enqueue next (reading out, reusing an input's memory)
+ * comes after it. Each wait is an event recorded on one stream and waited
+ * for by the other. None while any of these streams is being captured into
+ * a CUDA graph (an event recorded outside a capture cannot be waited for
+ * inside it; the graph's launches are ordered where it is launched). */
+static int join_streams(void *run, void *const *others, int n, int after)
+{
+    int status = 0;
+    if (L.stream_is_capturing(run, &status) || status)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (L.stream_is_capturing(others[i], &status) || status)
+            return 0;
+    for (int i = 0; i < n; i++) {
+        void *from = after ? run : others[i], *to = after ? others[i] : run, *ev = NULL;
+        const char *what = "cudaEventCreateWithFlags";
+        int e = L.event_create(&ev, 2 /* cudaEventDisableTiming */);
+        if (!e) {
+            what = "cudaEventRecord";
+            if (!(e = L.event_record(ev, from))) {
+                what = "cudaStreamWaitEvent";
+                e = L.stream_wait_event(to, ev, 0);
+            }
+            L.event_destroy(ev);   /* released once the wait no longer needs it */
+        }
+        if (e) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s failed with CUDA error %d (ordering stream 0x%lx after stream 0x%lx)", what,
+                     e, (unsigned long)(uintptr_t)to, (unsigned long)(uintptr_t)from);
+            raise_status(TK_ERR_CUDA, msg, "tilekit.gemm");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(gemm_doc,
 "gemm($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
 "     kernel=None, *, stream=None)\n--\n\n"
 "out = alpha * op(A) @ op(B) + beta * out, with op(X) = X.T if trans_x.\n\n"
 "A, B: bf16, 2-D, torch CUDA tensors, __cuda_array_interface__ objects or\n"
-"DLPack producers of CUDA memory. out: M x N, fp32 or bf16; allocated (torch,\n"
-"row-major) when None, which needs beta == 0 and a torch input. out_dtype:\n"
-"torch.float32 (default) or torch.bfloat16, or \"fp32\"/\"bf16\". kernel: a\n"
-"registry name (see kernels()) or None for auto-dispatch. stream: a\n"
-"cudaStream_t value or torch stream; default: torch's current stream for\n"
-"torch inputs, else the CAI 'stream' entry (out's, then A's, then B's), else\n"
-"the legacy default stream. Returns out. Asynchronous with respect to the host.");
+"DLPack producers of CUDA memory. out: M x N, fp32 or bf16; allocated when\n"
+"None (torch.empty, row-major, on the stream the call runs on), which needs\n"
+"beta == 0 and a torch input. out_dtype: torch.float32 (default) or\n"
+"torch.bfloat16, or \"fp32\"/\"bf16\". kernel: a registry name (see kernels())\n"
+"or None for auto-dispatch. stream: a cudaStream_t value or torch stream;\n"
+"default: torch's current stream on the operands' device when any of them\n"
+"is a torch tensor, else the CAI 'stream' entry (out's, then A's, then B's),\n"
+"else the legacy default stream. Every other stream a CAI 'stream' entry\n"
+"names is joined with the call: the call waits for the work enqueued on it\n"
+"before, and work enqueued on it afterwards waits for the call. Returns out.\n"
+"Asynchronous with respect to the host.");
 
 static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -1293,50 +1671,34 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     if (make_plan(&p, arg, 0) || need_lib())
         goto fail;
+    void *stream = NULL, *joins[3];
+    if (p.stream && !(stream = PyLong_AsVoidPtr(p.stream)) && PyErr_Occurred())
+        goto fail;
+    for (int i = 0; i < p.njoins; i++)
+        if (!(joins[i] = PyLong_AsVoidPtr(p.joins[i])) && PyErr_Occurred())
+            goto fail;
     int prev;
     if (enter_device(&p, &prev))
         goto fail;
-    if (p.has_c) {
+    if (p.has_c)
         out = Py_NewRef(arg[A_OUT]);
-    } else {   /* p.a or p.b is a torch tensor here (make_plan's rule) */
-        PyObject *dev = torch_device(p.a.torch ? p.a.device : p.b.device), *size = NULL, *kw = NULL;
-        if (dev && (size = Py_BuildValue("(LL)", (long long)p.m, (long long)p.n)) &&
-            (kw = Py_BuildValue("(ss)", "dtype", "device"))) {
-            PyObject *call[3] = { size, p.c_dtype == DT_F32 ? S.f32 : S.bf16, dev };
-            out = PyObject_Vectorcall(S.empty, call, 1, kw);
-        }
-        Py_XDECREF(size);
-        Py_XDECREF(kw);
-        PyObject *ptr = out ? call_method0(out, s_data_ptr) : NULL;
-        if (ptr) {
-            p.c.ptr = PyLong_AsUnsignedLongLong(ptr);
-            p.has_c = 1;
-            Py_DECREF(ptr);
-        }
-        if (!ptr || PyErr_Occurred()) {
-            leave_device(prev);
-            goto fail;
-        }
+    else if (!(out = alloc_out(&p, arg[A_STREAM], stream))) {
+        leave_device(prev);
+        goto fail;
     }
     tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
-    void *stream = NULL;
     int bad = !h;
-    if (!bad && p.stream) {
-        stream = PyLong_AsVoidPtr(p.stream);
-        bad = stream == NULL && PyErr_Occurred();
-    } else if (!bad && p.any_torch) {
-        bad = torch_stream(p.device, &stream);
-    }
     const mat *dl[3] = { &p.a, &p.b, &p.c };
+    void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
     for (int i = 0; i < 3 && !bad; i++)
-        if (dl[i]->dlpack && dl[i]->dl_for != stream) {
+        if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
             PyErr_Format(PyExc_ValueError,
                          "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
                          "__cuda_array_interface__ 'stream' of another argument); pass stream=",
                          dl[i]->name, dl[i]->dl_for, stream);
             bad = 1;
         }
-    if (bad) {
+    if (bad || (p.njoins && join_streams(stream, joins, p.njoins, 0))) {
         leave_device(prev);
         goto fail;
     }
@@ -1345,11 +1707,15 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     Py_BEGIN_ALLOW_THREADS
     st = L.gemm_ex(h, &q, p.kernel, stream);
     Py_END_ALLOW_THREADS
-    leave_device(prev);
     if (st) {
+        leave_device(prev);
         raise_status(st, L.last_error(h), "tilekit.gemm");
         goto fail;
     }
+    int joined = !p.njoins || !join_streams(stream, joins, p.njoins, 1);
+    leave_device(prev);
+    if (!joined)
+        goto fail;
     plan_release(&p);
     return out;
 fail:
@@ -1367,9 +1733,9 @@ PyDoc_STRVAR(plan_doc,
 static PyStructSequence_Field plan_fields[] = {
     { "m", NULL }, { "n", NULL }, { "k", NULL }, { "layout", NULL }, { "op_a", NULL }, { "op_b", NULL },
     { "lda", NULL }, { "ldb", NULL }, { "ldc", NULL }, { "c_dtype", NULL }, { "alpha", NULL }, { "beta", NULL },
-    { "kernel", NULL }, { "device", NULL }, { "stream", NULL }, { NULL, NULL },
+    { "kernel", NULL }, { "device", NULL }, { "stream", NULL }, { "joins", NULL }, { NULL, NULL },
 };
-static PyStructSequence_Desc plan_desc = { "tilekit._tilekit.Plan", "A checked gemm call.", plan_fields, 15 };
+static PyStructSequence_Desc plan_desc = { "tilekit._tilekit.Plan", "A checked gemm call.", plan_fields, 16 };
 
 static PyObject *py_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -1387,17 +1753,20 @@ static PyObject *py_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject *r = PyStructSequence_New(S.plan_type);
     if (r) {
-        PyObject *v[15] = {
+        PyObject *joins = PyTuple_New(p.njoins);
+        for (int i = 0; joins && i < p.njoins; i++)
+            PyTuple_SET_ITEM(joins, i, Py_NewRef(p.joins[i]));
+        PyObject *v[16] = {
             PyLong_FromLongLong(p.m), PyLong_FromLongLong(p.n), PyLong_FromLongLong(p.k), PyLong_FromLong(p.layout),
             PyLong_FromLong(p.op_a), PyLong_FromLong(p.op_b), PyLong_FromLongLong(p.lda), PyLong_FromLongLong(p.ldb),
             PyLong_FromLongLong(p.ldc), PyUnicode_FromString(dt_name[p.c_dtype]), PyFloat_FromDouble(p.alpha),
             PyFloat_FromDouble(p.beta),
             p.kernel ? PyBytes_FromStringAndSize(p.kernel, p.kernel_len) : Py_NewRef(Py_None),
             p.device >= 0 ? PyLong_FromLong(p.device) : Py_NewRef(Py_None),
-            Py_NewRef(p.stream ? p.stream : Py_None),
+            Py_NewRef(p.stream ? p.stream : Py_None), joins,
         };
         int ok = 1;
-        for (int i = 0; i < 15; i++) {
+        for (int i = 0; i < 16; i++) {
             ok &= v[i] != NULL;
             PyStructSequence_SetItem(r, i, v[i] ? v[i] : Py_NewRef(Py_None));
         }
@@ -1544,7 +1913,11 @@ static PyObject *py_bind(PyObject *mod, PyObject *path)
         SYM(tk_last_error, last_error),     SYM(tk_gemm_ex, gemm_ex),
         SYM(tk_kernel_count, kernel_count), SYM(tk_kernel_get, kernel_get),
         SYM(tk_kernel_supports, kernel_supports), SYM(tk_select_kernel, select_kernel),
+        SYM(tk_destroy, destroy),
         SYM(cudaGetDevice, get_device),     SYM(cudaSetDevice, set_device),
+        SYM(cudaEventCreateWithFlags, event_create), SYM(cudaEventRecord, event_record),
+        SYM(cudaStreamWaitEvent, stream_wait_event), SYM(cudaEventDestroy, event_destroy),
+        SYM(cudaStreamIsCapturing, stream_is_capturing),
 #undef SYM
     };
     __typeof__(L) l = { .dl = dl };
@@ -1604,7 +1977,7 @@ PyMODINIT_FUNC PyInit__tilekit(void)
         { &s_stream, "stream" }, { &s_max_version, "max_version" }, { &s_lower, "lower" }, { &s_get, "get" },
         { &s_torch, "torch" }, { &s_raw_stream, "_cuda_getCurrentRawStream" }, { &s_typestr, "typestr" },
         { &s_data, "data" }, { &s_strides, "strides" }, { &s_mask, "mask" }, { &s_version, "version" },
-        { &s_torch_prefix, "torch." },
+        { &s_torch_prefix, "torch." }, { &s_descr, "descr" }, { &s_handles_key, "tilekit._tilekit.handles" },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!*names[i].var && !(*names[i].var = PyUnicode_InternFromString(names[i].text)))
@@ -1622,6 +1995,8 @@ PyMODINIT_FUNC PyInit__tilekit(void)
             return NULL;
     }
     if (!S.plan_type && !(S.plan_type = PyStructSequence_NewType(&plan_desc)))
+        return NULL;
+    if (PyType_Ready(&thread_handles_type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddObjectRef(m, "Plan", (PyObject *)S.plan_type) < 0)

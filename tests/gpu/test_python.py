@@ -1,7 +1,9 @@
 """GPU tests of the Python wrapper with torch: tilekit.gemm against an fp32
 product of the same bf16 inputs, for every op combination, both output
 types, alpha/beta, transposed and padded views, column-major out, a shape
-that is no tile multiple, side streams; and the errors a caller can provoke.
+that is no tile multiple, side streams (where out is allocated, the streams
+of CAI operands joined), handles of short-lived threads freed; and the
+errors a caller can provoke.
 Needs torch with CUDA and libtilekit ($TILEKIT_LIB or build/libtilekit.so).
 Prints "N passed, N failed" last; exits non-zero on any failure.
 
@@ -166,6 +168,94 @@ def test_side_stream():
     assert_close(C, ref, "side stream")
 
 
+# torch.cuda._sleep's argument: GPU clock cycles, about 50 ms at 2 GHz, long
+# enough for the host to queue what follows before the stream it holds back
+# moves on.
+HOLD = 100_000_000
+
+
+def test_out_allocated_on_call_stream():
+    """out=None with stream=s2, another stream than torch's current one (s1):
+    out comes from s2's pool of torch's caching allocator. From s1's pool, it
+    could be (1) a block just freed on s1 whose last writer on s1 has not run
+    yet, or (2), freed by the caller after the call, be handed out again on
+    s1 while the GEMM on s2 has not run yet. A long kernel holds one stream
+    back in each case: the result and the other stream's data must both be
+    right. As an int, a torch.cuda.Stream and on the legacy default stream."""
+    M = N = K = 512
+    A, B = bf16(M, K), bf16(K, N)
+    ref = reference(A, B)
+    s2 = torch.cuda.Stream()
+    for k in KERNELS:
+        for stream in (s2, s2.cuda_stream):
+            torch.cuda.synchronize()
+            X = torch.empty(M, N, device=DEV)   # out's size: the block s1 hands out next
+            torch.cuda._sleep(HOLD)              # s1 held back ...
+            X.fill_(7.0)                         # ... then writes X's block
+            del X                                # free on s1's pool at once (ordered by s1)
+            C = tilekit.gemm(A, B, kernel=k, stream=stream)
+            torch.cuda.synchronize()
+            assert_close(C, ref, "(1) out=None on %s while s1 writes a freed block, %s" % (type(stream).__name__, k))
+
+            with torch.cuda.stream(s2):
+                torch.cuda._sleep(HOLD)          # s2 held back: the GEMM waits behind it
+            C = tilekit.gemm(A, B, kernel=k, stream=stream)
+            ptr = C.data_ptr()
+            del C                                # the caller drops the result before it is computed
+            Y = torch.empty(M, N, device=DEV)    # on s1
+            Y.fill_(3.0)
+            torch.cuda.synchronize()
+            assert bool((Y == 3.0).all()), "(2) s1's data overwritten by the GEMM on s2 (%s, block %s), %s" % (
+                type(stream).__name__, "reused" if Y.data_ptr() == ptr else "not reused", k)
+    s3 = torch.cuda.Stream()
+    with torch.cuda.stream(s3):   # the legacy default stream from another current stream: torch's default stream
+        torch.cuda.synchronize()
+        C = tilekit.gemm(A, B, stream=0)
+        assert torch.cuda.current_stream() == s3, "torch's current stream was not put back"
+        torch.cuda.synchronize()
+        assert_close(C, ref, "out=None on the legacy default stream")
+
+
+def test_streams_torch_and_cai():
+    """A torch A and a CAI B whose 'stream' is s2: the call runs on torch's
+    current stream s1, where A is produced, after the work enqueued on s2,
+    where B is; a CAI out whose 'stream' is s3 then holds the result for the
+    work enqueued on s3 after the call. Each producer is held back by a long
+    kernel, so a call that waited for neither would read NaN. The same
+    without torch operands: on out's stream s3, after A's s2."""
+    M, N, K = 256, 192, 128
+    srcA, srcB = bf16(M, K), bf16(K, N)
+    ref = reference(srcA, srcB)
+    s2, s3 = torch.cuda.Stream(), torch.cuda.Stream()
+    for k in KERNELS:
+        A, B = nan_like((M, K), torch.bfloat16), nan_like((K, N), torch.bfloat16)
+        C = nan_like((M, N), torch.float32)
+        torch.cuda.synchronize()
+        torch.cuda._sleep(HOLD)
+        A.copy_(srcA)                     # A ready late on s1
+        with torch.cuda.stream(s2):
+            torch.cuda._sleep(HOLD)
+            B.copy_(srcB)                 # B ready late on s2
+        tilekit.gemm(A, CAIView(B, stream=s2.cuda_stream), out=CAIView(C, stream=s3.cuda_stream), kernel=k)
+        with torch.cuda.stream(s3):
+            D = C.clone()                 # out's producer reads it next, on s3
+        torch.cuda.synchronize()
+        assert_close(C, ref, "torch A, CAI B on s2, CAI out on s3, %s" % k)
+        assert_close(D, ref, "out read on its CAI stream after the call, %s" % k)
+
+        A, C = nan_like((M, K), torch.bfloat16), nan_like((M, N), torch.float32)
+        torch.cuda.synchronize()
+        with torch.cuda.stream(s2):
+            torch.cuda._sleep(HOLD)
+            A.copy_(srcA)                 # A ready late on s2
+        tilekit.gemm(CAIView(A, stream=s2.cuda_stream), CAIView(srcB), out=CAIView(C, stream=s3.cuda_stream),
+                     kernel=k)
+        with torch.cuda.stream(s3):
+            D = C.clone()
+        torch.cuda.synchronize()
+        assert_close(D, ref, "CAI A on s2, CAI out on s3, %s" % k)
+
+
 def test_every_kernel_that_supports():
     """Every registered kernel that accepts a problem computes it right
     (the wrapper's layout mapping must hold for kernels added later too)."""
@@ -207,6 +297,46 @@ def test_cuda_array_interface():
     tilekit.gemm(CAIView(A), CAIView(Bt), out=CAIView(C16), trans_b=True)
     torch.cuda.synchronize()
     assert_close(C16, reference(A, Bt.t()), "CAI objects, column-major bf16 out, auto")
+
+
+# ---- threads ----
+
+def test_thread_handles_freed():
+    """A thread's library handle (cuBLAS's handle and 32 MiB workspace, the
+    split tiles' workspace, the copies of misaligned operands) is destroyed
+    when the thread ends: 50 threads, one after the other, each running
+    GEMMs that take those workspaces, leave the GPU's free memory where it
+    was after the first five (within 8 MiB; before, each thread left at
+    least 32 MiB behind)."""
+    import threading
+    A, B = bf16(256, 16384), bf16(16384, 256)   # few output tiles, long K: split over K where a kernel can
+    Am = bf16(64 * 64 + 8).narrow(0, 1, 64 * 64).view(64, 64)   # misaligned: auto-dispatch copies it
+    Bm = bf16(64, 64)
+    C, Cm = nan_like((256, 256), torch.float32), nan_like((64, 64), torch.float32)
+    failures = []
+
+    def work():
+        try:
+            tilekit.gemm(A, B, out=C, kernel="cublas")
+            tilekit.gemm(A, B, out=C)
+            tilekit.gemm(Am, Bm, out=Cm)
+            torch.cuda.current_stream().synchronize()
+        except Exception as e:   # reported by the main thread
+            failures.append(e)
+
+    free = []
+    for i in range(50):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        assert not failures, failures
+        torch.cuda.synchronize()
+        free.append(torch.cuda.mem_get_info()[0])
+    assert_close(C, reference(A, B), "threads, auto")
+    assert_close(Cm, reference(Am, Bm), "threads, misaligned")
+    lost = (free[4] - min(free[5:])) / 2 ** 20
+    assert lost < 8, "free GPU memory fell by %.1f MiB over threads 6..50 (after 5: %.0f MiB, after 50: %.0f MiB)" \
+        % (lost, free[4] / 2 ** 20, free[-1] / 2 ** 20)
 
 
 # ---- errors ----

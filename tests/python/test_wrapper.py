@@ -83,6 +83,24 @@ def test_dtype():
     assert plan(A, B, None, out_dtype="bf16", query=True).c_dtype == "bf16"
 
 
+def test_bf16_typestr():
+    """bf16 through CAI is '<V2' (torch's, and ml_dtypes.bfloat16's dtype.str,
+    which CuPy and numba arrays of it carry, with descr [('', '<V2')]). '|V2'
+    is numpy's void or structured 2-byte type, and a '<V2' whose descr names
+    fields is structured too: both refused, not read as bf16."""
+    A, B, C = abc()
+    assert plan(Fake((8, 4), descr=[("", BF16)]), B, C).m == 8
+    assert plan(A, Fake((4, 6), typestr="bfloat16"), C).n == 6
+    assert plan(A, B, Fake((8, 6), F32, descr=[("", F32)])).c_dtype == "fp32"
+    raises(TypeError, plan, Fake((8, 4), typestr="|V2"), B, C, match=("A", "'|V2'", "void or structured", "'<V2'"))
+    raises(TypeError, plan, A, B, Fake((8, 6), typestr="|V2"), match=("out", "'|V2'"))
+    raises(TypeError, plan, A, Fake((4, 6), descr=[("hi", "|u1"), ("lo", "|u1")]), C,
+           match=("B", "descr", "structured"))
+    raises(TypeError, plan, A, Fake((4, 6), descr=[("x", BF16)]), C, match=("B", "structured"))
+    raises(TypeError, plan, A, Fake((4, 6), descr=[("", "<i2")]), C, match=("B", "structured"))
+    raises(TypeError, plan, A, B, Fake((8, 6), F32, descr=[("", BF16)]), match=("out", "structured"))
+
+
 def test_not_device_memory():
     A, B, C = abc()
     raises(TypeError, plan, None, B, C, match=("A", "None"))
@@ -206,16 +224,32 @@ def test_size_one_dims():
 
 
 def test_streams():
+    """The stream a call runs on (stream=, else torch's current one with a
+    torch operand, test_fake_lib; else the CAI 'stream' of out, A, B; else
+    the legacy default) and the other CAI streams joined with it, each once,
+    the legacy default stream (None, 0, 1) being one."""
     A, B, C = abc()
-    assert plan(A, B, C).stream is None          # -> the legacy default stream
-    assert plan(A, Fake((4, 6), stream=2), C).stream == 2
-    assert plan(Fake((8, 4), stream=5), B, Fake((8, 6), F32, stream=7)).stream == 7   # out's stream first
+    p = plan(A, B, C)
+    assert p.stream is None and p.joins == ()          # -> the legacy default stream
+    p = plan(A, Fake((4, 6), stream=2), C)
+    assert p.stream == 2 and p.joins == ()
+    p = plan(Fake((8, 4), stream=5), B, Fake((8, 6), F32, stream=7))
+    assert p.stream == 7 and p.joins == (5,)           # out's stream first; A's joined
+    p = plan(Fake((8, 4), stream=5), Fake((4, 6), stream=5), Fake((8, 6), F32, stream=7))
+    assert p.stream == 7 and p.joins == (5,)
+    p = plan(Fake((8, 4), stream=5), Fake((4, 6), stream=1), C, stream=1234)
+    assert p.stream == 1234 and p.joins == (5, 1)
+    p = plan(Fake((8, 4), stream=1), Fake((4, 6), stream=9), C, stream=0)
+    assert p.stream == 0 and p.joins == (9,)           # 0 and 1 are both the legacy default stream
     assert plan(A, B, C, stream=1234).stream == 1234
 
     class TorchLikeStream:
         cuda_stream = 99
-    assert plan(A, B, C, stream=TorchLikeStream()).stream == 99
+    p = plan(A, Fake((4, 6), stream=99), C, stream=TorchLikeStream())
+    assert p.stream == 99 and p.joins == ()
     raises(TypeError, plan, A, B, C, stream="default", match="stream")
+    TorchLikeStream.cuda_stream = "s"
+    raises(TypeError, plan, A, B, C, stream=TorchLikeStream(), match=("stream", "'s'", "not an integer"))
 
 
 def test_cai_version2():
@@ -296,7 +330,7 @@ def test_lib_no_device_or_supported():
 
 def _random_fake(rng, rows, cols):
     """A device array description with some of its fields mangled."""
-    typestr = rng.choice([BF16] * 12 + [F32, "<f2", "<i4", "|u1", ">V2", "", 5])
+    typestr = rng.choice([BF16] * 12 + [F32, "<f2", "<i4", "|u1", ">V2", "|V2", "", 5])
     shape = rng.choice([(rows, cols)] * 8 + [(rows,), (rows, cols, 1), (-rows, cols), (rows, 2 ** 63),
                                              (rows, 2.5), (rows, None), ()])
     strides = rng.choice([None, None, (cols, 1), (1, rows), (cols + 8, 1), (0, 1), (-cols, 1), (2 ** 62, 1),
@@ -317,6 +351,9 @@ def _random_fake(rng, rows, cols):
     cai["version"] = rng.choice([3, 3, 2, 0, 4, "3"])
     if rng.random() < 0.1:
         cai["stream"] = rng.choice([0, 1, 2, -1, "s", 2 ** 70])
+    if rng.random() < 0.1:
+        cai["descr"] = rng.choice([[("", typestr)], [("", BF16)], [("", F32)], [("a", typestr)], (("", typestr),),
+                                   [("", typestr), ("b", "|u1")], [], [["", typestr]], "x", 3, [("", 5)], [(1, 2)]])
     if rng.random() < 0.05:
         del cai[rng.choice(list(cai))]
     return f

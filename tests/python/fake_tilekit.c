@@ -1,0 +1,193 @@
+/* fake_tilekit.c - a stand-in libtilekit.so for the Python tests without a
+ * GPU (tests/python/fakes.py builds it; TILEKIT_LIB names it): the API the
+ * wrapper binds and the CUDA runtime functions it calls through the library,
+ * each of which succeeds and appends one line to a log ("create 0x..",
+ * "gemm handle=0x.. stream=0x..", "wait stream=0x.. event=0x..", ... and
+ * the calling thread), kept in memory (fake_log(), read through ctypes) and,
+ * when $FAKE_TILEKIT_LOG names a file, appended to it as well, so a test
+ * also sees what ran while the interpreter shut down. The stream
+ * FAKE_CAPTURING reports itself as being captured into a CUDA graph. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tilekit.h"
+
+#define FAKE_CAPTURING 0xca0
+
+struct tk_handle_s {
+    int unused;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[1 << 20];
+static size_t log_len;
+
+static unsigned long addr(const void *p)
+{
+    return (unsigned long)(uintptr_t)p;
+}
+
+static void note(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, 200, fmt, ap);
+    va_end(ap);
+    if (n < 0 || n >= 200)
+        n = 199;
+    snprintf(line + n, sizeof line - (size_t)n, " thread=%lu\n", (unsigned long)pthread_self());
+    size_t len = strlen(line);
+    pthread_mutex_lock(&mu);
+    if (log_len + len < sizeof log_text) {
+        memcpy(log_text + log_len, line, len + 1);
+        log_len += len;
+    }
+    const char *path = getenv("FAKE_TILEKIT_LOG");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (f) {
+        fputs(line, f);
+        fclose(f);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+const char *fake_log(void);
+const char *fake_log(void)
+{
+    return log_text;
+}
+
+int tk_version(void)
+{
+    return TILEKIT_VERSION;
+}
+
+const char *tk_status_string(tk_status s)
+{
+    (void)s;
+    return "fake";
+}
+
+tk_status tk_create(tk_handle *out)
+{
+    *out = calloc(1, sizeof **out);
+    note("create %#lx", addr(*out));
+    return *out ? TK_SUCCESS : TK_ERR_ALLOC;
+}
+
+tk_status tk_destroy(tk_handle h)
+{
+    note("destroy %#lx", addr(h));
+    free(h);
+    return TK_SUCCESS;
+}
+
+const char *tk_last_error(tk_handle h)
+{
+    (void)h;
+    return "";
+}
+
+tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, void *stream)
+{
+    (void)kernel;
+    note("gemm handle=%#lx stream=%#lx c=%#lx", addr(h), addr(stream), addr(p->c));
+    return TK_SUCCESS;
+}
+
+tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const void *a, int64_t lda, const void *b, int64_t ldb, float beta, void *c, tk_dtype c_type,
+                  int64_t ldc, const char *kernel, void *stream)
+{
+    tk_gemm_problem p = {
+        .layout = layout, .op_a = op_a, .op_b = op_b, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
+        .a = a, .lda = lda, .b = b, .ldb = ldb, .c = c, .ldc = ldc, .c_type = c_type,
+    };
+    return tk_gemm_ex(h, &p, kernel, stream);
+}
+
+int tk_kernel_count(void)
+{
+    return 1;
+}
+
+tk_status tk_kernel_get(int index, tk_kernel_props *out)
+{
+    if (index != 0 || !out)
+        return TK_ERR_INVALID_VALUE;
+    *out = (tk_kernel_props){ .name = "k01_naive", .description = "fake", .min_sm = 80 };
+    return TK_SUCCESS;
+}
+
+tk_status tk_kernel_supports(tk_handle h, const char *kernel, const tk_gemm_problem *p)
+{
+    (void)h;
+    (void)kernel;
+    (void)p;
+    return TK_SUCCESS;
+}
+
+const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p)
+{
+    (void)h;
+    (void)p;
+    return "k01_naive";
+}
+
+/* ---- the CUDA runtime's, as the wrapper declares them (cudaError_t: int) ---- */
+
+int cudaGetDevice(int *d);
+int cudaSetDevice(int d);
+int cudaEventCreateWithFlags(void **event, unsigned flags);
+int cudaEventRecord(void *event, void *stream);
+int cudaStreamWaitEvent(void *stream, void *event, unsigned flags);
+int cudaEventDestroy(void *event);
+int cudaStreamIsCapturing(void *stream, int *status);
+
+int cudaGetDevice(int *d)
+{
+    *d = 0;
+    return 0;
+}
+
+int cudaSetDevice(int d)
+{
+    note("set_device %d", d);
+    return 0;
+}
+
+int cudaEventCreateWithFlags(void **event, unsigned flags)
+{
+    *event = malloc(1);
+    note("event_create %#lx flags=%u", addr(*event), flags);
+    return 0;
+}
+
+int cudaEventRecord(void *event, void *stream)
+{
+    note("record event=%#lx stream=%#lx", addr(event), addr(stream));
+    return 0;
+}
+
+int cudaStreamWaitEvent(void *stream, void *event, unsigned flags)
+{
+    note("wait stream=%#lx event=%#lx flags=%u", addr(stream), addr(event), flags);
+    return 0;
+}
+
+int cudaEventDestroy(void *event)
+{
+    note("event_destroy %#lx", addr(event));
+    free(event);
+    return 0;
+}
+
+int cudaStreamIsCapturing(void *stream, int *status)
+{
+    *status = addr(stream) == FAKE_CAPTURING;
+    return 0;
+}
