@@ -118,7 +118,7 @@ if [ "$PART" = handle ]; then
         grep -E '^FAIL|^ +\(' "$out/$t.log" | head -n 20
     done
     for tool in memcheck racecheck; do
-        TK_HANDLE_ONLY=${SAN_HANDLE_ONLY:-flags} timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
+        TK_IG_REF=k01_naive TK_HANDLE_ONLY=${SAN_HANDLE_ONLY:-flags} timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
             "$BUILD/tests/gpu_test_handle" > "$out/sanitize-handle-$tool.log" 2>&1
         summary+=("compute-sanitizer $tool (test_handle ${SAN_HANDLE_ONLY:-flags}): exit $? -- $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-handle-$tool.log" | tail -n 1)")
     done
@@ -130,8 +130,8 @@ if [ "$PART" = handle ]; then
         cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -I/usr/local/cuda/include bench/host_cost.c -L/tmp/tk_base/build \
             -ltilekit -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,/tmp/tk_base/build -o /tmp/host_cost_base
     fi
-    for r in 1 2; do   # base, new, new, base
-        for v in $([ $r = 1 ] && echo "base new" || echo "new base"); do
+    for r in 1 2 3 4; do   # base new, new base, base new, new base
+        for v in $([ $((r % 2)) = 1 ] && echo "base new" || echo "new base"); do
             [ -x /tmp/host_cost_$v ] && /tmp/host_cost_$v | sed "s/^/$v round $r: /" | tee -a "$out/host_cost.txt"
         done
     done

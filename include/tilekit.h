@@ -70,11 +70,11 @@ typedef struct tk_handle_s *tk_handle;
  *   stream before it. Calls on one handle that use one of its workspaces
  *   (copies, split tiles, cuBLAS) also run after the previous such call on
  *   that handle, whatever its stream: each records an event where it ends,
- *   and a call on another stream (told apart by cudaStreamGetId, so a new
- *   stream that reuses a destroyed one's handle value still waits) makes
- *   its stream wait for it. No call synchronizes the host or the device, and
- *   workspaces are allocated and freed in stream order (cudaMallocAsync), so
- *   a CUDA graph may be captured in another thread meanwhile. So one handle
+ *   and the next makes its stream wait for it (also a new stream that got
+ *   the handle value of a destroyed one whose work is still pending). No
+ *   call synchronizes the host or the device, and workspaces are allocated
+ *   and freed in stream order (cudaMallocAsync), so a CUDA graph may be
+ *   captured in another thread meanwhile. So one handle
  *   on several streams is always correct; GEMMs that should run at the same
  *   time on the GPU need a handle each.
  * - A call made on a stream that is being captured into a CUDA graph uses

@@ -8,11 +8,14 @@
  * flags, two copies each other's operands. Rather than a workspace per
  * stream (unbounded memory) or a rule users must keep, the handle orders
  * these calls: each records ws_event on its stream where it ends, and the
- * next one, on another stream, makes its stream wait for that event first.
- * Streams are told apart by cudaStreamGetId, unique for the life of the
- * process, not by handle value: a stream destroyed while its work is still
- * pending may hand its value to the next stream created, which must still
- * wait for that work. No call synchronizes the host or the device.
+ * next one makes its stream wait for that event first, whatever its stream.
+ * It waits on its own stream too: a stream cannot be told apart from a
+ * destroyed one whose work is still pending by its handle value (the next
+ * stream created often gets the same value) nor, as measured on an H200
+ * with CUDA 13.0, by cudaStreamGetId (the new stream got the old id too,
+ * and its call ran before the old stream's), and a wait on an event
+ * already reached in stream order costs the GPU nothing. No call
+ * synchronizes the host or the device.
  *
  * Memory comes from the stream-ordered allocator (cudaMallocAsync and
  * cudaFreeAsync on the call's stream, which the event wait has already
@@ -84,6 +87,12 @@ tk_status tk_destroy(tk_handle h)
     if (!h)
         return TK_SUCCESS;
     enum cudaStreamCaptureMode m = relax();
+    /* The frees below are the handle's device's (its per-thread stream, its
+     * memory pool): that device is made current for them, then put back. */
+    int cur = -1;
+    int switched = h->have_device && cudaGetDevice(&cur) == cudaSuccess && cur != h->dev.id &&
+                   cudaSetDevice(h->dev.id) == cudaSuccess;
+    cudaGetLastError();
     /* Every call that used a workspace recorded ws_event where it ends (or,
      * where that failed, left ws_unordered): once it has completed, nothing
      * on the GPU uses the memory any more. */
@@ -101,6 +110,8 @@ tk_status tk_destroy(tk_handle h)
             cudaGetLastError();
     if (h->ws_event)
         cudaEventDestroy(h->ws_event);
+    if (switched && cudaSetDevice(cur) != cudaSuccess)
+        cudaGetLastError();
     restore(m);
     free(h->tune);
     free(h);
@@ -209,21 +220,6 @@ void tk_handle_free(tk_handle h, void *p, cudaStream_t s)
         cudaGetLastError();
 }
 
-/* The stream's process-wide id in *id; 0 when it has none to give (then
- * it is treated as another stream than the last). cudaStreamPerThread names
- * a different stream in each host thread, and a handle may pass from thread
- * to thread: it is always treated as another stream. */
-static int stream_id(cudaStream_t s, unsigned long long *id)
-{
-    if (s == cudaStreamPerThread)
-        return 0;
-    if (cudaStreamGetId(s, id) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return 1;
-}
-
 tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
 {
     cudaError_t e;
@@ -238,8 +234,6 @@ tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
                            "workspaces): %s", cudaGetErrorString(e));
         }
     }
-    unsigned long long id = 0;
-    const int known = stream_id(s, &id);
     if (h->ws_unordered) {
         /* The last call's event could not be recorded: wait for everything. */
         if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
@@ -248,14 +242,11 @@ tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
                            cudaGetErrorString(e));
         }
         h->ws_unordered = 0;
-    } else if (h->ws_recorded && !(known && h->ws_known && id == h->ws_stream_id) &&
-               (e = cudaStreamWaitEvent(s, h->ws_event, 0)) != cudaSuccess) {
+    } else if (h->ws_recorded && (e = cudaStreamWaitEvent(s, h->ws_event, 0)) != cudaSuccess) {
         cudaGetLastError();
         return tk_fail(h, TK_ERR_CUDA, "cudaStreamWaitEvent (ordering the handle's workspaces): %s",
                        cudaGetErrorString(e));
     }
-    h->ws_known = known;
-    h->ws_stream_id = id;
     return TK_SUCCESS;
 }
 

@@ -13,7 +13,9 @@
  * either.
  *
  * The reference of a set is computed once, by cuBLAS with fp32 C (exact
- * here) on a handle of its own, and checked on the host at sampled entries.
+ * here) on a handle of its own, and checked on the host at sampled entries
+ * ($TK_IG_REF names another kernel for it: under compute-sanitizer's
+ * racecheck, which reports hazards inside cuBLAS's own kernels).
  * Only fp32 C is compared with "cublas": its bf16 C may come from partial
  * sums rounded to bf16 (test_verify.c's note on 2300 x 2040 x 2104).
  */
@@ -84,8 +86,9 @@ static inline int ig_reference(ig_set *o, tk_handle ref_h, const uint16_t *ha, c
         snprintf(why, len, "%s: cudaMalloc of the reference: %s", s->name, cudaGetErrorString(cudaGetLastError()));
         return 1;
     }
+    const char *ref = getenv("TK_IG_REF");
     tk_status st = tk_gemm(ref_h, TK_ROW_MAJOR, TK_OP_N, s->op_b, s->m, s->n, s->k, 1.0f, o->a, o->lda, o->b,
-                           o->ldb, 0.0f, d, TK_F32, s->n, "cublas", NULL);
+                           o->ldb, 0.0f, d, TK_F32, s->n, ref && *ref ? ref : "cublas", NULL);
     cudaError_t e = st ? cudaSuccess : cudaMemcpy(o->ref, d, ref_bytes, cudaMemcpyDeviceToHost);
     cudaFree(d);
     if (st || e) {

@@ -25,8 +25,9 @@ static const char *only;   /* argv[1]: run the tests whose name holds it */
  * few-tile split, a k34 split), one that copies a misaligned A, and the long
  * product that keeps a stream busy. */
 static const ig_shape s_decode = { "1x4096x4096 NT (k40 split)", 1, 4096, 4096, TK_OP_T, 0, TK_F32 };
-static const ig_shape s_few = { "512x4096x4096 NT bf16 (split)", 512, 4096, 4096, TK_OP_T, 0, TK_BF16 };
-static const ig_shape s_k34 = { "128x4096x8192 NT (split)", 128, 4096, 8192, TK_OP_T, 0, TK_F32 };
+static const ig_shape s_few = { "512x4096x4096 NT bf16 (k31 few-tile split)", 512, 4096, 4096, TK_OP_T, 0,
+                                TK_BF16 };
+static const ig_shape s_wave = { "3000x3000x3000 (k31 last-wave split)", 3000, 3000, 3000, TK_OP_N, 0, TK_F32 };
 static const ig_shape s_copy = { "1024x1024x1024 bf16, A at +1 (copied)", 1024, 1024, 1024, TK_OP_N, 1, TK_BF16 };
 static const ig_shape s_long = { "8192x8192x8192 bf16 (delay)", 8192, 8192, 8192, TK_OP_N, 0, TK_BF16 };
 
@@ -72,8 +73,12 @@ static void test_stream_reuse(void)
         return;
     tk_handle h = NULL, hl = NULL;
     CHECK(tk_create(&h) == TK_SUCCESS && tk_create(&hl) == TK_SUCCESS, "tk_create");
-    int reused = 0, busy = 0;
+    int reused = 0, busy = 0, same_id = 0;
     const int rounds = 6;
+    /* a first call of each handle: its allocations (event, workspaces) are
+     * made here, not inside the timed window of round 0 */
+    run_check(h, &d1, 1.0f, NULL, NULL, "warm-up");
+    run_check(hl, &lg, 1.0f, NULL, NULL, "warm-up");
     for (int r = 0; r < rounds; r++) {
         cudaStream_t s1 = NULL, s2 = NULL;
         cudaEvent_t e1 = NULL, e2 = NULL;
@@ -82,8 +87,10 @@ static void test_stream_reuse(void)
                   cudaEventCreateWithFlags(&e2, cudaEventDisableTiming) == cudaSuccess,
               "stream/event creation");
         ig_poison(&d1, s1);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             ig_gemm(hl, &lg, 1.0f, NULL, s1);
+        unsigned long long id1 = 0, id2 = 0;
+        cudaStreamGetId(s1, &id1);
         tk_status st = ig_gemm(h, &d1, 2.0f, NULL, s1);
         CHECK(st == TK_SUCCESS, "round %d, call on s1: %s", r, tk_last_error(h));
         cudaEventRecord(e1, s1);
@@ -91,6 +98,8 @@ static void test_stream_reuse(void)
         cudaStreamDestroy(s1);
         CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) == cudaSuccess, "s2");
         reused += s2 == old;
+        cudaStreamGetId(s2, &id2);
+        same_id += id1 == id2;
         ig_poison(&d2, s2);
         st = ig_gemm(h, &d2, -1.0f, NULL, s2);
         CHECK(st == TK_SUCCESS, "round %d, call on s2: %s", r, tk_last_error(h));
@@ -110,8 +119,8 @@ static void test_stream_reuse(void)
         cudaEventDestroy(e1);
         cudaEventDestroy(e2);
     }
-    printf("     (stream values reused in %d of %d rounds; s1 still busy when s2's call was queued in %d)\n", reused,
-           rounds, busy);
+    printf("     (stream values reused in %d of %d rounds, cudaStreamGetId equal in %d; s1 still busy when s2's call "
+           "was queued in %d)\n", reused, rounds, same_id, busy);
     CHECK(busy == rounds, "s1 finished before s2's call was queued in %d of %d rounds: the test shows nothing",
           rounds - busy, rounds);
     tk_destroy(h);
@@ -155,9 +164,9 @@ static void test_flags(void)
     if (sm < 90)
         return;
     ig_set o[3];
-    if (make(&o[0], &s_decode, 21) || make(&o[1], &s_few, 22) || make(&o[2], &s_k34, 23))
+    if (make(&o[0], &s_decode, 21) || make(&o[1], &s_few, 22) || make(&o[2], &s_wave, 23))
         return;
-    const char *kernels[3] = { NULL, NULL, "k34_wgmma_128x64" };
+    const char *kernels[3] = { NULL, "k31_wgmma_cluster", "k31_wgmma_cluster" };
     tk_handle h = NULL;
     CHECK(tk_create(&h) == TK_SUCCESS, "tk_create");
     cudaStream_t s;
@@ -165,10 +174,13 @@ static void test_flags(void)
     char label[64];
     for (int i = 0; i < 12; i++) {
         snprintf(label, sizeof label, "call %d", i);
+        uint32_t seq = h->seq;
         if (run_check(h, &o[i % 3], (float)(1 + i % 4), kernels[i % 3], s, label) || flags_ok(h, label))
             break;
+        CHECK(h->seq == seq + 1, "%s (%s on %s) used no split workspace", label,
+              kernels[i % 3] ? kernels[i % 3] : "auto", o[i % 3].s.name);
     }
-    CHECK(h->flags && h->kws && h->seq >= 12, "the calls did not split (flags %p, seq %u)", h->flags, h->seq);
+    CHECK(h->flags && h->kws && h->seq == 12, "the calls did not split (flags %p, seq %u)", h->flags, h->seq);
     h->seq = UINT32_MAX - 4;   /* the next calls number up to the wrap, clear the flags, go on from 1 */
     for (int i = 0; i < 9; i++) {
         snprintf(label, sizeof label, "across the wrap, call %d (seq %u)", i, h->seq + 1);
@@ -190,10 +202,10 @@ static void test_flags(void)
 typedef struct cap_sync {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int stage;                   /* 1: capture begun; 2: the other thread done */
+    int stage;                   /* 1: capture begun; 2: the other thread's calls made; 3: capture ended */
     int grow_failed;
     char why[MSG];
-    ig_set *sets;                /* decode, few, copy (the growing thread's) */
+    ig_set *sets;                /* the growing thread's: decode, few tiles, copy, decode for cuBLAS */
 } cap_sync;
 
 static void set_stage(cap_sync *c, int stage)
@@ -212,6 +224,10 @@ static void wait_stage(cap_sync *c, int stage)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* The thread that allocates while the other captures. During the capture
+ * it makes only tilekit calls and asynchronous stream work (C poisoned on
+ * its stream); it reads its results back once the capture has ended (a
+ * synchronizing read-back is itself unsafe under a global capture). */
 static void *grow_thread(void *arg)
 {
     cap_sync *c = arg;
@@ -220,19 +236,16 @@ static void *grow_thread(void *arg)
     int bad = tk_create(&h) != TK_SUCCESS || cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess;
     if (bad)
         snprintf(c->why, sizeof c->why, "setup: %s", cudaGetErrorString(cudaGetLastError()));
-    wait_stage(c, 1);            /* everything below runs while the other thread captures */
-    /* decode (split workspace), few tiles (a larger one: regrown), a copy
-     * of a misaligned A, and cuBLAS's first use */
-    const char *kernels[4] = { NULL, NULL, NULL, "cublas" };
-    const int set_of[4] = { 0, 1, 2, 0 };
+    wait_stage(c, 1);            /* everything below until stage 2 runs while the other thread captures */
+    /* decode (split workspace and flags), few tiles on k31 (both regrown),
+     * a copy of a misaligned A, and cuBLAS's first use (handle, workspace) */
+    const char *kernels[4] = { NULL, "k31_wgmma_cluster", NULL, "cublas" };
     for (int i = 0; i < 4 && !bad; i++) {
-        ig_set *o = &c->sets[set_of[i]];
+        ig_set *o = &c->sets[i];
         tk_status st = ig_poison(o, s) ? TK_ERR_CUDA : ig_gemm(h, o, 3.0f, kernels[i], s);
         if (st) {
             snprintf(c->why, sizeof c->why, "%s on %s: %s (%s)", kernels[i] ? kernels[i] : "auto", o->s.name,
                      tk_status_string(st), tk_last_error(h));
-            bad = 1;
-        } else if (ig_check(o, 3.0f, s, c->why, sizeof c->why)) {
             bad = 1;
         }
     }
@@ -241,9 +254,12 @@ static void *grow_thread(void *arg)
                  "cublas %p)", h->kws, (void *)h->flags, h->copy_ws, h->cublas);
         bad = 1;
     }
-    tk_destroy(h);   /* also during the capture */
-    c->grow_failed = bad;
+    tk_destroy(h);               /* also during the capture */
     set_stage(c, 2);
+    wait_stage(c, 3);
+    for (int i = 0; i < 4 && !bad; i++)
+        bad = ig_check(&c->sets[i], 3.0f, s, c->why, sizeof c->why);
+    c->grow_failed = bad;
     if (s)
         cudaStreamDestroy(s);
     return NULL;
@@ -253,9 +269,9 @@ static void test_capture_while_growing(void)
 {
     if (sm < 90)
         return;
-    ig_set g[3], cap;
+    ig_set g[4], cap;
     if (make(&g[0], &s_decode, 31) || make(&g[1], &s_few, 32) || make(&g[2], &s_copy, 33) ||
-        make(&cap, &s_decode, 34))
+        make(&g[3], &s_decode, 35) || make(&cap, &s_decode, 34))
         return;
     cap_sync c;
     memset(&c, 0, sizeof c);
@@ -281,6 +297,7 @@ static void test_capture_while_growing(void)
     e = cudaStreamEndCapture(s, &graph);
     CHECK(e == cudaSuccess, "end capture after the other thread's allocations: %s", cudaGetErrorString(e));
     cudaGetLastError();
+    set_stage(&c, 3);
     pthread_join(t, NULL);
     CHECK(!c.grow_failed, "the growing thread: %s", c.why);
     if (e == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
@@ -290,7 +307,7 @@ static void test_capture_while_growing(void)
             CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "replay %d", r);
             CHECK(!ig_check(&cap, 2.0f, s, why, sizeof why), "replay %d: %s", r, why);
         }
-    } else {
+    } else if (e == cudaSuccess) {
         CHECK(0, "instantiate: %s", cudaGetErrorString(cudaGetLastError()));
     }
     /* after the capture, an eager cuBLAS call gets its workspace */
@@ -302,7 +319,7 @@ static void test_capture_while_growing(void)
         cudaGraphDestroy(graph);
     cudaStreamDestroy(s);
     tk_destroy(h);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         ig_free(&g[i]);
     ig_free(&cap);
 }
