@@ -70,8 +70,9 @@ typedef struct tk_handle_s *tk_handle;
  *   stream before it. Calls on one handle that use one of its workspaces
  *   (copies, split tiles, cuBLAS) also run after the previous such call on
  *   that handle, whatever its stream: each records an event where it ends,
- *   and the next makes its stream wait for it (also a new stream that got
- *   the handle value of a destroyed one whose work is still pending). No
+ *   and the next, on another stream (told apart by cudaStreamGetId, so also
+ *   a new stream that got the handle value of a destroyed one whose work is
+ *   still pending), makes its stream wait for it. No
  *   call synchronizes the host or the device, and workspaces are allocated
  *   and freed in stream order (cudaMallocAsync), so a CUDA graph may be
  *   captured in another thread meanwhile. So one handle

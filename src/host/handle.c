@@ -8,20 +8,21 @@
  * flags, two copies each other's operands. Rather than a workspace per
  * stream (unbounded memory) or a rule users must keep, the handle orders
  * these calls: each records ws_event on its stream where it ends, and the
- * next one makes its stream wait for that event first, whatever its stream.
- * It waits on its own stream too: a stream cannot be told apart from a
- * destroyed one whose work is still pending by its handle value (the next
- * stream created often gets the same value) nor, as measured on an H200
- * with CUDA 13.0, by cudaStreamGetId (the new stream got the old id too,
- * and its call ran before the old stream's), and a wait on an event
- * already reached in stream order costs the GPU nothing. No call
- * synchronizes the host or the device.
+ * next one, on another stream, makes its stream wait for that event first.
+ * Streams are told apart by cudaStreamGetId, unique for the life of the
+ * process, not by handle value: a stream destroyed while its work is still
+ * pending often gives its value to the next stream created (6 times in 6 on
+ * an H200 with CUDA 13.0, tests/gpu/test_handle.c), which must still wait
+ * for that work; its id differed every time. No call synchronizes the host
+ * or the device.
  *
  * Memory comes from the stream-ordered allocator (cudaMallocAsync and
  * cudaFreeAsync on the call's stream, which the event wait has already
- * ordered after every earlier user): growing a workspace neither waits for
- * the device nor makes the synchronous allocation calls that would
- * invalidate a CUDA-graph capture running in another thread. Calls that use
+ * ordered after every earlier user): growing a workspace never waits for
+ * the device. CUDA still counts these calls as unsafe while another thread
+ * captures a graph in global mode (refused, and the capture invalidated:
+ * seen on an H200), so they run in relaxed capture mode, as the event and
+ * cuBLAS handle creation do. Calls that use
  * no workspace are not ordered: they share nothing on the GPU (tensor maps
  * travel in the launch parameters). */
 #include <stdio.h>
@@ -205,7 +206,9 @@ cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes, cudaStream_t s
 {
     /* An injected failure is a real failed allocation (no GPU has 2^62
      * bytes), so the runtime is left as a real one leaves it. */
+    enum cudaStreamCaptureMode m = relax();
     cudaError_t e = cudaMallocAsync(p, alloc_fails(h) ? (size_t)1 << 62 : bytes, s);
+    restore(m);
     if (e != cudaSuccess) {
         cudaGetLastError();
         *p = NULL;
@@ -216,8 +219,27 @@ cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes, cudaStream_t s
 void tk_handle_free(tk_handle h, void *p, cudaStream_t s)
 {
     (void)h;
-    if (p && cudaFreeAsync(p, s) != cudaSuccess)
+    if (!p)
+        return;
+    enum cudaStreamCaptureMode m = relax();
+    if (cudaFreeAsync(p, s) != cudaSuccess)
         cudaGetLastError();
+    restore(m);
+}
+
+/* The stream's process-wide id in *id; 0 when it has none to give (then
+ * it is treated as another stream than the last). cudaStreamPerThread names
+ * a different stream in each host thread, and a handle may pass from thread
+ * to thread: it is always treated as another stream. */
+static int stream_id(cudaStream_t s, unsigned long long *id)
+{
+    if (s == cudaStreamPerThread)
+        return 0;
+    if (cudaStreamGetId(s, id) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return 1;
 }
 
 tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
@@ -234,6 +256,8 @@ tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
                            "workspaces): %s", cudaGetErrorString(e));
         }
     }
+    unsigned long long id = 0;
+    const int known = stream_id(s, &id);
     if (h->ws_unordered) {
         /* The last call's event could not be recorded: wait for everything. */
         if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
@@ -242,11 +266,14 @@ tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
                            cudaGetErrorString(e));
         }
         h->ws_unordered = 0;
-    } else if (h->ws_recorded && (e = cudaStreamWaitEvent(s, h->ws_event, 0)) != cudaSuccess) {
+    } else if (h->ws_recorded && !(known && h->ws_known && id == h->ws_stream_id) &&
+               (e = cudaStreamWaitEvent(s, h->ws_event, 0)) != cudaSuccess) {
         cudaGetLastError();
         return tk_fail(h, TK_ERR_CUDA, "cudaStreamWaitEvent (ordering the handle's workspaces): %s",
                        cudaGetErrorString(e));
     }
+    h->ws_known = known;
+    h->ws_stream_id = id;
     return TK_SUCCESS;
 }
 

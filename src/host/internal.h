@@ -28,10 +28,12 @@ struct tk_handle_s {
     size_t copy_ws_limit;        /* 0: none; tests set one to see the refusal */
     /* The order of the calls that use the workspaces above (handle.c,
      * tk_handle_ws_begin): each records ws_event on its stream where it
-     * ends; the next, on any stream, waits for it first. */
+     * ends; the next, on a stream of another id, waits for it first. */
     cudaEvent_t ws_event;        /* created by the first such call */
     int ws_recorded;             /* ws_event holds the end of the last such call */
     int ws_unordered;            /* recording failed: the next such call synchronizes the device */
+    int ws_known;                /* ws_stream_id is the last such call's stream id (cudaStreamGetId) */
+    unsigned long long ws_stream_id;
     /* Tests: n > 0 fails the n-th device allocation from now (tk_handle_malloc's,
      * or the creation of ws_event). */
     int fail_alloc;

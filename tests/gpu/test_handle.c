@@ -24,7 +24,7 @@ static const char *only;   /* argv[1]: run the tests whose name holds it */
 /* Shapes that use the split workspace on sm_90 (k40's split decode, k31's
  * few-tile split, a k34 split), one that copies a misaligned A, and the long
  * product that keeps a stream busy. */
-static const ig_shape s_decode = { "1x4096x4096 NT (k40 split)", 1, 4096, 4096, TK_OP_T, 0, TK_F32 };
+static const ig_shape s_decode = { "9x1000x16360 NT (k40 split)", 9, 1000, 16360, TK_OP_T, 0, TK_F32 };
 static const ig_shape s_few = { "512x4096x4096 NT bf16 (k31 few-tile split)", 512, 4096, 4096, TK_OP_T, 0,
                                 TK_BF16 };
 static const ig_shape s_wave = { "3000x3000x3000 (k31 last-wave split)", 3000, 3000, 3000, TK_OP_N, 0, TK_F32 };
@@ -77,7 +77,7 @@ static void test_stream_reuse(void)
     const int rounds = 6;
     /* a first call of each handle: its allocations (event, workspaces) are
      * made here, not inside the timed window of round 0 */
-    run_check(h, &d1, 1.0f, NULL, NULL, "warm-up");
+    run_check(h, &d1, 1.0f, "k40_skinny", NULL, "warm-up");
     run_check(hl, &lg, 1.0f, NULL, NULL, "warm-up");
     for (int r = 0; r < rounds; r++) {
         cudaStream_t s1 = NULL, s2 = NULL;
@@ -91,8 +91,10 @@ static void test_stream_reuse(void)
             ig_gemm(hl, &lg, 1.0f, NULL, s1);
         unsigned long long id1 = 0, id2 = 0;
         cudaStreamGetId(s1, &id1);
-        tk_status st = ig_gemm(h, &d1, 2.0f, NULL, s1);
-        CHECK(st == TK_SUCCESS, "round %d, call on s1: %s", r, tk_last_error(h));
+        uint32_t seq = h->seq;
+        tk_status st = ig_gemm(h, &d1, 2.0f, "k40_skinny", s1);
+        CHECK(st == TK_SUCCESS && h->seq == seq + 1, "round %d, call on s1: %s (seq %u -> %u: a split expected)", r,
+              tk_last_error(h), seq, h->seq);
         cudaEventRecord(e1, s1);
         cudaStream_t old = s1;
         cudaStreamDestroy(s1);
@@ -101,8 +103,9 @@ static void test_stream_reuse(void)
         cudaStreamGetId(s2, &id2);
         same_id += id1 == id2;
         ig_poison(&d2, s2);
-        st = ig_gemm(h, &d2, -1.0f, NULL, s2);
-        CHECK(st == TK_SUCCESS, "round %d, call on s2: %s", r, tk_last_error(h));
+        st = ig_gemm(h, &d2, -1.0f, "k40_skinny", s2);
+        CHECK(st == TK_SUCCESS && h->seq == seq + 2, "round %d, call on s2: %s (seq %u: a split expected)", r,
+              tk_last_error(h), h->seq);
         busy += cudaEventQuery(e1) == cudaErrorNotReady;   /* s1 still busy after s2's call was queued */
         cudaGetLastError();
         cudaEventRecord(e2, s2);
@@ -166,7 +169,7 @@ static void test_flags(void)
     ig_set o[3];
     if (make(&o[0], &s_decode, 21) || make(&o[1], &s_few, 22) || make(&o[2], &s_wave, 23))
         return;
-    const char *kernels[3] = { NULL, "k31_wgmma_cluster", "k31_wgmma_cluster" };
+    const char *kernels[3] = { "k40_skinny", "k31_wgmma_cluster", "k31_wgmma_cluster" };
     tk_handle h = NULL;
     CHECK(tk_create(&h) == TK_SUCCESS, "tk_create");
     cudaStream_t s;
@@ -239,7 +242,7 @@ static void *grow_thread(void *arg)
     wait_stage(c, 1);            /* everything below until stage 2 runs while the other thread captures */
     /* decode (split workspace and flags), few tiles on k31 (both regrown),
      * a copy of a misaligned A, and cuBLAS's first use (handle, workspace) */
-    const char *kernels[4] = { NULL, "k31_wgmma_cluster", NULL, "cublas" };
+    const char *kernels[4] = { "k40_skinny", "k31_wgmma_cluster", NULL, "cublas" };
     for (int i = 0; i < 4 && !bad; i++) {
         ig_set *o = &c->sets[i];
         tk_status st = ig_poison(o, s) ? TK_ERR_CUDA : ig_gemm(h, o, 3.0f, kernels[i], s);
@@ -249,9 +252,9 @@ static void *grow_thread(void *arg)
             bad = 1;
         }
     }
-    if (!bad && (!h->kws || !h->flags || !h->copy_ws || !h->cublas || !h->workspace)) {
+    if (!bad && (!h->kws || !h->flags || !h->copy_ws || !h->cublas || !h->workspace || h->seq != 2)) {
         snprintf(c->why, sizeof c->why, "the handle did not allocate every workspace (kws %p, flags %p, copy %p, "
-                 "cublas %p)", h->kws, (void *)h->flags, h->copy_ws, h->cublas);
+                 "cublas %p, %u split launches of 2)", h->kws, (void *)h->flags, h->copy_ws, h->cublas, h->seq);
         bad = 1;
     }
     tk_destroy(h);               /* also during the capture */
