@@ -25,6 +25,7 @@
  * cuBLAS handle creation do. Calls that use
  * no workspace are not ordered: they share nothing on the GPU (tensor maps
  * travel in the launch parameters). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,50 @@ static void restore(enum cudaStreamCaptureMode m)
 {
     if (cudaThreadExchangeStreamCaptureMode(&m) != cudaSuccess)
         cudaGetLastError();
+}
+
+/* cuBLAS handles of destroyed tk handles, kept for the next tk handle of
+ * the same device instead of being destroyed: cublasDestroy synchronizes
+ * the device (cuBLAS's documentation says so), which CUDA refuses while any
+ * thread captures a graph, and the refusal invalidates that capture (seen
+ * on an H200: tests/gpu/test_handle.c, test_destroy_during_capture). A tk
+ * handle may be destroyed at any time (Python destroys a thread's handles
+ * when the thread ends), so it never calls cublasDestroy; the pool holds at
+ * most as many cuBLAS handles as tk handles that used cuBLAS were alive at
+ * once, up to TK_CUBLAS_POOL (past that, a handle is destroyed after all).
+ * Process-wide and keyed by device: a cuBLAS handle belongs to the device
+ * current at its creation and is used by one tk handle at a time. */
+#define TK_CUBLAS_POOL 64
+static struct {
+    pthread_mutex_t mu;
+    int n;
+    struct { int device; void *cublas; } e[TK_CUBLAS_POOL];
+} cublas_pool = { PTHREAD_MUTEX_INITIALIZER, 0, { { 0, NULL } } };
+
+static void *cublas_pool_take(int device)
+{
+    void *cb = NULL;
+    pthread_mutex_lock(&cublas_pool.mu);
+    for (int i = cublas_pool.n - 1; i >= 0 && !cb; i--)
+        if (cublas_pool.e[i].device == device) {
+            cb = cublas_pool.e[i].cublas;
+            cublas_pool.e[i] = cublas_pool.e[--cublas_pool.n];
+        }
+    pthread_mutex_unlock(&cublas_pool.mu);
+    return cb;
+}
+
+/* 0 when kept; 1 when the pool is full (the caller destroys it). */
+static int cublas_pool_give(int device, void *cb)
+{
+    pthread_mutex_lock(&cublas_pool.mu);
+    int full = cublas_pool.n == TK_CUBLAS_POOL;
+    if (!full) {
+        cublas_pool.e[cublas_pool.n].device = device;
+        cublas_pool.e[cublas_pool.n++].cublas = cb;
+    }
+    pthread_mutex_unlock(&cublas_pool.mu);
+    return full;
 }
 
 tk_status tk_create(tk_handle *out)
@@ -103,7 +148,7 @@ tk_status tk_destroy(tk_handle h)
     } else if (h->ws_unordered && cudaDeviceSynchronize() != cudaSuccess) {
         cudaGetLastError();
     }
-    if (h->cublas)
+    if (h->cublas && cublas_pool_give(h->dev.id, h->cublas))
         cublasDestroy((cublasHandle_t)h->cublas);
     void *bufs[4] = { h->workspace, h->kws, h->flags, h->copy_ws };
     for (int i = 0; i < 4; i++)
@@ -121,6 +166,9 @@ tk_status tk_destroy(tk_handle h)
 
 tk_status tk_handle_cublas(tk_handle h, cudaStream_t s, int graph)
 {
+    /* a pooled one gets its stream and workspace set by every launch (cublas.c) */
+    if (!h->cublas)
+        h->cublas = cublas_pool_take(h->dev.id);
     if (!h->cublas) {
         cublasHandle_t cb = NULL;
         enum cudaStreamCaptureMode m = relax();

@@ -199,9 +199,9 @@ static void test_flags(void)
 
 /* Item 6: a graph captured in global mode by one thread while another
  * thread's handle makes its first allocations (split workspace and flags, a
- * copy workspace, cuBLAS's handle and workspace), grows them, and is
- * destroyed. Synchronous allocation or device synchronization in the second
- * thread would invalidate the capture. */
+ * copy workspace, cuBLAS's handle and workspace) and grows them.
+ * Synchronous allocation or device synchronization in the second thread
+ * would invalidate the capture. */
 typedef struct cap_sync {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -257,9 +257,9 @@ static void *grow_thread(void *arg)
                  "cublas %p, %u split launches of 2)", h->kws, (void *)h->flags, h->copy_ws, h->cublas, h->seq);
         bad = 1;
     }
-    tk_destroy(h);               /* also during the capture */
     set_stage(c, 2);
     wait_stage(c, 3);
+    tk_destroy(h);
     for (int i = 0; i < 4 && !bad; i++)
         bad = ig_check(&c->sets[i], 3.0f, s, c->why, sizeof c->why);
     c->grow_failed = bad;
@@ -324,6 +324,69 @@ static void test_capture_while_growing(void)
     tk_destroy(h);
     for (int i = 0; i < 4; i++)
         ig_free(&g[i]);
+    ig_free(&cap);
+}
+
+/* tk_destroy in one thread while another captures in global mode (Python
+ * destroys a thread's handles when the thread ends, whatever other threads
+ * do): a handle that used its split and copy workspaces, and one that used
+ * cuBLAS too. */
+typedef struct destroy_job {
+    tk_handle h;
+    cap_sync *c;
+} destroy_job;
+
+static void *destroy_thread(void *arg)
+{
+    destroy_job *j = arg;
+    wait_stage(j->c, 1);
+    tk_destroy(j->h);
+    set_stage(j->c, 2);
+    return NULL;
+}
+
+static void test_destroy_during_capture(void)
+{
+    if (sm < 90)
+        return;
+    ig_set o[3], cap;
+    if (make(&o[0], &s_decode, 71) || make(&o[1], &s_copy, 72) || make(&o[2], &s_decode, 73) ||
+        make(&cap, &s_decode, 74))
+        return;
+    for (int with_cublas = 0; with_cublas < 2; with_cublas++) {
+        tk_handle hd = NULL, h = NULL;
+        cudaStream_t s = NULL;
+        CHECK(tk_create(&hd) == TK_SUCCESS && tk_create(&h) == TK_SUCCESS &&
+                  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess,
+              "setup");
+        run_check(hd, &o[0], 1.0f, "k40_skinny", s, "split before");
+        run_check(hd, &o[1], 1.0f, NULL, s, "copy before");
+        if (with_cublas)   /* fp32 C: cuBLAS's bf16 C may round partial sums (int_gemm.h) */
+            run_check(hd, &o[2], 1.0f, "cublas", s, "cublas before");
+        cap_sync c;
+        memset(&c, 0, sizeof c);
+        pthread_mutex_init(&c.mu, NULL);
+        pthread_cond_init(&c.cv, NULL);
+        destroy_job j = { hd, &c };
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, destroy_thread, &j) == 0, "pthread_create");
+        cudaGraph_t graph = NULL;
+        cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+        tk_status st = ig_gemm(h, &cap, 2.0f, NULL, s);
+        set_stage(&c, 1);
+        wait_stage(&c, 2);
+        e = cudaStreamEndCapture(s, &graph);
+        CHECK(st == TK_SUCCESS && e == cudaSuccess, "%s: capture across the other thread's tk_destroy: %s, %s",
+              with_cublas ? "with cuBLAS" : "without cuBLAS", tk_status_string(st), cudaGetErrorString(e));
+        cudaGetLastError();
+        pthread_join(t, NULL);
+        if (graph)
+            cudaGraphDestroy(graph);
+        cudaStreamDestroy(s);
+        tk_destroy(h);
+    }
+    for (int i = 0; i < 3; i++)
+        ig_free(&o[i]);
     ig_free(&cap);
 }
 
@@ -468,6 +531,7 @@ void tk_tests(void)
     maybe("test_stream_reuse", test_stream_reuse);
     maybe("test_flags", test_flags);
     maybe("test_capture_while_growing", test_capture_while_growing);
+    maybe("test_destroy_during_capture", test_destroy_during_capture);
     maybe("test_cublas_first_under_capture", test_cublas_first_under_capture);
     maybe("test_misaligned_real", test_misaligned_real);
     maybe("test_device_check", test_device_check);
