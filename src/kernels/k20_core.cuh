@@ -28,8 +28,7 @@
 #include "../tiles/swizzle.cuh"
 
 /* Configuration. The K20_* macros may be overridden with -D by tuning builds
- * of either kernel (which also rename the registry entry with
- * K20_ENTRY/K20_NAME or K21_ENTRY/K21_NAME). */
+ * of either kernel. */
 #ifndef K20_BM
 #define K20_BM 128
 #endif

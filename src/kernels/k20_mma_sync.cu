@@ -54,11 +54,6 @@
 
 /* The configuration (tiles, stages, GROUP_M) and every device step are in
  * k20_core.cuh, shared with k21_mma_fastload. */
-#ifndef K20_ENTRY
-#define K20_ENTRY tk_kernel_k20_mma_sync
-#define K20_NAME "k20_mma_sync"
-#endif
-
 template <int A_T, int B_T>
 static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k20_kernel(tk_args p, int stages, int group_m)
 {
@@ -93,8 +88,26 @@ static tk_status k20_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return k20_core_launch(k20_fns, a, dev, stream, why, len);
 }
 
-extern "C" const tk_kernel K20_ENTRY = {
-    K20_NAME, "mma.sync + ldmatrix + cp.async pipeline, swizzled smem, 128x256 tiles, super-tile order (sm_80+)",
-    80, K20_BM, K20_BN, K20_WM, K20_WN, 20,
-    k20_supports, k20_resources, k20_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+static tk_status k20_family_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why,
+                                     size_t len)
+{
+    (void)k;
+    return k20_supports(a, dev, why, len);
+}
+
+static void k20_family_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)k;
+    k20_resources(a, dev, r);
+}
+
+static tk_status k20_family_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                                   char *why, size_t len)
+{
+    (void)k;
+    return k20_launch(a, dev, stream, why, len);
+}
+
+extern "C" const tk_family_ops tk_ops_k20 = { k20_family_supports, k20_family_resources, k20_family_launch, NULL,
+                                              NULL };

@@ -52,11 +52,6 @@
 /* The configuration (tiles, stages, GROUP_M; the K20_* macros) and every
  * device step, the bounds-free copies included, are in k20_core.cuh, shared
  * with k20_mma_sync; this file holds the decision where to use them. */
-#ifndef K21_ENTRY
-#define K21_ENTRY tk_kernel_k21_mma_fastload
-#define K21_NAME "k21_mma_fastload"
-#endif
-
 template <int A_T, int B_T>
 static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k21_kernel(tk_args p, int stages, int group_m)
 {
@@ -99,8 +94,26 @@ static tk_status k21_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return k20_core_launch(k21_fns, a, dev, stream, why, len);
 }
 
-extern "C" const tk_kernel K21_ENTRY = {
-    K21_NAME, "k20 with bounds-free cp.async for tiles inside the matrices (sm_80+)",
-    80, K20_BM, K20_BN, K20_WM, K20_WN, 21,
-    k20_supports, k21_resources, k21_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+static tk_status k21_family_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why,
+                                     size_t len)
+{
+    (void)k;
+    return k20_supports(a, dev, why, len);
+}
+
+static void k21_family_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)k;
+    k21_resources(a, dev, r);
+}
+
+static tk_status k21_family_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                                   char *why, size_t len)
+{
+    (void)k;
+    return k21_launch(a, dev, stream, why, len);
+}
+
+extern "C" const tk_family_ops tk_ops_k21 = { k21_family_supports, k21_family_resources, k21_family_launch, NULL,
+                                              NULL };
