@@ -84,36 +84,5 @@ static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k21_kernel
 /* The four instances, in k20_pick's order: (op_a, op_b) = NN, NT, TN, TT. */
 static const k20_fn k21_fns[4] = { k21_kernel<0, 0>, k21_kernel<0, 1>, k21_kernel<1, 0>, k21_kernel<1, 1> };
 
-static void k21_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
-{
-    k20_core_resources(k21_fns, a, dev, r);
-}
-
-static tk_status k21_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
-{
-    return k20_core_launch(k21_fns, a, dev, stream, why, len);
-}
-
 /* The family's functions (src/kernels/table.def: its configuration). */
-static tk_status k21_family_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why,
-                                     size_t len)
-{
-    (void)k;
-    return k20_supports(a, dev, why, len);
-}
-
-static void k21_family_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
-{
-    (void)k;
-    k21_resources(a, dev, r);
-}
-
-static tk_status k21_family_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
-                                   char *why, size_t len)
-{
-    (void)k;
-    return k21_launch(a, dev, stream, why, len);
-}
-
-extern "C" const tk_family_ops tk_ops_k21 = { k21_family_supports, k21_family_resources, k21_family_launch, NULL,
-                                              NULL };
+K20_FAMILY_OPS(k21, k21_fns)
