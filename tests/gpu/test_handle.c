@@ -56,6 +56,35 @@ static int run_check(tk_handle h, ig_set *o, float alpha, const char *kernel, cu
     return 0;
 }
 
+/* A handle and a stream of its own for a test; close_hs ends both. */
+static void open_hs(tk_handle *h, cudaStream_t *s)
+{
+    CHECK(tk_create(h) == TK_SUCCESS && cudaStreamCreateWithFlags(s, cudaStreamNonBlocking) == cudaSuccess,
+          "setup: %s", cudaGetErrorString(cudaGetLastError()));
+}
+
+/* Instantiates graph (if the capture gave one: e), replays it `replays`
+ * times on s with o's C poisoned before each, checks each result, and
+ * destroys graph and its instance. */
+static void replay_check(cudaError_t e, cudaGraph_t graph, int replays, ig_set *o, float alpha, cudaStream_t s)
+{
+    cudaGraphExec_t exec = NULL;
+    if (e == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
+        for (int r = 0; r < replays; r++) {
+            char why[MSG];
+            ig_poison(o, s);
+            CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "replay %d", r);
+            CHECK(!ig_check(o, alpha, s, why, sizeof why), "replay %d: %s", r, why);
+        }
+    } else if (e == cudaSuccess) {
+        CHECK(0, "instantiate: %s", cudaGetErrorString(cudaGetLastError()));
+    }
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+}
+
 /* Item 8: a stream destroyed while its GEMM is pending may give its handle
  * value to the next stream created. Each round: the stream s1 is kept busy
  * for milliseconds (a long product on another handle), then a call of h that
@@ -283,12 +312,10 @@ static void test_capture_while_growing(void)
     c.sets = g;
     tk_handle h = NULL;
     cudaStream_t s = NULL;
-    CHECK(tk_create(&h) == TK_SUCCESS && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess,
-          "setup");
+    open_hs(&h, &s);
     pthread_t t;
     CHECK(pthread_create(&t, NULL, grow_thread, &c) == 0, "pthread_create");
     cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
     cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
     CHECK(e == cudaSuccess, "begin capture: %s", cudaGetErrorString(e));
     tk_status st = ig_poison(&cap, s) ? TK_ERR_CUDA : ig_gemm(h, &cap, 2.0f, NULL, s);
@@ -303,23 +330,10 @@ static void test_capture_while_growing(void)
     set_stage(&c, 3);
     pthread_join(t, NULL);
     CHECK(!c.grow_failed, "the growing thread: %s", c.why);
-    if (e == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
-        for (int r = 0; r < 2; r++) {
-            char why[MSG];
-            ig_poison(&cap, s);
-            CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "replay %d", r);
-            CHECK(!ig_check(&cap, 2.0f, s, why, sizeof why), "replay %d: %s", r, why);
-        }
-    } else if (e == cudaSuccess) {
-        CHECK(0, "instantiate: %s", cudaGetErrorString(cudaGetLastError()));
-    }
+    replay_check(e, graph, 2, &cap, 2.0f, s);
     /* after the capture, an eager cuBLAS call gets its workspace */
     CHECK(!run_check(h, &cap, -1.0f, "cublas", s, "eager cublas after capture") && h->workspace,
           "cuBLAS workspace after the eager call: %p", h->workspace);
-    if (exec)
-        cudaGraphExecDestroy(exec);
-    if (graph)
-        cudaGraphDestroy(graph);
     cudaStreamDestroy(s);
     tk_destroy(h);
     for (int i = 0; i < 4; i++)
@@ -399,10 +413,8 @@ static void test_cublas_first_under_capture(void)
         return;
     tk_handle h = NULL;
     cudaStream_t s = NULL;
-    CHECK(tk_create(&h) == TK_SUCCESS && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess,
-          "setup");
+    open_hs(&h, &s);
     cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
     ig_poison(&o, s);
     cudaStreamSynchronize(s);
     cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
@@ -413,15 +425,7 @@ static void test_cublas_first_under_capture(void)
     cudaGetLastError();
     CHECK(h->cublas && !h->workspace, "under capture: cuBLAS handle %p, workspace %p (expected none)", h->cublas,
           h->workspace);
-    if (e == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
-        char why[MSG];
-        CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "replay");
-        CHECK(!ig_check(&o, 1.0f, s, why, sizeof why), "replay: %s", why);
-    }
-    if (exec)
-        cudaGraphExecDestroy(exec);
-    if (graph)
-        cudaGraphDestroy(graph);
+    replay_check(e, graph, 1, &o, 1.0f, s);
     cudaStreamDestroy(s);
     tk_destroy(h);
     ig_free(&o);
@@ -438,8 +442,7 @@ static void test_misaligned_real(void)
         return;
     tk_handle h = NULL;
     cudaStream_t s = NULL;
-    CHECK(tk_create(&h) == TK_SUCCESS && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess,
-          "setup");
+    open_hs(&h, &s);
     const char *kernels[] = { NULL, "k01_naive", "cublas", "k21_mma_fastload" };
     for (int w = 0; w < 3; w++)
         for (int k = 0; k < 4; k++) {

@@ -833,14 +833,21 @@ static void test_misaligned_pointers(void)
 /* Issue 35, item 5: a handle serves the device it was created on; a call
  * from a thread where another device is current is refused, naming both. A
  * stand-in for cudaGetDevice models the other device (and its failure). */
+/* A handle made by hand (internal.h) for a modeled device of sm_XY, with
+ * get_device standing in for cudaGetDevice. */
+static void fake_handle(struct tk_handle_s *fake, int sm, cudaError_t (*get_device)(int *))
+{
+    memset(fake, 0, sizeof *fake);
+    fake->have_device = 1;
+    fake->dev = fake_device(sm);
+    fake->dev.id = 0;
+    fake->get_device = get_device;
+}
+
 static void test_wrong_device(void)
 {
     struct tk_handle_s fake;
-    memset(&fake, 0, sizeof fake);
-    fake.have_device = 1;
-    fake.dev = fake_device(90);
-    fake.dev.id = 0;
-    fake.get_device = current_is_1;
+    fake_handle(&fake, 90, current_is_1);
     tk_gemm_problem p = base_problem();
     const char *kernels[] = { NULL, "k01_naive", "cublas", "k31_wgmma_cluster" };
     for (int k = 0; k < 4; k++)
@@ -871,11 +878,7 @@ static void test_wrong_device(void)
 static void test_last_error_after_dispatch(void)
 {
     struct tk_handle_s fake;
-    memset(&fake, 0, sizeof fake);
-    fake.have_device = 1;
-    fake.dev = fake_device(80);
-    fake.dev.id = 0;
-    fake.get_device = current_is_0;
+    fake_handle(&fake, 80, current_is_0);
     tk_gemm_problem p = base_problem();
     p.m = p.n = p.k = 512;
     p.lda = p.ldb = p.ldc = 512;
