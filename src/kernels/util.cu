@@ -5,11 +5,11 @@
  * random and small-integer fills on the device. */
 #include <stdio.h>
 #include <string.h>
-#include "../host/kernel.h"
+#include "../lib/kernel.h"
 extern "C" {   /* lab.h is a C header without C++ guards */
-#include "../host/lab.h"
+#include "../lib/lab.h"
 }
-#include "../host/lab_rand.h"
+#include "../lib/lab_rand.h"
 #include "../tiles/epilogue.cuh"
 
 static __global__ void scale_c_kernel(void *c, int64_t m, int64_t n, int64_t ldc, tk_dtype c_type, float beta)
