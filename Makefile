@@ -25,7 +25,7 @@ NVFLAGS  ?= -O3 -lineinfo
 NVFLAGS  += -std=c++17 $(GENCODE) -Xcompiler -fPIC,-Wall -Xptxas -v --expt-relaxed-constexpr
 LDLIBS   := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcublas -lcudart -lstdc++ -lpthread -lm -ldl
 
-HOST_SRCS   := $(wildcard src/lib/*.c)
+HOST_SRCS   := $(wildcard src/lib/*.c src/lab/*.c)
 KERNEL_C    := $(wildcard src/kernels/*.c)
 KERNEL_CU   := $(wildcard src/kernels/*.cu)
 DEV_HEADERS := $(wildcard src/tiles/*.cuh src/ptx/*.cuh src/kernels/*.cuh src/kernels/*.h) src/lib/kernel.h include/tilekit.h
@@ -60,7 +60,7 @@ $(PYEXT): python/tilekit/_tilekit.c include/tilekit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(PY_INCLUDE) $(CFLAGS) -shared -o $@ $< -ldl
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/lib/*.h src/kernels/*.h) include/tilekit.h src/kernels/kernels.def
+$(BUILD)/obj/%.o: %.c $(wildcard src/lib/*.h src/lab/*.h src/kernels/*.h) include/tilekit.h src/kernels/kernels.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -115,7 +115,7 @@ ASAN_OBJS  := $(patsubst %.c,$(BUILD)/asan/%.o,$(HOST_SRCS) $(KERNEL_C) tests/fu
 FUZZ       := $(BUILD)/asan/fuzz_api
 FUZZ_ARGS  ?= --seconds 30 --seed 1
 
-$(BUILD)/asan/%.o: %.c $(wildcard src/lib/*.h) include/tilekit.h src/kernels/kernels.def
+$(BUILD)/asan/%.o: %.c $(wildcard src/lib/*.h src/lab/*.h) include/tilekit.h src/kernels/kernels.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -O1 $(ASAN_FLAGS) -c $< -o $@
 $(FUZZ): $(ASAN_OBJS) $(CU_OBJS)

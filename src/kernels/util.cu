@@ -7,9 +7,9 @@
 #include <string.h>
 #include "../lib/kernel.h"
 extern "C" {   /* lab.h is a C header without C++ guards */
-#include "../lib/lab.h"
+#include "../lab/lab.h"
 }
-#include "../lib/lab_rand.h"
+#include "../lab/lab_rand.h"
 #include "../tiles/epilogue.cuh"
 
 static __global__ void scale_c_kernel(void *c, int64_t m, int64_t n, int64_t ldc, tk_dtype c_type, float beta)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include "tilekit.h"
 #include "lib/internal.h"
-#include "lib/lab.h"
+#include "lab/lab.h"
 #include "../host/check.h"
 
 static void test_plant(void)
