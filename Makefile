@@ -84,8 +84,19 @@ $(BUILD)/obj/%.o: %.cu $(DEV_HEADERS)
 	@! grep -E 'error|warning|Performance Loss' $@.ptxas || { echo "nvcc warnings in $<"; exit 1; }
 $(LAB_CU_OBJS): $(wildcard src/lab/*.h)
 
-$(BUILD)/libtilekit.so.$(VERSION): $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libtilekit.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
+# libtilekit.so exports what include/tilekit.h declares and nothing else: a
+# version script names the tk_*( of the header's preprocessed text (a name
+# followed by "(*" is a function-pointer type) and makes every other symbol
+# local, the library's internals and the kernels' host stubs alike. The CUDA
+# runtime stays a dependency, so dlsym() on the library still finds its
+# functions (the Python package's extension and fallback use that).
+LIB_MAP := $(BUILD)/libtilekit.map
+$(LIB_MAP): include/tilekit.h
+	@mkdir -p $(dir $@)
+	{ echo '{ global:'; $(CC) -E -P $< | grep -oE '\<tk_[A-Za-z0-9_]+ *\( *[^* ]' | sed -E 's/ *\(.*/;/' | sort -u; \
+	  echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/libtilekit.so.$(VERSION): $(LIB_OBJS) $(LIB_MAP)
+	$(CC) -shared -Wl,-soname,libtilekit.so.$(SOMAJOR) -Wl,--version-script=$(LIB_MAP) -o $@ $(LIB_OBJS) $(LDLIBS)
 $(BUILD)/libtilekit.so: $(BUILD)/libtilekit.so.$(VERSION)
 	ln -sf libtilekit.so.$(VERSION) $(BUILD)/libtilekit.so.$(SOMAJOR)
 	ln -sf libtilekit.so.$(VERSION) $@
