@@ -90,6 +90,7 @@ $(LAB_CU_OBJS): $(wildcard src/lab/*.h)
 # local, the library's internals and the kernels' host stubs alike. The CUDA
 # runtime stays a dependency, so dlsym() on the library still finds its
 # functions (the Python package's extension and fallback use that).
+# tests/python/test_exports.py checks the exported list against the header.
 LIB_MAP := $(BUILD)/libtilekit.map
 $(LIB_MAP): include/tilekit.h
 	@mkdir -p $(dir $@)
