@@ -6,7 +6,7 @@
 #   bash bench/sanitize.sh [BUILD [OUTDIR]]     (defaults: build, $OUT or out)
 #
 # One process per tool and run (16 sanitizer start-ups): every registry
-# kernel but cuBLAS (the names in src/kernels/kernels.def) with tight and
+# kernel but cuBLAS (the configurations in src/kernels/table.def) with tight and
 # with padded leading dimensions (op NN), padded with op_b T (k08-k12 take
 # only that), and auto-dispatch with tight ones (its aligned-copy route for
 # the first shape's odd K). The last line counts the kernels that passed a
@@ -28,7 +28,7 @@ out=${2:-${OUT:-out}}
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 SHAPES=${SAN_SHAPES:-127x129x65,136x264x2056,17x312x1000,5x312x1000}
-KERNELS=${SAN_KERNELS:-$(sed -n 's/^TK_KERNEL(\(.*\))$/\1/p' src/kernels/kernels.def | grep -v '^cublas$' | paste -sd,)}
+KERNELS=${SAN_KERNELS:-$(sed -n 's/^TK_CONFIG(\([a-z0-9_]*\),.*/\1/p' src/kernels/table.def | grep -v '^cublas$' | paste -sd,)}
 # cuBLAS's kernels: nvjet_*, sm90_xmma_*, sm80_xmma_*, cutlass_*, gemv*, splitKreduce*, ...
 EXCLUDE=${SAN_EXCLUDE:-kns=nvjet,kns=xmma,kns=cutlass,kns=gemv,kns=splitK,kns=cublas,kns=gemmk}
 excl=()

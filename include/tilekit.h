@@ -138,6 +138,36 @@ tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b,
                   float beta, void *c, tk_dtype c_type, int64_t ldc,
                   const char *kernel, void *stream);
 
+/* ---- the problem description that grows ----
+ * tk_gemm_problem is frozen as it is. The axes to come (operand types,
+ * epilogues, grouped and batched forms) are fields appended to
+ * tk_gemm_desc, whose first field is its size as the caller compiled it:
+ *
+ *   tk_gemm_desc d = TK_GEMM_DESC_INIT;   // d.size = sizeof d; every other field 0
+ *   d.problem = p;
+ *   st = tk_gemm_run(h, &d, NULL, stream);
+ *
+ * The rule: fields are only ever appended, never moved or removed, and a
+ * zero field means its default (what tk_gemm_ex does). The library reads
+ * the fields within d->size alone and gives the others their defaults, so
+ * a program built against an older header runs unchanged on a newer
+ * library. A program newer than the library is refused with
+ * TK_ERR_NOT_SUPPORTED (the message names the first byte the library does
+ * not know) when it sets a field the library does not know, and accepted
+ * when those bytes are zero. A size below the first version's is
+ * TK_ERR_INVALID_VALUE. */
+typedef struct tk_gemm_desc {
+    size_t size;                 /* sizeof(tk_gemm_desc) where the caller was compiled */
+    tk_gemm_problem problem;     /* the product, as tk_gemm_ex takes it */
+    /* later versions append here */
+} tk_gemm_desc;
+
+#define TK_GEMM_DESC_INIT { .size = sizeof(tk_gemm_desc) }
+
+/* Runs d's problem as tk_gemm_ex does (kernel, stream, status and
+ * messages the same). */
+tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
+
 /* ---- registry introspection ---- */
 typedef struct tk_kernel_props {
     const char *name;         /* e.g. "k01_naive" */

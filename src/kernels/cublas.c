@@ -5,9 +5,9 @@
 #include <cublas_v2.h>
 #include "../lib/kernel.h"
 
-static tk_status cublas_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status cublas_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     /* cuBLAS takes 32-bit sizes and leading dimensions. */
     if (a->m > INT32_MAX || a->n > INT32_MAX || a->k > INT32_MAX || a->lda > INT32_MAX || a->ldb > INT32_MAX ||
         a->ldc > INT32_MAX) {
@@ -17,17 +17,18 @@ static tk_status cublas_supports(const tk_args *a, const tk_device *dev, char *w
     return TK_SUCCESS;
 }
 
-static void cublas_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void cublas_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = NULL;
     r->threads = 0;
     r->dyn_smem = 0;
 }
 
-static tk_status cublas_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status cublas_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,
+                               size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     cublasHandle_t h = (cublasHandle_t)a->cublas;
     cublasStatus_t s = cublasSetStream(h, stream);
     if (s == CUBLAS_STATUS_SUCCESS)
@@ -48,14 +49,6 @@ static tk_status cublas_launch(const tk_args *a, const tk_device *dev, cudaStrea
     return TK_SUCCESS;
 }
 
-const tk_kernel tk_kernel_cublas = {
-    .name = "cublas",
-    .description = "cuBLAS cublasGemmEx (bf16 in, fp32 compute): the reference",
-    .min_sm = 80,
-    .bm = 128, .bn = 128,
-    .auto_rank = 0,
-    .supports = cublas_supports,
-    .resources = cublas_resources,
-    .launch = cublas_launch,
-    .workspace = NULL,         /* cuBLAS gets the handle's cuBLAS workspace as kws instead */
-};
+/* The family's functions (src/kernels/table.def: its one configuration).
+ * cuBLAS gets the handle's cuBLAS workspace as kws, not one of its own. */
+const tk_family_ops tk_ops_cublas = { cublas_supports, cublas_resources, cublas_launch, NULL, NULL };

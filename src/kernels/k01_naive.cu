@@ -34,23 +34,24 @@ static __global__ void k01_naive_kernel(tk_args p)
         }
 }
 
-static tk_status naive_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status naive_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    (void)a; (void)dev; (void)why; (void)len;
+    (void)k; (void)a; (void)dev; (void)why; (void)len;
     return TK_SUCCESS;
 }
 
-static void naive_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void naive_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k01_naive_kernel;
     r->threads = NAIVE_BLOCK * NAIVE_BLOCK;
     r->dyn_smem = 0;
 }
 
-static tk_status naive_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status naive_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                              char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     int64_t gx = (a->n + NAIVE_BLOCK - 1) / NAIVE_BLOCK, gy = (a->m + NAIVE_BLOCK - 1) / NAIVE_BLOCK;
     dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535));
     k01_naive_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a);
@@ -62,8 +63,5 @@ static tk_status naive_launch(const tk_args *a, const tk_device *dev, cudaStream
     return TK_SUCCESS;
 }
 
-extern "C" const tk_kernel tk_kernel_k01_naive = {
-    "k01_naive", "one thread per C element, fp32 accumulate: the always-correct fallback",
-    80, NAIVE_BLOCK, NAIVE_BLOCK, 0, 0, 1,
-    naive_supports, naive_resources, naive_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k01 = { naive_supports, naive_resources, naive_launch, NULL, NULL };

@@ -63,23 +63,24 @@ static __global__ void __launch_bounds__(NTHREADS) k02_kernel(tk_args p)
     tk_store_g(tk_gl_out_make(p.c, p.m, p.n, p.ldc, p.c_type), acc, row, col, p.alpha, p.beta);
 }
 
-static tk_status k02_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k02_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     return tk_tiles_supports(a, TK_OP_N, BM, 1, why, len);
 }
 
-static void k02_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k02_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k02_kernel;
     r->threads = NTHREADS;
     r->dyn_smem = sizeof(k02_smem);
 }
 
-static tk_status k02_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k02_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     tk_status st = tk_tiles_set_smem((const void *)k02_kernel, sizeof(k02_smem), why, len);
     if (st)
         return st;
@@ -87,8 +88,5 @@ static tk_status k02_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k02_warp_64x64 = {
-    "k02_warp_64x64", "seed 000 clean code: 1 warp per 64x64 block, K-step 64, mma_AB (op_b N)",
-    80, BM, BN, 64, 64, 0,
-    k02_supports, k02_resources, k02_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k02 = { k02_supports, k02_resources, k02_launch, NULL, NULL };

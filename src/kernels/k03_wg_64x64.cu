@@ -123,20 +123,32 @@ static tk_status k03_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k03_wg_64x64_k16 = {
-    "k03_wg_64x64_k16", "seed 000 starting point: 4 warps on 64x64, interleaved 16x16 accumulators, K-step 16",
-    80, BM, BN, 16, 16, 0,
-    k03_supports, k03_resources<16>, k03_launch<16>,
-};
+/* The family's functions: the configuration's K step (k->bk: 16, 32 or 64,
+ * src/kernels/table.def) picks the instance. */
+static tk_status k03_family_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why,
+                                     size_t len)
+{
+    (void)k;
+    return k03_supports(a, dev, why, len);
+}
 
-extern "C" const tk_kernel tk_kernel_k04_wg_64x64_k32 = {
-    "k04_wg_64x64_k32", "seed 000 starting point: 4 warps on 64x64, interleaved 16x16 accumulators, K-step 32",
-    80, BM, BN, 16, 16, 0,
-    k03_supports, k03_resources<32>, k03_launch<32>,
-};
+static void k03_family_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    if (k->bk == 16)
+        k03_resources<16>(a, dev, r);
+    else if (k->bk == 32)
+        k03_resources<32>(a, dev, r);
+    else
+        k03_resources<64>(a, dev, r);
+}
 
-extern "C" const tk_kernel tk_kernel_k05_wg_64x64_k64 = {
-    "k05_wg_64x64_k64", "seed 000 starting point: 4 warps on 64x64, interleaved 16x16 accumulators, K-step 64",
-    80, BM, BN, 16, 16, 0,
-    k03_supports, k03_resources<64>, k03_launch<64>,
-};
+static tk_status k03_family_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                                   char *why, size_t len)
+{
+    return k->bk == 16   ? k03_launch<16>(a, dev, stream, why, len)
+           : k->bk == 32 ? k03_launch<32>(a, dev, stream, why, len)
+                         : k03_launch<64>(a, dev, stream, why, len);
+}
+
+extern "C" const tk_family_ops tk_ops_k03 = { k03_family_supports, k03_family_resources, k03_family_launch, NULL,
+                                              NULL };

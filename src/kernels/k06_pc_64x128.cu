@@ -97,23 +97,24 @@ static __global__ void __launch_bounds__(NTHREADS) k06_kernel(tk_args p)
                    p.beta);
 }
 
-static tk_status k06_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k06_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     return tk_tiles_supports(a, TK_OP_N, BM, 1, why, len);
 }
 
-static void k06_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k06_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k06_kernel;
     r->threads = NTHREADS;
     r->dyn_smem = sizeof(k06_smem);
 }
 
-static tk_status k06_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k06_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     tk_status st = tk_tiles_set_smem((const void *)k06_kernel, sizeof(k06_smem), why, len);
     if (st)
         return st;
@@ -121,8 +122,5 @@ static tk_status k06_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k06_pc_64x128 = {
-    "k06_pc_64x128", "seed 000 first kernel: 4 producer + 8 consumer warps, tic/toc double buffer, 64x128, K-step 32",
-    80, BM, BN, TILE, TILE, 0,
-    k06_supports, k06_resources, k06_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k06 = { k06_supports, k06_resources, k06_launch, NULL, NULL };

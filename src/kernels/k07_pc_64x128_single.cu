@@ -90,23 +90,24 @@ static __global__ void __launch_bounds__(NTHREADS) k07_kernel(tk_args p)
                    p.beta);
 }
 
-static tk_status k07_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k07_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     return tk_tiles_supports(a, TK_OP_N, BM, 1, why, len);
 }
 
-static void k07_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k07_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k07_kernel;
     r->threads = NTHREADS;
     r->dyn_smem = sizeof(k07_smem);
 }
 
-static tk_status k07_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k07_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     tk_status st = tk_tiles_set_smem((const void *)k07_kernel, sizeof(k07_smem), why, len);
     if (st)
         return st;
@@ -114,8 +115,5 @@ static tk_status k07_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k07_pc_64x128_single = {
-    "k07_pc_64x128_single", "seed 000 single buffer: 4 producer + 8 consumer warps, two barriers per K-step, 64x128, K-step 32",
-    80, BM, BN, TILE, TILE, 0,
-    k07_supports, k07_resources, k07_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k07 = { k07_supports, k07_resources, k07_launch, NULL, NULL };

@@ -97,23 +97,24 @@ static __global__ void __launch_bounds__(NTHREADS) k08_kernel(tk_args p)
         tk_store_g(out, acc[i], row * 4 + (i / 2) * 2 + warp_row, col * 4 + (i % 2) * 2 + warp_col, p.alpha, p.beta);
 }
 
-static tk_status k08_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k08_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     return tk_tiles_supports(a, TK_OP_T, BM, 1, why, len);
 }
 
-static void k08_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k08_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k08_kernel;
     r->threads = NTHREADS;
     r->dyn_smem = sizeof(k08_smem);
 }
 
-static tk_status k08_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k08_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     tk_status st = tk_tiles_set_smem((const void *)k08_kernel, sizeof(k08_smem), why, len);
     if (st)
         return st;
@@ -121,8 +122,5 @@ static tk_status k08_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k08_4w_128x128_abt = {
-    "k08_4w_128x128_abt", "seed 001: 4 warps on 128x128, K-step 64, B as N x K (mma_ABt), register double-buffering",
-    80, BM, BN, REG_BLOCK, REG_BLOCK, 0,
-    k08_supports, k08_resources, k08_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k08 = { k08_supports, k08_resources, k08_launch, NULL, NULL };

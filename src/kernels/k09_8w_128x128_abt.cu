@@ -94,23 +94,24 @@ static __global__ void __launch_bounds__(NTHREADS) k09_kernel(tk_args p)
         tk_store_g(out, acc[j], row * 4 + half * 2 + warp_row, col * 4 + j * 2 + warp_col, p.alpha, p.beta);
 }
 
-static tk_status k09_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k09_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     return tk_tiles_supports(a, TK_OP_T, BM, 1, why, len);
 }
 
-static void k09_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k09_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k09_kernel;
     r->threads = NTHREADS;
     r->dyn_smem = sizeof(k09_smem);
 }
 
-static tk_status k09_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k09_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     tk_status st = tk_tiles_set_smem((const void *)k09_kernel, sizeof(k09_smem), why, len);
     if (st)
         return st;
@@ -118,8 +119,5 @@ static tk_status k09_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k09_8w_128x128_abt = {
-    "k09_8w_128x128_abt", "seed 001 direction: 8 warps on 128x128 (warp_row / warp_row_next halves), K-step 64, mma_ABt",
-    80, BM, BN, REG_BLOCK, REG_BLOCK, 0,
-    k09_supports, k09_resources, k09_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k09 = { k09_supports, k09_resources, k09_launch, NULL, NULL };

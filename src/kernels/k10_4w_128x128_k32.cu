@@ -78,23 +78,24 @@ static __global__ void __launch_bounds__(NTHREADS) k10_kernel(tk_args p)
         tk_store_g(out, acc[i], row * 4 + (i / 2) * 2 + warp_row, col * 4 + (i % 2) * 2 + warp_col, p.alpha, p.beta);
 }
 
-static tk_status k10_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k10_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     return tk_tiles_supports(a, TK_OP_T, BM, 1, why, len);
 }
 
-static void k10_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k10_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k10_kernel;
     r->threads = NTHREADS;
     r->dyn_smem = sizeof(k10_smem);
 }
 
-static tk_status k10_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k10_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     tk_status st = tk_tiles_set_smem((const void *)k10_kernel, sizeof(k10_smem), why, len);
     if (st)
         return st;
@@ -102,8 +103,5 @@ static tk_status k10_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k10_4w_128x128_k32 = {
-    "k10_4w_128x128_k32", "seed 002: 4 warps on 128x128, K-step 32, coalesced loads, mma_ABt",
-    80, BM, BN, REG_BLOCK, REG_BLOCK, 0,
-    k10_supports, k10_resources, k10_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k10 = { k10_supports, k10_resources, k10_launch, NULL, NULL };

@@ -90,8 +90,9 @@ static __global__ void __launch_bounds__(NTHREADS) k11_kernel(tk_args p)
         tk_store_g(out, acc[i], row * 4 + (i / 2) * 2 + warp_row, col * 4 + (i % 2) * 2 + warp_col, p.alpha, p.beta);
 }
 
-static tk_status k11_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k11_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
+    (void)k;
     if (dev->smem_per_block_optin < sizeof(k11_smem)) {
         snprintf(why, len, "needs %zu bytes of shared memory per block (A and B^T panels of 128 x %d), this GPU "
                  "allows %zu", sizeof(k11_smem), BK, dev->smem_per_block_optin);
@@ -100,17 +101,18 @@ static tk_status k11_supports(const tk_args *a, const tk_device *dev, char *why,
     return tk_tiles_supports(a, TK_OP_T, BM, 1, why, len);
 }
 
-static void k11_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k11_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k11_kernel;
     r->threads = NTHREADS;
     r->dyn_smem = sizeof(k11_smem);
 }
 
-static tk_status k11_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k11_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     tk_status st = tk_tiles_set_smem((const void *)k11_kernel, sizeof(k11_smem), why, len);
     if (st)
         return st;
@@ -118,8 +120,5 @@ static tk_status k11_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k11_4w_128x128_kunroll4 = {
-    "k11_4w_128x128_kunroll4", "seed 002 K_UNROLL = 4: 128x128, shared panels of 4 K-steps (128 of K), mma_ABt",
-    80, BM, BN, REG_BLOCK, REG_BLOCK, 0,
-    k11_supports, k11_resources, k11_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k11 = { k11_supports, k11_resources, k11_launch, NULL, NULL };

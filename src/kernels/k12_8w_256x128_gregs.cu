@@ -116,8 +116,9 @@ static __global__ void __launch_bounds__(NTHREADS, 1) k12_kernel(tk_args p)
                    p.alpha, p.beta);
 }
 
-static tk_status k12_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k12_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
+    (void)k;
     if (dev->smem_per_block_optin < sizeof(k12_smem)) {
         snprintf(why, len, "needs %zu bytes of shared memory per block, this GPU allows %zu", sizeof(k12_smem),
                  dev->smem_per_block_optin);
@@ -126,17 +127,18 @@ static tk_status k12_supports(const tk_args *a, const tk_device *dev, char *why,
     return tk_tiles_supports(a, TK_OP_T, BM, 1, why, len);
 }
 
-static void k12_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k12_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k12_kernel;
     r->threads = NTHREADS;
     r->dyn_smem = sizeof(k12_smem);
 }
 
-static tk_status k12_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k12_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     tk_status st = tk_tiles_set_smem((const void *)k12_kernel, sizeof(k12_smem), why, len);
     if (st)
         return st;
@@ -144,8 +146,5 @@ static tk_status k12_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k12_8w_256x128_gregs = {
-    "k12_8w_256x128_gregs", "seed 003: 8 warps on 256x128, 64-wide K slices prefetched global -> registers, 8 accumulators per warp",
-    80, BM, BN, 64, 64, 0,
-    k12_supports, k12_resources, k12_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k12 = { k12_supports, k12_resources, k12_launch, NULL, NULL };

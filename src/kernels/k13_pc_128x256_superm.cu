@@ -132,8 +132,9 @@ static __global__ void __launch_bounds__(NTHREADS, 1) k13_kernel(tk_args p)
         tk_store_g(out, acc[i], (row + cm) * (TILE / 16) + i, col + cn, p.alpha, p.beta);
 }
 
-static tk_status k13_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k13_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
+    (void)k;
     if (dev->smem_per_block_optin < sizeof(k13_smem)) {
         snprintf(why, len, "needs %zu bytes of shared memory per block, this GPU allows %zu", sizeof(k13_smem),
                  dev->smem_per_block_optin);
@@ -148,17 +149,18 @@ static tk_status k13_supports(const tk_args *a, const tk_device *dev, char *why,
     return tk_tiles_supports(a, TK_OP_N, BM, 0, why, len);
 }
 
-static void k13_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k13_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = (const void *)k13_kernel;
     r->threads = NTHREADS;
     r->dyn_smem = sizeof(k13_smem);
 }
 
-static tk_status k13_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k13_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     tk_status st = tk_tiles_set_smem((const void *)k13_kernel, sizeof(k13_smem), why, len);
     if (st)
         return st;
@@ -167,8 +169,5 @@ static tk_status k13_launch(const tk_args *a, const tk_device *dev, cudaStream_t
     return tk_tiles_launched(why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k13_pc_128x256_superm = {
-    "k13_pc_128x256_superm", "seed 004 port: 4 producer + 8 consumer warps, cp.async tic/toc, 128x256, SUPER_M = 12 order",
-    80, BM, BN, TILE, TILE, 0,
-    k13_supports, k13_resources, k13_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+extern "C" const tk_family_ops tk_ops_k13 = { k13_supports, k13_resources, k13_launch, NULL, NULL };

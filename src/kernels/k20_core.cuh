@@ -28,8 +28,7 @@
 #include "../tiles/swizzle.cuh"
 
 /* Configuration. The K20_* macros may be overridden with -D by tuning builds
- * of either kernel (which also rename the registry entry with
- * K20_ENTRY/K20_NAME or K21_ENTRY/K21_NAME). */
+ * of either kernel. */
 #ifndef K20_BM
 #define K20_BM 128
 #endif
@@ -500,3 +499,29 @@ static tk_status k20_core_launch(const k20_fn fns[4], const tk_args *a, const tk
 }
 
 #endif /* TK_KERNELS_K20_CORE_CUH */
+
+/* The family functions (tk_family_ops) of a kernel built on this core, over
+ * its four instances fns: k20_mma_sync.cu and k21_mma_fastload.cu are a
+ * family each (src/kernels/table.def) and differ only in their kernels. A
+ * macro because each file's instance array has its own name. */
+#define K20_FAMILY_OPS(family, fns)                                                                              \
+    static tk_status family##_family_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev,        \
+                                              char *why, size_t len)                                             \
+    {                                                                                                            \
+        (void)k;                                                                                                 \
+        return k20_supports(a, dev, why, len);                                                                   \
+    }                                                                                                            \
+    static void family##_family_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev,            \
+                                          tk_resources *r)                                                       \
+    {                                                                                                            \
+        (void)k;                                                                                                 \
+        k20_core_resources(fns, a, dev, r);                                                                      \
+    }                                                                                                            \
+    static tk_status family##_family_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev,          \
+                                            cudaStream_t stream, char *why, size_t len)                          \
+    {                                                                                                            \
+        (void)k;                                                                                                 \
+        return k20_core_launch(fns, a, dev, stream, why, len);                                                   \
+    }                                                                                                            \
+    extern "C" const tk_family_ops tk_ops_##family = { family##_family_supports, family##_family_resources,     \
+                                                       family##_family_launch, NULL, NULL };

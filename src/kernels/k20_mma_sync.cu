@@ -54,11 +54,6 @@
 
 /* The configuration (tiles, stages, GROUP_M) and every device step are in
  * k20_core.cuh, shared with k21_mma_fastload. */
-#ifndef K20_ENTRY
-#define K20_ENTRY tk_kernel_k20_mma_sync
-#define K20_NAME "k20_mma_sync"
-#endif
-
 template <int A_T, int B_T>
 static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k20_kernel(tk_args p, int stages, int group_m)
 {
@@ -83,18 +78,5 @@ static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k20_kernel
 /* The four instances, in k20_pick's order: (op_a, op_b) = NN, NT, TN, TT. */
 static const k20_fn k20_fns[4] = { k20_kernel<0, 0>, k20_kernel<0, 1>, k20_kernel<1, 0>, k20_kernel<1, 1> };
 
-static void k20_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
-{
-    k20_core_resources(k20_fns, a, dev, r);
-}
-
-static tk_status k20_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
-{
-    return k20_core_launch(k20_fns, a, dev, stream, why, len);
-}
-
-extern "C" const tk_kernel K20_ENTRY = {
-    K20_NAME, "mma.sync + ldmatrix + cp.async pipeline, swizzled smem, 128x256 tiles, super-tile order (sm_80+)",
-    80, K20_BM, K20_BN, K20_WM, K20_WN, 20,
-    k20_supports, k20_resources, k20_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+K20_FAMILY_OPS(k20, k20_fns)

@@ -52,11 +52,6 @@
 /* The configuration (tiles, stages, GROUP_M; the K20_* macros) and every
  * device step, the bounds-free copies included, are in k20_core.cuh, shared
  * with k20_mma_sync; this file holds the decision where to use them. */
-#ifndef K21_ENTRY
-#define K21_ENTRY tk_kernel_k21_mma_fastload
-#define K21_NAME "k21_mma_fastload"
-#endif
-
 template <int A_T, int B_T>
 static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k21_kernel(tk_args p, int stages, int group_m)
 {
@@ -89,18 +84,5 @@ static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k21_kernel
 /* The four instances, in k20_pick's order: (op_a, op_b) = NN, NT, TN, TT. */
 static const k20_fn k21_fns[4] = { k21_kernel<0, 0>, k21_kernel<0, 1>, k21_kernel<1, 0>, k21_kernel<1, 1> };
 
-static void k21_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
-{
-    k20_core_resources(k21_fns, a, dev, r);
-}
-
-static tk_status k21_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
-{
-    return k20_core_launch(k21_fns, a, dev, stream, why, len);
-}
-
-extern "C" const tk_kernel K21_ENTRY = {
-    K21_NAME, "k20 with bounds-free cp.async for tiles inside the matrices (sm_80+)",
-    80, K20_BM, K20_BN, K20_WM, K20_WN, 21,
-    k20_supports, k21_resources, k21_launch,
-};
+/* The family's functions (src/kernels/table.def: its configuration). */
+K20_FAMILY_OPS(k21, k21_fns)

@@ -69,6 +69,7 @@
  * Reproduce: build/tilekit bench --kernel k30_wgmma_tma
  */
 #include "k30_core.cuh"
+#include "table.h"
 
 #define K30_GROUP_M 16                 /* block rows per super-tile */
 
@@ -181,28 +182,26 @@ static tk_status k30_supports_cfg(int bm, int swap, const tk_args *a, const tk_d
     return k30_supports_common(a, dev, bm, why, len);
 }
 
-/* The instance of a configuration for a's operand majors (swapped: op_a N). */
-#define K30_SWAP_FUNC(op_b, bm)                                                                                      \
-    ((op_b) == TK_OP_N ? (const void *)k30_kernel<0, 1, bm, 64, 1> : (const void *)k30_kernel<0, 0, bm, 64, 1>)
+/* The instance of configuration (bm, bn, swap) for a's operand majors (the
+ * swapped tiles take op_a N alone): one per k30 line of table.def, so the
+ * core is instantiated for exactly the table's configurations. */
+#define K30_FUNC_0(op_a, op_b, bm, bn) K30_SELECT_CFG(k30_kernel, op_a, op_b, bm, bn, 0)
+#define K30_FUNC_1(op_a, op_b, bm, bn) \
+    ((op_b) == TK_OP_N ? (const void *)k30_kernel<0, 1, bm, bn, 1> : (const void *)k30_kernel<0, 0, bm, bn, 1>)
+#define K30_FUNC_2(op_a, op_b, bm, bn) \
+    ((op_b) == TK_OP_N ? (const void *)k30_kernel<0, 1, bm, bn, 2> : (const void *)k30_kernel<0, 0, bm, bn, 2>)
 static const void *k30_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
 {
-    if (swap == 2)
-        return op_b == TK_OP_N ? (const void *)k30_kernel<0, 1, 144, 128, 2> : (const void *)k30_kernel<0, 0, 144, 128, 2>;
-    if (swap)
-        return bm == 16   ? K30_SWAP_FUNC(op_b, 16)
-               : bm == 32 ? K30_SWAP_FUNC(op_b, 32)
-               : bm == 48 ? K30_SWAP_FUNC(op_b, 48)
-               : bm == 72 ? K30_SWAP_FUNC(op_b, 72)
-                          : K30_SWAP_FUNC(op_b, 64);
-    if (bm == 64)
-        return bn == 128   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, 64, 128, 0)
-               : bn == 144 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, 64, 144, 0)
-                           : K30_SELECT_CFG(k30_kernel, op_a, op_b, 64, 192, 0);
-    return bn == 256   ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 256, 0)
-           : bn == 192 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 192, 0)
-           : bn == 144 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 144, 0)
-           : bn == 128 ? K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 128, 0)
-                       : K30_SELECT_CFG(k30_kernel, op_a, op_b, K30_BM, 64, 0);
+#define TK_MATCH_k30 TK_T_PROBE
+#define K30_ROW(bm_, bn_, swap_)                           \
+    if (bm == (bm_) && bn == (bn_) && swap == (swap_))     \
+        return K30_FUNC_##swap_(op_a, op_b, bm_, bn_);
+#define TK_CONFIG(name, family, bm_, bn_, bk, wm, wn, swap_, first_rank, auto_rank, description) \
+    TK_T_WHEN(TK_MATCH_##family)(K30_ROW(bm_, bn_, swap_))
+#include "table.def"
+#undef K30_ROW
+#undef TK_MATCH_k30
+    return NULL;
 }
 
 /* Threads and shared memory (K30_SMEM_CFG is plain integer arithmetic, the
@@ -252,86 +251,52 @@ static int k30_rank_cfg(int bm, int bn, int swap, int first_rank, int auto_rank,
     return k30_pick_bn(a, dev->sm_count) == bn ? first_rank : auto_rank;
 }
 
-static tk_status k30_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+/* The family's functions: each reads its configuration's tile and swap
+ * from the registry row k (a k30 line of src/kernels/table.def). */
+static tk_status k30_family_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why,
+                                     size_t len)
 {
-    return k30_supports_cfg(K30_BM, 0, a, dev, why, len);
+    return k30_supports_cfg(k->bm, k->swap, a, dev, why, len);
 }
 
-static size_t k30_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)
-{
-    return k30_workspace_mn(K30_BM, 256, K30_CONSUMERS, a, dev, nflags);
-}
-
-static void k30_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k30_family_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
     (void)dev;
-    k30_resources_cfg(K30_BM, 256, 0, a, r);
+    k30_resources_cfg(k->bm, k->bn, k->swap, a, r);
 }
 
-static tk_status k30_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k30_family_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                                   char *why, size_t len)
 {
-    return k30_launch_cfg(K30_BM, 256, 0, a, dev, stream, why, len);
+    return k30_launch_cfg(k->bm, k->bn, k->swap, a, dev, stream, why, len);
 }
 
-extern "C" const tk_kernel tk_kernel_k30_wgmma_tma = {
-    "k30_wgmma_tma",
-    "Hopper TMA + wgmma: producer warpgroup, 2 consumer warpgroups (64x256), 4-stage mbarrier ring, persistent, "
-    "super-tiles",
-    90, K30_BM, K30_BN, 16, 256, 29,
-    k30_supports, k30_resources, k30_launch, k30_workspace,
-};
+static size_t k30_family_workspace(const tk_kernel *k, const tk_args *a, const tk_device *dev, size_t *nflags)
+{
+    return k30_workspace_mn(k->bm, k->bn, K30_CONS(k->bm, k->swap), a, dev, nflags);
+}
 
-/* A configuration of this kernel as a registry entry of its own, a row of
- * (name, bm, bn, swap, ranks, description): the launch contract's functions
- * carry no configuration, so each entry gets five one-line wrappers. */
-#define K30_CONFIG(name, bm, bn, swap, first_rank, auto_rank, desc)                                                 \
-    static tk_status name##_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)              \
-    {                                                                                                              \
-        return k30_supports_cfg(bm, swap, a, dev, why, len);                                                       \
-    }                                                                                                              \
-    static void name##_resources(const tk_args *a, const tk_device *dev, tk_resources *r)                          \
-    {                                                                                                              \
-        (void)dev;                                                                                                 \
-        k30_resources_cfg(bm, bn, swap, a, r);                                                                     \
-    }                                                                                                              \
-    static tk_status name##_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,          \
-                                   size_t len)                                                                     \
-    {                                                                                                              \
-        return k30_launch_cfg(bm, bn, swap, a, dev, stream, why, len);                                             \
-    }                                                                                                              \
-    static size_t name##_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)                         \
-    {                                                                                                              \
-        return k30_workspace_mn(bm, bn, K30_CONS(bm, swap), a, dev, nflags);                                       \
-    }                                                                                                              \
-    static int name##_rank(const tk_args *a, const tk_device *dev)                                                 \
-    {                                                                                                              \
-        return k30_rank_cfg(bm, bn, swap, first_rank, auto_rank, a, dev);                                          \
-    }                                                                                                              \
-    extern "C" const tk_kernel tk_kernel_##name = {                                                                \
-        #name, desc, 90, bm, bn, 16, bn, auto_rank,                                                                \
-        name##_supports, name##_resources, name##_launch, name##_workspace, name##_rank,                          \
-    };
+static int k30_family_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
+{
+    return k30_rank_cfg(k->bm, k->bn, k->swap, k->first_rank, k->auto_rank, a, dev);
+}
+
+extern "C" const tk_family_ops tk_ops_k30 = { k30_family_supports, k30_family_resources, k30_family_launch,
+                                              k30_family_workspace, k30_family_rank };
+
+/* Why each configuration of table.def's k30 lines exists: */
 
 /* k33_wgmma_128x128: BN = 128 (wgmma m64n128k16, 64 accumulators per
  * consumer thread, 32 KB stages). Twice the tiles of 128 x 256 for shapes
  * that leave SMs idle, and half the wasted columns where N <= 128. */
-K30_CONFIG(k33_wgmma_128x128, K30_BM, 128, 0, 31, 27,
-           "k30_wgmma_tma with 128x128 block tiles (wgmma m64n128k16): more tiles for small problems, less waste at "
-           "N <= 128")
 
 /* k34_wgmma_128x64: BN = 64 (wgmma m64n64k16, 32 accumulators, 24 KB
  * stages): four times the tiles of 128 x 256, for problems whose 128 x 128
  * tiles would still leave most SMs idle, and no wasted columns at N <= 64. */
-K30_CONFIG(k34_wgmma_128x64, K30_BM, 64, 0, 32, 26,
-           "k30_wgmma_tma with 128x64 block tiles (wgmma m64n64k16): four times the tiles of 128x256 for small "
-           "problems")
 
 /* k35_wgmma_128x192: BN = 192 (wgmma m64n192k16, 96 accumulators, 40 KB
  * stages, 4 of them): one wave where 128 x 128 tiles need a little more
  * than one (1536^3: 96 tiles of 128 x 192 against 144 of 128 x 128). */
-K30_CONFIG(k35_wgmma_128x192, K30_BM, 192, 0, 33, 25,
-           "k30_wgmma_tma with 128x192 block tiles (wgmma m64n192k16): one wave where 128x128 tiles need just "
-           "over one")
 
 /* k37_wgmma_128x144: BN = 144 (wgmma m64n144k16, 72 accumulators, stages
  * of 16 + 24 KB: a B tile's room is three 64-wide boxes, N-major B loads
@@ -344,9 +309,6 @@ K30_CONFIG(k35_wgmma_128x192, K30_BM, 192, 0, 33, 25,
  * 0.931 (k33 0.828); k30_pick_bn gives it those (op_b T only: at 1536^3 NN
  * its three N-major boxes a stage lose, 0.770 against k35's 0.810).
  * Reproduce: build/tilekit bench --kernel cublas,k35_wgmma_128x192,k37_wgmma_128x144 --op-b t --shapes 512x4608x3584 */
-K30_CONFIG(k37_wgmma_128x144, K30_BM, 144, 0, 34, 24,
-           "k30_wgmma_tma with 128x144 block tiles (wgmma m64n144k16): one wave where 128x128 tiles need just over one "
-           "and 128x192 leave a quarter of the SMs idle")
 
 /* k36_swap_16x64, k36_swap_32x64: the operands' roles swapped for small M,
  * C^T = op(B)^T A^T: the B tile (64 rows of N, K-major or one 64-wide
@@ -374,12 +336,7 @@ K30_CONFIG(k37_wgmma_128x144, K30_BM, 144, 0, 34, 24,
  * configuration, never the best of three on 32 low shapes with the
  * element-by-element stores (session 11), is k36_swap_64x64 below.
  * Reproduce: build/tilekit bench --kernel k36_swap_16x64,k36_swap_32x64,k34_wgmma_128x64 --shapes 64x768x768 --op-b t */
-K30_CONFIG(k36_swap_16x64, 16, 64, 1, 41, 1,
-           "k30 with the roles swapped for small M: 16 x 64 C tiles as m64n16k16 of B's rows by A's, one consumer "
-           "warpgroup, deep ring (op_a N)")
-K30_CONFIG(k36_swap_32x64, 32, 64, 1, 41, 1,
-           "k30 with the roles swapped for small M: 32 x 64 C tiles as m64n32k16 of B's rows by A's, one consumer "
-           "warpgroup, deep ring (op_a N)")
+
 /* k36_swap_48x64: 48 rows of A a tile (m64n48k16, 24 accumulators, 28 KB
  * stages of two k-tiles, 6 of them), one wave where 32-row tiles need more
  * (512 x 768 x K: 132 tiles against 192). Figures (H100, fp32 C, x cuBLAS
@@ -390,9 +347,7 @@ K30_CONFIG(k36_swap_32x64, 32, 64, 1, 41, 1,
  * NT 24.4 -> 22.6 (0.91x -> 0.95x). Sharing A in 2-CTA clusters along N
  * (TMA multicast) lost: 0.76-0.79x on the same shapes (NOTES, session 13).
  * Reproduce: build/tilekit bench --kernel cublas,k34_wgmma_128x64,k36_swap_48x64 --op-b t --shapes 512x768x3072 */
-K30_CONFIG(k36_swap_48x64, 48, 64, 1, 41, 1,
-           "k30 with the roles swapped for small M: 48 x 64 C tiles as m64n48k16 of B's rows by A's, one consumer "
-           "warpgroup, deep ring (op_a N)")
+
 /* k36_swap_64x64: 64 rows of A a tile (m64n64k16, 32 accumulators, 32 KB
  * stages of two k-tiles, 6 of them), one wave where 48-row tiles need more
  * at 64-128 tokens (128 x 3584 x 3584 NT: 112 tiles against 168; k34's 128
@@ -405,9 +360,7 @@ K30_CONFIG(k36_swap_48x64, 48, 64, 1, 41, 1,
  * An 80 x 64 configuration (m64n80k16) lost where it would fit one wave
  * (768^3 8.6 us against k34's 8.4) and was not registered.
  * Reproduce: build/tilekit bench --kernel cublas,k34_wgmma_128x64,k36_swap_64x64 --op-b t --shapes 128x3584x3584 */
-K30_CONFIG(k36_swap_64x64, 64, 64, 1, 41, 1,
-           "k30 with the roles swapped for small M: 64 x 64 C tiles as m64n64k16 of B's rows by A's, one consumer "
-           "warpgroup, deep ring (op_a N)")
+
 /* k36_swap_72x64: 72 rows of A a tile (m64n72k16, 36 accumulators, 34 KB
  * stages of two k-tiles, 5 of them), where no tile of 16-64 rows fits one
  * wave but this one does (k30_pick_swap): 768^3 as 11 x 12 = 132 tiles,
@@ -420,9 +373,7 @@ K30_CONFIG(k36_swap_64x64, 64, 64, 1, 41, 1,
  * x 4096 x 4096 NT 18.1-18.3 (k42 20.7-21.7, cuBLAS 18.6-18.8), 768 x 768
  * x 776 NT 10.1-10.3 (k33 11.1).
  * Reproduce: build/tilekit bench --kernel cublas,k42_wgmma_64x128,k36_swap_72x64 --shapes 768x768x768 */
-K30_CONFIG(k36_swap_72x64, 72, 64, 1, 41, 1,
-           "k30 with the roles swapped: 72 x 64 C tiles as m64n72k16 of B's rows by A's, one consumer warpgroup, "
-           "where only 72-row tiles fit one wave (op_a N)")
+
 /* k38_swap_144x128: the swapped roles of k36 with two consumer warpgroups
  * (SWAP = 2: 64 rows of B each, 384 threads, 166 registers), 144 rows of A
  * as wgmma's N (m64n144k16, 72 accumulators), stages of one k-tile (18 +
@@ -439,9 +390,7 @@ K30_CONFIG(k36_swap_72x64, 72, 64, 1, 41, 1,
  * the waves but B is N-major. With the stores of before (element by
  * element) it lost (1536^3 19.3 against k35's 19.3).
  * Reproduce: build/tilekit bench --kernel cublas,k35_wgmma_128x192,k38_swap_144x128 --shapes 1536x1536x1536 */
-K30_CONFIG(k38_swap_144x128, 144, 128, 2, 35, 1,
-           "k30 with the roles swapped: 144 x 128 C tiles as two consumers' m64n144k16 of B's rows by A's, staged "
-           "TMA-store epilogue (op_a N)")
+
 /* k42_wgmma_64x128, k42_wgmma_64x144, k42_wgmma_64x192: 64-row tiles, one
  * consumer warpgroup (256 threads, no setmaxnreg: 166 / 184 / 226
  * registers), wgmma m64nBNk16 with A and B from shared memory, stages of
@@ -461,12 +410,3 @@ K30_CONFIG(k38_swap_144x128, 144, 128, 2, 35, 1,
  * 111.7 us against k31's 92-101, 1536^3 18.9 against k38's 17.9; so did
  * 64 x 96 tiles (768^3 8.3 us against 64 x 128's 7.9).
  * Reproduce: build/tilekit bench --kernel cublas,k33_wgmma_128x128,k42_wgmma_64x192 --op-b t --shapes 2048x768x3072 */
-K30_CONFIG(k42_wgmma_64x128, 64, 128, 0, 36, 1,
-           "k30 with 64x128 tiles and one consumer warpgroup (wgmma m64n128k16): one wave of small tiles at medium "
-           "shapes")
-K30_CONFIG(k42_wgmma_64x144, 64, 144, 0, 36, 1,
-           "k30 with 64x144 tiles and one consumer warpgroup (wgmma m64n144k16): one wave of small tiles at medium "
-           "shapes")
-K30_CONFIG(k42_wgmma_64x192, 64, 192, 0, 36, 1,
-           "k30 with 64x192 tiles and one consumer warpgroup (wgmma m64n192k16): one wave of small tiles at medium "
-           "shapes")

@@ -125,6 +125,7 @@
  * Reproduce: build/tilekit bench --kernel k31_wgmma_cluster
  */
 #include "k30_core.cuh"
+#include "table.h"
 
 #define K31_CLUSTER 2                  /* CTAs per cluster, along M */
 #define K31_GROUP_M 16                 /* block rows per super-tile (8 cluster rows) */
@@ -234,11 +235,20 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1) k31_kernel(c
 #endif
 }
 
-/* A configuration's functions, by tile (bm, bn) a CTA. */
+/* The instance of configuration (bm, bn) a CTA for a's operand majors: one
+ * per k31 line of table.def. */
 static const void *k31_func(int bm, int bn, tk_op op_a, tk_op op_b)
 {
-    return bm == 64 && bn == 128 ? K30_SELECT_CFG(k31_kernel, op_a, op_b, 64, 128)
-                                 : K30_SELECT_CFG(k31_kernel, op_a, op_b, K30_BM, K30_BN);
+#define TK_MATCH_k31 TK_T_PROBE
+#define K31_ROW(bm_, bn_)              \
+    if (bm == (bm_) && bn == (bn_))    \
+        return K30_SELECT_CFG(k31_kernel, op_a, op_b, bm_, bn_);
+#define TK_CONFIG(name, family, bm_, bn_, bk, wm, wn, swap, first_rank, auto_rank, description) \
+    TK_T_WHEN(TK_MATCH_##family)(K31_ROW(bm_, bn_))
+#include "table.def"
+#undef K31_ROW
+#undef TK_MATCH_k31
+    return NULL;
 }
 
 static void k31_resources_cfg(int bm, int bn, const tk_args *a, tk_resources *r)
@@ -281,28 +291,6 @@ static size_t k31_workspace_cfg(int bm, int bn, const tk_args *a, const tk_devic
                : 0;
 }
 
-static tk_status k31_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
-{
-    return k31_supports_cfg(K30_BM, a, dev, why, len);
-}
-
-static void k31_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
-{
-    (void)dev;
-    k31_resources_cfg(K30_BM, K30_BN, a, r);
-}
-
-static tk_status k31_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
-{
-    (void)dev;
-    return k31_launch_cfg(K30_BM, K30_BN, a, stream, why, len);
-}
-
-static size_t k31_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)
-{
-    return k31_workspace_cfg(K30_BM, K30_BN, a, dev, nflags);
-}
-
 /* Auto-dispatch prefers k30_wgmma_tma (rank 29) over this kernel where M
  * fits one block row (the cluster's second CTA has no rows) or N one block
  * column, unless this kernel splits the few tiles there: measured on the
@@ -319,47 +307,42 @@ static int k31_rank(const tk_args *a, const tk_device *dev)
                : 30;
 }
 
-extern "C" const tk_kernel tk_kernel_k31_wgmma_cluster = {
-    "k31_wgmma_cluster",
-    "k30_wgmma_tma + 2-CTA clusters along M with TMA multicast of B, epilogue through stmatrix and TMA stores",
-    90, K30_BM, K30_BN, 16, 256, 30,
-    k31_supports, k31_resources, k31_launch, k31_workspace, k31_rank,
-};
+/* The family's functions: each reads its configuration's tile from the
+ * registry row k (a k31 line of src/kernels/table.def). */
+static tk_status k31_family_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why,
+                                     size_t len)
+{
+    return k31_supports_cfg(k->bm, a, dev, why, len);
+}
+
+static void k31_family_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)dev;
+    k31_resources_cfg(k->bm, k->bn, a, r);
+}
+
+static tk_status k31_family_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                                   char *why, size_t len)
+{
+    (void)dev;
+    return k31_launch_cfg(k->bm, k->bn, a, stream, why, len);
+}
+
+static size_t k31_family_workspace(const tk_kernel *k, const tk_args *a, const tk_device *dev, size_t *nflags)
+{
+    return k31_workspace_cfg(k->bm, k->bn, a, dev, nflags);
+}
 
 /* k39_cluster_64x128: this kernel with 64 x 128 tiles a CTA (one consumer
  * warpgroup), the CTA pair along M sharing B by multicast (cluster tiles
  * 128 x 128); auto-dispatch's choice where k30_pick_cluster64 says (rows
  * that are not 128-byte multiples, one wave). */
-static tk_status k39_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static int k31_family_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
 {
-    return k31_supports_cfg(64, a, dev, why, len);
+    if (k->bm == 64)
+        return k30_pick_cluster64(a, dev->sm_count) ? k->first_rank : k->auto_rank;
+    return k31_rank(a, dev);
 }
 
-static void k39_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
-{
-    (void)dev;
-    k31_resources_cfg(64, 128, a, r);
-}
-
-static tk_status k39_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
-{
-    (void)dev;
-    return k31_launch_cfg(64, 128, a, stream, why, len);
-}
-
-static size_t k39_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)
-{
-    return k31_workspace_cfg(64, 128, a, dev, nflags);
-}
-
-static int k39_rank(const tk_args *a, const tk_device *dev)
-{
-    return k30_pick_cluster64(a, dev->sm_count) ? 37 : 1;
-}
-
-extern "C" const tk_kernel tk_kernel_k39_cluster_64x128 = {
-    "k39_cluster_64x128",
-    "k31_wgmma_cluster with 64 x 128 tiles a CTA (one consumer warpgroup), B multicast to the 2-CTA cluster",
-    90, 64, 128, 16, 128, 1,
-    k39_supports, k39_resources, k39_launch, k39_workspace, k39_rank,
-};
+extern "C" const tk_family_ops tk_ops_k31 = { k31_family_supports, k31_family_resources, k31_family_launch,
+                                              k31_family_workspace, k31_family_rank };

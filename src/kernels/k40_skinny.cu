@@ -535,8 +535,9 @@ static void k40_plan_dev(const tk_args *a, const tk_device *dev, size_t ws_avail
         p->bulk = 0;
 }
 
-static tk_status k40_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k40_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
+    (void)k;
     if (a->op_a != TK_OP_N || a->op_b != TK_OP_T) {
         snprintf(why, len, "op_a %s, op_b %s is not supported: this kernel reads A stored M x K and B stored N x K "
                  "(op_a N, op_b T), both along K",
@@ -554,8 +555,9 @@ static tk_status k40_supports(const tk_args *a, const tk_device *dev, char *why,
     return TK_SUCCESS;
 }
 
-static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void k40_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
+    (void)k;
     int nj = 2, aligned = 1, xs = 0, bulk = 0, ushort = 0;
     if (a) {
         k40_plan p;
@@ -571,16 +573,19 @@ static void k40_resources(const tk_args *a, const tk_device *dev, tk_resources *
     r->dyn_smem = bulk ? k40_bulk_smem(nj) : 0;
 }
 
-static size_t k40_workspace(const tk_args *a, const tk_device *dev, size_t *nflags)
+static size_t k40_workspace(const tk_kernel *k, const tk_args *a, const tk_device *dev, size_t *nflags)
 {
+    (void)k;
     k40_plan p;
     k40_plan_dev(a, dev, (size_t)-1, &p);
     *nflags = (size_t)p.nflags;
     return p.ws_bytes;
 }
 
-static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why, size_t len)
+static tk_status k40_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,
+                            size_t len)
 {
+    (void)k;
     k40_plan pl;
     k40_plan_dev(a, dev, a->kws && a->flags ? a->kws_bytes : 0, &pl);
     if (pl.splits > 1 && (size_t)pl.nflags > a->nflags)   /* fewer flags than asked for: unsplit */
@@ -660,8 +665,9 @@ static tk_status k40_launch(const tk_args *a, const tk_device *dev, cudaStream_t
  * Elsewhere only as a last resort. */
 #define K40_AUTO_MAX_T 16
 #define K40_AUTO_MAX_T_XS 32
-static int k40_rank(const tk_args *a, const tk_device *dev)
+static int k40_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
 {
+    (void)k;
     const int64_t t = a->m < a->n ? a->m : a->n, r = a->m < a->n ? a->n : a->m;
     const int64_t slabs64 = (r + 63) / 64;
     if (t <= K40_AUTO_MAX_T)
@@ -679,11 +685,5 @@ static int k40_rank(const tk_args *a, const tk_device *dev)
     return 1;
 }
 
-extern "C" const tk_kernel tk_kernel_k40_skinny = {
-    "k40_skinny",
-    "skinny/decode (min(M, N) <= 64): weights streamed as mma.sync m16n8k16 A fragments (through registers, or "
-    "on sm_90 a ring of TMA copies for long streams), tokens as n8, split-K with a fixed-order reduction (op_a N, "
-    "op_b T)",
-    80, 16, 16, 16, 16, 1,
-    k40_supports, k40_resources, k40_launch, k40_workspace, k40_rank,
-};
+/* The family's functions (src/kernels/table.def: its one configuration). */
+extern "C" const tk_family_ops tk_ops_k40 = { k40_supports, k40_resources, k40_launch, k40_workspace, k40_rank };

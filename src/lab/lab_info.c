@@ -51,7 +51,7 @@ int tk_lab_kernel_info(const tk_kernel *k, const tk_device *d, tk_lab_kinfo *ki,
     memset(ki, 0, sizeof *ki);
     ki->regs = -1;
     tk_resources r;
-    k->resources(NULL, d, &r);
+    tk_kernel_resources(k, NULL, d, &r);
     if (!r.func)
         return 1;
     tk_func_attrs fa;

@@ -4,6 +4,7 @@
  * pass. */
 #include <stdio.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 #include "internal.h"
 
@@ -139,14 +140,23 @@ static tk_status kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a,
                  h->dev.name, h->dev.sm);
         return TK_ERR_ARCH_MISMATCH;
     }
+    const unsigned missing = tk_args_needs(a) & ~k->family->accepts;
+    if (missing) {
+        snprintf(why, len, "kernel %s (family %s) does not take %s", k->name, k->family->name,
+                 missing & TK_ACCEPT_C_F32    ? "fp32 C"
+                 : missing & TK_ACCEPT_C_BF16 ? "bf16 C"
+                 : missing & TK_ACCEPT_AB_BF16 ? "bf16 A and B"
+                                               : "this form of problem");
+        return TK_ERR_NOT_SUPPORTED;
+    }
     char r_why[TK_MSG_LEN] = "";
-    tk_status st = k->supports(a, &h->dev, r_why, sizeof r_why);
+    tk_status st = tk_kernel_supports_args(k, a, &h->dev, r_why, sizeof r_why);
     if (st != TK_SUCCESS) {
         snprintf(why, len, "kernel %s: %s", k->name, r_why);
         return st;
     }
     tk_resources r;
-    k->resources(a, &h->dev, &r);
+    tk_kernel_resources(k, a, &h->dev, &r);
     const tk_func_attrs *fa = NULL;
     if (r.func) {
         for (int i = 0; i < h->nattrs && !fa; i++)
@@ -177,7 +187,7 @@ static int rank_of(const tk_handle h, const tk_kernel *k, const tk_args *a)
 {
     if (k->auto_rank <= 0)
         return 0;
-    return k->rank ? k->rank(a, &h->dev) : k->auto_rank;
+    return tk_kernel_rank(k, a, &h->dev);
 }
 
 /* The rank of the kernel the tune cache names for a problem: above all. */
@@ -309,7 +319,7 @@ static int capturing(cudaStream_t s)
 }
 
 /* Launches kernel k on a (its cuBLAS handle or workspace attached, none
- * when graph; kws: the bytes of its own workspace, k->workspace's answer, 0
+ * when graph; kws: the bytes of its own workspace, tk_kernel_workspace's answer, 0
  * for none). */
 static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws, size_t nflags, cudaStream_t stream,
                         int graph)
@@ -326,7 +336,7 @@ static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws,
         tk_handle_kernel_ws(h, a, kws, nflags, stream);
     a->lc = &h->lc;
     char why[TK_MSG_LEN] = "";
-    st = k->launch(a, &h->dev, stream, why, sizeof why);
+    st = tk_kernel_launch(k, a, &h->dev, stream, why, sizeof why);
     return st ? tk_fail(h, st, "kernel %s: %s", k->name, why) : TK_SUCCESS;
 }
 
@@ -337,7 +347,7 @@ static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws,
 static tk_status run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s, int graph)
 {
     size_t nflags = 0;
-    const size_t kws = !graph && r->k->workspace ? r->k->workspace(&r->run, &h->dev, &nflags) : 0;
+    const size_t kws = graph ? 0 : tk_kernel_workspace(r->k, &r->run, &h->dev, &nflags);
     const int ws = !graph && (r->bytes || is_cublas(r->k) || kws);
     tk_status st = ws ? tk_handle_ws_begin(h, s) : TK_SUCCESS;
     if (st)
@@ -377,6 +387,43 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
         st = select_route(h, &a, &r, !graph);
     }
     return st ? st : run(h, &r, &a, s, graph);
+}
+
+/* The size of the first tk_gemm_desc: the size field and the problem. */
+#define TK_DESC_V1_SIZE (offsetof(tk_gemm_desc, problem) + sizeof(tk_gemm_problem))
+
+/* d read as this library knows it (tilekit.h's rule): the fields within
+ * d->size, defaults (zeros) for the rest; a caller's bytes past what this
+ * library knows must be zero. */
+static tk_status read_desc(tk_handle h, const tk_gemm_desc *d, tk_gemm_desc *out)
+{
+    if (!d)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "d: pointer is NULL (expected a tk_gemm_desc)");
+    if (d->size < TK_DESC_V1_SIZE)
+        return tk_fail(h, TK_ERR_INVALID_VALUE,
+                       "d->size: %zu is smaller than the first tk_gemm_desc (%zu bytes): initialize the descriptor "
+                       "with TK_GEMM_DESC_INIT",
+                       d->size, (size_t)TK_DESC_V1_SIZE);
+    memset(out, 0, sizeof *out);
+    const size_t known = d->size < sizeof *out ? d->size : sizeof *out;
+    memcpy(out, d, known);
+    for (size_t i = sizeof *out; i < d->size; i++)
+        if (((const unsigned char *)d)[i])
+            return tk_fail(h, TK_ERR_NOT_SUPPORTED,
+                           "d: byte %zu of the descriptor is set, but this library (tilekit %d.%d.%d) knows %zu "
+                           "bytes of tk_gemm_desc: a field of a newer version, which this one cannot honour",
+                           i, TILEKIT_VERSION_MAJOR, TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH, sizeof *out);
+    out->size = sizeof *out;
+    return TK_SUCCESS;
+}
+
+tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)
+{
+    if (!h)
+        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
+    tk_gemm_desc desc;
+    tk_status st = read_desc(h, d, &desc);
+    return st ? st : tk_gemm_ex(h, &desc.problem, kernel, stream);
 }
 
 tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k,

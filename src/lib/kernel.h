@@ -76,37 +76,108 @@ typedef struct tk_resources {
 /* Size of the message buffer support checks and launchers write into. */
 #define TK_MSG_LEN 512
 
-typedef struct tk_kernel {
-    const char *name;            /* kNN_snake_case; the registry key */
-    const char *description;     /* one line */
-    int min_sm;                  /* 80, 90, ... */
-    int bm, bn;                  /* output block tile (error maps); 0 = n/a */
-    int wm, wn;                  /* warp tile inside it; 0 = n/a */
-    int auto_rank;               /* auto-dispatch preference, higher first; 0 = never auto */
+/* What a problem asks of a kernel family beyond its shape: the types of its
+ * operands and output and its form. A family declares the bits it accepts
+ * (tk_family.accepts); auto-dispatch and named kernels refuse a problem
+ * whose bits (tk_args_needs) it lacks before asking the family anything.
+ * The next axes (grouped and batched forms, epilogues, FP8 operands) are new
+ * bits here and new fields in tk_args, not new kernel names. */
+enum {
+    TK_ACCEPT_AB_BF16 = 1 << 0,  /* bf16 A and B */
+    TK_ACCEPT_C_F32 = 1 << 1,    /* fp32 C */
+    TK_ACCEPT_C_BF16 = 1 << 2,   /* bf16 C */
+    TK_ACCEPT_DENSE = 1 << 3,    /* one GEMM, no epilogue beyond alpha and beta */
+};
+#define TK_ACCEPTS_BF16_GEMM (TK_ACCEPT_AB_BF16 | TK_ACCEPT_C_F32 | TK_ACCEPT_C_BF16 | TK_ACCEPT_DENSE)
+
+static inline unsigned tk_args_needs(const tk_args *a)
+{
+    return TK_ACCEPT_AB_BF16 | TK_ACCEPT_DENSE | (a->c_type == TK_F32 ? TK_ACCEPT_C_F32 : TK_ACCEPT_C_BF16);
+}
+
+typedef struct tk_kernel tk_kernel;
+
+/* A kernel family: one core (a .cu file's kernel template, or cuBLAS) and
+ * the functions that run any of its configurations. Each function gets the
+ * configuration (the registry row, k) and reads its parameters from it:
+ * tile, K step, swap. Defined as `tk_ops_<family>` in src/kernels/; its name,
+ * minimum SM and accepted bits are its TK_FAMILY line in
+ * src/kernels/table.def. */
+typedef struct tk_family_ops {
     /* TK_SUCCESS, or the refusal status with the reason written to why.
      * a's pointers may be NULL (introspection): then judge alignment on the
      * leading dimensions alone. dev->sm >= min_sm is checked by the caller. */
-    tk_status (*supports)(const tk_args *a, const tk_device *dev, char *why, size_t len);
+    tk_status (*supports)(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len);
     /* The launch's resources. a may be NULL: report the default configuration. */
-    void (*resources)(const tk_args *a, const tk_device *dev, tk_resources *r);
+    void (*resources)(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r);
     /* Enqueue on stream. Returns TK_SUCCESS or an error with why filled. */
-    tk_status (*launch)(const tk_args *a, const tk_device *dev, cudaStream_t stream,
-                        char *why, size_t len);
-    /* Optional (NULL or left out: none): bytes of workspace for partial
-     * sums the launch can use (a->kws), and in *nflags the completion flags
-     * it needs with them (a->flags); 0 = none for this problem. Called
-     * before each launch. */
-    size_t (*workspace)(const tk_args *a, const tk_device *dev, size_t *nflags);
+    tk_status (*launch)(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,
+                        size_t len);
+    /* Optional (NULL: none): bytes of workspace for partial sums the launch
+     * can use (a->kws), and in *nflags the completion flags it needs with
+     * them (a->flags); 0 = none for this problem. Called before each launch. */
+    size_t (*workspace)(const tk_kernel *k, const tk_args *a, const tk_device *dev, size_t *nflags);
     /* Optional (NULL: auto_rank): the auto-dispatch preference for this
-     * problem, so a kernel can step back on shapes it is known to be slow
-     * at (k31_wgmma_cluster). Only called when auto_rank > 0. */
-    int (*rank)(const tk_args *a, const tk_device *dev);
-} tk_kernel;
+     * problem, so a configuration can step forward where its tile fits the
+     * shape (first_rank) or back where it is known to be slow. Only called
+     * when auto_rank > 0. */
+    int (*rank)(const tk_kernel *k, const tk_args *a, const tk_device *dev);
+} tk_family_ops;
 
-/* Registry (registry.c): kernels listed in src/kernels/kernels.def. */
+typedef struct tk_family {
+    const char *name;            /* "k30": the core's number */
+    const char *description;     /* one line */
+    int min_sm;                  /* 80, 90, ... */
+    unsigned accepts;            /* TK_ACCEPT_* bits */
+    const tk_family_ops *ops;
+} tk_family;
+
+/* A configuration of a family: one TK_CONFIG line of src/kernels/table.def,
+ * the registry's entry. */
+struct tk_kernel {
+    const char *name;            /* kNN_snake_case; the registry key */
+    const char *description;     /* one line */
+    const tk_family *family;
+    int min_sm;                  /* the family's */
+    int bm, bn, bk;              /* block tile and K step (0 = n/a); bm, bn also draw error maps */
+    int wm, wn;                  /* warp tile inside it; 0 = n/a */
+    int swap;                    /* k30 family: 0, 1 (A and B swapped, one consumer), 2 (swapped, two) */
+    int first_rank;              /* the rank where the family's rule picks this configuration */
+    int auto_rank;               /* auto-dispatch preference, higher first; 0 = never auto */
+};
+
+/* The family's functions for configuration k (tk_family_ops). */
+static inline tk_status tk_kernel_supports_args(const tk_kernel *k, const tk_args *a, const tk_device *dev,
+                                                char *why, size_t len)
+{
+    return k->family->ops->supports(k, a, dev, why, len);
+}
+static inline void tk_kernel_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    k->family->ops->resources(k, a, dev, r);
+}
+static inline tk_status tk_kernel_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev,
+                                         cudaStream_t stream, char *why, size_t len)
+{
+    return k->family->ops->launch(k, a, dev, stream, why, len);
+}
+static inline size_t tk_kernel_workspace(const tk_kernel *k, const tk_args *a, const tk_device *dev, size_t *nflags)
+{
+    *nflags = 0;
+    return k->family->ops->workspace ? k->family->ops->workspace(k, a, dev, nflags) : 0;
+}
+static inline int tk_kernel_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
+{
+    return k->family->ops->rank ? k->family->ops->rank(k, a, dev) : k->auto_rank;
+}
+
+/* Registry (registry.c): the TK_CONFIG lines of src/kernels/table.def, in
+ * their order; families: its TK_FAMILY lines. */
 int tk_registry_count(void);
 const tk_kernel *tk_registry_at(int i);
 const tk_kernel *tk_registry_find(const char *name);
+int tk_family_count(void);
+const tk_family *tk_family_at(int i);
 
 /* Device description of the current CUDA device. */
 tk_status tk_device_query(tk_device *dev, char *why, size_t len);

@@ -1,25 +1,42 @@
-/* registry.c - the table of kernels (from src/kernels/kernels.def), and the
- * checks every kernel shares: alignment and the resource budget. */
+/* registry.c - the table of kernel families and their configurations
+ * (src/kernels/table.def), and the checks every kernel shares: alignment
+ * and the resource budget. */
 #include <stdio.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "internal.h"
 
-#define TK_KERNEL(n) extern const tk_kernel tk_kernel_##n;
-#include "../kernels/kernels.def"
-#undef TK_KERNEL
+/* Each family's functions, defined beside its core in src/kernels/. */
+#define TK_FAMILY(f, min_sm, accepts, description) extern const tk_family_ops tk_ops_##f;
+#include "../kernels/table.def"
 
-static const tk_kernel *const registry[] = {
-#define TK_KERNEL(n) &tk_kernel_##n,
-#include "../kernels/kernels.def"
-#undef TK_KERNEL
+/* Family indices, and their minimum SM as constants for the rows below. */
+enum {
+#define TK_FAMILY(f, min_sm, accepts, description) TK_FAM_##f,
+#include "../kernels/table.def"
+    TK_NFAMILIES
+};
+enum {
+#define TK_FAMILY(f, min_sm, accepts, description) TK_MIN_SM_##f = min_sm,
+#include "../kernels/table.def"
+};
+
+static const tk_family families[TK_NFAMILIES] = {
+#define TK_FAMILY(f, min_sm, accepts, description) { #f, description, min_sm, accepts, &tk_ops_##f },
+#include "../kernels/table.def"
+};
+
+static const tk_kernel registry[] = {
+#define TK_CONFIG(name, f, bm, bn, bk, wm, wn, swap, first_rank, auto_rank, description) \
+    { #name, description, &families[TK_FAM_##f], TK_MIN_SM_##f, bm, bn, bk, wm, wn, swap, first_rank, auto_rank },
+#include "../kernels/table.def"
 };
 
 int tk_registry_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
 
 const tk_kernel *tk_registry_at(int i)
 {
-    return i >= 0 && i < tk_registry_count() ? registry[i] : NULL;
+    return i >= 0 && i < tk_registry_count() ? &registry[i] : NULL;
 }
 
 const tk_kernel *tk_registry_find(const char *name)
@@ -27,9 +44,16 @@ const tk_kernel *tk_registry_find(const char *name)
     if (!name)
         return NULL;
     for (int i = 0; i < tk_registry_count(); i++)
-        if (!strcmp(registry[i]->name, name))
-            return registry[i];
+        if (!strcmp(registry[i].name, name))
+            return &registry[i];
     return NULL;
+}
+
+int tk_family_count(void) { return TK_NFAMILIES; }
+
+const tk_family *tk_family_at(int i)
+{
+    return i >= 0 && i < TK_NFAMILIES ? &families[i] : NULL;
 }
 
 tk_status tk_check_align(const tk_args *a, int ab_elems, int c_elems, char *why, size_t len)

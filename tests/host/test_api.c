@@ -653,15 +653,15 @@ static void test_check_align(void)
 /* A kernel of a newer architecture than the (fake) GPU is refused with
  * ARCH_MISMATCH before its own checks run. The handle is made by hand from
  * internal.h so the device can be any SM version. */
-static tk_status fake_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status fake_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    (void)dev;
+    (void)k; (void)dev;
     return tk_check_align(a, 8, 8, why, len);
 }
 
-static void fake_resources(const tk_args *a, const tk_device *dev, tk_resources *r)
+static void fake_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)a; (void)dev;
+    (void)k; (void)a; (void)dev;
     r->func = &dummy_func;
     r->threads = 384;
     r->dyn_smem = 200 * 1024;
@@ -691,8 +691,9 @@ static void test_arch_mismatch(void)
 
     /* A local sm_90 kernel, checked the way gemm.c checks one: arch first,
      * then its support check, then resources. */
-    const tk_kernel k90 = { "k99_fake_sm90", "test-only", 90, 128, 256, 64, 256, 0, fake_supports, fake_resources,
-                            NULL, NULL, NULL };
+    const tk_family_ops ops = { fake_supports, fake_resources, NULL, NULL, NULL };
+    const tk_family fam = { "k99", "test-only", 90, TK_ACCEPTS_BF16_GEMM, &ops };
+    const tk_kernel k90 = { "k99_fake_sm90", "test-only", &fam, 90, 128, 256, 64, 64, 256, 0, 0, 0 };
     tk_device d80 = fake_device(80), d90 = fake_device(90);
     CHECK(d80.sm < k90.min_sm && d90.sm >= k90.min_sm, "fake devices");
     tk_args a;
@@ -700,11 +701,11 @@ static void test_arch_mismatch(void)
     a.m = a.n = a.k = 256;
     a.lda = a.ldb = a.ldc = 256;
     char why[TK_MSG_LEN];
-    CHECK(k90.supports(&a, &d90, why, sizeof why) == TK_SUCCESS, "fake kernel refused: %s", why);
+    CHECK(tk_kernel_supports_args(&k90, &a, &d90, why, sizeof why) == TK_SUCCESS, "fake kernel refused: %s", why);
     a.lda = 250;
-    CHECK(k90.supports(&a, &d90, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "fake kernel took lda 250");
+    CHECK(tk_kernel_supports_args(&k90, &a, &d90, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "fake kernel took lda 250");
     tk_resources r;
-    k90.resources(&a, &d90, &r);
+    tk_kernel_resources(&k90, &a, &d90, &r);
     tk_func_attrs fa = { 168, 0, 0, 384 };
     CHECK(tk_check_resources(&k90, &r, &d90, &fa, why, sizeof why) == TK_SUCCESS, "sm_90 resources: %s", why);
     d80.smem_per_block_optin = 163 * 1024;   /* A100: 200 KiB does not fit */
@@ -886,7 +887,7 @@ static void test_last_error_after_dispatch(void)
         const tk_kernel *k = tk_registry_at(i);
         sm90 += k->min_sm > 80 && k->auto_rank > 0;
         tk_resources r;
-        k->resources(&a, &fake.dev, &r);
+        tk_kernel_resources(k, &a, &fake.dev, &r);
         if (!r.func)
             continue;
         fake.attrs[fake.nattrs].func = r.func;
@@ -910,6 +911,53 @@ static void test_last_error_after_dispatch(void)
     st = tk_kernel_supports(&fake, "k31_wgmma_cluster", &p);
     CHECK(st == TK_ERR_ARCH_MISMATCH && contains(tk_last_error(&fake), "sm_90"), "named sm_90 kernel: %s (%s)",
           tk_status_string(st), tk_last_error(&fake));
+}
+
+/* The growing descriptor (tilekit.h): its size field is checked, the
+ * fields within it read, zero bytes past what the library knows accepted,
+ * set ones refused naming the byte; the problem then goes the way of
+ * tk_gemm_ex (here: to its argument checks, and without a GPU, NO_DEVICE). */
+static void test_desc(void)
+{
+    tk_handle h = make_handle();
+    tk_gemm_desc d = TK_GEMM_DESC_INIT;
+    CHECK(d.size == sizeof d, "TK_GEMM_DESC_INIT sets size %zu, sizeof %zu", d.size, sizeof d);
+    d.problem = base_problem();
+    tk_status want = have_gpu() ? TK_ERR_INVALID_VALUE : TK_ERR_NO_DEVICE;   /* fake pointers: never launched */
+    d.problem.lda = 1;
+    tk_status st = tk_gemm_run(h, &d, NULL, NULL);
+    CHECK(st == TK_ERR_INVALID_VALUE && contains(tk_last_error(h), "lda"), "the problem's checks: %s (%s)",
+          tk_status_string(st), tk_last_error(h));
+    d.problem.lda = 4;
+    if (!have_gpu()) {
+        st = tk_gemm_run(h, &d, NULL, NULL);
+        CHECK(st == want, "a good descriptor: %s (%s)", tk_status_string(st), tk_last_error(h));
+    }
+    CHECK(tk_gemm_run(h, NULL, NULL, NULL) == TK_ERR_INVALID_VALUE && contains(tk_last_error(h), "d:"), "NULL: %s",
+          tk_last_error(h));
+    CHECK(tk_gemm_run(NULL, &d, NULL, NULL) == TK_ERR_INVALID_VALUE, "NULL handle accepted");
+    tk_gemm_desc small = d;
+    small.size = sizeof(size_t);
+    st = tk_gemm_run(h, &small, NULL, NULL);
+    CHECK(st == TK_ERR_INVALID_VALUE && contains(tk_last_error(h), "d->size") &&
+              contains(tk_last_error(h), "TK_GEMM_DESC_INIT"),
+          "size too small: %s (%s)", tk_status_string(st), tk_last_error(h));
+    /* a caller compiled against a newer header: a larger struct */
+    struct { tk_gemm_desc d; unsigned char future[24]; } big;
+    memset(&big, 0, sizeof big);
+    big.d = d;
+    big.d.size = sizeof big;
+    big.d.problem.lda = 1;   /* a bad problem: the checks after the descriptor's are reached */
+    st = tk_gemm_run(h, &big.d, NULL, NULL);
+    CHECK(st == TK_ERR_INVALID_VALUE && contains(tk_last_error(h), "lda"), "newer caller, zero tail: %s (%s)",
+          tk_status_string(st), tk_last_error(h));
+    big.future[5] = 1;
+    st = tk_gemm_run(h, &big.d, NULL, NULL);
+    char byte[32];
+    snprintf(byte, sizeof byte, "byte %zu", sizeof(tk_gemm_desc) + 5);
+    CHECK(st == TK_ERR_NOT_SUPPORTED && contains(tk_last_error(h), byte), "newer caller, a field set: %s (%s)",
+          tk_status_string(st), tk_last_error(h));
+    tk_destroy(h);
 }
 
 void tk_tests(void)
@@ -940,4 +988,5 @@ void tk_tests(void)
     TK_TEST(test_misaligned_pointers);
     TK_TEST(test_wrong_device);
     TK_TEST(test_last_error_after_dispatch);
+    TK_TEST(test_desc);
 }

@@ -186,9 +186,9 @@ static void test_grid_y_refusals(void)
         const tk_kernel *k = tk_registry_at(i);
         for (int ob = 0; ob < 2; ob++) {
             tk_args small = problem(4096, 256, 64, (tk_op)ob), tall = problem(INT64_C(1) << 24, 256, 64, (tk_op)ob);
-            if (k->supports(&small, &d, why, sizeof why) != TK_SUCCESS)
+            if (tk_kernel_supports_args(k, &small, &d, why, sizeof why) != TK_SUCCESS)
                 continue;
-            if (k->supports(&tall, &d, why, sizeof why) == TK_SUCCESS)
+            if (tk_kernel_supports_args(k, &tall, &d, why, sizeof why) == TK_SUCCESS)
                 continue;
             refused++;
             CHECK(strstr(why, "65535") != NULL, "%s refuses M = 2^24 for another reason: %s", k->name, why);
@@ -220,21 +220,21 @@ static void test_32bit_refusals(void)
         far_ok.lda = (INT64_C(1) << 39) - 8;
         if (k->min_sm == 90) {
             hopper++;
-            CHECK(k->supports(&tall, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "32-bit"),
+            CHECK(tk_kernel_supports_args(k, &tall, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "32-bit"),
                   "%s, M = %lld: %s", k->name, (long long)m_near, why);
-            CHECK(k->supports(&wide, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "32-bit"),
+            CHECK(tk_kernel_supports_args(k, &wide, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "32-bit"),
                   "%s, N = 2^31 - 101: %s", k->name, why);
-            CHECK(k->supports(&tall_ok, &d, why, sizeof why) == TK_SUCCESS, "%s, M = %lld: %s", k->name, (long long)m_below, why);
-            CHECK(k->supports(&wide_ok, &d, why, sizeof why) == TK_SUCCESS, "%s, N = 2^31 - 301: %s", k->name, why);
-            CHECK(k->supports(&far, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "2^40"),
+            CHECK(tk_kernel_supports_args(k, &tall_ok, &d, why, sizeof why) == TK_SUCCESS, "%s, M = %lld: %s", k->name, (long long)m_below, why);
+            CHECK(tk_kernel_supports_args(k, &wide_ok, &d, why, sizeof why) == TK_SUCCESS, "%s, N = 2^31 - 301: %s", k->name, why);
+            CHECK(tk_kernel_supports_args(k, &far, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "2^40"),
                   "%s, lda of 2^40 bytes: %s", k->name, why);
-            CHECK(k->supports(&far_ok, &d, why, sizeof why) == TK_SUCCESS, "%s, lda of 2^40 - 16 bytes: %s",
+            CHECK(tk_kernel_supports_args(k, &far_ok, &d, why, sizeof why) == TK_SUCCESS, "%s, lda of 2^40 - 16 bytes: %s",
                   k->name, why);
         } else if (!strcmp(k->name, "k20_mma_sync") || !strcmp(k->name, "k21_mma_fastload")) {
-            CHECK(k->supports(&tall, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "%s, M = 2^31 - 101", k->name);
-            CHECK(k->supports(&wide, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "%s, N = 2^31 - 101", k->name);
+            CHECK(tk_kernel_supports_args(k, &tall, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "%s, M = 2^31 - 101", k->name);
+            CHECK(tk_kernel_supports_args(k, &wide, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "%s, N = 2^31 - 101", k->name);
         } else if (!strcmp(k->name, "k01_naive")) {
-            CHECK(k->supports(&tall, &d, why, sizeof why) == TK_SUCCESS && k->supports(&far, &d, why, sizeof why) ==
+            CHECK(tk_kernel_supports_args(k, &tall, &d, why, sizeof why) == TK_SUCCESS && tk_kernel_supports_args(k, &far, &d, why, sizeof why) ==
                   TK_SUCCESS, "k01_naive refused: %s", why);
         }
     }

@@ -154,8 +154,8 @@ static const char *model_pick(const tk_args *a, const tk_device *dev)
         const tk_kernel *k = tk_registry_at(i);
         if (k->auto_rank <= 0 || k->min_sm > dev->sm)
             continue;
-        int r = k->rank ? k->rank(a, dev) : k->auto_rank;
-        if (r > best_rank && k->supports(a, dev, why, sizeof why) == TK_SUCCESS) {
+        int r = tk_kernel_rank(k, a, dev);
+        if (r > best_rank && tk_kernel_supports_args(k, a, dev, why, sizeof why) == TK_SUCCESS) {
             best = k;
             best_rank = r;
         }
@@ -333,13 +333,13 @@ static void test_supports(void)
     d.sm_count = 132;
     char why[TK_MSG_LEN] = "";
     tk_args a = prob(1, 4096, 4096, TK_OP_N, TK_OP_N);
-    CHECK(k->supports(&a, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "op_b T"), "NN: %s", why);
+    CHECK(tk_kernel_supports_args(k, &a, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "op_b T"), "NN: %s", why);
     a = prob(1, 4096, 4096, TK_OP_T, TK_OP_T);
-    CHECK(k->supports(&a, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "TT accepted");
+    CHECK(tk_kernel_supports_args(k, &a, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "TT accepted");
     a = prob(8192, 8192, 64, TK_OP_N, TK_OP_T);
-    CHECK(k->supports(&a, &d, why, sizeof why) == TK_SUCCESS, "8192 x 8192 refused: %s", why);
+    CHECK(tk_kernel_supports_args(k, &a, &d, why, sizeof why) == TK_SUCCESS, "8192 x 8192 refused: %s", why);
     a = prob((int64_t)1 << 23, (int64_t)1 << 23, 64, TK_OP_N, TK_OP_T);
-    CHECK(k->supports(&a, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "65535"), "2^23 square: %s",
+    CHECK(tk_kernel_supports_args(k, &a, &d, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "65535"), "2^23 square: %s",
           why);
 }
 

@@ -330,8 +330,8 @@ def test_bad_inputs():
 
 
 def test_seed_mapping_matches_registry_and_docs():
-    with open(os.path.join(ROOT, "src", "kernels", "kernels.def")) as f:
-        names = re.findall(r"^TK_KERNEL\((\w+)\)", f.read(), re.M)
+    with open(os.path.join(ROOT, "src", "kernels", "table.def")) as f:
+        names = re.findall(r"^TK_CONFIG\((\w+),", f.read(), re.M)
     numbers = [n.split("_")[0] for n in names]
     for number, _ in rt.SEEDS:
         assert number in numbers, number
