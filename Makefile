@@ -1,5 +1,6 @@
-# tilekit - one entry point. `make` builds build/libtilekit.{so,a}, the CLI
-# build/tilekit, the Python extension and the tests; `make test` runs the CPU suite, `make asan-fuzz`
+# tilekit - one entry point. `make` builds the library build/libtilekit.{so,a},
+# the lab build/libtilekit_lab.a, the CLI build/tilekit, the Python extension
+# and the tests; `make test` runs the CPU suite, `make asan-fuzz`
 # the API fuzz under sanitizers (no GPU needed), `make gpu-test` the GPU
 # suite, `make bench` the main job (needs an NVIDIA GPU).
 #
@@ -25,12 +26,20 @@ NVFLAGS  ?= -O3 -lineinfo
 NVFLAGS  += -std=c++17 $(GENCODE) -Xcompiler -fPIC,-Wall -Xptxas -v --expt-relaxed-constexpr
 LDLIBS   := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcublas -lcudart -lstdc++ -lpthread -lm -ldl
 
-HOST_SRCS   := $(wildcard src/host/*.c)
+# The library (src/lib, src/kernels) and the lab (src/lab: verify, bench,
+# fuzz, profile, reports, and its own kernels), which links the library's
+# static archive and its internals; libtilekit.{so,a} hold no lab object.
+LIB_SRCS    := $(wildcard src/lib/*.c)
 KERNEL_C    := $(wildcard src/kernels/*.c)
 KERNEL_CU   := $(wildcard src/kernels/*.cu)
-DEV_HEADERS := $(wildcard src/tiles/*.cuh src/ptx/*.cuh src/kernels/*.cuh src/kernels/*.h) src/host/kernel.h include/tilekit.h src/kernels/table.def
+LAB_SRCS    := $(wildcard src/lab/*.c)
+LAB_CU      := $(wildcard src/lab/*.cu)
+DEV_HEADERS := $(wildcard src/tiles/*.cuh src/ptx/*.cuh src/kernels/*.cuh src/kernels/*.h) src/lib/kernel.h include/tilekit.h src/kernels/table.def
 CU_OBJS     := $(KERNEL_CU:%.cu=$(BUILD)/obj/%.o)
-LIB_OBJS    := $(HOST_SRCS:%.c=$(BUILD)/obj/%.o) $(KERNEL_C:%.c=$(BUILD)/obj/%.o) $(CU_OBJS)
+LIB_OBJS    := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(KERNEL_C:%.c=$(BUILD)/obj/%.o) $(CU_OBJS)
+LAB_CU_OBJS := $(LAB_CU:%.cu=$(BUILD)/obj/%.o)
+LAB_OBJS    := $(LAB_SRCS:%.c=$(BUILD)/obj/%.o) $(LAB_CU_OBJS)
+LAB         := $(BUILD)/libtilekit_lab.a
 
 CLI         := $(BUILD)/tilekit
 CPU_TESTS   := $(patsubst tests/host/%.c,$(BUILD)/tests/%,$(wildcard tests/host/test_*.c))
@@ -45,9 +54,10 @@ PY_INCLUDE := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths(
 PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 PYEXT      := $(BUILD)/python/_tilekit$(PY_SUFFIX)
 
-.PHONY: all lib python test asan-fuzz gpu-test bench install clean
-all: lib python $(CLI) $(CPU_TESTS) $(GPU_TESTS)
+.PHONY: all lib lab python test asan-fuzz gpu-test bench install clean
+all: lib lab python $(CLI) $(CPU_TESTS) $(GPU_TESTS)
 lib: $(BUILD)/libtilekit.so $(BUILD)/libtilekit.a
+lab: $(LAB)
 
 ifneq ($(wildcard $(PY_INCLUDE)/Python.h),)
 python: $(PYEXT)
@@ -60,7 +70,7 @@ $(PYEXT): python/tilekit/_tilekit.c include/tilekit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(PY_INCLUDE) $(CFLAGS) -shared -o $@ $< -ldl
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/host/*.h src/kernels/*.h) include/tilekit.h src/kernels/table.def
+$(BUILD)/obj/%.o: %.c $(wildcard src/lib/*.h src/lab/*.h src/kernels/*.h) include/tilekit.h src/kernels/table.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -72,25 +82,41 @@ $(BUILD)/obj/%.o: %.cu $(DEV_HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(CPPFLAGS) $(NVFLAGS) -c $< -o $@ 2> $@.ptxas || { cat $@.ptxas; exit 1; }
 	@! grep -E 'error|warning|Performance Loss' $@.ptxas || { echo "nvcc warnings in $<"; exit 1; }
+$(LAB_CU_OBJS): $(wildcard src/lab/*.h)
 
-$(BUILD)/libtilekit.so.$(VERSION): $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libtilekit.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
+# libtilekit.so exports what include/tilekit.h declares and nothing else: a
+# version script names the tk_*( of the header's preprocessed text (a name
+# followed by "(*" is a function-pointer type) and makes every other symbol
+# local, the library's internals and the kernels' host stubs alike. The CUDA
+# runtime stays a dependency, so dlsym() on the library still finds its
+# functions (the Python package's extension and fallback use that).
+# tests/python/test_exports.py checks the exported list against the header.
+LIB_MAP := $(BUILD)/libtilekit.map
+$(LIB_MAP): include/tilekit.h
+	@mkdir -p $(dir $@)
+	{ echo '{ global:'; $(CC) -E -P $< | grep -oE '\<tk_[A-Za-z0-9_]+ *\( *[^* ]' | sed -E 's/ *\(.*/;/' | sort -u; \
+	  echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/libtilekit.so.$(VERSION): $(LIB_OBJS) $(LIB_MAP)
+	$(CC) -shared -Wl,-soname,libtilekit.so.$(SOMAJOR) -Wl,--version-script=$(LIB_MAP) -o $@ $(LIB_OBJS) $(LDLIBS)
 $(BUILD)/libtilekit.so: $(BUILD)/libtilekit.so.$(VERSION)
 	ln -sf libtilekit.so.$(VERSION) $(BUILD)/libtilekit.so.$(SOMAJOR)
 	ln -sf libtilekit.so.$(VERSION) $@
 $(BUILD)/libtilekit.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
+$(LAB): $(LAB_OBJS)
+	rm -f $@ && ar rcs $@ $^
 
-# Programs link the static library so they run from the build tree as-is.
-$(CLI): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/*.c)) $(BUILD)/libtilekit.a
+# Programs link the static archives (the lab's first: it calls into the
+# library) so they run from the build tree as-is.
+$(CLI): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/*.c)) $(LAB) $(BUILD)/libtilekit.a
 	$(CC) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/%: $(BUILD)/obj/tests/host/%.o $(BUILD)/obj/tests/host/check.o $(BUILD)/libtilekit.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/host/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/gpu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(BUILD)/libtilekit.a
+$(BUILD)/tests/gpu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/gpucu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(BUILD)/libtilekit.a
+$(BUILD)/tests/gpucu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS)
 # The tests' own headers (check.h, the GPU tests' int_gemm.h).
@@ -102,20 +128,21 @@ $(BUILD)/obj/tests/host/check.o: tests/host/check.c tests/host/check.h
 test: all
 	@bash tests/run_cpu.sh $(BUILD)
 
-# The API fuzz (tests/fuzz/fuzz_api.c): the host C of the library rebuilt with
-# AddressSanitizer and UndefinedBehaviorSanitizer in $(BUILD)/asan, any report
-# fatal, linked with the device objects of the normal build as they are (no
+# The API fuzz (tests/fuzz/fuzz_api.c: the public API alone, so no lab): the
+# host C of the library rebuilt with AddressSanitizer and
+# UndefinedBehaviorSanitizer in $(BUILD)/asan, any report fatal, linked with
+# the library's device objects of the normal build as they are (no
 # sanitizer instruments nvcc's output; the fuzz reaches none of it without a
 # GPU). It models a machine without one, so no GPU is made visible to it.
 # Against the CUDA runtime it needs no ASAN_OPTIONS: with no driver the
 # runtime stops at its first call (cudaErrorInsufficientDriver or
 # cudaErrorNoDevice), before mapping any device memory.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
-ASAN_OBJS  := $(patsubst %.c,$(BUILD)/asan/%.o,$(HOST_SRCS) $(KERNEL_C) tests/fuzz/fuzz_api.c)
+ASAN_OBJS  := $(patsubst %.c,$(BUILD)/asan/%.o,$(LIB_SRCS) $(KERNEL_C) tests/fuzz/fuzz_api.c)
 FUZZ       := $(BUILD)/asan/fuzz_api
 FUZZ_ARGS  ?= --seconds 30 --seed 1
 
-$(BUILD)/asan/%.o: %.c $(wildcard src/host/*.h) include/tilekit.h src/kernels/table.def
+$(BUILD)/asan/%.o: %.c $(wildcard src/lib/*.h) include/tilekit.h src/kernels/table.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -O1 $(ASAN_FLAGS) -c $< -o $@
 $(FUZZ): $(ASAN_OBJS) $(CU_OBJS)

@@ -26,7 +26,7 @@ device, date and command of each run. Every figure comes from the files.
 
 --kernel picks the rows (default auto, i.e. auto-dispatch: the kernel the
 suite run always times besides cuBLAS). The figures are computed here from
-the results, as the C summary (src/host/lab_suite.c) computes them.
+the results, as the C summary (src/lab/lab_suite.c) computes them.
 
     python3 bench/plot.py --kernels out/bench.json out/bench_nt.json [--png docs/kernels.png]
 
@@ -50,7 +50,7 @@ import sys
 
 BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-THRESHOLD = 0.9       # TK_LAB_SUITE_BELOW in src/host/lab.h
+THRESHOLD = 0.9       # TK_LAB_SUITE_BELOW in src/lab/lab.h
 ALL = ("square", "llm", "odd")   # what bench/shapes/all.txt includes
 
 

@@ -31,8 +31,8 @@ comparisons are also printed on stdout.
 
 Every figure comes from the files: nothing here is typed by hand. Nothing is
 written unless every target has its markers. The bench JSON schema is the one
-`tilekit bench --json` writes (src/host/lab_report.c). --info takes
-`tilekit info` output as text (src/host/lab_info.c), or a JSON list of
+`tilekit bench --json` writes (src/lab/lab_report.c). --info takes
+`tilekit info` output as text (src/lab/lab_info.c), or a JSON list of
 {kernel, regs, local_bytes, static_smem, dyn_smem, threads, blocks_per_sm,
 occupancy}, or the same as CSV with a header line. Standard library only.
 """
@@ -144,7 +144,7 @@ def _occupancy_pct(v):
     return x * 100 if x <= 1 else x
 
 
-# A figures row of `tilekit info` (src/host/lab_info.c, print_kernel): name,
+# A figures row of `tilekit info` (src/lab/lab_info.c, print_kernel): name,
 # regs, local bytes, static smem, dynamic smem, threads, blocks/SM, "NN%".
 # Other rows under the header carry a message instead ("needs sm_90",
 # "library (...)", a CUDA error) and give no figures.

@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "tilekit.h"
-#include "host/kernel.h"
-#include "host/lab.h"
-#include "host/internal.h"
+#include "lib/kernel.h"
+#include "lab/lab.h"
+#include "lib/internal.h"
 
 #define MAX_LIST 64
 #define TUNE_FILE_DEFAULT "tilekit-tune.txt"
@@ -141,7 +141,7 @@ static void print_help(const char *cmd)
                "  --json FILE                  also write the figures there\n"
                "  --metrics                    list the Nsight Compute metrics used, with their meaning, and exit\n"
                "Runs `tilekit launch` under Nsight Compute (ncu from $NCU, else PATH) with one table of\n"
-               "metrics (src/host/lab_profile.c) and prints one screen: duration, tensor pipe busy,\n"
+               "metrics (src/lab/lab_profile.c) and prints one screen: duration, tensor pipe busy,\n"
                "SM throughput, achieved vs theoretical occupancy and the resource limiting it, registers\n"
                "and spills, DRAM bytes and bandwidth, L2 and L1 hit rates, sectors per request of\n"
                "global loads and stores (actual and ideal), shared-memory bank conflicts, the top\n"
@@ -942,7 +942,7 @@ static int cmd_launch(const opts *o)
 static int cmd_profile(const opts *o)
 {
     if (o->list_metrics) {
-        printf("tilekit profile asks Nsight Compute for these metrics (src/host/lab_profile.c):\n");
+        printf("tilekit profile asks Nsight Compute for these metrics (src/lab/lab_profile.c):\n");
         for (int i = 0; i < tk_lab_metric_count(); i++) {
             const tk_lab_metric *m = tk_lab_metric_at(i);
             printf("%s\n    %s (JSON key %s)\n", m->ncu, m->meaning, m->key);

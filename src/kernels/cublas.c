@@ -3,7 +3,7 @@
  * own kernels are measured against. */
 #include <stdio.h>
 #include <cublas_v2.h>
-#include "../host/kernel.h"
+#include "../lib/kernel.h"
 
 static tk_status cublas_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {

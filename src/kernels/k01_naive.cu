@@ -12,7 +12,7 @@
  * Reproduce: build/tilekit bench --kernel k01_naive
  */
 #include <stdio.h>
-#include "../host/kernel.h"
+#include "../lib/kernel.h"
 #include "../tiles/epilogue.cuh"
 
 #define NAIVE_BLOCK 16

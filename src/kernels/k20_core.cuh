@@ -19,7 +19,7 @@
 
 #include <stdio.h>
 #include <limits.h>
-#include "../host/kernel.h"
+#include "../lib/kernel.h"
 #include "../ptx/cp_async.cuh"
 #include "../ptx/ldmatrix.cuh"
 #include "../ptx/mma_sync.cuh"

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cuda.h>
-#include "../host/kernel.h"
-#include "../host/tma.h"
+#include "../lib/kernel.h"
+#include "../lib/tma.h"
 #include "../ptx/common.cuh"
 #include "../ptx/cluster.cuh"
 #include "../ptx/fence.cuh"

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "host/kernel.h"
+#include "lib/kernel.h"
 
 #define K40_WARPS 4                    /* warps per CTA, 16 weight rows each */
 #define K40_WK 4                       /* warps per 16-row slab, splitting its k-range (1, 2, 4) */

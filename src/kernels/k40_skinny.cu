@@ -80,9 +80,9 @@
  */
 #include <stdio.h>
 #include <limits.h>
-#include "host/kernel.h"
-#include "host/launch_cache.h"
-#include "host/tma.h"
+#include "lib/kernel.h"
+#include "lib/launch_cache.h"
+#include "lib/tma.h"
 #include "kernels/k40_plan.h"
 #include "ptx/cp_async.cuh"
 #include "ptx/fence.cuh"

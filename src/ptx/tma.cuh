@@ -1,7 +1,7 @@
 /* tma.cuh - the tensor memory accelerator: bulk tensor copies between global
  * and shared memory described by a CUtensorMap (sm_90).
  *
- * The map (encoded on the host, src/host/tma.c) lives in kernel parameter
+ * The map (encoded on the host, src/lib/tma.c) lives in kernel parameter
  * space as a `const __grid_constant__` parameter (or in global memory), 64-byte
  * aligned; `map` is its generic address. Coordinates are in elements,
  * innermost dimension first, signed 32-bit, and may lie partly or wholly

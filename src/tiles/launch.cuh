@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
-#include "host/kernel.h"
+#include "lib/kernel.h"
 #include "layout.h"
 
 /* The problems every tile kernel can run: A stored M x K (op_a N; its rows

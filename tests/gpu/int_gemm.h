@@ -28,8 +28,8 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "tilekit.h"
-#include "host/lab.h"
-#include "host/lab_rand.h"
+#include "lab/lab.h"
+#include "lab/lab_rand.h"
 
 /* Row-major C = alpha * A op(B): A is M x K with lda = K, starting a_off
  * elements into its buffer (1: only 2-byte aligned); B is K x N (op N,

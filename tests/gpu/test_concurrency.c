@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
-#include "host/internal.h"
+#include "lib/internal.h"
 #include "../host/check.h"
 #include "int_gemm.h"
 

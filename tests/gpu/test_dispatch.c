@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
-#include "host/internal.h"
+#include "lib/internal.h"
 #include "../host/check.h"
 
 static tk_handle h;

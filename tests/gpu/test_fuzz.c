@@ -11,7 +11,7 @@
  * counted (0 passed, 0 failed): the CPU suite checks the generator. */
 #include <string.h>
 #include "tilekit.h"
-#include "host/lab.h"
+#include "lab/lab.h"
 #include "../host/check.h"
 
 #define CASES 300

@@ -34,7 +34,7 @@
 #include <time.h>
 #include <cuda_runtime_api.h>
 #include "tilekit.h"
-#include "host/lab.h"
+#include "lab/lab.h"
 #include "../host/check.h"
 
 #define WIN 8                   /* a sampled window: 8 consecutive rows or columns */

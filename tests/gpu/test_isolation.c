@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
-#include "host/internal.h"
+#include "lib/internal.h"
 #include "../host/check.h"
 #include "int_gemm.h"
 

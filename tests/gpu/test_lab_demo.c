@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tilekit.h"
-#include "host/internal.h"
-#include "host/lab.h"
+#include "lib/internal.h"
+#include "lab/lab.h"
 #include "../host/check.h"
 
 static void test_plant(void)

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tilekit.h"
-#include "host/lab.h"
+#include "lab/lab.h"
 #include "../host/check.h"
 
 /* The kernels verified on the odd views, decode and quick-tile blocks: auto,

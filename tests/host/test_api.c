@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "tilekit.h"
-#include "host/internal.h"
+#include "lib/internal.h"
 #include "check.h"
 
 /* Stand-ins for device pointers: never dereferenced (every call using them

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "host/internal.h"
-#include "host/lab.h"
+#include "lib/internal.h"
+#include "lab/lab.h"
 #include "check.h"
 
 #define FAR (((int64_t)1 << 31) + 8)   /* a leading dimension: row 2 starts past 2^32 elements */

@@ -10,7 +10,7 @@
  * elsewhere. */
 #include <stdio.h>
 #include <string.h>
-#include "host/internal.h"
+#include "lib/internal.h"
 #include "kernels/k40_plan.h"
 #include "check.h"
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "host/lab.h"
+#include "lab/lab.h"
 #include "check.h"
 
 static void test_bf16_rounding(void)

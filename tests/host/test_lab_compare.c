@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "host/lab.h"
+#include "lab/lab.h"
 #include "check.h"
 
 #define TR 128   /* tile rows/cols of the map */

@@ -5,7 +5,7 @@
  * bad option. The GPU run is tests/gpu/test_fuzz.c. */
 #include <math.h>
 #include <string.h>
-#include "host/lab.h"
+#include "lab/lab.h"
 #include "check.h"
 
 #define NCASES 2000

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "host/lab.h"
+#include "lab/lab.h"
 #include "check.h"
 
 static const int64_t shapes[][3] = { { 1, 1, 1 }, { 17, 33, 9 }, { 127, 129, 65 }, { 64, 80, 8 }, { 16, 24, 40 },

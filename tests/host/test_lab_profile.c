@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "host/lab.h"
+#include "lab/lab.h"
 #include "check.h"
 
 static const char *fixture_dir(void)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
-#include "host/lab.h"
+#include "lab/lab.h"
 
 static char tmp[PATH_MAX];      /* the temporary folder */
 static char shapes[PATH_MAX];   /* the repository's bench/shapes */

@@ -4,7 +4,7 @@
  * the oldest entry goes when the cache is full, and NULL caches nothing. */
 #include <limits.h>
 #include <string.h>
-#include "host/launch_cache.h"
+#include "lib/launch_cache.h"
 #include "check.h"
 
 static tk_tma_key key0(void)

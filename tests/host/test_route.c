@@ -5,7 +5,7 @@
  * (tests/gpu/test_dispatch.c). */
 #include <stdint.h>
 #include <string.h>
-#include "host/internal.h"
+#include "lib/internal.h"
 #include "check.h"
 
 /* A row-major problem with 256-byte aligned (fake) pointers. */

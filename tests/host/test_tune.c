@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "host/internal.h"
+#include "lib/internal.h"
 #include "check.h"
 
 static tk_device h100(void)

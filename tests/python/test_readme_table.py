@@ -74,7 +74,7 @@ BENCH = {
     "peak_tflops": 1070.5, "l2_flush": True, "results": RESULTS,
 }
 
-# The shape of src/host/lab_info.c's output: device block, registry, then the
+# The shape of src/lab/lab_info.c's output: device block, registry, then the
 # resource table (rows with figures, or a message instead of figures).
 INFO_TEXT = """device 0: Fake GPU, sm_90, 132 SMs
   clocks: max SM 1980 MHz, memory 2619 MHz x 5120-bit bus (3352 GB/s theoretical)

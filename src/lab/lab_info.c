@@ -2,7 +2,7 @@
  * registers, spills, shared memory, threads, and the occupancy that follows. */
 #include <string.h>
 #include <cuda_runtime_api.h>
-#include "internal.h"
+#include "../lib/internal.h"
 #include "lab.h"
 
 static int wanted(const char *name, const char *const *kernels)

@@ -1,5 +1,5 @@
 /* lab_rand.h - the lab's counter-based random numbers, for the host (lab_num.c)
- * and the device (util.cu's fill kernel) alike: the same seed gives the same
+ * and the device (lab_device.cu's fill kernel) alike: the same seed gives the same
  * matrix wherever it is made, so bench can fill its inputs on the GPU (seconds
  * saved per shape of a suite) with the values verify makes on the CPU. */
 #ifndef TK_LAB_RAND_H

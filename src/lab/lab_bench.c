@@ -9,7 +9,7 @@
 #include <time.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
-#include "internal.h"
+#include "../lib/internal.h"
 #include "lab.h"
 
 #define WARMUP 2

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
-#include "internal.h"
+#include "../lib/internal.h"
 #include "lab.h"
 
 #define FULL_REF_MAX 65536      /* C with at most this many entries is checked whole */

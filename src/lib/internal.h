@@ -1,4 +1,4 @@
-/* internal.h - host-side internals shared by the files of src/host. */
+/* internal.h - host-side internals shared by the files of src/lib. */
 #ifndef TK_INTERNAL_H
 #define TK_INTERNAL_H
 

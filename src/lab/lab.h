@@ -24,13 +24,13 @@ uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i);
 /* x[0..n) = elements 0..n-1 of stream seed, as bf16 or fp32 (fp32 gets the
  * same bf16-exact values). Multi-threaded for large n. */
 void tk_lab_fill(void *x, tk_dtype type, size_t n, uint64_t seed);
-/* The same into device memory x, on stream (util.cu); a CUDA error code. */
+/* The same into device memory x, on stream (lab_device.cu); a CUDA error code. */
 int tk_lab_fill_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream);
 /* Device memory x = small integers of stream seed (tk_lab_rand_int in
- * lab_rand.h, in [-3, 3]) as bf16 or fp32, on stream (util.cu): inputs whose
+ * lab_rand.h, in [-3, 3]) as bf16 or fp32, on stream (lab_device.cu): inputs whose
  * fp32 GEMM is exact. A CUDA error code. */
 int tk_lab_fill_int_device(void *x, tk_dtype type, size_t n, uint64_t seed, void *stream);
-/* Reads bytes (a multiple of 16) at x once with sms * 4 blocks (util.cu): the
+/* Reads bytes (a multiple of 16) at x once with sms * 4 blocks (lab_device.cu): the
  * DRAM read probe; sink holds sms * 4 words. 0 or a cudaError_t. */
 int tk_lab_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream);
 /* The same read with loads that allocate in L2: bench's flush (lab_bench.c). */
