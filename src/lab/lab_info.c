@@ -17,15 +17,27 @@ static int wanted(const char *name, const char *const *kernels)
 
 static void print_registry(FILE *f, const char *const *kernels)
 {
-    fprintf(f, "%-20s %6s %9s  %s\n", "kernel", "min_sm", "BMxBN", "description");
+    /* the table's families (src/kernels/table.def), then its configurations */
+    fprintf(f, "%-8s %6s %-22s %s\n", "family", "min_sm", "accepts", "description");
+    for (int i = 0; i < tk_family_count(); i++) {
+        const tk_family *fam = tk_family_at(i);
+        char acc[64];
+        snprintf(acc, sizeof acc, "%s%s%s%s", fam->accepts & TK_ACCEPT_AB_BF16 ? "bf16" : "",
+                 fam->accepts & TK_ACCEPT_C_F32 ? "->f32" : "", fam->accepts & TK_ACCEPT_C_BF16 ? ",bf16" : "",
+                 fam->accepts & TK_ACCEPT_DENSE ? " dense" : "");
+        fprintf(f, "%-8s %6d %-22s %s\n", fam->name, fam->min_sm, acc, fam->description);
+    }
+    fprintf(f, "\n%-24s %-7s %6s %11s %4s %5s  %s\n", "kernel", "family", "min_sm", "BMxBNxBK", "swap", "rank",
+            "description");
     for (int i = 0; i < tk_registry_count(); i++) {
         const tk_kernel *k = tk_registry_at(i);
         if (!wanted(k->name, kernels))
             continue;
         char tile[32] = "-";
         if (k->bm && k->bn)
-            snprintf(tile, sizeof tile, "%dx%d", k->bm, k->bn);
-        fprintf(f, "%-20s %6d %9s  %s\n", k->name, k->min_sm, tile, k->description);
+            snprintf(tile, sizeof tile, "%dx%dx%d", k->bm, k->bn, k->bk);
+        fprintf(f, "%-24s %-7s %6d %11s %4d %5d  %s\n", k->name, k->family->name, k->min_sm, tile, k->swap,
+                k->auto_rank, k->description);
     }
 }
 

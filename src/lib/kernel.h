@@ -1,8 +1,8 @@
 /* kernel.h - the one launch contract every GEMM kernel fills in.
  *
- * Included by host C (src/host) and by CUDA C (the .cu files of src/kernels), so it is
+ * Included by host C (src/lib) and by CUDA C (the .cu files of src/kernels), so it is
  * plain C. The public problem (tilekit.h) is checked and normalized to a
- * row-major problem (tk_args) by src/host/gemm.c before any kernel sees it:
+ * row-major problem (tk_args) by src/lib/gemm.c before any kernel sees it:
  * a column-major C = op(A) op(B) is the row-major C^T = op(B)^T op(A)^T, so
  * normalization swaps the operands and M/N and keeps each op. Kernels
  * therefore only ever see row-major A (M x K, or K x M if op_a is T),
