@@ -21,8 +21,8 @@
  * 4096 x 14336 x 4096 0.984x, 8192 x 8192 x 1024 0.965x, 4352 x 4352 x 4096
  * 0.965x (last wave split), 8191 x 8193 x 8190 with padded ld 4.62x (cuBLAS
  * is slow there). Short of issue 5's 1.05x: see docs/kernels/k30.md, session 2.
- * The configuration, loops and direct epilogue are in k30_core.cuh; the end
- * of this file also registers k39_cluster_64x128 (64 x 128 tiles a CTA).
+ * The configuration, loops and direct epilogue are in k30_core.cuh;
+ * k39_cluster_64x128 is this kernel with 64 x 128 tiles a CTA.
  * Reproduce: build/tilekit bench --kernel k31_wgmma_cluster
  */
 #include "k30_core.cuh"
