@@ -1,25 +1,15 @@
 /* k03_wg_64x64 (entries k03_wg_64x64_k16, k04_wg_64x64_k32, k05_wg_64x64_k64)
  * - seed 000's "starting point": four warps (one warpgroup) on a 64x64 block.
  *
- * Reproduces: the kernel the user calls "my starting point" in seed 000:
- * 4 warps, a 64x64 C block cut into 16x16 sub-tiles, each warp holding four
- * 16x16 accumulators in the interleaved layout
- *   accumulator i -> sub-tile (2*(i/2) + warp_row, 2*(i%2) + warp_col),
- *   warp_row = warp / 2, warp_col = warp % 2,
- * the whole warpgroup loading the A (64 x BK) and B (BK x 64) tiles
- * (G::load), and each warp loading 16x16 sub-tiles (subtile_inplace) into
- * registers for mma_AB. The seed ran it at K-step 64, then tried 16 and
- * reported 140 -> 60 TFLOP/s on its AMD GPU; the three K-steps are three
- * registry entries here (the same code, BK a compile-time parameter) so the
- * effect can be measured on the H100.
  * What changed from k02_warp_64x64, and why: 4 warps instead of 1 (while one
  * warp waits on shared memory or the tensor core, another issues), each
  * owning a quarter of the block's C; the shared tiles are loaded by all
  * 128 threads.
- * What differs from the seed: the seed had one barrier per K-step, so a fast
- * warp could overwrite the shared tiles while a slow one still read them; a
- * second barrier after the compute closes that race. Edges are zero-filled /
- * bounded, so any M, N, K works.
+ * The three entries are the same code with BK a compile-time parameter:
+ * the seed's K-step experiment, measured on the H100. A second barrier per
+ * K-step closes the seed's race on the shared tiles; edges are zero-filled /
+ * bounded, so any M, N, K works. The seed's kernel, its K-step result and
+ * what differs from it: docs/kernels/seeds.md.
  *
  * Tile configuration: BM = BN = 64, BK = 16 / 32 / 64, 4 warps (128
  * threads), warp tile 32x32 as four interleaved 16x16 accumulators; shared

@@ -1,25 +1,15 @@
 /* k08_4w_128x128_abt - seed 001's kernel: 128x128 block, four warps,
  * K-step 64, B stored N x K (mma_ABt), register double-buffering.
  *
- * Reproduces: the kernel seed 001 starts from: 4 warps; warp (warp_row =
- * warp / 2, warp_col = warp % 2) holds the 32-row A slices warp_row and
- * warp_row + 2 (a_reg_0, a_reg_1) and the 32-row slices warp_col and
- * warp_col + 2 of B^T (b_reg_0, b_reg_1), and four 32x32 accumulators:
- *   C_accum[i] = a_reg_(i/2) * b_reg_(i%2)^T  at 32x32 tile
- *   (4*row + 2*(i/2) + warp_row, 4*col + 2*(i%2) + warp_col).
- * Register double-buffering: the fragments of the next K slice are loaded
- * from shared memory into a second set of registers while the MMAs of the
- * current slice run, so the ldmatrix latency hides behind tensor work.
  * What changed from k07_pc_64x128_single, and why: every warp computes (no
  * producer warps), a larger C block per warp (64x64 in four 32x32 pieces:
  * each A fragment feeds two MMAs, each B fragment two) and B stored N x K,
  * so both operands are read with plain ldmatrix.
- * What differs from the seed: the seed kept a whole 32x64 slice of A and B
- * in registers per buffer -- 2 x 4 x 32 registers per lane on top of the
- * 128 of the accumulators, over NVIDIA's 255 -- so the double buffer runs
- * over the four 16-wide K slices of each shared tile instead. The seed's
- * loop also overwrote the shared tiles with no barrier before the load (a
- * race with warps still reading); here a barrier precedes every load.
+ * The fragments of the next 16-wide K slice are loaded into a second set of
+ * registers while the MMAs of the current one run, so the ldmatrix latency
+ * hides behind tensor work; a barrier precedes every load of the shared
+ * tiles. The seed's warp layout and what differs from it:
+ * docs/kernels/seeds.md.
  * Edges are zero-filled / bounded, so any M, N, K works.
  *
  * Tile configuration: BM = BN = 128, BK = 64, 4 warps (128 threads), each

@@ -2,32 +2,16 @@
  * slices, the next slice prefetched global -> registers while the current
  * one is computed, and eight accumulators per warp indexed right.
  *
- * Reproduces: seed 003's 8-warp kernel: warps in a 4 x 2 grid (warp_row =
- * warp / 2, warp_col = warp % 2), each owning a 64 x 64 region of C held as
- * eight accumulators in a 2 x 4 arrangement -- the indexing the seed asked
- * for and got wrong (it used four of its eight accumulators with a 2 x 2
- * layout):
- *   C_accum[i] = a_reg_(i/4) * b_reg_(i%4)^T,
- *   a_reg_r = A rows 64*warp_row + 32*r .. +31,
- *   b_reg_c = B^T rows 64*warp_col + 16*c .. +15,
- *   stored at 32x16 tile (8*row + 2*warp_row + i/4, 8*col + 4*warp_col + i%4).
- * The shared tiles hold a 64-wide K slice (DOT_SLICE_SHARED); while the
- * warps multiply it in 16-wide steps, the next slice is already on its way
- * from global memory into registers (load_global_to_registers); after a
- * barrier it is stored to shared memory (store_registers_to_shared).
  * What changed from k11_4w_128x128_kunroll4, and why: twice the warps and
  * a 256-row block (each B fragment feeds two MMAs, each A fragment four),
  * and global latency overlapped with compute without a second shared
  * buffer, by parking the next slice in registers.
- * What differs from the seed, and why: the seed's block was 256 x 256.
- * Its fp32 accumulators alone would be 256 x 256 = 65536 registers, the
- * whole register file of an SM, and eight 32x32 accumulators per warp are
- * 256 registers per lane (over NVIDIA's 255, where AMD's 64-lane waves need
- * half that); so the block is 256 x 128 and the accumulators 32 x 16 -- the
- * same 8-warp grid and 2 x 4 accumulator indexing. Barriers are the block
- * barrier for all warps (the seed's conditional s_barrier calls, taken by
- * some warps only, are not needed). Edges are zero-filled / bounded, so any
- * M, N, K works.
+ * Warps sit in a 4 x 2 grid, each owning a 64 x 64 region of C as eight
+ * accumulators in a 2 x 4 arrangement, the indexing the seed asked for. The
+ * seed's 256 x 256 block would need more registers than NVIDIA gives, hence
+ * 256 x 128 and accumulators of 32 x 16. The seed's kernel, the index
+ * formulas and what differs from it: docs/kernels/seeds.md. Edges are
+ * zero-filled / bounded, so any M, N, K works.
  *
  * Tile configuration: BM = 256, BN = 128, BK = 64 (shared slice), 16 (MMA
  * step), 8 warps (256 threads), warp tile 64 x 64 as 2 x 4 accumulators of

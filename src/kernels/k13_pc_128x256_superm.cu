@@ -1,31 +1,18 @@
 /* k13_pc_128x256_superm - seed 004's port: the Hopper reference kernel's
  * structure and L2 block order with no warpgroup instructions, TMA or wgmma.
  *
- * Reproduces: the port seed 004 asked for. The reference kernel (64x64
- * tiles, M_BLOCK 2, N_BLOCK 4: a 128 x 256 C block; a producer loading
- * double-buffered A and B tiles with TMA; two consumer warpgroups each
- * multiplying their 64-row A tile by the 64 x 256 B panel with wgmma; the
- * SUPER_M = 12 grouping of blocks) becomes: a producer warpgroup copying
- * the next K-step's 2 A tiles and 4 B tiles (64x64 each) into the toc
- * buffer with cp.async while eight consumer warps multiply the tic buffer
- * with mma.sync -- consumer warp w takes A tile w / 4 and B tile w % 4, a
- * 64x64 accumulator -- one barrier per K-step, and blocks numbered in the
- * reference's super-tile order (tk_raster_supertile, src/tiles/raster.cuh):
- * SUPER_M block rows walked down one block column at a time, so the A
- * panels of those rows and one B panel are reused from L2.
  * What changed from k12_8w_256x128_gregs, and why: back to wave
  * specialization (k06's scheme) at the reference's tile sizes, double
  * buffering in shared memory instead of registers, asynchronous copies, and
  * the L2-aware block order -- the "cache reuse properties" the user wanted
  * to keep.
- * What differs from the reference: without setmaxnreg (Hopper only) every
- * warp gets the same register budget, and with 12 warps one of the SM's
- * four register-file quarters holds 3 of them: 168 registers per thread.
- * The consumers fit by walking their 64x64 accumulator in 16-row strips
- * against one set of B fragments, and producers and consumers run separate
- * loops so the producers' copy addresses never share registers with the
- * accumulators. The C store goes straight from registers (the reference's
- * C_tiles staging existed for TMA stores). Edges are zero-filled /
+ * A producer warpgroup copies the next K-step's tiles into one buffer with
+ * cp.async while eight consumer warps multiply the other with mma.sync, one
+ * barrier per K-step; blocks run in the reference's super-tile order
+ * (tk_raster_supertile), so A and B panels are reused from L2. Without
+ * setmaxnreg every warp gets the same register budget, so the consumers walk
+ * their accumulator in 16-row strips. The reference kernel, how it maps here
+ * and what differs from it: docs/kernels/seeds.md. Edges are zero-filled /
  * bounded, so any M, N, K works.
  *
  * Tile configuration: BM = 128, BN = 256, BK = 64, 12 warps (384 threads:

@@ -4,10 +4,11 @@
  * copies of a later stage spread over the MMAs of four k16 slices), the
  * epilogue, and the host side (stage count, supports(), resources(), launch).
  *
- * The kernel files keep what differs: their header with the measured history,
+ * The kernel files keep what differs: their header (design, figure, command),
  * their __global__ entry (k21 runs the K tiles of interior blocks with FULL = 1,
  * the bounds-free copies) and their registry entry. Read k20_mma_sync.cu for
- * the design, k21_mma_fastload.cu for the fast load path.
+ * the design, k21_mma_fastload.cu for the fast load path; the measured
+ * history of both is docs/kernels/k20.md.
  *
  * Templates: the device functions are specialised on the two operand layouts
  * (A_T, B_T: ldmatrix vs ldmatrix.trans and the loader's direction) and the

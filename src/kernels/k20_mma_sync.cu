@@ -2,46 +2,20 @@
  * multi-stage cp.async pipeline, no warpgroups, TMA or wgmma (issue 4).
  *
  * What it changes against k01_naive (the only kernel before it), and why:
- *  - Tensor cores: mma.sync m16n8k16 bf16 -> fp32; each warp owns a 64x64
- *    tile of C (128 fp32 accumulators per thread), so every A fragment is
- *    used 8 times and every B fragment 4 times from registers.
- *  - Shared-memory staging with cp.async (16 bytes per copy, L1 bypassed):
- *    STAGES tiles of A and B in flight, so global latency overlaps the MMAs;
- *    one __syncthreads per K tile of 64.
- *  - The 128-byte XOR swizzle (src/tiles/swizzle.cuh): every operand tile is
- *    made of panels of 128-byte rows, so the cp.async writes and the
- *    ldmatrix reads are both free of bank conflicts without padding.
- *  - ldmatrix.x4 fragments; the .trans form serves the operands stored with
- *    M or N contiguous (op_a T, op_b N), so all four op combinations share
- *    one smem layout rule.
- *  - Register double-buffering: the fragments of k16 slice s+1 are loaded
- *    while the MMAs of slice s run; the global copies of the next stage are
- *    spread over the four slices instead of issued in one burst.
- *  - L2 super-tile order (src/tiles/raster.cuh): GROUP_M tile rows per group.
- *  - Stage count chosen at launch from the device's shared memory (4 on
- *    H100, 3 on A100, 2 on sm_86/89), so the same kernel runs everywhere.
- *  - Edges: zero-fill cp.async (src_bytes < 16) on the M/N/K borders, bounded
- *    stores; fp32 stores are float2, bf16 stores are bf16 pairs.
+ * tensor cores (mma.sync m16n8k16, a 64x64 tile of C per warp, so fragments
+ * are reused from registers); STAGES tiles of A and B in flight through
+ * cp.async, so global latency overlaps the MMAs; the 128-byte XOR swizzle, so
+ * the copies and the ldmatrix reads are free of bank conflicts without
+ * padding; register double-buffering of the k16 slices; L2 super-tile order;
+ * a stage count chosen at launch from the device's shared memory, so the same
+ * kernel runs everywhere. Edges: zero-fill cp.async, bounded stores. Each
+ * point in full: docs/kernels/k20.md.
  *
  * Tile configuration: BM = 128, BN = 256, BK = 64, 8 warps as 2 x 4 with
  * WM = WN = 64, 256 threads, 48 KB per stage (4 stages = 192 KB on H100),
  * GROUP_M = 16, __launch_bounds__(256, 1): 233-254 registers, no spills.
- *
- * Measured (H100 SXM, 8192^3 bf16 -> fp32, NN, helper H4's harness: median of
- * 20 with L2 flushed; the clock falls to 1575-1680 MHz under this load, so
- * two runs differ by up to 10%; figures in TFLOP/s, cuBLAS in the same run):
- *   run A: cuBLAS 788.1; GROUP_M 8: 413.3; 3 stages: 405.9; 256x128 tiles:
- *          412.5; GROUP_M 16: 439.5; GROUP_M 4: 416.3.
- *   run B: cuBLAS 774.2; GROUP_M 8: 375.9; GROUP_M 16: 424.0; GROUP_M 32:
- *          412.6; 256x128 GROUP_M 16: 393.9; 128x128 tiles with 4 warps and
- *          2 blocks/SM (3 stages): 389.0 (GROUP_M 8), 380.0 (GROUP_M 16).
- *   Hence GROUP_M = 16, 128x256, 4 stages. Bank conflicts (ncu, 2048^3):
- *   341 on shared loads out of 4.2M wavefronts, 0 on stores. At 8192^3 the
- *   tensor pipe is active 72% of the cycles (ncu, GROUP_M 8), where 100% is the
- *   mma.sync peak this H100 reached in a register-only loop: 645 TFLOP/s
- *   at 1826 MHz, 2678 flop/clk/SM (65% of the wgmma rate).
- *   run C (with k21, tilekit bench): 8192^3 cuBLAS 781.5, k20 416.7 (0.533x);
- *          4096^3 754.5 vs 427.9; 2048^3 582.9 vs 344.8; 8000^3 761.8 vs 392.0.
+ * Measured on an H100 SXM, bf16 -> fp32, NN, cuBLAS in the same run; runs A-C
+ * (A and B chose the tiles, GROUP_M and the stages) in docs/kernels/k20.md:
  * Figure: 0.55x cuBLAS at 8192^3 (run B), 0.53x (run C); the issue's 0.75x
  * is not reached. k21_mma_fastload removes most of the loader arithmetic.
  * Reproduce: build/tilekit bench --kernel k20_mma_sync

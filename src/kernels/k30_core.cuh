@@ -9,7 +9,8 @@
  * warp arrives on the empty barrier of every CTA. The arguments are
  * compile-time constants at each call, so the unused path compiles away.
  * The header comments of k30_wgmma_tma.cu and k31_wgmma_cluster.cu explain
- * the design and record the measurements.
+ * the design in short, with the figure and the command; docs/kernels/k30.md
+ * records the design in full and the measurements.
  */
 #ifndef TK_K30_CORE_CUH
 #define TK_K30_CORE_CUH

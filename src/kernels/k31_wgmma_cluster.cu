@@ -2,112 +2,14 @@
  * and an epilogue through shared memory and TMA stores. tilekit's sm_90
  * auto-dispatch choice.
  *
- * What changes against k30_wgmma_tma and why:
- * - Clusters of 2 CTAs along M: the two CTAs compute vertically adjacent
- *   128 x 256 tiles and so need the same 256 x 64 slice of B at every step.
- *   Each CTA loads half of it (128 x 64) with a multicast TMA that lands in
- *   both CTAs' shared memory, so the L2 -> SM traffic per CTA and k-tile falls
- *   from 48 KB to 32 KB.
- * - Because a peer writes into this CTA's stages, a stage may be refilled only
- *   when the consumers of BOTH CTAs have released it: every consumer warp
- *   arrives on the empty barrier of both CTAs (16 arrivals per phase). The
- *   full barrier stays local and expects the whole 48 KB stage, A from this
- *   CTA's own load, B from the two multicasts. A relaxed cluster barrier
- *   after the barrier init, and the producer's tail (it waits for every
- *   stage's last release before the CTA exits) keep every peer's signals
- *   inside the lifetime of the barriers they reach (session 19: the
- *   .release cluster barriers at start and exit cost ~1.5 us a launch;
- *   2048^3 31.1 -> 29.8 us). The remote arrivals use CTA-scope
- *   release: with .release.cluster every arrival carried a MEMBAR.ALL.GPU and
- *   the kernel ran at 0.41x.
- * - The persistent grid walks cluster tiles (256 x 256) in super-tile order;
- *   its size is the number of co-resident clusters the runtime reports (66 on
- *   the H100 SXM).
- * - Epilogue: when beta == 0, each consumer writes its 64 x 256 result into
- *   swizzled 8 KB chunks of shared memory (stmatrix for bf16, 8-byte stores
- *   for fp32; two buffers per consumer). Where C meets TMA's alignment and
- *   its rows end on a 16-byte boundary (a TMA store writes whole 16-byte
- *   units at the right edge: on the H100 it overwrote columns past N
- *   otherwise), one thread stores each chunk with a TMA store, so full
- *   128-byte rows reach L2 and the stores drain while the next tile's MMAs
- *   run; otherwise (an odd ldc, a misaligned view) the consumer stores the
- *   chunk row by row, 128 contiguous bytes per warp access. With beta != 0
- *   (C must be read) the direct epilogue is used; it stores single elements
- *   where pairs would be misaligned. Both live in k30_core.cuh, which gave
- *   the staged one to k30/k33/k34 as well (session 4).
- * - Split last wave: with T cluster tiles on C clusters the walk ends with
- *   T % C tiles while the other clusters idle. When splitting those tiles
- *   into 2 or 3 slices of their k-tiles (at least 12 each) ends that wave in
- *   at most 0.8 of a tile time, the slices are dealt out like tiles; a unit
- *   other than a tile's last slice leaves its fp32 sum in a workspace slot
- *   and sets a flag (release), the last slice's unit waits for the flags
- *   (acquire), adds the sums in slice order (deterministic) and stores the
- *   tile. Units only wait on lower-numbered units, which every cluster walks
- *   first, so no wait can deadlock. The plan is k30_plan_split_wave.
- * - Few tiles (fewer cluster tiles than clusters, e.g. 256 x 4096 x 14336):
- *   every tile is split the same way into up to 4 slices of >= 16 k-tiles,
- *   one unit per cluster (256 x 4096 x 14336: 0.138 -> 0.068 ms; the
- *   measurements are at K30_SK_FEW_MAX_SLICES). Where M or N fits one block
- *   and nothing is split, auto-dispatch ranks this kernel below k30 (k31_rank).
- *
- * Measured effect of each change (H100 SXM 700 W, helper's check program
- * tests/gpu/k30_check.cu, ratios to cuBLAS in the same run, L2 flushed):
- * multicast alone: 8192^3 fp32 1.010 vs 1.012 for k30_wgmma_tma (no gain; it
- * gains on 8191 x 8193 x 8190: 1.421 ms vs 1.567 ms); the TMA-store epilogue
- * on top: 8192^3 fp32 1.026, bf16 out 1.018 (k30_wgmma_tma 0.967), 4096^3
- * fp32 0.993, bf16 out 0.991 (k30_wgmma_tma 0.886). Tried and dropped:
- * ping-pong consumers (each warpgroup owning 64 x 256 tiles so that one's
- * epilogue overlaps the other's MMAs): 0.88x cuBLAS at 8192^3 (one warpgroup
- * alone does not keep the tensor cores busy), though 1.09x at 8192 x 8192 x
- * 1024.
- * Further levers, each a variant built from this file with one macro changed
- * and timed against it (tilekit bench, op NN, fp32 out, L2 flushed, budget
- * 1 s; two runs per device call, the second in reverse order; xcuBLAS at
- * 4096^3 then 8192^3, run 1 / run 2). This code in the same runs: 0.994 /
- * 0.992, 1.014 / 1.013. None won, so none was kept:
- * - super-tile group of 8 block rows: 0.991 / 0.986, 1.003 / 0.998; of 32:
- *   0.989 / 0.985, 1.002 / 1.005 (16 keeps the fewest A + B rows per wave).
- * - epilogue: stores already drain during the next tile's MMAs (a staging
- *   buffer is waited on only before its reuse). Per-warp TMA stores of 16-row
- *   boxes, synchronised by __syncwarp instead of two 128-thread named
- *   barriers per chunk: 0.995 / 0.989, 1.007 / 1.005; bf16 out 0.987 at
- *   4096^3, 1.006 at 8192^3 (this code 0.992, 1.012).
- * - one empty-barrier arrival per consumer warpgroup (warp r arrives on CTA
- *   r) instead of one per warp: 0.999 / 0.993, 1.010 / 1.006; together with
- *   the per-warp stores 0.992 / 0.990, 1.006 / 1.008.
- * - clusters of 4 along M (B multicast to 4 CTAs: 24 KB instead of 32 KB of
- *   L2 reads per CTA and k-tile; second device call, this code 0.990 / 0.994,
- *   1.015 / 0.984 there): 0.829 / 0.823, 0.929 / 0.922; 2048^3 0.574 (this
- *   code 0.938); also with per-warpgroup arrivals or groups of 8 or 32.
- * - 5 stages do not fit (5 x 48 KB + 32 KB of staging > 227 KB).
- * Session 2 (one H100 SXM, tilekit bench, fp32 out, L2 flushed, budget 1 s):
- * - Where the time goes. Variants with parts of the epilogue removed (wrong
- *   results, timing only), against cuBLAS in the same run: this code 0.992
- *   at 4096^3 and 1.007 at 8192^3; shared-memory staging kept but no TMA
- *   stores 1.025 / 1.027; no epilogue at all 1.069 / 1.050. A K sweep at
- *   8192 x 8192 (K = 1024 .. 8192) puts about 3 us per tile outside the
- *   main loop. So the epilogue, during which both consumers stop issuing
- *   MMAs, costs 4-7%: the 1.05x target needs it hidden completely.
- * - Wave quantization: 8448 x 8192 x 8192 (1056 cluster tiles = 16 full
- *   waves of 66) ran 806.1 TFLOP/s against 789.6 at 8192^3 (15.5 waves):
- *   +2.1% (cuBLAS +1.4%).
- * - A contiguous stream-K split of the last 1.5-2 waves (each cluster one
- *   k-range of about 1.9 tiles, partials fixed up like the split above)
- *   was 1-13% slower than no split (4096^3 0.2086 vs 0.1847 ms, 8192^3
- *   1.4172 vs 1.3910, 4352^3-by-4096 0.2379 vs 0.2264): the clusters then
- *   read A and B at unrelated k positions and lose the L2 reuse of the
- *   super-tile walk. The split of the last wave into slices dealt out in
- *   rounds keeps the clusters of a round on 1-2 k positions: 8192^3 1.3772 /
- *   1.3772 ms vs 1.3875 / 1.3883 unsplit (+0.8%), 4352 x 4352 x 4096
- *   0.2179 / 0.2188 vs 0.2259 / 0.2252 (+3.3%), 4096 x 14336 x 4096 equal;
- *   with 5-k-tile slices (8192 x 8192 x 1024) 3% slower, hence the 16
- *   k-tile minimum. 4096^3 (58 tiles in the last wave) is not split: no
- *   slicing ends it sooner.
- * - Also measured, not kept: desynchronising the clusters (odd clusters
- *   start half a tile late, so epilogues do not all hit L2 at once): 14 us
- *   slower at 8192^3, 3 us faster at 4096^3; an L2 evict_first hint on the
- *   C stores: within noise; 64 clusters (128 SMs) instead of 66: 8192^3
- *   0.8% faster (1024 tiles divide evenly), 8448 x 8192 x 8192 4% slower.
+ * What changes against k30_wgmma_tma and why: the two CTAs of a cluster
+ * need the same slice of B, so each loads half of it by TMA multicast into
+ * both (less L2 -> SM traffic), and a stage is refilled only once both CTAs'
+ * consumers have released it; with beta == 0 the result leaves through
+ * swizzled shared memory and TMA stores that drain during the next tile's
+ * MMAs; a short last wave, or fewer tiles than clusters, is split along K and
+ * the slices added in a fixed order. Each point in full, its measured effect
+ * and the levers tried and dropped: docs/kernels/k30.md.
  *
  * Tile configuration: cluster 2 x 1, BM = 128, BN = 256, BK = 64, 4 stages,
  * 3 warpgroups (384 threads), warpgroup tile 64 x 256, warp tile 16 x 256.
@@ -118,10 +20,9 @@
  * 2048^3 0.937x, 16384^3 0.955x (clocks fell to 1275-1335 MHz there),
  * 4096 x 14336 x 4096 0.984x, 8192 x 8192 x 1024 0.965x, 4352 x 4352 x 4096
  * 0.965x (last wave split), 8191 x 8193 x 8190 with padded ld 4.62x (cuBLAS
- * is slow there). Short of issue 5's 1.05x: see the session 2 notes above.
- * The shared configuration, producer and consumer loops and the direct
- * epilogue are in k30_core.cuh; this file adds the cluster, the multicast
- * share of B and the TMA-store epilogue.
+ * is slow there). Short of issue 5's 1.05x: see docs/kernels/k30.md, session 2.
+ * The configuration, loops and direct epilogue are in k30_core.cuh;
+ * k39_cluster_64x128 is this kernel with 64 x 128 tiles a CTA.
  * Reproduce: build/tilekit bench --kernel k31_wgmma_cluster
  */
 #include "k30_core.cuh"

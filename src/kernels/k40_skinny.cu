@@ -3,67 +3,19 @@
  * one as mma.sync's n8 side, split-K with a fixed-order reduction (issue 10).
  *
  * What changes against k34_wgmma_128x64 (auto-dispatch's choice for decode
- * before), and why: a 1 x N x K product is a matrix-vector product bound by
- * reading the N x K weights once, but wgmma's M is 64 per warpgroup, so k34
- * computed 128 rows of which one was real and ran its TMA ring, mbarriers
- * and staged epilogue for a few bytes of output per CTA (1 x 4096 x 4096 NT:
- * 0.91x cuBLAS; 768-wide GPT-2 rows 0.81-0.86x). Here the product is
- * computed transposed, C^T = W X^T: the weight rows (the larger side R) are
- * mma.sync's M (16 per warp, 64 per CTA) and the tokens (the smaller side T)
- * its N (8 per fragment, 8 * NJ per CTA), so no tensor-core row is wasted
- * on padding beyond T's last n8 fragment.
- *  - No shared memory: each lane loads 16 bytes of a weight row (8 k) straight
- *    into the registers of an mma A fragment. The k order inside a chunk of
- *    32 is permuted (lane t's 8 k feed k-slots 2t, 2t+1, 2t+8, 2t+9 of two
- *    k16 steps) identically for W and X, which leaves every dot product
- *    unchanged and lets both operands load as plain 16-byte vectors.
- *  - U chunks (U * 1 KB of weights per warp) are loaded before the first is
- *    used; with 16-20 warps per SM that keeps ~64 KB per SM in flight, more
- *    than DRAM latency x bandwidth / SMs (~20 KB on the H100).
- *  - Weights are loaded with ld.global.nc.L1::no_allocate.L2::128B (read
- *    once; L2 fetches the whole line, whose other half the lane group reads
- *    next); the tokens with __ldg.
- *  - K split over grid.y where R / 64 row blocks alone would leave SMs idle
- *    (k40_plan.h); the other splits' partial sums go to the workspace and
- *    the last split of a row block adds them to its own in split order:
- *    bit-identical results run to run.
- *  - 17 to 64 tokens with at least 8M weight elements (k40_plan.h; unless
- *    the TMA ring below takes a full block of 32): the
- *    tokens staged in shared memory by cp.async once per CTA and step,
- *    one warp a slab (k40_loop_xs), instead of loaded by every warp into
- *    registers, whose reloads capped the weights in flight (32 x 4096 x
- *    4096 NT 24.0 -> 23.0 us, 64 x 4096 x 4096 34.7 -> 26.2).
- *  - Up to 16 tokens (or a full block of 32), at most two CTAs an SM and
- *    at least 16 stages of 256 k a CTA (sm_90, k40_plan.h): weights and
- *    tokens through a ring of four stages in shared memory filled by TMA
- *    (k40_loop_bulk), two copies a stage, so the bytes in flight are not
- *    held in registers and no load sits on a step's critical path (session
- *    15: 16 x 4096 x 14336 NT 48.8 -> 45.6 us, 16 x 3584 x 18944 56.8 ->
- *    52.4, 32 x 3584 x 18944 63.2 -> 56.3). It replaces session 14's
- *    register double buffer for one token (1 x 4096 x 14336 45.1 against
- *    44.8, 1 x 3584 x 18944 52.3 / 52.0) and, for 32 tokens, the staging.
- *  - Any alignment: 16-byte loads where rows and bases allow, element loads
- *    otherwise (ALIGNED = 0) and on the K edge; any M, N, K (rows and tokens
- *    past the edges are predicated off).
- *  - A short start: the ring's tensor maps only in the ring's parameter
- *    block (k40_bulk_params), and no 64-bit division before an unsplit
- *    CTA's first load (session 18: 1 x 50257 x 768 NT 30.5 -> 29.9 us, 16 x
- *    50257 x 768 33.0 -> 31.1, 1 x 4608 x 3584 17.4 -> 16.3, 2 x 768 x 768
- *    7.3 -> 6.0).
+ * before), and why: a 1 x N x K product is bound by reading the weights once,
+ * but wgmma's M is 64 per warpgroup, so k34 computed mostly padding rows.
+ * Here C^T = W X^T on mma.sync: weight rows as its M, tokens as its n8 side,
+ * loaded straight into fragment registers, several chunks in flight a warp;
+ * K split over grid.y where row blocks alone leave SMs idle, the splits added
+ * in a fixed order; mid-size token counts staged in shared memory, long weight
+ * streams on sm_90 through a TMA ring. Each point in full: docs/kernels/k40.md.
  *
- * Configuration: 4 warps (128 threads); each 16-row slab of weights is
- * read by wk warps splitting its k-range and meeting in shared memory (wk
- * = 4: 16 rows a CTA, four times the CTAs of one warp a slab, without a
- * cross-CTA reduction; wk = 1, 64 rows a CTA, where that already fills the
- * GPU and K is short; k40_plan.h); 8 * NJ tokens per CTA, NJ in 1, 2, 4, 8
- * (T <= 8, 16, 32, 64; larger T takes more token blocks on grid.z and
- * re-reads the weights), U = 4, 4, 2, 1 chunks per step (2, 2, 1, 1 with
- * element loads; 6 for NJ = 1 where a warp's stream is one such step or
- * the grid at most two CTAs an SM, K40_U_SHORT); the TMA ring: 4 stages of
- * 16 weight and 8 * NJ token rows x 512 bytes (48, 64, 96 KB at NJ = 1, 2,
- * 4; dynamic shared memory). A
- * stored M x K and B stored N x K (op_a N, op_b T:
- * torch's F.linear); the transposed layouts go to the other kernels.
+ * Configuration: 4 warps (128 threads), 16-row weight slabs read by wk warps;
+ * 8 * NJ tokens per CTA (NJ in 1, 2, 4, 8) and U chunks a step, template
+ * parameters so that the register arrays they size are compile-time
+ * constants; k40_plan.h plans the launch. A stored M x K and B stored N x K
+ * (op_a N, op_b T: torch's F.linear); the transposed layouts go to the other kernels.
  * Figure (H100, fp32 C, auto-dispatch's choice of k40, cuBLAS in the same
  * run, L2 flushed by a read; docs/NOTES.md session 15, suite call 8): 1 x
  * 4096 x 14336 NT 44.3 us against cuBLAS's 46.4 (1.05x, 87.8% of the DRAM
@@ -72,11 +24,6 @@
  * 16 x 6144 x 4096 23.1 / 22.9 (0.99x), 1 x 768 x 768 7.0 / 6.8 (0.97x).
  * Reproduce: build/tilekit bench --kernel auto --op-b t --shapes
  * 1x4096x14336,16x4096x14336,16x3584x18944,1x4096x4096,16x6144x4096,1x768x768
- *
- * Templates: NJ sizes the register arrays of the fragments and U the load
- * batch (XS and BULK pick the loops, whose arrays differ), which must be
- * compile-time constants to stay in registers; C
- * cannot express that without one copy of the kernel per configuration.
  */
 #include <stdio.h>
 #include <limits.h>
