@@ -1258,7 +1258,7 @@ static inline size_t k30_workspace_mn(int bm, int bn, int subs, const tk_args *a
  * The units of a round cover few k positions, so the clusters still read
  * the same A and B k-tiles at about the same time (L2 reuse): a stream-K
  * split into one contiguous k-range per cluster lost that and measured 1-13%
- * slower than no split (k31 header).
+ * slower than no split (docs/kernels/k30.md).
  * With fewer tiles than clusters (T < C) every tile is split instead, into
  * the most slices s <= K30_SK_FEW_MAX_SLICES with T s <= C, each of at least
  * K30_SK_MIN_SLICE_KTILES k-tiles: one round of T s units.
