@@ -118,7 +118,7 @@ if [ "$PART" = handle ]; then
         grep -E '^FAIL|^ +\(' "$out/$t.log" | head -n 20
     done
     for tool in memcheck racecheck; do
-        TK_IG_REF=k01_naive TK_HANDLE_ONLY=${SAN_HANDLE_ONLY:-flags} timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
+        TK_UNDER_SANITIZER=1 TK_IG_REF=k01_naive TK_HANDLE_ONLY=${SAN_HANDLE_ONLY:-flags} timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
             "$BUILD/tests/gpu_test_handle" > "$out/sanitize-handle-$tool.log" 2>&1
         summary+=("compute-sanitizer $tool (test_handle ${SAN_HANDLE_ONLY:-flags}): exit $? -- $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-handle-$tool.log" | tail -n 1)")
     done

@@ -153,8 +153,11 @@ static void test_stream_reuse(void)
     }
     printf("     (stream values reused in %d of %d rounds, cudaStreamGetId equal in %d; s1 still busy when s2's call "
            "was queued in %d)\n", reused, rounds, same_id, busy);
-    CHECK(busy == rounds, "s1 finished before s2's call was queued in %d of %d rounds: the test shows nothing",
-          rounds - busy, rounds);
+    /* Under compute-sanitizer (TK_UNDER_SANITIZER set) launches are serialized and s1 is always done
+     * first: the run is for memory errors then, and the order cannot be shown. */
+    if (!getenv("TK_UNDER_SANITIZER"))
+        CHECK(busy == rounds, "s1 finished before s2's call was queued in %d of %d rounds: the test shows nothing",
+              rounds - busy, rounds);
     tk_destroy(h);
     tk_destroy(hl);
     ig_free(&lg);
