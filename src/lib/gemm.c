@@ -118,7 +118,10 @@ static tk_status find_kernel(tk_handle h, const char *name, const tk_kernel **ou
     *out = tk_registry_find(name);
     if (*out)
         return TK_SUCCESS;
-    char known[TK_MSG_LEN] = "";
+    /* Every name, never cut (tests/host/test_api.c checks the last one is
+     * there): the list has half of a message (TK_ERR_LEN), the echo of the
+     * caller's string at most 100 characters. */
+    char known[TK_ERR_LEN / 2] = "";
     size_t used = 0;
     for (int i = 0; i < tk_registry_count() && used + 2 < sizeof known; i++) {
         int w = snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "", tk_registry_at(i)->name);
@@ -126,8 +129,8 @@ static tk_status find_kernel(tk_handle h, const char *name, const tk_kernel **ou
             break;
         used += (size_t)w;
     }
-    return tk_fail(h, TK_ERR_INVALID_VALUE, "kernel: unknown kernel '%s' (expected \"auto\" or one of: %s)", name,
-                   known);
+    return tk_fail(h, TK_ERR_INVALID_VALUE, "kernel: unknown kernel '%.100s%s' (expected \"auto\" or one of: %s)",
+                   name, strlen(name) > 100 ? "..." : "", known);
 }
 
 /* Support + resource check of one kernel on h's device; the reason of a

@@ -9,6 +9,12 @@
 
 #define TK_ATTR_CACHE 64
 
+/* Size of the messages tk_last_error returns (the handle's and the calling
+ * thread's). Larger than TK_MSG_LEN, the size of a kernel's reason, so that
+ * a reason with its context, or the list of every kernel name of an
+ * unknown-kernel refusal, reaches the caller whole. */
+#define TK_ERR_LEN 4096
+
 struct tk_handle_s {
     int have_device;             /* 0: no GPU/driver found at create time */
     tk_device dev;
@@ -37,7 +43,7 @@ struct tk_handle_s {
     /* Tests: n > 0 fails the n-th device allocation from now (tk_handle_malloc's,
      * or the creation of ws_event). */
     int fail_alloc;
-    char err[TK_MSG_LEN];        /* last error of this handle */
+    char err[TK_ERR_LEN];        /* last error of this handle */
     /* cudaFuncGetAttributes of the kernel entries seen so far: constant per
      * entry and device, and a few microseconds each, asked for every
      * candidate kernel of every auto-dispatched call otherwise. */

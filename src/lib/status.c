@@ -24,11 +24,11 @@ const char *tk_status_string(tk_status s)
 
 /* The per-thread copy of the last message: the only way to report a failure
  * of a call that has no usable handle (tk_create, a NULL handle). */
-static _Thread_local char tl_err[TK_MSG_LEN];
+static _Thread_local char tl_err[TK_ERR_LEN];
 
 tk_status tk_fail(tk_handle h, tk_status st, const char *fmt, ...)
 {
-    char msg[TK_MSG_LEN];
+    char msg[TK_ERR_LEN];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -376,6 +376,45 @@ static void test_unknown_kernel(void)
     tk_destroy(h);
 }
 
+/* Issue 37: the list of valid names was cut at 511 characters, in the
+ * middle of a name, so the last kernels were never shown. Every name must
+ * be in the message, the last one followed by the closing parenthesis, in
+ * the handle's and the thread's message alike, also after a long unknown
+ * name (echoed cut, the list whole). */
+static void test_unknown_kernel_lists_all(void)
+{
+    tk_handle h = make_handle();
+    tk_gemm_problem p = base_problem();
+    char longname[600];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    const char *bad[] = { "k99_missing", longname };
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        tk_status st = tk_gemm_ex(h, &p, bad[b], NULL);
+        CHECK(st == TK_ERR_INVALID_VALUE, "%s", tk_status_string(st));
+        const char *msgs[] = { tk_last_error(h), tk_last_error(NULL) };
+        for (int m = 0; m < 2; m++) {
+            for (int i = 0; i < tk_kernel_count(); i++) {
+                tk_kernel_props kp;
+                tk_kernel_get(i, &kp);
+                if (!contains(msgs[m], kp.name)) {   /* the first missing name only */
+                    CHECK(0, "%s message lacks kernel %s: %s", m ? "thread" : "handle", kp.name, msgs[m]);
+                    break;
+                }
+            }
+            tk_kernel_props last;
+            tk_kernel_get(tk_kernel_count() - 1, &last);
+            char tail[128];
+            snprintf(tail, sizeof tail, ", %s)", last.name);
+            size_t n = strlen(msgs[m]), t = strlen(tail);
+            CHECK(n >= t && !strcmp(msgs[m] + n - t, tail), "message does not end with '%s' (%zu characters): %s",
+                  tail, n, msgs[m]);
+        }
+    }
+    CHECK(contains(tk_last_error(h), "xxx...'"), "a long name is echoed cut, with '...': %.200s", tk_last_error(h));
+    tk_destroy(h);
+}
+
 static void test_no_device(void)
 {
     if (have_gpu())
@@ -978,6 +1017,7 @@ void tk_tests(void)
     TK_TEST(test_noop);
     TK_TEST(test_k_zero);
     TK_TEST(test_unknown_kernel);
+    TK_TEST(test_unknown_kernel_lists_all);
     TK_TEST(test_no_device);
     TK_TEST(test_registry);
     TK_TEST(test_last_error_scopes);

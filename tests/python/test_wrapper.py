@@ -304,6 +304,17 @@ def test_lib_unknown_kernel():
     raises(tilekit.InvalidValueError, tilekit.supports, A, B, C, kernel="k99_nope", match="k99_nope")
 
 
+def test_lib_unknown_kernel_lists_all():
+    """Issue 37: the list of valid names was cut at 511 characters, so the
+    last kernels never showed. Every registered name is in the message, the
+    last one closing the list."""
+    A, B, C = abc()
+    names = [k["name"] for k in tilekit.kernels()]
+    e = raises(tilekit.InvalidValueError, tilekit.gemm, A, B, C, kernel="k99_nope", match=tuple(names))
+    assert e.detail.endswith(", %s)" % names[-1]), e.detail
+    assert str(e).endswith(", %s) (TK_ERR_INVALID_VALUE)" % names[-1]), str(e)
+
+
 def test_lib_noop():
     """M = 0 is a no-op in the library: succeeds with no memory and no GPU."""
     out = Fake((0, 6), F32, ptr=0)
