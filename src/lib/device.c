@@ -1,8 +1,30 @@
 /* device.c - what tilekit needs to know about the current GPU. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "internal.h"
+
+void tk_device_none_why(cudaError_t e, const char *driver, char *why, size_t len)
+{
+    if (e == cudaSuccess) {
+        snprintf(why, len, "no CUDA device: device count is 0");
+        return;
+    }
+    /* Where no NVIDIA driver is installed at all, the runtime answers
+     * cudaErrorInsufficientDriver ("CUDA driver version is insufficient for
+     * CUDA runtime version"), which sends the reader after a driver update
+     * on a machine that has no driver. The driver is the library the
+     * runtime loads: where it cannot be loaded, say that. */
+    void *lib = dlopen(driver, RTLD_LAZY | RTLD_LOCAL);
+    if (!lib) {
+        dlerror();   /* nothing left for the caller's own dlerror() */
+        snprintf(why, len, "no CUDA device: no NVIDIA driver found (%s cannot be loaded)", driver);
+        return;
+    }
+    dlclose(lib);
+    snprintf(why, len, "no CUDA device: %s", cudaGetErrorString(e));
+}
 
 tk_status tk_device_query(tk_device *dev, char *why, size_t len)
 {
@@ -11,7 +33,7 @@ tk_status tk_device_query(tk_device *dev, char *why, size_t len)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
-        snprintf(why, len, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
+        tk_device_none_why(e, TK_DRIVER_LIB, why, len);
         cudaGetLastError(); /* clear the sticky-free error so later calls start clean */
         return TK_ERR_NO_DEVICE;
     }

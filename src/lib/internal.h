@@ -54,6 +54,15 @@ struct tk_handle_s {
     int ntune;
 };
 
+/* The NVIDIA driver's library, which the CUDA runtime loads. */
+#define TK_DRIVER_LIB "libcuda.so.1"
+
+/* The reason no device can be used, when cudaGetDeviceCount returned e (or
+ * a count of 0 with cudaSuccess): where the driver library `driver` cannot
+ * be loaded, that no NVIDIA driver was found, else CUDA's own words
+ * (device.c; tests pass another library name to model either machine). */
+void tk_device_none_why(cudaError_t e, const char *driver, char *why, size_t len);
+
 /* Records a failure on h (may be NULL) and on the calling thread, and
  * returns st, so checks read `return tk_fail(h, TK_ERR_..., "fmt", ...)`. */
 tk_status tk_fail(tk_handle h, tk_status st, const char *fmt, ...)

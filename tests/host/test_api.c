@@ -6,6 +6,7 @@
  * passed where a check must refuse it before any launch, or to
  * tk_kernel_supports, which launches nothing. Calls that would reach the
  * GPU are made only when cudaGetDeviceCount finds none. */
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -431,6 +432,39 @@ static void test_no_device(void)
     }
     CHECK(tk_kernel_supports(h, "k01_naive", &p) == TK_ERR_NO_DEVICE, "supports without GPU");
     CHECK(tk_select_kernel(h, &p) == NULL, "select without GPU returned a kernel");
+    tk_destroy(h);
+}
+
+/* Issue 37: without any NVIDIA driver the reason was CUDA's "driver version
+ * is insufficient", as if a newer one were needed. Where the driver library
+ * cannot be loaded the reason now says no driver was found; where it can,
+ * CUDA's words stay. Both branches through tk_device_none_why with a
+ * missing and a present library, then the real path on this machine. */
+static void test_no_device_reason(void)
+{
+    char why[TK_MSG_LEN];
+    tk_device_none_why(cudaErrorInsufficientDriver, "libtilekit_no_such_driver.so.1", why, sizeof why);
+    CHECK(!strcmp(why, "no CUDA device: no NVIDIA driver found (libtilekit_no_such_driver.so.1 cannot be loaded)"),
+          "no driver: %s", why);
+    tk_device_none_why(cudaErrorInsufficientDriver, "libc.so.6", why, sizeof why);
+    CHECK(contains(why, cudaGetErrorString(cudaErrorInsufficientDriver)) && !contains(why, "no NVIDIA driver"),
+          "a driver present: CUDA's words expected: %s", why);
+    tk_device_none_why(cudaSuccess, "libc.so.6", why, sizeof why);
+    CHECK(contains(why, "device count is 0"), "count 0: %s", why);
+    if (have_gpu())
+        return;
+    void *drv = dlopen(TK_DRIVER_LIB, RTLD_LAZY | RTLD_LOCAL);
+    if (drv)
+        dlclose(drv);
+    tk_handle h = make_handle();
+    tk_gemm_problem p = base_problem();
+    CHECK(tk_gemm_ex(h, &p, NULL, NULL) == TK_ERR_NO_DEVICE, "gemm without a GPU: %s", tk_last_error(h));
+    if (!drv)
+        CHECK(contains(tk_last_error(h), "no NVIDIA driver found (libcuda.so.1 cannot be loaded)") &&
+                  !contains(tk_last_error(h), "insufficient"),
+              "no driver on this machine, but the message is: %s", tk_last_error(h));
+    else
+        CHECK(!contains(tk_last_error(h), "no NVIDIA driver"), "a driver is here, but: %s", tk_last_error(h));
     tk_destroy(h);
 }
 
@@ -1019,6 +1053,7 @@ void tk_tests(void)
     TK_TEST(test_unknown_kernel);
     TK_TEST(test_unknown_kernel_lists_all);
     TK_TEST(test_no_device);
+    TK_TEST(test_no_device_reason);
     TK_TEST(test_registry);
     TK_TEST(test_last_error_scopes);
     TK_TEST(test_last_error_two_threads);
