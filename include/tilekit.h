@@ -6,10 +6,13 @@
  * status; the library never prints and never exits.
  *
  *   tk_handle h;  tk_create(&h);
- *   tk_gemm(h, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, M, N, K, 1.0f, A, K, B, N,
- *           0.0f, C, TK_F32, N, NULL, stream);
- *   if (st != TK_SUCCESS) fprintf(stderr, "%s\n", tk_last_error(h));
+ *   tk_status st = tk_gemm(h, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, M, N, K, 1.0f, A, K, B, N,
+ *                          0.0f, C, TK_F32, N, NULL, stream);
+ *   if (st != TK_SUCCESS) fprintf(stderr, "%s: %s\n", tk_status_string(st), tk_last_error(h));
  *   tk_destroy(h);
+ *
+ * A complete program (bf16 inputs from the host, the check on the CPU):
+ * examples/app.c.
  */
 #ifndef TILEKIT_H
 #define TILEKIT_H
@@ -56,8 +59,10 @@ typedef struct tk_handle_s *tk_handle;
  * aligned copies of them, as large as those operands: all allocated on first
  * use and kept). When the environment variable TILEKIT_TUNE names a tune
  * cache written by `tilekit tune` on this GPU, auto-dispatch runs the
- * kernels it lists for those problems; a file that cannot be used is ignored
- * with a warning on stderr.
+ * kernels it lists for those problems. A file that cannot be used (missing,
+ * malformed, measured on another GPU): tk_create succeeds and ignores the
+ * file; tk_last_error(NULL) then says why. After a successful tk_create,
+ * tk_last_error(NULL) is "" otherwise.
  *
  * Threads and streams:
  * - A handle is used by one host thread at a time: threads that share one

@@ -321,7 +321,17 @@ def handle(device):
         check(lib.tk_create(ctypes.byref(out)), None, "tk_create")
         h = out.value
         by_device[device] = h
+        warn_ignored_tune_file()
     return h
+
+
+def warn_ignored_tune_file():
+    """After a successful tk_create: the library's word on a TILEKIT_TUNE
+    file it ignored (it never prints), as a RuntimeWarning."""
+    msg = last_error(None)
+    if msg:
+        import warnings
+        warnings.warn("tilekit: " + msg, RuntimeWarning, stacklevel=3)
 
 
 if EXT is not None:

@@ -1406,6 +1406,10 @@ static tk_handle get_handle(int device)
             *slot = NULL;
             return NULL;
         }
+        /* a TILEKIT_TUNE file the library ignored: its reason as a warning */
+        const char *why = L.last_error(NULL);
+        if (why && *why && PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "tilekit: %s", why) < 0)
+            return NULL;
     }
     return *slot;
 }

@@ -93,6 +93,8 @@ tk_status tk_lab_bench_open(tk_lab_bench **out, const tk_lab_bench_opts *o, char
     if (b->o.min_samples > b->o.max_samples) b->o.min_samples = b->o.max_samples;
     if (b->o.spread <= 0) b->o.spread = 0.01;
     tk_status st = tk_create(&b->h);
+    if (st == TK_SUCCESS && *tk_last_error(NULL))   /* an unusable TILEKIT_TUNE file, ignored */
+        fprintf(stderr, "tilekit: %s\n", tk_last_error(NULL));
     if (st == TK_SUCCESS && !b->h->have_device) {
         snprintf(why, len, "%s", b->h->device_error);
         tk_lab_bench_close(b);

@@ -439,6 +439,8 @@ static tk_status ctx_open(fuzz_ctx *x, char *why, size_t len)
         snprintf(why, len, "tk_create: %s", tk_last_error(NULL));
         return st;
     }
+    if (*tk_last_error(NULL))   /* an unusable TILEKIT_TUNE file, ignored */
+        fprintf(stderr, "tilekit: %s\n", tk_last_error(NULL));
     if ((e = cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         snprintf(why, len, "creating a stream: %s", cudaGetErrorString(e));
         return TK_ERR_CUDA;

@@ -65,6 +65,8 @@ tk_status tk_lab_verify_open(tk_lab_verify **out, char *why, size_t len)
     }
     v->plant_row = -1;
     tk_status st = tk_create(&v->h);
+    if (st == TK_SUCCESS && *tk_last_error(NULL))   /* an unusable TILEKIT_TUNE file, ignored */
+        fprintf(stderr, "tilekit: %s\n", tk_last_error(NULL));
     if (st == TK_SUCCESS && !v->h->have_device)
         st = TK_ERR_NO_DEVICE;
     if (st == TK_SUCCESS && cudaStreamCreateWithFlags(&v->stream, cudaStreamNonBlocking) != cudaSuccess)

@@ -117,13 +117,12 @@ tk_status tk_create(tk_handle *out)
         free(h);
         return r;
     }
-    const char *tune = getenv(TK_TUNE_ENV);
-    if (tune && *tune && h->have_device) {
-        char why[TK_MSG_LEN];
-        if (tk_tune_load(tune, &h->dev, &h->tune, &h->ntune, why, sizeof why))
-            fprintf(stderr, "tilekit: %s=%s ignored: %s; auto-dispatch uses its shape rules\n", TK_TUNE_ENV, tune,
-                    why);
-    }
+    /* An unusable TILEKIT_TUNE file is ignored and tk_create succeeds; the
+     * library never prints, so the thread's message says why ("" else). */
+    char why[TK_ERR_LEN] = "";
+    if (h->have_device)
+        tk_tune_from_env(&h->dev, &h->tune, &h->ntune, why, sizeof why);
+    tk_fail(NULL, TK_SUCCESS, "%s", why);
     *out = h;
     return TK_SUCCESS;
 }

@@ -234,3 +234,19 @@ const tk_kernel *tk_tune_find(const tk_tune_entry *e, int n, const tk_args *a)
     }
     return NULL;
 }
+
+int tk_tune_from_env(const tk_device *dev, tk_tune_entry **out, int *n, char *why, size_t len)
+{
+    *out = NULL;
+    *n = 0;
+    if (len)
+        why[0] = '\0';
+    const char *path = getenv(TK_TUNE_ENV);
+    if (!path || !*path)
+        return 0;
+    char reason[TK_MSG_LEN];
+    if (!tk_tune_load(path, dev, out, n, reason, sizeof reason))
+        return 0;
+    snprintf(why, len, "%s=%s ignored: %s; auto-dispatch uses its shape rules", TK_TUNE_ENV, path, reason);
+    return -1;
+}

@@ -9,8 +9,10 @@
  *   M N K OPA OPB OUT KERNEL      one line per problem: row-major sizes, n|t, fp32|bf16, a kernel name
  * A missing or unreadable file, one measured on another GPU (name, SM
  * version or SM count differ: stale) or any malformed line makes the whole
- * file ignored, with one warning naming the file, the line and what was
- * expected: the shape model decides then, as without a file. Never a crash.
+ * file ignored, with one message naming the file, the line and what was
+ * expected (tk_create succeeds and ignores the file; tk_last_error(NULL)
+ * then says why: the library never prints): the shape model decides then,
+ * as without a file. Never a crash.
  * An entry whose kernel does not support the problem (an unaligned view of
  * the same shape) is skipped for that call.
  */
@@ -41,6 +43,11 @@ int tk_tune_parse(const char *text, const tk_device *dev, tk_tune_entry **out, i
 
 /* Reads and parses the file at path: as tk_tune_parse, plus "cannot read". */
 int tk_tune_load(const char *path, const tk_device *dev, tk_tune_entry **out, int *n, char *why, size_t len);
+
+/* The tune cache named by $TILEKIT_TUNE for device dev (tk_create): 0 with
+ * *out and *n (none when the variable is unset or empty), or -1 with
+ * nothing loaded and why ("TILEKIT_TUNE=PATH ignored: ..."). */
+int tk_tune_from_env(const tk_device *dev, tk_tune_entry **out, int *n, char *why, size_t len);
 
 /* The tuned kernel for a normalized (row-major) problem, or NULL. */
 const tk_kernel *tk_tune_find(const tk_tune_entry *e, int n, const tk_args *a);

@@ -2,6 +2,7 @@
  * gives the kernel of each listed problem and nothing for others; a file
  * from another GPU (stale), a malformed one and a missing one are refused
  * whole with a message naming the cause and the line. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,92 @@ static void test_special_files(void)
     rmdir(dir);
 }
 
+/* Issue 37: tk_create printed a warning on stderr for an unusable
+ * TILEKIT_TUNE file, though the library never prints. It succeeds, ignores
+ * the file and leaves the reason in tk_last_error(NULL) ("" when there is
+ * nothing to say). Without a GPU tk_create reads no tune file (nothing to
+ * check it against), so the reading is also driven through
+ * tk_tune_from_env with a made-up H100; stderr must stay empty throughout. */
+static int stderr_to(const char *path)
+{
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+    return saved;
+}
+
+static void stderr_back(int saved)
+{
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+}
+
+static void test_unusable_file_is_reported_not_printed(void)
+{
+    char err_path[] = "/tmp/tk_tune_stderrXXXXXX", tune[] = "/tmp/tk_tune_staleXXXXXX";
+    int fd = mkstemp(err_path), tfd = mkstemp(tune);
+    CHECK(fd >= 0 && tfd >= 0, "mkstemp");
+    if (fd < 0 || tfd < 0)
+        return;
+    close(fd);
+    FILE *f = fdopen(tfd, "w");
+    fputs("tilekit-tune 1\ndevice 114 90 NVIDIA H100 PCIe\n512 512 512 n n bf16 k34_wgmma_128x64\n", f);
+    fclose(f);
+    const char *saved_env = getenv(TK_TUNE_ENV);
+    int saved = stderr_to(err_path);
+
+    tk_device d = h100();
+    tk_tune_entry *e = NULL;
+    int n = 0;
+    char why[TK_ERR_LEN];
+    unsetenv(TK_TUNE_ENV);
+    int rc_unset = tk_tune_from_env(&d, &e, &n, why, sizeof why);
+    int unset_ok = rc_unset == 0 && !e && n == 0 && !why[0];
+    setenv(TK_TUNE_ENV, tune, 1);
+    int rc_stale = tk_tune_from_env(&d, &e, &n, why, sizeof why);
+    char stale_why[TK_ERR_LEN];
+    snprintf(stale_why, sizeof stale_why, "%s", why);
+
+    /* the real tk_create: succeeds; the thread's message is cleared, then
+     * (with a GPU, which the file was not measured on) says why */
+    tk_create(NULL);   /* leaves "out: ..." in the thread's message */
+    tk_handle h = NULL;
+    tk_status st = tk_create(&h);
+    char after[TK_ERR_LEN];
+    snprintf(after, sizeof after, "%s", tk_last_error(NULL));
+    int have_device = h && h->have_device;
+    tk_destroy(h);
+
+    stderr_back(saved);
+    if (saved_env)
+        setenv(TK_TUNE_ENV, saved_env, 1);
+    else
+        unsetenv(TK_TUNE_ENV);
+
+    CHECK(unset_ok, "TILEKIT_TUNE unset: rc %d, why '%s'", rc_unset, why);
+    char want[256];
+    snprintf(want, sizeof want, "TILEKIT_TUNE=%s ignored: stale", tune);
+    CHECK(rc_stale == -1 && !e && n == 0 && strstr(stale_why, want) && strstr(stale_why, "shape rules"),
+          "stale file: rc %d, why '%s'", rc_stale, stale_why);
+    CHECK(st == TK_SUCCESS, "tk_create with an unusable TILEKIT_TUNE: %s", tk_status_string(st));
+    if (have_device)
+        CHECK(strstr(after, want) != NULL, "after tk_create on a GPU: tk_last_error(NULL) is '%s'", after);
+    else
+        CHECK(!strcmp(after, ""), "after tk_create without a GPU: tk_last_error(NULL) is '%s' (expected \"\")",
+              after);
+    f = fopen(err_path, "r");
+    char printed[512] = "";
+    size_t got = f ? fread(printed, 1, sizeof printed - 1, f) : 0;
+    printed[got] = '\0';
+    if (f)
+        fclose(f);
+    CHECK(got == 0, "the library printed on stderr: '%s'", printed);
+    unlink(err_path);
+    unlink(tune);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_good);
@@ -200,4 +287,5 @@ void tk_tests(void)
     TK_TEST(test_malformed);
     TK_TEST(test_files);
     TK_TEST(test_special_files);
+    TK_TEST(test_unusable_file_is_reported_not_printed);
 }

@@ -105,6 +105,26 @@ def test_thread_handles_destroyed_when_the_thread_ends():
         assert destroys == creates - 1, "%s backend: %d handles created, %d destroyed" % (name, creates, destroys)
 
 
+def test_ignored_tune_file_is_a_warning():
+    """The library never prints: a TILEKIT_TUNE file it ignores is reported
+    through tk_last_error(NULL) after tk_create succeeds, and the package
+    turns that into one RuntimeWarning per handle created (the fake library
+    returns the message of FAKE_TILEKIT_LAST_ERROR)."""
+    body = """
+    import warnings
+    import tilekit
+    A, B, C = Fake((8, 4)), Fake((4, 6)), Fake((8, 6), "<f4")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tilekit.gemm(A, B, C)
+        tilekit.gemm(A, B, C)
+    got = [(x.category.__name__, str(x.message)) for x in w]
+    assert got == [("RuntimeWarning", "tilekit: TILEKIT_TUNE=/t ignored: stale")], got
+    print("OK")
+"""
+    run(body, env={"FAKE_TILEKIT_LAST_ERROR": "TILEKIT_TUNE=/t ignored: stale"})
+
+
 def test_out_allocated_on_the_call_stream():
     """With out=None, out is allocated on the stream the call runs on: with
     stream= another stream than torch's current one, that stream is current
