@@ -192,7 +192,17 @@ static void print_help(const char *cmd)
                "                               block: kernels needing more are refused before launch\n"
                "exit status: 0 all passed (or skipped), 1 a case failed, 2 bad arguments\n", help_problem);
     else
-        printf("usage: tilekit info [--kernel NAME[,NAME..]|all]\n");
+        printf("usage: tilekit info [--kernel NAME[,NAME..]|all] [--json FILE]\n"
+               "  --kernel NAME[,NAME..]|all   the kernels listed (default all)\n"
+               "  --json FILE                  also write it all there as one JSON document: the device\n"
+               "                               (null without one), the families, the configurations (name,\n"
+               "                               family, min_sm, bm, bn, bk, swap, auto_rank, description) and\n"
+               "                               each kernel's resources on the device ([] without one)\n"
+               "Prints the device, the table of kernel families and configurations (every registered\n"
+               "kernel; no GPU needed), then each kernel's registers, local memory, shared memory,\n"
+               "threads and occupancy on the device.\n"
+               "exit status: 0 printed (without a GPU: the table alone), 1 a kernel's resources could not\n"
+               "be read on the GPU or FILE could not be written, 2 bad arguments\n");
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -580,6 +590,7 @@ static int parse_args(int argc, char **argv, opts *o)
     if (!strcmp(o->cmd, "fuzz")) allowed |= F_FUZZ;
     if (!strcmp(o->cmd, "profile")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_PROFILE;
     if (!strcmp(o->cmd, "launch")) allowed |= F_SHAPE | F_PROBLEM | F_LAUNCH;
+    if (!strcmp(o->cmd, "info")) allowed |= F_FILES;
     shape mnk = { 8192, 8192, 8192 };
     const char *clash = NULL;   /* the last option given that --suite excludes */
     int seen[NFLAGS] = { 0 }, kernel_given = 0;
@@ -999,6 +1010,23 @@ static int cmd_profile(const opts *o)
     return rc;
 }
 
+/* info: the device, the table and the resources; --json writes them too.
+ * No GPU is no failure: the table is printed all the same. */
+static int cmd_info(const opts *o)
+{
+    FILE *jf = NULL;
+    if (o->json && !(jf = fopen(o->json, "w"))) {
+        fprintf(stderr, "tilekit info: cannot write %s: %s\n", o->json, strerror(errno));
+        return 1;
+    }
+    int rc = tk_lab_info(stdout, o->kernels, jf);
+    if (jf && (ferror(jf) | fclose(jf))) {
+        fprintf(stderr, "tilekit info: cannot write %s: %s\n", o->json, strerror(errno));
+        rc = 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -1026,7 +1054,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o))
         return 2;
     if (!strcmp(o.cmd, "info"))
-        return tk_lab_info(stdout, o.kernels);
+        return cmd_info(&o);
     int rc = !strcmp(o.cmd, "verify")    ? cmd_verify(&o)
              : !strcmp(o.cmd, "tune")    ? cmd_tune(&o)
              : !strcmp(o.cmd, "fuzz")    ? cmd_fuzz(&o)

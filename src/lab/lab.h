@@ -513,9 +513,13 @@ void tk_lab_fuzz_print_summary(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_
 int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz_summary *s);
 
 /* ---- info (lab_info.c) ---- */
-/* Device properties and per-kernel resources; kernels = NULL for all,
- * else a NULL-terminated list of names. Returns 0, or 1 on a CUDA error. */
-int tk_lab_info(FILE *f, const char *const *kernels);
+/* Device properties, the table's families and configurations, and
+ * per-kernel resources on f; kernels = NULL for all, else a
+ * NULL-terminated list of names. Without a GPU: the table alone. With json,
+ * the same as one JSON document there (device null and device_error
+ * without a GPU; resources [] then). Returns 0 (with or without a GPU), or
+ * 1 when a kernel's resources could not be read on the GPU (a CUDA error). */
+int tk_lab_info(FILE *f, const char *const *kernels, FILE *json);
 
 /* What one kernel asks of the device (its cudaFuncAttributes and launch
  * resources) and the occupancy that follows, as `tilekit info` prints it. */

@@ -1,5 +1,6 @@
 /* lab_info.c - what the device offers and what each kernel asks of it:
  * registers, spills, shared memory, threads, and the occupancy that follows. */
+#include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "../lib/internal.h"
@@ -15,19 +16,49 @@ static int wanted(const char *name, const char *const *kernels)
     return 0;
 }
 
+/* The width of a name column: the longest name printed, at least min
+ * (names longer than a fixed width would push the figures out of their
+ * columns). */
+static int kernel_width(const char *const *kernels, int min)
+{
+    int w = min;
+    for (int i = 0; i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (wanted(k->name, kernels) && (int)strlen(k->name) > w)
+            w = (int)strlen(k->name);
+    }
+    return w;
+}
+
+static int family_width(int min)
+{
+    int w = min;
+    for (int i = 0; i < tk_family_count(); i++)
+        if ((int)strlen(tk_family_at(i)->name) > w)
+            w = (int)strlen(tk_family_at(i)->name);
+    return w;
+}
+
+/* The problem bits a family accepts, as info prints them ("bf16->f32,bf16 dense"). */
+static void accepts_str(unsigned accepts, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s%s", accepts & TK_ACCEPT_AB_BF16 ? "bf16" : "",
+             accepts & TK_ACCEPT_C_F32 ? "->f32" : "", accepts & TK_ACCEPT_C_BF16 ? ",bf16" : "",
+             accepts & TK_ACCEPT_DENSE ? " dense" : "");
+}
+
 static void print_registry(FILE *f, const char *const *kernels)
 {
     /* the table's families (src/kernels/table.def), then its configurations */
-    fprintf(f, "%-8s %6s %-22s %s\n", "family", "min_sm", "accepts", "description");
+    const int fw = family_width(6), kw = kernel_width(kernels, 6);
+    fprintf(f, "%-*s %6s %-22s %s\n", fw, "family", "min_sm", "accepts", "description");
     for (int i = 0; i < tk_family_count(); i++) {
         const tk_family *fam = tk_family_at(i);
         char acc[64];
-        snprintf(acc, sizeof acc, "%s%s%s%s", fam->accepts & TK_ACCEPT_AB_BF16 ? "bf16" : "",
-                 fam->accepts & TK_ACCEPT_C_F32 ? "->f32" : "", fam->accepts & TK_ACCEPT_C_BF16 ? ",bf16" : "",
-                 fam->accepts & TK_ACCEPT_DENSE ? " dense" : "");
-        fprintf(f, "%-8s %6d %-22s %s\n", fam->name, fam->min_sm, acc, fam->description);
+        accepts_str(fam->accepts, acc, sizeof acc);
+        fprintf(f, "%-*s %6d %-22s %s\n", fw, fam->name, fam->min_sm, acc, fam->description);
     }
-    fprintf(f, "\n%-24s %-7s %6s %11s %4s %5s  %s\n", "kernel", "family", "min_sm", "BMxBNxBK", "swap", "rank",
+    fprintf(f, "\n%-*s %-*s %6s %11s %4s %5s  %s\n", kw, "kernel", fw, "family", "min_sm", "BMxBNxBK", "swap", "rank",
             "description");
     for (int i = 0; i < tk_registry_count(); i++) {
         const tk_kernel *k = tk_registry_at(i);
@@ -36,7 +67,7 @@ static void print_registry(FILE *f, const char *const *kernels)
         char tile[32] = "-";
         if (k->bm && k->bn)
             snprintf(tile, sizeof tile, "%dx%dx%d", k->bm, k->bn, k->bk);
-        fprintf(f, "%-24s %-7s %6d %11s %4d %5d  %s\n", k->name, k->family->name, k->min_sm, tile, k->swap,
+        fprintf(f, "%-*s %-*s %6d %11s %4d %5d  %s\n", kw, k->name, fw, k->family->name, k->min_sm, tile, k->swap,
                 k->auto_rank, k->description);
     }
 }
@@ -91,48 +122,163 @@ int tk_lab_kernel_info(const tk_kernel *k, const tk_device *d, tk_lab_kinfo *ki,
     return 0;
 }
 
-/* One kernel's row; returns 1 on a CUDA error. */
-static int print_kernel(FILE *f, const tk_kernel *k, const tk_device *d)
-{
-    fprintf(f, "%-20s ", k->name);
-    if (d->sm < k->min_sm) {
-        fprintf(f, "needs sm_%d\n", k->min_sm);
-        return 0;
-    }
+/* One kernel's resources on d, as info prints and writes them. */
+typedef struct info_row {
+    int st;                      /* 0 figures in ki; 1 a library call (no figures of its own);
+                                    2 the GPU is older than the kernel's min_sm; -1 a CUDA error (why) */
     tk_lab_kinfo ki;
     char why[TK_MSG_LEN];
-    int st = tk_lab_kernel_info(k, d, &ki, why, sizeof why);
-    if (st > 0) {
-        fprintf(f, "library (resources chosen by the library)\n");
-        return 0;
-    }
-    if (st < 0) {
-        fprintf(f, "%s\n", why);
-        return 1;
-    }
-    fprintf(f, "%5d %8zu %11zu %9zu %8d %10d %8.0f%%\n", ki.regs, ki.local_bytes, ki.static_smem, ki.dyn_smem,
-            ki.threads, ki.blocks_per_sm, ki.occupancy);
-    return 0;
+} info_row;
+
+static void kernel_row(const tk_kernel *k, const tk_device *d, info_row *r)
+{
+    r->why[0] = '\0';
+    r->st = d->sm < k->min_sm ? 2 : tk_lab_kernel_info(k, d, &r->ki, r->why, sizeof r->why);
 }
 
-int tk_lab_info(FILE *f, const char *const *kernels)
+static void print_kernel(FILE *f, const tk_kernel *k, const info_row *r, int width)
+{
+    fprintf(f, "%-*s ", width, k->name);
+    if (r->st == 2)
+        fprintf(f, "needs sm_%d\n", k->min_sm);
+    else if (r->st == 1)
+        fprintf(f, "library (resources chosen by the library)\n");
+    else if (r->st < 0)
+        fprintf(f, "%s\n", r->why);
+    else
+        fprintf(f, "%5d %8zu %11zu %9zu %8d %10d %8.0f%%\n", r->ki.regs, r->ki.local_bytes, r->ki.static_smem,
+                r->ki.dyn_smem, r->ki.threads, r->ki.blocks_per_sm, r->ki.occupancy);
+}
+
+/* ---- info --json ---- */
+
+static void json_key_str(FILE *f, const char *key, const char *s, int first)
+{
+    fprintf(f, "%s\"%s\":", first ? "" : ",", key);
+    tk_lab_json_str(f, s);
+}
+
+static void write_device_json(FILE *f, const tk_device *d)
+{
+    fprintf(f, "{\"id\":%d", d->id);
+    json_key_str(f, "name", d->name, 0);
+    fprintf(f, ",\"sm\":%d,\"sm_count\":%d,\"clock_mhz\":%d,\"mem_clock_mhz\":%d,\"mem_bus_bits\":%d,"
+               "\"l2_bytes\":%d,\"smem_per_block_optin\":%zu,\"smem_per_sm\":%zu,\"regs_per_block\":%d,"
+               "\"regs_per_sm\":%d,\"max_threads_per_block\":%d,\"max_threads_per_sm\":%d",
+            d->sm, d->sm_count, d->clock_khz / 1000, d->mem_clock_khz / 1000, d->mem_bus_bits, d->l2_bytes,
+            d->smem_per_block_optin, d->smem_per_sm, d->regs_per_block, d->regs_per_sm, d->max_threads_per_block,
+            d->max_threads_per_sm);
+    double peak = tk_lab_peak_tflops(d->sm, d->sm_count, d->clock_khz);
+    if (peak > 0)
+        fprintf(f, ",\"peak_tflops\":%.1f", peak);
+    else
+        fputs(",\"peak_tflops\":null", f);
+    fputc('}', f);
+}
+
+/* The document: tool, version, device (null without one, with
+ * device_error saying why), the table's families and configurations, and
+ * each wanted kernel's resources on the device ([] without one). */
+static void write_json(FILE *f, const tk_device *d, const char *device_error, const char *const *kernels,
+                       const info_row *rows)
+{
+    fprintf(f, "{\"tool\":\"tilekit info\",\"version\":\"%d.%d.%d\",\n\"device\":", TILEKIT_VERSION_MAJOR,
+            TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH);
+    if (d)
+        write_device_json(f, d);
+    else {
+        fputs("null,\n", f);
+        json_key_str(f, "device_error", device_error, 1);
+    }
+    fputs(",\n\"families\":[", f);
+    static const struct { unsigned bit; const char *name; } bits[] = {
+        { TK_ACCEPT_AB_BF16, "ab_bf16" }, { TK_ACCEPT_C_F32, "c_f32" }, { TK_ACCEPT_C_BF16, "c_bf16" },
+        { TK_ACCEPT_DENSE, "dense" },
+    };
+    for (int i = 0; i < tk_family_count(); i++) {
+        const tk_family *fam = tk_family_at(i);
+        fprintf(f, "%s\n {", i ? "," : "");
+        json_key_str(f, "name", fam->name, 1);
+        fprintf(f, ",\"min_sm\":%d,\"accepts\":[", fam->min_sm);
+        for (size_t b = 0, n = 0; b < sizeof bits / sizeof bits[0]; b++)
+            if (fam->accepts & bits[b].bit)
+                fprintf(f, "%s\"%s\"", n++ ? "," : "", bits[b].name);
+        fputc(']', f);
+        json_key_str(f, "description", fam->description, 0);
+        fputc('}', f);
+    }
+    fputs("],\n\"kernels\":[", f);
+    int n = 0;
+    for (int i = 0; i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (!wanted(k->name, kernels))
+            continue;
+        fprintf(f, "%s\n {", n++ ? "," : "");
+        json_key_str(f, "name", k->name, 1);
+        json_key_str(f, "family", k->family->name, 0);
+        fprintf(f, ",\"min_sm\":%d,\"bm\":%d,\"bn\":%d,\"bk\":%d,\"swap\":%d,\"auto_rank\":%d", k->min_sm, k->bm,
+                k->bn, k->bk, k->swap, k->auto_rank);
+        json_key_str(f, "description", k->description, 0);
+        fputc('}', f);
+    }
+    fputs("],\n\"resources\":[", f);
+    n = 0;
+    for (int i = 0; d && i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (!wanted(k->name, kernels))
+            continue;
+        const info_row *r = &rows[i];
+        fprintf(f, "%s\n {", n++ ? "," : "");
+        json_key_str(f, "kernel", k->name, 1);
+        if (r->st == 0)
+            fprintf(f, ",\"status\":\"ok\",\"regs\":%d,\"local_bytes\":%zu,\"static_smem\":%zu,\"dyn_smem\":%zu,"
+                       "\"threads\":%d,\"blocks_per_sm\":%d,\"occupancy\":%.1f",
+                    r->ki.regs, r->ki.local_bytes, r->ki.static_smem, r->ki.dyn_smem, r->ki.threads,
+                    r->ki.blocks_per_sm, r->ki.occupancy);
+        else if (r->st == 1)
+            fputs(",\"status\":\"library\"", f);
+        else if (r->st == 2)
+            fprintf(f, ",\"status\":\"needs sm_%d\"", k->min_sm);
+        else
+            json_key_str(f, "status", r->why, 0);
+        fputc('}', f);
+    }
+    fputs("]}\n", f);
+}
+
+int tk_lab_info(FILE *f, const char *const *kernels, FILE *json)
 {
     tk_device d;
     char why[TK_MSG_LEN];
-    tk_status st = tk_device_query(&d, why, sizeof why);
-    if (st != TK_SUCCESS) {
-        fprintf(f, "no usable CUDA device (%s); the registry:\n", why);
-        print_registry(f, kernels);
+    const int have = tk_device_query(&d, why, sizeof why) == TK_SUCCESS;
+    info_row *rows = calloc((size_t)tk_registry_count(), sizeof *rows);
+    if (!rows) {
+        fprintf(f, "info: out of host memory\n");
         return 1;
     }
-    print_device(f, &d);
-    fputc('\n', f);
+    if (have) {
+        print_device(f, &d);
+        fputc('\n', f);
+    } else {
+        fprintf(f, "no usable CUDA device (%s); the registry:\n", why);
+    }
     print_registry(f, kernels);
-    fprintf(f, "\n%-20s %5s %8s %11s %9s %8s %10s %9s\n", "kernel", "regs", "local_B", "static_smem", "dyn_smem",
-            "threads", "blocks/SM", "occupancy");
     int bad = 0;
-    for (int i = 0; i < tk_registry_count(); i++)
-        if (wanted(tk_registry_at(i)->name, kernels))
-            bad |= print_kernel(f, tk_registry_at(i), &d);
+    if (have) {
+        const int kw = kernel_width(kernels, 6);
+        fprintf(f, "\n%-*s %5s %8s %11s %9s %8s %10s %9s\n", kw, "kernel", "regs", "local_B", "static_smem",
+                "dyn_smem", "threads", "blocks/SM", "occupancy");
+        for (int i = 0; i < tk_registry_count(); i++) {
+            const tk_kernel *k = tk_registry_at(i);
+            if (!wanted(k->name, kernels))
+                continue;
+            kernel_row(k, &d, &rows[i]);
+            print_kernel(f, k, &rows[i], kw);
+            bad |= rows[i].st < 0;
+        }
+    }
+    if (json)
+        write_json(json, have ? &d : NULL, why, kernels, rows);
+    free(rows);
     return bad;
 }

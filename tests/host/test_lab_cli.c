@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "lib/kernel.h"
 #include "check.h"
 
 static char cli[PATH_MAX];
@@ -307,6 +308,101 @@ static void test_fuzz_without_gpu_fails_cleanly(void)
     CHECK(rc == 1 && strstr(out, "TK_ERR_NO_DEVICE") != NULL, "'tilekit fuzz' without a GPU exited %d: %s", rc, out);
 }
 
+/* ---- info: the table without a GPU, --json, the columns ---- */
+
+/* Checks one table of `tilekit info` in out: its header is the first line
+ * that starts with `first` and contains `then`; in each row after it (up
+ * to a blank line) the first field, the kernel or family name, ends before
+ * the header's second column starts, so long names do not push the figures
+ * out of their columns. Returns the rows seen, -1 without such a table. */
+static int check_columns(const char *out, const char *first, const char *then)
+{
+    const char *h = out;
+    for (; h && *h; h = strchr(h, '\n') ? strchr(h, '\n') + 1 : NULL) {
+        const char *eol = strchr(h, '\n'), *t = strstr(h, then);
+        if (!strncmp(h, first, strlen(first)) && t && (!eol || t < eol))
+            break;
+    }
+    if (!h || !*h)
+        return -1;
+    const char *second = h + strcspn(h, " ");
+    second += strspn(second, " ");
+    size_t col = (size_t)(second - h);
+    int rows = 0;
+    for (const char *line = strchr(h, '\n'); line && line[1] && line[1] != '\n'; line = strchr(line + 1, '\n')) {
+        const char *row = line + 1;
+        size_t name = strcspn(row, " \n");
+        CHECK(name < col, "'%.*s' runs into the next column (at %zu) of the table '%s ... %s'", (int)name, row, col,
+              first, then);
+        rows++;
+    }
+    return rows;
+}
+
+/* Issue 37: without a GPU `info` exited 1 after printing the registry; the
+ * table is what was asked, so it exits 0 and lists every kernel, the
+ * longest names within their column (they were printed %-20s). */
+static void test_info_without_gpu_exits_0(void)
+{
+    static char out[1 << 16];
+    int rc = run("info", out, sizeof out);
+    int gpu = strstr(out, "no usable CUDA device") == NULL;
+    CHECK(rc == 0, "'tilekit info' exited %d%s: %.400s", rc, gpu ? " on a GPU" : " without a GPU", out);
+    int n = tk_registry_count();
+    CHECK(strstr(out, tk_registry_at(n - 1)->name) != NULL, "info lacks the last kernel %s", tk_registry_at(n - 1)->name);
+    int rows = check_columns(out, "family ", "min_sm");
+    CHECK(rows == tk_family_count(), "the families table: %d rows", rows);
+    rows = check_columns(out, "kernel ", "family");
+    CHECK(rows == n, "the kernel table: %d rows for %d kernels", rows, n);
+    rows = check_columns(out, "kernel ", "regs");
+    CHECK(gpu ? rows == n : rows == -1, "the resource table: %d rows (%s GPU)", rows, gpu ? "a" : "no");
+}
+
+/* info --json FILE: one JSON document (checked by python3's json module)
+ * with the device (null and device_error without one), the families, every
+ * configuration with its table fields, and the resources ([] without a
+ * GPU); --kernel narrows the configurations and resources. */
+static void test_info_json(void)
+{
+    char dir[] = "/tmp/tk_cli_info_XXXXXX", path[PATH_MAX], args[PATH_MAX + 64], cmd[2 * PATH_MAX + 256];
+    static char out[1 << 16];
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp failed");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/info.json", dir);
+    snprintf(args, sizeof args, "info --json %s", path);
+    int rc = run(args, out, sizeof out);
+    CHECK(rc == 0, "'tilekit %s' exited %d: %.400s", args, rc, out);
+    /* valid JSON, with the fields of every configuration */
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json, sys\n"
+             "d = json.load(open(sys.argv[1]))\n"
+             "keys = {\"name\", \"family\", \"min_sm\", \"bm\", \"bn\", \"bk\", \"swap\", \"auto_rank\", \"description\"}\n"
+             "assert d[\"tool\"] == \"tilekit info\" and all(set(k) == keys for k in d[\"kernels\"]), d\n"
+             "assert all({\"name\", \"min_sm\", \"accepts\", \"description\"} <= set(f) for f in d[\"families\"])\n"
+             "assert (d[\"device\"] is None) == (d[\"resources\"] == []) and (d[\"device\"] or d[\"device_error\"])\n"
+             "print(len(d[\"kernels\"]), len(d[\"families\"]), d[\"kernels\"][-1][\"name\"], len(d[\"resources\"]))' '%s' 2>&1",
+             path);
+    char got[4096], want[256];
+    int prc = run_cmd(cmd, got, sizeof got);
+    int n = tk_registry_count();
+    int gpu = strstr(out, "no usable CUDA device") == NULL;
+    snprintf(want, sizeof want, "%d %d %s %d\n", n, tk_family_count(), tk_registry_at(n - 1)->name, gpu ? n : 0);
+    CHECK(prc == 0 && !strcmp(got, want), "info --json: python3 says (exit %d) '%s', expected '%s'", prc, got, want);
+    /* one kernel */
+    snprintf(args, sizeof args, "info --kernel k01_naive --json %s", path);
+    rc = run(args, out, sizeof out);
+    prc = run_cmd(cmd, got, sizeof got);
+    snprintf(want, sizeof want, "1 %d k01_naive %d\n", tk_family_count(), gpu ? 1 : 0);
+    CHECK(rc == 0 && prc == 0 && !strcmp(got, want), "info --kernel k01_naive --json: exit %d, '%s'", rc, got);
+    unlink(path);
+    rmdir(dir);
+    expect_exit_2(".", "info --json /nonexistent/dir/i.json", "--json: cannot create '/nonexistent/dir/i.json'");
+    expect_exit_2(".", "info --json", "--json: missing value");
+    expect_exit_2(".", "info --csv x.csv", "--csv");
+}
+
 /* ---- profile: ncu missing, refused, failing, and a fake ncu replaying saved output ---- */
 
 /* Runs `env ENV cli args` (ENV: variable settings, -u NAME to unset). */
@@ -467,6 +563,8 @@ void tk_tests(void)
     TK_TEST(test_bad_suite_file_exit_2);
     TK_TEST(test_help_exits_0);
     TK_TEST(test_fuzz_without_gpu_fails_cleanly);
+    TK_TEST(test_info_without_gpu_exits_0);
+    TK_TEST(test_info_json);
     TK_TEST(test_profile_without_ncu);
     TK_TEST(test_profile_with_fake_ncu);
 }
