@@ -6,8 +6,11 @@
     C = tilekit.gemm(A, B, trans_b=True)            # fp32 C = A @ B.T
     tilekit.gemm(A, B.T, out=C, alpha=0.5, beta=1)  # C = 0.5 A B^T + C: same memory, no copy
 
-    y = tilekit.matmul(x, w)                        # a torch op (autograd, torch.compile)
+    x = torch.randn(8, 4096, dtype=torch.bfloat16, device="cuda")
+    w = torch.randn(1024, 4096, dtype=torch.bfloat16, device="cuda")
+    y = tilekit.matmul(x, w.T)                      # a torch op (autograd, torch.compile)
     lin = tilekit.nn.Linear(4096, 1024, dtype=torch.bfloat16, device="cuda")
+    model = torch.nn.Sequential(torch.nn.Linear(4096, 1024, dtype=torch.bfloat16, device="cuda"))
     model = tilekit.patch(model)                    # every torch.nn.Linear runs on tilekit
 
 A, B and out of gemm() are torch CUDA tensors, objects with
@@ -110,9 +113,11 @@ def __getattr__(name):
     """tilekit.matmul, tilekit.patch and tilekit.nn import torch, so they are
     loaded on first use, not by `import tilekit`."""
     if name in ("matmul", "patch"):
+        _lib.need_torch("tilekit." + name)
         from . import _torch_ops
         return getattr(_torch_ops, name)
     if name == "nn":
+        _lib.need_torch("tilekit.nn")
         import importlib
         return importlib.import_module(__name__ + ".nn")
     raise AttributeError("module %r has no attribute %r" % (__name__, name))

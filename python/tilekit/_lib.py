@@ -83,6 +83,30 @@ class LibraryNotFound(OSError):
     """libtilekit.so could not be loaded (not built, or $TILEKIT_LIB is wrong)."""
 
 
+# The exceptions are the package's: they print as tilekit.NoDeviceError, not
+# by this private module's path (both backends raise these classes).
+for _cls in (TilekitError, InvalidValueError, NotSupportedError, ArchMismatchError, NoDeviceError, CudaError,
+             CublasError, OutOfResourcesError, AllocError, InternalError, LibraryNotFound):
+    _cls.__module__ = "tilekit"
+del _cls
+
+
+def need_torch(what):
+    """torch, imported for `what` (tilekit.matmul, tilekit.patch,
+    tilekit.nn); without PyTorch a ModuleNotFoundError that says so, and
+    that tilekit.gemm works without it."""
+    try:
+        import torch
+    except ModuleNotFoundError as e:
+        if e.name != "torch":
+            raise
+        raise ModuleNotFoundError(
+            "%s needs PyTorch, which is not installed (pip install torch); tilekit.gemm works without it, on "
+            "any CUDA arrays (CuPy, DLPack producers, objects with __cuda_array_interface__)" % what,
+            name="torch") from None
+    return torch
+
+
 _STATUS_NAMES = {
     SUCCESS: "TK_SUCCESS", INVALID_VALUE: "TK_ERR_INVALID_VALUE", NOT_SUPPORTED: "TK_ERR_NOT_SUPPORTED",
     ARCH_MISMATCH: "TK_ERR_ARCH_MISMATCH", NO_DEVICE: "TK_ERR_NO_DEVICE", CUDA: "TK_ERR_CUDA",

@@ -13,9 +13,11 @@ gradient) is copied with .contiguous(); the result is allocated by torch
 The call runs on torch's current stream of the tensors' device and never
 synchronizes the host.
 """
-import torch
+from ._lib import need_torch
 
-import tilekit
+torch = need_torch("tilekit.matmul and tilekit.patch")
+
+import tilekit  # noqa: E402
 
 
 def _check(a, b):

@@ -7,9 +7,11 @@ tilekit/_torch_ops.py), x of any leading batch dimensions. bf16 x and
 weight (as torch.nn.Linear, a bf16 result): TypeError otherwise.
 tilekit.patch(model) turns a model's torch.nn.Linear modules into these.
 """
-import torch
+from ._lib import need_torch
 
-from ._torch_ops import linear
+torch = need_torch("tilekit.nn")
+
+from ._torch_ops import linear  # noqa: E402
 
 __all__ = ["Linear"]
 

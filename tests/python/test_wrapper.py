@@ -269,6 +269,32 @@ def test_exception_classes():
     assert "needs sm_90" in str(e) and "here" in str(e)
 
 
+def test_exceptions_print_as_tilekit():
+    """Issue 37: they printed as tilekit._lib.NoDeviceError (a private
+    path); each is tilekit.<Name>, where the package exports it."""
+    import traceback
+    for name in ("TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError", "NoDeviceError",
+                 "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError", "LibraryNotFound"):
+        cls = getattr(tilekit, name)
+        assert cls.__module__ == "tilekit" and cls.__qualname__ == name, (cls.__module__, cls.__qualname__)
+    e = _lib.error_for(_lib.NO_DEVICE, "no CUDA device: why", "tilekit.gemm")
+    line = traceback.format_exception_only(type(e), e)[-1]
+    assert line.startswith("tilekit.NoDeviceError: tilekit.gemm: no CUDA device: why"), line
+
+
+def test_lib_exceptions_print_as_tilekit():
+    """The same for what the library's statuses raise, on this backend."""
+    import traceback
+    A, B, C = abc()
+    e = raises(tilekit.InvalidValueError, tilekit.gemm, A, B, C, kernel="k99_nope")
+    line = traceback.format_exception_only(type(e), e)[-1]
+    assert line.startswith("tilekit.InvalidValueError: tilekit.gemm: kernel: unknown kernel"), line
+    if tilekit.supports(A, B, C).status == _lib.NO_DEVICE:
+        e = raises(tilekit.NoDeviceError, tilekit.gemm, A, B, C)
+        line = traceback.format_exception_only(type(e), e)[-1]
+        assert line.startswith("tilekit.NoDeviceError: tilekit.gemm: no CUDA device"), line
+
+
 def test_missing_library_message():
     """Without a library, import works and the first call says how to get one."""
     env = dict(os.environ, TILEKIT_LIB="/nonexistent/libtilekit.so")
