@@ -126,7 +126,7 @@ $(BUILD)/obj/tests/host/check.o: tests/host/check.c tests/host/check.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 test: all
-	@bash tests/run_cpu.sh $(BUILD)
+	@CUDA=$(CUDA) bash tests/run_cpu.sh $(BUILD)
 
 # The API fuzz (tests/fuzz/fuzz_api.c: the public API alone, so no lab): the
 # host C of the library rebuilt with AddressSanitizer and
@@ -167,7 +167,7 @@ install: lib $(CLI)
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/tilekit/shapes
 	install -m 644 bench/shapes/*.txt $(DESTDIR)$(PREFIX)/share/tilekit/shapes/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@CUDA@|$(CUDA)|' tilekit.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@CUDA@|$(CUDA)|g' tilekit.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tilekit.pc
 
 clean:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CPU test suite: every build/tests/test_* binary, the host-only part of
-# the Hopper check (k31's split-wave plan) and the Python tests (on the C
-# extension, then the wrapper's again on the ctypes fallback).
+# the Hopper check (k31's split-wave plan), the README's C program installed
+# and built with pkg-config (tests/install_app.sh) and the Python tests (on
+# the C extension, then the wrapper's again on the ctypes fallback).
 # Prints one "N passed, N failed" line last; exits non-zero on any failure.
 set -u
 build=${1:-build}
@@ -32,6 +33,13 @@ count() {
     pass=$((pass + p)); fail=$((fail + f))
     [ "$3" -ne 0 ] && [ "$f" -eq 0 ] && { echo "   ($1: exit $3 with no failed test: counted as a failure)"; fail=$((fail + 1)); }
 }
+# The README's C program: make install into a temporary prefix, the example
+# app built with the README's pkg-config line and run (it must start and,
+# without a GPU, report TK_ERR_NO_DEVICE).
+echo "== tests/install_app.sh (the README's C program, installed)"
+out=$(bash tests/install_app.sh "$build" 2>&1); rc=$?
+echo "$out"
+count "tests/install_app.sh" "$out" $rc
 if [ -d tests/python ]; then
     # Every Python test on the C extension that make built (a missing one
     # fails them all), then the wrapper's tests again on the ctypes fallback.

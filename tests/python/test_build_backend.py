@@ -7,6 +7,7 @@ import contextlib
 import importlib.util
 import io
 import os
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -29,7 +30,7 @@ def test_says_what_it_builds_before_make():
         said_before_make.append(err.getvalue())
         assert cmd[0] == "make" and "lib" in cmd and "python" in cmd, cmd
 
-    tkb.subprocess.run = fake_run
+    tkb.subprocess = types.SimpleNamespace(run=fake_run)   # this module's subprocess only
     build = os.path.join(ROOT, "build")
     with contextlib.redirect_stderr(err):
         try:
