@@ -52,6 +52,9 @@ if echo "$out" | grep -q "TK_ERR_NO_DEVICE"; then
     [ $rc -eq 1 ] && ok "no GPU: TK_ERR_NO_DEVICE reported, exit 1" || bad "no GPU" "exit $rc (expected 1)"
     echo "$out" | grep -q "^  reason: no CUDA device: " &&
         ok "the reason follows the status" || bad "no GPU" "no reason after the status"
+    first=$(echo "$out" | grep "TK_ERR_NO_DEVICE" | head -n 1)
+    grep -qxF "$first" "$root/README.md" && ok "README.md shows that line as the program prints it" ||
+        bad "README" "README.md does not show the program's line: $first"
 elif echo "$out" | grep -q "^ok: 0 of"; then
     [ $rc -eq 0 ] && ok "a GPU: the product matches the CPU dot product" || bad "GPU" "exit $rc"
 else
