@@ -130,6 +130,7 @@ typedef struct tk_family {
     int min_sm;                  /* 80, 90, ... */
     unsigned accepts;            /* TK_ACCEPT_* bits */
     const tk_family_ops *ops;
+    double est_pct;              /* the cost model's share of the dense bf16 tensor peak, % (tk_candidates) */
 } tk_family;
 
 /* A configuration of a family: one TK_CONFIG line of src/kernels/table.def,
