@@ -88,6 +88,7 @@ tk_status tk_func_attrs_get(const void *func, tk_func_attrs *out, char *why, siz
     if (e != cudaSuccess) {
         snprintf(why, len, "cudaFuncGetAttributes: %s (is the kernel built for this GPU?)", cudaGetErrorString(e));
         cudaGetLastError();
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     out->num_regs = fa.numRegs;
