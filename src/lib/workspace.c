@@ -17,8 +17,10 @@
  *
  * The flags must hold nothing but zeros and earlier launch numbers
  * (kernel.h), so their area is zeroed, in stream order, when a call first
- * needs it or more of it than before; everything after it is scratch of
- * one call. Copies come first: a call runs unsplit before it refuses its
+ * needs it or more of it than before; a call that splits with fewer flags
+ * keeps the start of the area (F shrinks to what it needs, so the call
+ * fits the bytes tk_workspace_size gave); everything after it is scratch
+ * of one call. Copies come first: a call runs unsplit before it refuses its
  * copies. cuBLAS takes the memory from its start (its own layout) and the
  * flags are zeroed again by the next call that splits. Every offset is a
  * multiple of 256 bytes: the base is 256-byte aligned (checked), as cuBLAS
@@ -164,17 +166,21 @@ static tk_status caller_ws(tk_handle h, size_t copy_bytes, size_t kws, size_t nf
             h->uws_flags = 0;
         return TK_SUCCESS;
     }
+    /* The flags take what this call needs, no more, so a workspace of
+     * tk_workspace_size's bytes always serves it: an area set up before
+     * keeps its first fb bytes (flags still), a smaller one is zeroed anew. */
     size_t flags_end = h->uws_flags;
     const size_t fb = round256(nflags * sizeof(uint32_t));
-    const size_t fs = flags_end > fb ? flags_end : fb;
-    int split = kws && fs <= have && copy_bytes <= have - fs && kws <= have - fs - copy_bytes;
-    if (split && fs > flags_end) {
-        if (cudaMemsetAsync(base, 0, fs, s) == cudaSuccess) {
-            h->uws_flags = flags_end = fs;
+    int split = kws && fb <= have && copy_bytes <= have - fb && kws <= have - fb - copy_bytes;
+    if (split && fb > flags_end) {
+        if (cudaMemsetAsync(base, 0, fb, s) == cudaSuccess) {
+            h->uws_flags = flags_end = fb;
         } else {
             cudaGetLastError();
             split = 0;
         }
+    } else if (split) {
+        h->uws_flags = flags_end = fb;
     }
     if (split && (w->seq = next_seq(h, base, flags_end, s)) != 0) {
         w->flags = (uint32_t *)base;

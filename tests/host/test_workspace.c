@@ -286,18 +286,26 @@ static void test_caller_layout(void)
     fake.uws_bytes = 1 << 20;
     fake.uws_flags = 4096;
     tk_call_ws w;
+    /* 100 flags: the first 512 bytes of the area set up (no zeroing), then the copies, then the sums */
     tk_status st = tk_handle_call_ws(&fake, 8192, 65536, 100, 0, &w, NULL);
-    CHECK(st == TK_SUCCESS && w.flags == (uint32_t *)base && w.nflags == 1024 && w.copy == base + 4096 &&
-              (char *)w.kws == base + 4096 + 8192 && w.kws_bytes == (1 << 20) - 4096 - 8192 && w.seq == 1,
+    CHECK(st == TK_SUCCESS && w.flags == (uint32_t *)base && w.nflags == 128 && w.copy == base + 512 &&
+              (char *)w.kws == base + 512 + 8192 && w.kws_bytes == (1 << 20) - 512 - 8192 && w.seq == 1 &&
+              fake.uws_flags == 512,
           "layout: %s flags %p (%zu) copies %p kws %p (%zu) seq %u", tk_status_string(st), (void *)w.flags,
           w.nflags, w.copy, w.kws, w.kws_bytes, w.seq);
     CHECK(!fake.kws && !fake.copy_ws && !fake.flags && tk_handle_held(&fake) == 0, "the handle allocated");
-    /* the partial sums do not fit after the copies: unsplit, the copies kept */
+    /* exactly what tk_workspace_size counts (flags rounded to 256 bytes, copies, sums): split */
+    fake.uws_bytes = 512 + 8192 + 65536;
+    st = tk_handle_call_ws(&fake, 8192, 65536, 100, 0, &w, NULL);
+    CHECK(st == TK_SUCCESS && w.kws && w.kws_bytes == 65536 && w.seq == 2, "exact size: kws %p (%zu)", w.kws,
+          w.kws_bytes);
+    fake.uws_bytes = 1 << 20;
+    /* the partial sums do not fit after the copies: unsplit, the copies kept after the flags */
     st = tk_handle_call_ws(&fake, (1 << 20) - 8192, 65536, 100, 0, &w, NULL);
-    CHECK(st == TK_SUCCESS && !w.kws && w.copy == base + 4096 && fake.uws_flags == 4096, "unsplit: kws %p copy %p",
+    CHECK(st == TK_SUCCESS && !w.kws && w.copy == base + 512 && fake.uws_flags == 512, "unsplit: kws %p copy %p",
           w.kws, w.copy);
     /* copies that fit the workspace only over the flags: taken, the flags to be set up again */
-    st = tk_handle_call_ws(&fake, (1 << 20) - 1024, 0, 0, 0, &w, NULL);
+    st = tk_handle_call_ws(&fake, (1 << 20) - 256, 0, 0, 0, &w, NULL);
     CHECK(st == TK_SUCCESS && w.copy == base && fake.uws_flags == 0, "over the flags: copy %p, flags %zu", w.copy,
           fake.uws_flags);
     /* more copies than the workspace: refused, the call's failure */
