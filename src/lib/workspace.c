@@ -162,7 +162,7 @@ static tk_status caller_ws(tk_handle h, size_t copy_bytes, size_t kws, size_t nf
     if (cublas) {   /* cuBLAS runs alone: no copies, no split (named kernel, no workspace of its own) */
         w->cublas = have ? base : NULL;
         w->cublas_bytes = have < TK_CUBLAS_WORKSPACE ? have : TK_CUBLAS_WORKSPACE;
-        if (w->cublas_bytes > h->uws_flags)   /* it may write over the flags */
+        if (w->cublas_bytes)   /* it may write over the flags: set up again when next needed */
             h->uws_flags = 0;
         return TK_SUCCESS;
     }

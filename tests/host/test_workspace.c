@@ -320,6 +320,12 @@ static void test_caller_layout(void)
     fake.uws_bytes = (size_t)64 << 20;
     st = tk_handle_call_ws(&fake, 0, 0, 0, 1, &w, NULL);
     CHECK(st == TK_SUCCESS && w.cublas_bytes == TK_CUBLAS_WORKSPACE, "cuBLAS in 64 MiB: %zu", w.cublas_bytes);
+    /* a workspace smaller than the flags' area: cuBLAS writes over (some of) them all the same */
+    fake.uws_bytes = 256;
+    fake.uws_flags = 4096;
+    st = tk_handle_call_ws(&fake, 0, 0, 0, 1, &w, NULL);
+    CHECK(st == TK_SUCCESS && w.cublas_bytes == 256 && fake.uws_flags == 0, "cuBLAS in 256 bytes: flags %zu",
+          fake.uws_flags);
     /* a workspace of 0 bytes: nothing, and no failure but the copies' */
     fake.uws_bytes = 0;
     st = tk_handle_call_ws(&fake, 0, 65536, 100, 0, &w, NULL);
