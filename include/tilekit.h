@@ -221,14 +221,16 @@ const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p);
  * (as cudaMalloc's are) and, where h has a device, device or managed
  * memory of that device (cudaPointerGetAttributes); bytes may be 0 (no
  * workspace at all).
- * - A call that needs more than `bytes` runs as under a cap
- *   (tk_set_workspace_limit): unsplit, cuBLAS without a workspace, and the
- *   copy route of auto-dispatch refused with TK_ERR_OUT_OF_RESOURCES.
+ * - A call runs with what fits in `bytes`: a split that does not fit runs
+ *   unsplit, cuBLAS gets up to 32 MiB of it, and copies of misaligned
+ *   operands that do not fit are refused with TK_ERR_OUT_OF_RESOURCES
+ *   (tk_workspace_size says what a call needs).
  * - The memory is h's while it is set: the caller must neither read nor
- *   write it, and must keep it allocated until every call that used it has
- *   completed on the GPU, also after replacing it. h's calls that use a
- *   workspace run one after the other whatever their streams (tk_create),
- *   so an event recorded on the stream of the last of them tells when.
+ *   write it, nor give it to another handle, and must keep it allocated
+ *   until every call that used it has completed on the GPU, also after
+ *   replacing it. h's calls that use a workspace run one after the other
+ *   whatever their streams (tk_create), so an event recorded on the stream
+ *   of the last of them tells when; tk_destroy waits for it.
  * - h keeps state there between calls (the completion flags of split
  *   reductions, which hold launch numbers): it is set up again, in stream
  *   order, by the first call that needs it after each tk_set_workspace.
@@ -330,11 +332,12 @@ typedef struct tk_candidate {
  * lists algorithms). The list has one entry per kernel of the registry, as
  * tk_gemm_ex(h, p, name, ...) would run it, plus, first, auto-dispatch's
  * route when it runs on copies of misaligned operands. Order:
- * - rank 1 is what auto-dispatch runs (tk_gemm_ex with kernel NULL; the
- *   name tk_select_kernel gives). Where that is through copies (copies !=
- *   0) the entry is reached through auto-dispatch (or a plan made with
- *   kernel NULL) only: the kernel by its name runs the operands as they
- *   are, which its own entry, further down, says it may not take;
+ * - rank 1 is what auto-dispatch runs, where it can run p (tk_gemm_ex with
+ *   kernel NULL; the name tk_select_kernel gives). Where that is through
+ *   copies (copies != 0) the entry is reached through auto-dispatch (or a
+ *   plan made with kernel NULL) only: the kernel by its name runs the
+ *   operands as they are, which its own entry, further down, says it may
+ *   not take;
  * - then the other kernels auto-dispatch considers, in its order of
  *   preference (its shape rules and measurements; a tune cache's entry
  *   first), which the estimate does not change;
