@@ -74,6 +74,12 @@ $(BUILD)/obj/%.o: %.c $(wildcard src/lib/*.h src/lab/*.h src/kernels/*.h) includ
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# tk_get_build_info (src/lib/build.c) reports ARCHS: passed to that file
+# alone, rebuilt when the Makefile changes (another ARCHS on the command
+# line needs a clean build, as the kernels do).
+$(BUILD)/obj/src/lib/build.o $(BUILD)/asan/src/lib/build.o: CPPFLAGS += -DTK_ARCHS='"$(ARCHS)"'
+$(BUILD)/obj/src/lib/build.o $(BUILD)/asan/src/lib/build.o: Makefile
+
 # ptxas -v output (registers, spills, shared memory) is kept beside each object.
 # Warnings fail the build, and so does ptxas's "Potential Performance Loss"
 # (C7514/C7515: wgmma serialized), which it prints as info (docs/NOTES.md,

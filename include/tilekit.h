@@ -57,7 +57,8 @@ typedef struct tk_handle_s *tk_handle;
  * about 35 MB for the Hopper kernels' split tiles; and, for auto-dispatch of
  * operands whose leading dimension or address is not 16-byte aligned,
  * aligned copies of them, as large as those operands: all allocated on first
- * use and kept). When the environment variable TILEKIT_TUNE names a tune
+ * use and kept; "workspaces" below says how to give it memory, cap it or
+ * free it). When the environment variable TILEKIT_TUNE names a tune
  * cache written by `tilekit tune` on this GPU, auto-dispatch runs the
  * kernels it lists for those problems. A file that cannot be used (missing,
  * malformed, measured on another GPU): tk_create succeeds and ignores the
@@ -193,6 +194,263 @@ tk_status tk_kernel_supports(tk_handle h, const char *kernel, const tk_gemm_prob
 /* The name auto-dispatch would choose for p, or NULL (see tk_last_error).
  * As for tk_kernel_supports, p's pointers may be NULL. */
 const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p);
+
+/* ---- versioned structs ----
+ * Every struct below begins, as tk_gemm_desc does, with its size as the
+ * caller compiled it, which its _INIT macro sets; fields are only ever
+ * appended. A struct the library fills (an "out" argument) is written up to
+ * out->size: the fields this library knows, and zeros in the bytes past
+ * them, so a program built against a newer header reads zeros (defaults) in
+ * the fields this library predates. A size below the struct's first
+ * version is TK_ERR_INVALID_VALUE, naming the argument. */
+
+/* ---- workspaces ----
+ * Besides its operands a call may use device memory of the handle: the
+ * partial sums and completion flags of a split over K (the Hopper kernels
+ * and k40_skinny, on problems of few output tiles), copies of misaligned
+ * operands (auto-dispatch), and cuBLAS's workspace (the "cublas" kernel,
+ * 32 MiB). By default the handle allocates them on first use in stream
+ * order (cudaMallocAsync), grows them when a call needs more and keeps them
+ * until tk_workspace_release or tk_destroy. The caller may instead give it
+ * memory (tk_set_workspace), cap what it allocates (tk_set_workspace_limit),
+ * ask what a problem needs (tk_workspace_size) and free the handle's now
+ * (tk_workspace_release). A call on a stream being captured into a CUDA
+ * graph uses no workspace at all, the caller's included (tk_create). */
+
+/* The cap's default: no limit. */
+#define TK_WORKSPACE_UNLIMITED SIZE_MAX
+
+/* From the next call on, h takes every workspace from the caller's device
+ * memory [ptr, ptr + bytes) and allocates none; ptr == NULL with
+ * bytes == 0 goes back to the handle's own. ptr must be 256-byte aligned
+ * (as cudaMalloc's are) and, where h has a device, device or managed
+ * memory of that device (cudaPointerGetAttributes); bytes may be 0 (no
+ * workspace at all).
+ * - A call runs with what fits in `bytes`: a split that does not fit runs
+ *   unsplit, cuBLAS gets up to 32 MiB of it, and copies of misaligned
+ *   operands that do not fit are refused with TK_ERR_OUT_OF_RESOURCES
+ *   (tk_workspace_size says what a call needs).
+ * - The memory is h's while it is set: the caller must neither read nor
+ *   write it, nor give it to another handle, and must keep it allocated
+ *   until every call that used it has completed on the GPU, also after
+ *   replacing it. h's calls that use a workspace run one after the other
+ *   whatever their streams (tk_create), so an event recorded on the stream
+ *   of the last of them tells when; tk_destroy waits for it.
+ * - h keeps state there between calls (the completion flags of split
+ *   reductions, which hold launch numbers): it is set up again, in stream
+ *   order, by the first call that needs it after each tk_set_workspace.
+ *   Setting the same pointer again is how to tell h its contents changed.
+ * The workspaces h allocated before are kept, unused, until
+ * tk_workspace_release or tk_destroy frees them. TK_ERR_INVALID_VALUE for a
+ * NULL h, ptr NULL with bytes != 0, ptr misaligned or not device memory. */
+tk_status tk_set_workspace(tk_handle h, void *ptr, size_t bytes);
+
+/* Caps the device memory h holds in the workspaces it allocates itself, all
+ * of them together, at `bytes` (TK_WORKSPACE_UNLIMITED, the default: no
+ * cap; 0: none at all). A call whose workspace would take h past the cap
+ * runs without the part that does not fit, as it does when an allocation
+ * fails: a split over K runs unsplit (the same product, summed in another
+ * order: see tk_set_split_k), cuBLAS runs without a workspace, and the copy
+ * route of auto-dispatch is refused with TK_ERR_OUT_OF_RESOURCES (a named
+ * kernel runs the operands as they are). Memory h already holds is kept and
+ * used, also past a lower cap, until tk_workspace_release. A caller's
+ * workspace (tk_set_workspace) is not counted: its size is its own cap. */
+tk_status tk_set_workspace_limit(tk_handle h, size_t bytes);
+
+/* In *bytes: the workspace tk_gemm_ex(h, p, kernel, stream) would use on
+ * h's device, under h's split-K setting and with no cap: the copies of
+ * misaligned operands auto-dispatch makes, the partial sums and flags of a
+ * split, or cuBLAS's 32 MiB. A caller workspace of at least this size lets
+ * the call run as it would with unlimited memory. 0 for a call that uses
+ * none, a no-op (M or N == 0) and K == 0. p's pointers may be NULL, as for
+ * tk_kernel_supports (alignment is then judged on the leading dimensions
+ * alone: no copies). Needs a device (else TK_ERR_NO_DEVICE, after the
+ * argument checks); a kernel that cannot run p gives the status
+ * tk_kernel_supports gives, with *bytes 0. */
+tk_status tk_workspace_size(tk_handle h, const tk_gemm_problem *p, const char *kernel, size_t *bytes);
+
+/* Frees the workspaces h allocated itself (never a caller's) in stream
+ * order on `stream` (a cudaStream_t; NULL = legacy default): the memory
+ * goes back to the device's memory pool (cudaFreeAsync) once the work
+ * enqueued on `stream` before and h's last call that used a workspace have
+ * completed; the host does not wait. A later call that needs a workspace
+ * allocates it again (within the cap). With nothing allocated (and so
+ * without a device) it does nothing; otherwise refused on a stream being
+ * captured into a CUDA graph (TK_ERR_INVALID_VALUE) and, like every call,
+ * where another device than h's is current. */
+tk_status tk_workspace_release(tk_handle h, void *stream);
+
+typedef enum tk_split_k {
+    TK_SPLIT_K_AUTO = 0,   /* the default: kernels split K where it pays (fixed-order sums) */
+    TK_SPLIT_K_NEVER = 1   /* no split over K; kernels get no workspace, cuBLAS none */
+} tk_split_k;
+
+/* Whether h's calls may split the K dimension of a product. tilekit's
+ * split reductions are deterministic: no atomics, partial sums added in a
+ * fixed order, so a given problem, kernel, device and split give the same
+ * bits on every run. But whether a call splits, and in how many parts,
+ * depends on the workspace it gets (a cap, a caller's workspace, a failed
+ * allocation, a CUDA graph capture), and a split adds in another order than
+ * an unsplit run: two such calls of one problem may differ in the last
+ * bits. With TK_SPLIT_K_NEVER no kernel is asked for a workspace, every
+ * product runs unsplit, and cuBLAS runs without a workspace (as it does
+ * under capture), so a call's bits depend only on the problem, the kernel
+ * that runs and the device; copies of misaligned operands are still made
+ * (they do not change the sums). Auto-dispatch chooses by the same rules
+ * either way (for misaligned operands it chooses among other kernels under
+ * capture): name the kernel, or use a plan, to fix it. Splits are faster
+ * where they apply (few output tiles and long K: decode, 512 x 4096 x 4096),
+ * often by 1.2-2x. TK_ERR_INVALID_VALUE for another value. */
+tk_status tk_set_split_k(tk_handle h, tk_split_k mode);
+
+/* What tk_get_handle_info reports: h's device and settings. */
+typedef struct tk_handle_info {
+    size_t size;               /* sizeof(tk_handle_info) where the caller was compiled */
+    int device;                /* CUDA ordinal of h's device; -1 without one */
+    int sm;                    /* its compute capability, 10 * major + minor (90); 0 without one */
+    void *workspace;           /* the caller's workspace (tk_set_workspace); NULL: h allocates its own */
+    size_t workspace_bytes;    /* its size */
+    size_t workspace_limit;    /* the cap (tk_set_workspace_limit); TK_WORKSPACE_UNLIMITED: none */
+    size_t workspace_held;     /* device bytes h holds now in workspaces it allocated */
+    tk_split_k split_k;        /* tk_set_split_k's setting */
+} tk_handle_info;
+
+#define TK_HANDLE_INFO_INIT { .size = sizeof(tk_handle_info) }
+
+tk_status tk_get_handle_info(tk_handle h, tk_handle_info *out);
+
+/* ---- candidates: the kernels for a problem, ranked, with estimates ---- */
+typedef struct tk_candidate {
+    size_t size;               /* out[0].size, set by the caller (TK_CANDIDATE_INIT): the array's stride */
+    const char *name;          /* a registry name (static storage) */
+    int rank;                  /* 1, 2, ...: the order of the list among those that can run; 0: refused */
+    tk_status status;          /* TK_SUCCESS, or the refusal tk_kernel_supports(h, name, p) gives */
+    double est_us;             /* the cost model's time on the GPU, microseconds; 0 when refused */
+    size_t workspace_bytes;    /* as tk_workspace_size for this entry */
+    unsigned copies;           /* auto-dispatch's copies this entry runs on: 1 A, 2 B, 4 C; 0: none */
+} tk_candidate;
+
+#define TK_CANDIDATE_INIT { .size = sizeof(tk_candidate) }
+
+/* The kernels that could run p on h's device, best first, each with an
+ * estimate of its time and the workspace it needs (as cuBLASLt's heuristic
+ * lists algorithms). The list has one entry per kernel of the registry, as
+ * tk_gemm_ex(h, p, name, ...) would run it, plus, first, auto-dispatch's
+ * route when it runs on copies of misaligned operands. Order:
+ * - rank 1 is what auto-dispatch runs, where it can run p (tk_gemm_ex with
+ *   kernel NULL; the name tk_select_kernel gives). Where that is through
+ *   copies (copies != 0) the entry is reached through auto-dispatch (or a
+ *   plan made with kernel NULL) only: the kernel by its name runs the
+ *   operands as they are, which its own entry, further down, says it may
+ *   not take;
+ * - then the other kernels auto-dispatch considers, in its order of
+ *   preference (its shape rules and measurements; a tune cache's entry
+ *   first), which the estimate does not change;
+ * - then the kernels auto-dispatch never picks (cuBLAS, the seeds'
+ *   kernels), by estimate;
+ * - then the kernels that cannot run p (rank 0, their status), in registry
+ *   order.
+ * Fills min(capacity, *count) entries of out, whose stride is out[0].size
+ * (each written entry gets that size); *count is the number of entries of
+ * the list (capacity 0 with out NULL: count only). No-ops and K == 0 run no
+ * GEMM kernel: *count 0. p's pointers may be NULL, as for
+ * tk_kernel_supports. Needs a device (TK_ERR_NO_DEVICE).
+ *
+ * The estimate is a rough model, not a measurement: launch overhead (3 us a
+ * launch, a copy being one) plus the longer of compute and memory time.
+ * Compute: the device's dense bf16 tensor peak (SMs x clock x flop per
+ * clock per SM: 4096 from sm_90, 2048 on sm_80, 1024 on sm_86/87/89) times
+ * the share of it the kernel's family reached at 8192^3 on an H100 (a
+ * column of the kernel table: 74% for the k30/k31 families and cuBLAS, 46%
+ * for k21, under 1% for k01_naive), spent on whole waves of output tiles
+ * (ceil(tiles / SMs) times one tile's flops per SM). Memory: A and B read
+ * once, C written (and read when beta != 0), copies read and written once
+ * more, over the DRAM bandwidth (2 x memory clock x bus width). It knows
+ * nothing of L2 reuse, split-K, pipeline fill or clock throttling: trust
+ * its ratios to an order of magnitude, and measure (tilekit bench) to choose
+ * between close candidates. */
+tk_status tk_candidates(tk_handle h, const tk_gemm_problem *p, tk_candidate *out, int capacity, int *count);
+
+/* ---- plans: one problem shape, checked once, run many times ---- */
+typedef struct tk_plan_s *tk_plan;
+
+/* Checks p as tk_gemm_ex does and fixes how it will run: for kernel
+ * NULL/"auto", auto-dispatch's choice made now (the kernel, and the copies
+ * of misaligned operands if any), for a named kernel that kernel (refused,
+ * and *out NULL, as tk_gemm_ex would refuse it). Everything of p but its
+ * three pointers is fixed: layout, ops, sizes, leading dimensions, alpha,
+ * beta, C's type. p's pointers are examples of the ones the plan will run
+ * with; they decide the choice where alignment matters and may be NULL
+ * (taken as 256-byte aligned). Nothing is launched or allocated on the
+ * device. A plan belongs to h: it runs on h only, and must be destroyed
+ * before h (it holds no device memory). A no-op problem (M or N == 0)
+ * makes a plan without a device; any other needs one (TK_ERR_NO_DEVICE). */
+tk_status tk_plan_create(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_plan *out);
+
+/* Runs the plan's problem with A at a, B at b and C at c on `stream`,
+ * without checking the problem or choosing a kernel again: what is checked
+ * is h (the plan's handle), the pointers (not NULL where the problem reads
+ * or writes them; each a multiple of its element size, as for tk_gemm_ex,
+ * and of 16 bytes where the plan's example pointer was and the kernel reads
+ * the operand itself: that alignment decided the choice), the current
+ * device, and whether the stream is being captured. The launch is
+ * tk_gemm_ex's: workspaces, splits and ordering by h's settings at the time
+ * of the run. So a run gives the bits tk_gemm_ex gives for the same problem
+ * and pointers, with the plan's kernel named; with kernel NULL, the bits
+ * tk_gemm_ex(h, p, NULL, stream) gives as long as it would choose the same
+ * kernel, as it does for pointers aligned as the plan's (modulo 16 bytes)
+ * and no change of the tune cache, outside a capture. A plan that copies
+ * operands does not run on a stream being captured
+ * (TK_ERR_NOT_SUPPORTED: the copies need the handle's workspace). */
+tk_status tk_plan_run(tk_handle h, tk_plan plan, const void *a, const void *b, void *c, void *stream);
+
+/* The kernel a plan runs: its registry name, or "" when it launches no
+ * GEMM kernel (M, N or K is 0); NULL for a NULL plan. */
+const char *tk_plan_kernel(tk_plan plan);
+
+/* Frees the plan (host memory; NULL: nothing to do). May be called after
+ * its handle was destroyed. */
+tk_status tk_plan_destroy(tk_plan plan);
+
+/* ---- the CUDA or cuBLAS error behind a status ---- */
+typedef struct tk_cuda_error {
+    size_t size;               /* sizeof(tk_cuda_error) where the caller was compiled */
+    int cuda_error;            /* the cudaError_t of the CUDA runtime call that failed; 0: none */
+    const char *cuda_name;     /* its name ("cudaErrorMemoryAllocation"); "" for none */
+    int cublas_status;         /* the cublasStatus_t of the cuBLAS call that failed; 0: none */
+    const char *cublas_name;   /* its name ("CUBLAS_STATUS_ALLOC_FAILED"); "" for none */
+} tk_cuda_error;
+
+#define TK_CUDA_ERROR_INIT { .size = sizeof(tk_cuda_error) }
+
+/* The CUDA runtime error or cuBLAS status that made the last failed call
+ * on h fail, as numbers and names (static strings), where there was one:
+ * TK_ERR_CUDA and TK_ERR_CUBLAS always carry theirs; TK_ERR_ALLOC and
+ * TK_ERR_OUT_OF_RESOURCES carry that of a failed device allocation. Zeros
+ * and "" after a successful call and after failures of another cause. With
+ * h == NULL: the last failure of the calling host thread (on any handle, or
+ * of tk_create), as tk_last_error(NULL). Fills *out by the versioned
+ * structs' rule; TK_ERR_INVALID_VALUE for a NULL out or a size too small. */
+tk_status tk_last_cuda_error(tk_handle h, tk_cuda_error *out);
+
+/* ---- how the library was built ---- */
+typedef struct tk_build_info {
+    size_t size;               /* sizeof(tk_build_info) where the caller was compiled */
+    int version;               /* TILEKIT_VERSION of the library */
+    const char *version_string;   /* "0.1.0" */
+    const char *archs;         /* the GPU architectures compiled in (the Makefile's ARCHS): "80 90a" */
+    int cuda_runtime_built;    /* CUDART_VERSION it was compiled against: 12040 for 12.4 */
+    int cuda_runtime_loaded;   /* cudaRuntimeGetVersion of the runtime loaded; 0 if it cannot say */
+    int cuda_driver;           /* cudaDriverGetVersion: the newest CUDA the driver supports; 0: no driver */
+    int cublas_built;          /* CUBLAS_VERSION it was compiled against: 120403 for 12.4.3 */
+    int cublas_loaded;         /* the loaded cuBLAS's, the same way (cublasGetProperty); 0 if it cannot say */
+} tk_build_info;
+
+#define TK_BUILD_INFO_INIT { .size = sizeof(tk_build_info) }
+
+/* Fills *out (the versioned structs' rule); needs no GPU, no driver and no
+ * handle. TK_ERR_INVALID_VALUE for a NULL out or a size too small. */
+tk_status tk_get_build_info(tk_build_info *out);
 
 #ifdef __cplusplus
 }

@@ -43,7 +43,8 @@ else:
 
 __version__ = "0.1.0"
 __all__ = ["gemm", "matmul", "patch", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
-           "backend", "Support", "TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError",
+           "backend", "Support", "candidates", "workspace_size", "plan", "set_workspace", "set_workspace_limit",
+           "set_split_k", "release_workspaces", "handle_info", "last_cuda_error", "build_info", "TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError",
            "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError",
            "LibraryNotFound"]
 
@@ -107,6 +108,180 @@ def select_kernel(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fa
     """The kernel name auto-dispatch would run for this gemm on the current
     device; raises the library's error when none can."""
     return _impl.select_kernel(A, B, out, alpha, beta, trans_a, trans_b, out_dtype)
+
+
+# ---- issue 37: workspaces, split-K, candidates, plans, CUDA errors, build info ----
+# The settings act on the calling thread's handle for a device (tilekit keeps
+# one per thread and device; device None: the current one), as gemm() uses it.
+
+def _device(device):
+    if device is None:
+        return _impl.current_device()
+    if isinstance(device, bool) or not isinstance(device, int):
+        raise TypeError("device: %r is not a CUDA device index (an int, or None for the current device)" % (device,))
+    if device < -1:
+        raise ValueError("device: %d is negative" % device)
+    return device
+
+
+def _nbytes(n, what="nbytes"):
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError("%s: %r is not a byte count (an int)" % (what, n))
+    if n < 0 or n >= 1 << 64:
+        raise ValueError("%s: %d is out of range (0 to 2**64 - 1)" % (what, n))
+    return n
+
+
+def _stream_value(stream):
+    """A cudaStream_t value from an int, None (the legacy default stream) or a torch stream."""
+    if stream is None or (isinstance(stream, int) and not isinstance(stream, bool)):
+        return stream
+    value = getattr(stream, "cuda_stream", None)
+    if isinstance(value, int):
+        return value
+    raise TypeError("stream: %r is neither a cudaStream_t value (int) nor a torch.cuda.Stream" % (stream,))
+
+
+_ITEMSIZES = {"1": 1, "2": 2, "4": 4, "8": 8, "16": 16}
+
+
+def _buffer(buf):
+    """(pointer, bytes, device or None) of a workspace buffer: a contiguous
+    torch CUDA tensor or a C-contiguous __cuda_array_interface__ object."""
+    from ._arrays import is_torch_tensor
+    if is_torch_tensor(buf):
+        if not buf.is_cuda:
+            raise TypeError("buffer: tensor is on %s; a workspace is device memory" % (buf.device,))
+        if not buf.is_contiguous():
+            raise ValueError("buffer: the tensor is not contiguous")
+        return buf.data_ptr(), buf.numel() * buf.element_size(), buf.get_device()
+    cai = getattr(buf, "__cuda_array_interface__", None)
+    if not isinstance(cai, dict):
+        raise TypeError("buffer: %s is neither an int pointer, a CUDA tensor nor an object with "
+                        "__cuda_array_interface__" % type(buf).__name__)
+    typestr, shape, data = cai.get("typestr"), cai.get("shape"), cai.get("data")
+    size = _ITEMSIZES.get(typestr[2:] if isinstance(typestr, str) else None)
+    if size is None or not isinstance(shape, tuple) or not isinstance(data, tuple) or not data:
+        raise TypeError("buffer: __cuda_array_interface__ %r does not describe a plain array" % (cai,))
+    if cai.get("strides") is not None:
+        raise ValueError("buffer: its __cuda_array_interface__ has strides: a workspace is one contiguous block")
+    n = 1
+    for d in shape:
+        n *= d
+    return data[0] or 0, n * size, None
+
+
+# The workspace objects set per (thread, device), kept alive while set.
+import threading as _threading
+_kept = _threading.local()
+
+
+def set_workspace(buffer, nbytes=None, device=None):
+    """Gives the thread's handle for `device` this device memory for every
+    workspace instead of allocating its own (tk_set_workspace), or with None
+    gives it back its own. buffer: an int pointer (nbytes required), a
+    contiguous torch CUDA tensor or a C-contiguous __cuda_array_interface__
+    object (nbytes: its size by default, at most that). The memory must be
+    256-byte aligned, is the handle's while set (do not use it), and must
+    stay allocated until the GPU work that used it is done, also after it is
+    replaced: the object is kept alive while set, not after."""
+    kept = _kept.__dict__.setdefault("by_device", {})
+    if buffer is None:
+        if nbytes not in (None, 0):
+            raise ValueError("nbytes: %r with no buffer" % (nbytes,))
+        d = _device(device)
+        _impl.set_workspace(d, None, 0)
+        kept.pop(d, None)
+        return
+    if isinstance(buffer, int) and not isinstance(buffer, bool):
+        if nbytes is None:
+            raise TypeError("nbytes: required with a pointer")
+        ptr, size, dev = buffer, _nbytes(nbytes), None
+    else:
+        ptr, size, dev = _buffer(buffer)
+        if nbytes is not None:
+            if _nbytes(nbytes) > size:
+                raise ValueError("nbytes: %d is more than the buffer's %d bytes" % (nbytes, size))
+            size = nbytes
+    if dev is not None and device is not None and _device(device) != dev:
+        raise ValueError("buffer: it is on cuda:%d, not device %d" % (dev, device))
+    d = _device(device if device is not None or dev is None else dev)
+    _impl.set_workspace(d, ptr, size)
+    kept[d] = buffer
+
+
+def set_workspace_limit(nbytes, device=None):
+    """Caps what the thread's handle for `device` allocates for its
+    workspaces, all together (tk_set_workspace_limit); None: no cap, 0: none.
+    Over it a split runs unsplit, cuBLAS without a workspace, and auto's
+    copies of misaligned operands are refused (OutOfResourcesError)."""
+    _impl.set_workspace_limit(_device(device), None if nbytes is None else _nbytes(nbytes))
+
+
+def set_split_k(allowed, device=None):
+    """Whether the thread's handle for `device` may split K (tk_set_split_k).
+    With False no kernel gets a workspace and no call splits: a call's bits
+    then depend only on the problem, the kernel and the device."""
+    _impl.set_split_k(_device(device), bool(allowed))
+
+
+def release_workspaces(stream=None, device=None):
+    """Frees the workspaces the thread's handle for `device` allocated, in
+    stream order on `stream` (tk_workspace_release)."""
+    _impl.release_workspaces(_device(device), _stream_value(stream))
+
+
+def handle_info(device=None):
+    """The thread's handle for `device`: a dict of device, sm, workspace
+    (the caller's pointer or None), workspace_bytes, workspace_limit (None:
+    no cap), workspace_held (bytes it allocated) and split_k (allowed)."""
+    return _impl.handle_info(_device(device))
+
+
+def last_cuda_error(device=None):
+    """The CUDA runtime error or cuBLAS status behind the last failure of the
+    thread's handle for `device` (tk_last_cuda_error), or with device None
+    the thread's last failure on any handle: a dict of cuda_error,
+    cuda_name, cublas_status and cublas_name (0 and "" for none)."""
+    return _impl.last_cuda_error(None if device is None else _device(device))
+
+
+def build_info():
+    """How the loaded library was built (tk_get_build_info): version,
+    version_string, archs (the compiled GPU architectures), the CUDA runtime
+    and cuBLAS it was built with and runs with, and the driver's CUDA."""
+    return _impl.build_info()
+
+
+def candidates(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
+    """The kernels that could run this gemm on the current device, best first
+    (tk_candidates): a list of dicts with name, rank (1 = what auto-dispatch
+    runs; 0 = refused), status and status_name, est_us (a rough cost model's
+    estimate, not a measurement), workspace_bytes and copies (auto's copies
+    of misaligned operands: 1 A, 2 B, 4 C). Arguments as for supports()."""
+    out_list = _impl.candidates(A, B, out, alpha, beta, trans_a, trans_b, out_dtype)
+    for c in out_list:
+        c["status_name"] = _lib._STATUS_NAMES.get(c["status"], "TK_ERR_?")
+    return out_list
+
+
+def workspace_size(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None):
+    """The workspace bytes this gemm would use (tk_workspace_size): what a
+    buffer given to set_workspace needs for it to run as with unlimited
+    memory."""
+    return _impl.workspace_size(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel)
+
+
+def plan(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None):
+    """A plan for this gemm's shape (tk_plan_create): checked once, its kernel
+    chosen once. Call it (or .run(A, B, out, stream=None)) with operands of
+    the same shapes, strides and types, out required: each run skips the
+    library's checks and choice, and gives the bits gemm gives with that
+    kernel. .kernel names it; .close() frees it. It runs in the thread that
+    made it. Arguments as for gemm (out may be None: row-major of
+    out_dtype); the operands' pointers decide the choice where alignment
+    matters, and a run's must be as aligned."""
+    return _impl.plan_create(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel)
 
 
 def __getattr__(name):

@@ -3,11 +3,15 @@ library through ctypes. The fallback for a build without the C extension
 (tilekit/_tilekit.c), and the reference the extension's checks are compared
 with (tests/python/test_backends.py): both raise the same exceptions with the
 same messages. Its functions are the extension's: gemm, plan, supports,
-select_kernel, kernels, version, current_device.
+select_kernel, kernels, version, current_device, and issue 37's: the
+thread's handle settings (set_workspace, set_workspace_limit, set_split_k,
+release_workspaces, handle_info, last_cuda_error), build_info, candidates,
+workspace_size and plan_create (a GemmPlan).
 """
 import contextlib
 import ctypes
 import numbers
+import threading
 
 from . import _lib
 from ._arrays import describe, parse_dtype, _torch
@@ -314,3 +318,206 @@ def select_kernel(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fa
         if not name:
             raise _lib.error_for(_lib.NOT_SUPPORTED, _lib.last_error(h), "tilekit.select_kernel")
         return name.decode()
+
+
+# ---- issue 37: workspaces, split-K, candidates, plans, errors, build info ----
+
+def _text(b):
+    return b.decode("utf-8", "replace") if b else ""
+
+
+def build_info():
+    """tk_get_build_info as a dict."""
+    lib = _lib.load_ctypes()
+    b = _lib.BuildInfo()
+    b.size = ctypes.sizeof(b)
+    _lib.check(lib.tk_get_build_info(ctypes.byref(b)), None, "tilekit.build_info")
+    return {"version": b.version, "version_string": _text(b.version_string), "archs": _text(b.archs),
+            "cuda_runtime_built": b.cuda_runtime_built, "cuda_runtime_loaded": b.cuda_runtime_loaded,
+            "cuda_driver": b.cuda_driver, "cublas_built": b.cublas_built, "cublas_loaded": b.cublas_loaded}
+
+
+@contextlib.contextmanager
+def _on_device(device):
+    """Makes `device` current around a call that checks it (the handle's),
+    when a device is known and another is current."""
+    prev = -1
+    if device >= 0:
+        cur = _lib.current_device()
+        if cur >= 0 and cur != device:
+            e = _lib.cudart("cudaSetDevice")(device)
+            if e:
+                raise _lib.error_for(_lib.CUDA, "cudaSetDevice(%d) failed with CUDA error %d" % (device, e),
+                                     "tilekit")
+            prev = cur
+    try:
+        yield
+    finally:
+        if prev >= 0:
+            _lib.cudart("cudaSetDevice")(prev)
+
+
+def handle_info(device):
+    """tk_get_handle_info of the thread's handle for `device`, as a dict."""
+    lib = _lib.load_ctypes()
+    h = _lib.handle(device)
+    i = _lib.HandleInfo()
+    i.size = ctypes.sizeof(i)
+    _lib.check(lib.tk_get_handle_info(h, ctypes.byref(i)), h, "tilekit.handle_info")
+    return {"device": i.device, "sm": i.sm, "workspace": i.workspace or None, "workspace_bytes": i.workspace_bytes,
+            "workspace_limit": None if i.workspace_limit == _lib.WORKSPACE_UNLIMITED else i.workspace_limit,
+            "workspace_held": i.workspace_held, "split_k": i.split_k == _lib.SPLIT_K_AUTO}
+
+
+def set_workspace(device, ptr, nbytes):
+    """tk_set_workspace on the thread's handle for `device` (ptr None: the handle's own)."""
+    lib = _lib.load_ctypes()
+    h = _lib.handle(device)
+    _lib.check(lib.tk_set_workspace(h, ptr or None, nbytes), h, "tilekit.set_workspace")
+
+
+def set_workspace_limit(device, nbytes):
+    """tk_set_workspace_limit (None: no cap)."""
+    lib = _lib.load_ctypes()
+    h = _lib.handle(device)
+    _lib.check(lib.tk_set_workspace_limit(h, _lib.WORKSPACE_UNLIMITED if nbytes is None else nbytes), h,
+               "tilekit.set_workspace_limit")
+
+
+def set_split_k(device, allowed):
+    """tk_set_split_k: TK_SPLIT_K_AUTO when allowed, else TK_SPLIT_K_NEVER."""
+    lib = _lib.load_ctypes()
+    h = _lib.handle(device)
+    _lib.check(lib.tk_set_split_k(h, _lib.SPLIT_K_AUTO if allowed else _lib.SPLIT_K_NEVER), h,
+               "tilekit.set_split_k")
+
+
+def release_workspaces(device, stream):
+    """tk_workspace_release on `stream` (None: the legacy default stream), with the handle's device current."""
+    lib = _lib.load_ctypes()
+    h = _lib.handle(device)
+    with _on_device(device):
+        _lib.check(lib.tk_workspace_release(h, stream or None), h, "tilekit.release_workspaces")
+
+
+def last_cuda_error(device):
+    """tk_last_cuda_error of the thread's handle for `device`, or with None the thread's last failure."""
+    lib = _lib.load_ctypes()
+    h = _lib.handle(device) if device is not None else None
+    e = _lib.CudaError()
+    e.size = ctypes.sizeof(e)
+    _lib.check(lib.tk_last_cuda_error(h, ctypes.byref(e)), h, "tilekit.last_cuda_error")
+    return {"cuda_error": e.cuda_error, "cuda_name": _text(e.cuda_name), "cublas_status": e.cublas_status,
+            "cublas_name": _text(e.cublas_name)}
+
+
+def candidates(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None):
+    """tk_candidates for this gemm: a list of dicts (name, rank, status, est_us, workspace_bytes, copies)."""
+    p = plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, None, None, query=True)
+    lib = _lib.load_ctypes()
+    with _device_context(p):
+        h = _handle(p)
+        prob = _problem(p)
+        cap = lib.tk_kernel_count() + 1   # every kernel, and auto-dispatch's copy route
+        arr = (_lib.Candidate * cap)()
+        arr[0].size = ctypes.sizeof(_lib.Candidate)
+        n = ctypes.c_int(0)
+        _lib.check(lib.tk_candidates(h, ctypes.byref(prob), arr, cap, ctypes.byref(n)), h, "tilekit.candidates")
+        return [{"name": _text(c.name), "rank": c.rank, "status": c.status, "est_us": c.est_us,
+                 "workspace_bytes": c.workspace_bytes, "copies": c.copies} for c in arr[:min(n.value, cap)]]
+
+
+def workspace_size(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None):
+    """tk_workspace_size for this gemm, in bytes."""
+    p = plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, None, query=True)
+    lib = _lib.load_ctypes()
+    with _device_context(p):
+        h = _handle(p)
+        prob = _problem(p)
+        n = ctypes.c_size_t(0)
+        _lib.check(lib.tk_workspace_size(h, ctypes.byref(prob), p.kernel, ctypes.byref(n)), h,
+                   "tilekit.workspace_size")
+        return n.value
+
+
+_LAYOUTS = {_lib.ROW_MAJOR: "row", _lib.COL_MAJOR: "column"}
+
+
+def _shape_text(key):
+    m, n, k, layout, op_a, op_b, lda, ldb, ldc, c_dtype = key
+    return "%d x %d x %d, %s-major, op_a %s, op_b %s, lda %d, ldb %d, ldc %d, %s C" % (
+        m, n, k, _LAYOUTS[layout], "NT"[op_a], "NT"[op_b], lda, ldb, ldc, c_dtype)
+
+
+class GemmPlan:
+    """A plan (tk_plan) for one gemm shape: run(A, B, out, stream=None), or
+    call it, with operands of the plan's shape, strides and types; .kernel
+    is the kernel it runs ("" for none); close() frees it (also when it is
+    collected). It runs on the handle of the thread that made it, in that
+    thread only."""
+    __slots__ = ("_plan", "_h", "_owner", "_device", "_key", "_alpha", "_beta", "_ta", "_tb", "kernel")
+
+    def __init__(self, plan_ptr, h, device, p, trans_a, trans_b):
+        self._plan, self._h, self._owner, self._device = plan_ptr, h, threading.get_ident(), device
+        self._key = (p.m, p.n, p.k, p.layout, p.op_a, p.op_b, p.lda, p.ldb, p.ldc, p.c_dtype)
+        self._alpha, self._beta, self._ta, self._tb = p.alpha, p.beta, bool(trans_a), bool(trans_b)
+        self.kernel = _text(_lib.load_ctypes().tk_plan_kernel(plan_ptr))
+
+    def run(self, A, B, out, stream=None):
+        """out = alpha * op(A) @ op(B) + beta * out with the plan's shape,
+        on `stream` (as gemm chooses it); returns out."""
+        if self._plan is None:
+            raise ValueError("plan: it was closed")
+        if threading.get_ident() != self._owner:
+            raise RuntimeError("plan: it was made in another thread, and runs on that thread's handle only")
+        if out is None:
+            raise TypeError("out: required (a plan runs into an out of its shape)")
+        p = plan(A, B, out, self._alpha, self._beta, self._ta, self._tb, None, None, stream)
+        key = (p.m, p.n, p.k, p.layout, p.op_a, p.op_b, p.lda, p.ldb, p.ldc, p.c_dtype)
+        if key != self._key:
+            raise ValueError("plan: A, B and out make %s; the plan is for %s" % (_shape_text(key),
+                                                                                _shape_text(self._key)))
+        if p.device is not None and self._device >= 0 and p.device != self._device:
+            raise ValueError("plan: A, B and out are on cuda:%d, the plan's handle on cuda:%d"
+                             % (p.device, self._device))
+        lib = _lib.load_ctypes()
+        run = p.stream or None
+        with _device_context(p):
+            if p.joins:
+                _join(run, p.joins, False)
+            st = lib.tk_plan_run(self._h, self._plan, p.a.ptr or None, p.b.ptr or None, p.c.ptr or None, run)
+            _lib.check(st, self._h, "tilekit.Plan.run")
+            if p.joins:
+                _join(run, p.joins, True)
+        return out
+
+    __call__ = run
+
+    def close(self):
+        """Frees the plan (host memory); run() raises afterwards."""
+        if self._plan is not None:
+            _lib.load_ctypes().tk_plan_destroy(self._plan)
+            self._plan = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:   # interpreter shutdown: nothing to report to
+            pass
+
+    def __repr__(self):
+        return "<tilekit plan %s, kernel %r%s>" % (_shape_text(self._key), self.kernel,
+                                                  "" if self._plan is not None else ", closed")
+
+
+def plan_create(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None):
+    """tk_plan_create for this gemm (out may be None: row-major of out_dtype), as a GemmPlan."""
+    p = plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, None, query=True)
+    lib = _lib.load_ctypes()
+    with _device_context(p):
+        device = p.device if p.device is not None else _lib.current_device()
+        h = _lib.handle(device)
+        prob = _problem(p)
+        ptr = ctypes.c_void_p()
+        _lib.check(lib.tk_plan_create(h, ctypes.byref(prob), p.kernel, ctypes.byref(ptr)), h, "tilekit.plan")
+    return GemmPlan(ptr.value, h, device, p, trans_a, trans_b)

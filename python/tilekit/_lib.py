@@ -146,10 +146,48 @@ class KernelProps(ctypes.Structure):
     ]
 
 
+class HandleInfo(ctypes.Structure):
+    """tk_handle_info (versioned: size first)."""
+    _fields_ = [
+        ("size", ctypes.c_size_t), ("device", ctypes.c_int), ("sm", ctypes.c_int),
+        ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t),
+        ("workspace_limit", ctypes.c_size_t), ("workspace_held", ctypes.c_size_t), ("split_k", ctypes.c_int),
+    ]
+
+
+class Candidate(ctypes.Structure):
+    """tk_candidate (versioned: size first, the array's stride)."""
+    _fields_ = [
+        ("size", ctypes.c_size_t), ("name", ctypes.c_char_p), ("rank", ctypes.c_int), ("status", ctypes.c_int),
+        ("est_us", ctypes.c_double), ("workspace_bytes", ctypes.c_size_t), ("copies", ctypes.c_uint),
+    ]
+
+
+class CudaError(ctypes.Structure):
+    """tk_cuda_error (versioned: size first)."""
+    _fields_ = [
+        ("size", ctypes.c_size_t), ("cuda_error", ctypes.c_int), ("cuda_name", ctypes.c_char_p),
+        ("cublas_status", ctypes.c_int), ("cublas_name", ctypes.c_char_p),
+    ]
+
+
+class BuildInfo(ctypes.Structure):
+    """tk_build_info (versioned: size first)."""
+    _fields_ = [
+        ("size", ctypes.c_size_t), ("version", ctypes.c_int), ("version_string", ctypes.c_char_p),
+        ("archs", ctypes.c_char_p), ("cuda_runtime_built", ctypes.c_int), ("cuda_runtime_loaded", ctypes.c_int),
+        ("cuda_driver", ctypes.c_int), ("cublas_built", ctypes.c_int), ("cublas_loaded", ctypes.c_int),
+    ]
+
+
+SPLIT_K_AUTO, SPLIT_K_NEVER = 0, 1
+WORKSPACE_UNLIMITED = ctypes.c_size_t(-1).value   # TK_WORKSPACE_UNLIMITED (SIZE_MAX)
+
 _status = ctypes.c_int
 _handle = ctypes.c_void_p
 _i64 = ctypes.c_int64
 _vp = ctypes.c_void_p
+_size = ctypes.c_size_t
 _PROTOTYPES = {
     "tk_version": (ctypes.c_int, []),
     "tk_status_string": (ctypes.c_char_p, [_status]),
@@ -163,6 +201,20 @@ _PROTOTYPES = {
     "tk_kernel_get": (_status, [ctypes.c_int, ctypes.POINTER(KernelProps)]),
     "tk_kernel_supports": (_status, [_handle, ctypes.c_char_p, ctypes.POINTER(GemmProblem)]),
     "tk_select_kernel": (ctypes.c_char_p, [_handle, ctypes.POINTER(GemmProblem)]),
+    "tk_set_workspace": (_status, [_handle, _vp, _size]),
+    "tk_set_workspace_limit": (_status, [_handle, _size]),
+    "tk_workspace_size": (_status, [_handle, ctypes.POINTER(GemmProblem), ctypes.c_char_p, ctypes.POINTER(_size)]),
+    "tk_workspace_release": (_status, [_handle, _vp]),
+    "tk_set_split_k": (_status, [_handle, ctypes.c_int]),
+    "tk_get_handle_info": (_status, [_handle, ctypes.POINTER(HandleInfo)]),
+    "tk_candidates": (_status, [_handle, ctypes.POINTER(GemmProblem), ctypes.POINTER(Candidate), ctypes.c_int,
+                                ctypes.POINTER(ctypes.c_int)]),
+    "tk_plan_create": (_status, [_handle, ctypes.POINTER(GemmProblem), ctypes.c_char_p, ctypes.POINTER(_vp)]),
+    "tk_plan_run": (_status, [_handle, _vp, _vp, _vp, _vp, _vp]),
+    "tk_plan_kernel": (ctypes.c_char_p, [_vp]),
+    "tk_plan_destroy": (_status, [_vp]),
+    "tk_last_cuda_error": (_status, [_handle, ctypes.POINTER(CudaError)]),
+    "tk_get_build_info": (_status, [ctypes.POINTER(BuildInfo)]),
 }
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -273,6 +325,7 @@ def check(status, handle, where):
 # enum; streams and events are pointers), from the runtime libtilekit links.
 _CUDART_PROTOTYPES = {
     "cudaGetDevice": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+    "cudaSetDevice": (ctypes.c_int, [ctypes.c_int]),
     "cudaEventCreateWithFlags": (ctypes.c_int, [ctypes.POINTER(_vp), ctypes.c_uint]),
     "cudaEventRecord": (ctypes.c_int, [_vp, _vp]),
     "cudaStreamWaitEvent": (ctypes.c_int, [_vp, _vp, ctypes.c_uint]),

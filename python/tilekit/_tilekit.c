@@ -23,6 +23,7 @@
  * see thread_handles. The GIL is released around the library call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
@@ -41,6 +42,20 @@ static struct {
     tk_status (*kernel_supports)(tk_handle, const char *, const tk_gemm_problem *);
     const char *(*select_kernel)(tk_handle, const tk_gemm_problem *);
     tk_status (*destroy)(tk_handle);
+    /* issue 37 */
+    tk_status (*set_workspace)(tk_handle, void *, size_t);
+    tk_status (*set_workspace_limit)(tk_handle, size_t);
+    tk_status (*workspace_size)(tk_handle, const tk_gemm_problem *, const char *, size_t *);
+    tk_status (*workspace_release)(tk_handle, void *);
+    tk_status (*set_split_k)(tk_handle, tk_split_k);
+    tk_status (*get_handle_info)(tk_handle, tk_handle_info *);
+    tk_status (*candidates)(tk_handle, const tk_gemm_problem *, tk_candidate *, int, int *);
+    tk_status (*plan_create)(tk_handle, const tk_gemm_problem *, const char *, tk_plan *);
+    tk_status (*plan_run)(tk_handle, tk_plan, const void *, const void *, void *, void *);
+    const char *(*plan_kernel)(tk_plan);
+    tk_status (*plan_destroy)(tk_plan);
+    tk_status (*last_cuda_error)(tk_handle, tk_cuda_error *);
+    tk_status (*get_build_info)(tk_build_info *);
     /* From the CUDA runtime the library links, so both agree (cudaError_t is
      * an int-sized enum; streams and events are pointers): */
     int (*get_device)(int *);                        /* cudaGetDevice */
@@ -65,6 +80,19 @@ SAME_TYPE(tk_kernel_count, kernel_count);
 SAME_TYPE(tk_kernel_get, kernel_get);
 SAME_TYPE(tk_kernel_supports, kernel_supports);
 SAME_TYPE(tk_select_kernel, select_kernel);
+SAME_TYPE(tk_set_workspace, set_workspace);
+SAME_TYPE(tk_set_workspace_limit, set_workspace_limit);
+SAME_TYPE(tk_workspace_size, workspace_size);
+SAME_TYPE(tk_workspace_release, workspace_release);
+SAME_TYPE(tk_set_split_k, set_split_k);
+SAME_TYPE(tk_get_handle_info, get_handle_info);
+SAME_TYPE(tk_candidates, candidates);
+SAME_TYPE(tk_plan_create, plan_create);
+SAME_TYPE(tk_plan_run, plan_run);
+SAME_TYPE(tk_plan_kernel, plan_kernel);
+SAME_TYPE(tk_plan_destroy, plan_destroy);
+SAME_TYPE(tk_last_cuda_error, last_cuda_error);
+SAME_TYPE(tk_get_build_info, get_build_info);
 
 /* ---- module state: Python objects looked up once ---- */
 
@@ -1417,23 +1445,28 @@ static tk_handle get_handle(int device)
 /* Makes the operands' device current for the call (launches go to the
  * current device); skipped when it already is. *prev: the device to go back
  * to, -1 for none. */
-static int enter_device(const plan *p, int *prev)
+static int enter_dev(int device, int *prev)
 {
     *prev = -1;
-    if (p->device < 0)
+    if (device < 0)
         return 0;
     int cur = -1;
-    if (L.get_device(&cur) != 0 || cur == p->device)   /* no usable GPU: the library will say so */
+    if (L.get_device(&cur) != 0 || cur == device)   /* no usable GPU: the library will say so */
         return 0;
-    int e = L.set_device(p->device);
+    int e = L.set_device(device);
     if (e) {
         char msg[96];
-        snprintf(msg, sizeof msg, "cudaSetDevice(%d) failed with CUDA error %d", p->device, e);
+        snprintf(msg, sizeof msg, "cudaSetDevice(%d) failed with CUDA error %d", device, e);
         raise_status(TK_ERR_CUDA, msg, "tilekit");
         return -1;
     }
     *prev = cur;
     return 0;
+}
+
+static int enter_device(const plan *p, int *prev)
+{
+    return enter_dev(p->device, prev);
 }
 
 static void leave_device(int prev)
@@ -1918,6 +1951,13 @@ static PyObject *py_bind(PyObject *mod, PyObject *path)
         SYM(tk_kernel_count, kernel_count), SYM(tk_kernel_get, kernel_get),
         SYM(tk_kernel_supports, kernel_supports), SYM(tk_select_kernel, select_kernel),
         SYM(tk_destroy, destroy),
+        SYM(tk_set_workspace, set_workspace), SYM(tk_set_workspace_limit, set_workspace_limit),
+        SYM(tk_workspace_size, workspace_size), SYM(tk_workspace_release, workspace_release),
+        SYM(tk_set_split_k, set_split_k),   SYM(tk_get_handle_info, get_handle_info),
+        SYM(tk_candidates, candidates),     SYM(tk_plan_create, plan_create),
+        SYM(tk_plan_run, plan_run),         SYM(tk_plan_kernel, plan_kernel),
+        SYM(tk_plan_destroy, plan_destroy), SYM(tk_last_cuda_error, last_cuda_error),
+        SYM(tk_get_build_info, get_build_info),
         SYM(cudaGetDevice, get_device),     SYM(cudaSetDevice, set_device),
         SYM(cudaEventCreateWithFlags, event_create), SYM(cudaEventRecord, event_record),
         SYM(cudaStreamWaitEvent, stream_wait_event), SYM(cudaEventDestroy, event_destroy),
@@ -1951,6 +1991,500 @@ static PyObject *py_setup(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ---- issue 37: the thread's handle settings, candidates, plans, errors,
+ * build info (the fallback's functions of the same names) ---- */
+
+static PyObject *utf8(const char *s)
+{
+    return PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
+}
+
+static PyObject *py_build_info(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    if (need_lib())
+        return NULL;
+    tk_build_info b = TK_BUILD_INFO_INIT;
+    tk_status st = L.get_build_info(&b);
+    if (st) {
+        raise_status(st, L.last_error(NULL), "tilekit.build_info");
+        return NULL;
+    }
+    return Py_BuildValue("{s:i,s:N,s:N,s:i,s:i,s:i,s:i,s:i}", "version", b.version, "version_string",
+                         utf8(b.version_string), "archs", utf8(b.archs), "cuda_runtime_built", b.cuda_runtime_built,
+                         "cuda_runtime_loaded", b.cuda_runtime_loaded, "cuda_driver", b.cuda_driver, "cublas_built",
+                         b.cublas_built, "cublas_loaded", b.cublas_loaded);
+}
+
+/* The thread's handle for `device` (-1: none known), the library bound. */
+static tk_handle device_handle(int device)
+{
+    return need_lib() ? NULL : get_handle(device);
+}
+
+static PyObject *py_handle_info(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int device;
+    if (!PyArg_ParseTuple(args, "i:handle_info", &device))
+        return NULL;
+    tk_handle h = device_handle(device);
+    if (!h)
+        return NULL;
+    tk_handle_info i = TK_HANDLE_INFO_INIT;
+    tk_status st = L.get_handle_info(h, &i);
+    if (st) {
+        raise_status(st, L.last_error(h), "tilekit.handle_info");
+        return NULL;
+    }
+    return Py_BuildValue("{s:i,s:i,s:N,s:N,s:N,s:N,s:N}", "device", i.device, "sm", i.sm, "workspace",
+                         i.workspace ? PyLong_FromVoidPtr(i.workspace) : Py_NewRef(Py_None), "workspace_bytes",
+                         PyLong_FromSize_t(i.workspace_bytes), "workspace_limit",
+                         i.workspace_limit == TK_WORKSPACE_UNLIMITED ? Py_NewRef(Py_None)
+                                                                     : PyLong_FromSize_t(i.workspace_limit),
+                         "workspace_held", PyLong_FromSize_t(i.workspace_held), "split_k",
+                         PyBool_FromLong(i.split_k == TK_SPLIT_K_AUTO));
+}
+
+/* A pointer argument: None or 0 is NULL, else an int. */
+static int ptr_arg(PyObject *v, void **out)
+{
+    *out = NULL;
+    if (v == Py_None)
+        return 0;
+    *out = PyLong_AsVoidPtr(v);
+    return *out == NULL && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *settled(tk_status st, tk_handle h, const char *where)
+{
+    if (st) {
+        raise_status(st, L.last_error(h), where);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_workspace(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int device;
+    PyObject *ptr, *nbytes;
+    void *p;
+    if (!PyArg_ParseTuple(args, "iOO:set_workspace", &device, &ptr, &nbytes) || ptr_arg(ptr, &p))
+        return NULL;
+    size_t n = PyLong_AsSize_t(nbytes);
+    if (n == (size_t)-1 && PyErr_Occurred())
+        return NULL;
+    tk_handle h = device_handle(device);
+    return h ? settled(L.set_workspace(h, p, n), h, "tilekit.set_workspace") : NULL;
+}
+
+static PyObject *py_set_workspace_limit(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int device;
+    PyObject *nbytes;
+    if (!PyArg_ParseTuple(args, "iO:set_workspace_limit", &device, &nbytes))
+        return NULL;
+    size_t n = TK_WORKSPACE_UNLIMITED;
+    if (nbytes != Py_None && (n = PyLong_AsSize_t(nbytes)) == (size_t)-1 && PyErr_Occurred())
+        return NULL;
+    tk_handle h = device_handle(device);
+    return h ? settled(L.set_workspace_limit(h, n), h, "tilekit.set_workspace_limit") : NULL;
+}
+
+static PyObject *py_set_split_k(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int device, allowed;
+    if (!PyArg_ParseTuple(args, "ip:set_split_k", &device, &allowed))
+        return NULL;
+    tk_handle h = device_handle(device);
+    return h ? settled(L.set_split_k(h, allowed ? TK_SPLIT_K_AUTO : TK_SPLIT_K_NEVER), h, "tilekit.set_split_k")
+             : NULL;
+}
+
+static PyObject *py_release_workspaces(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int device, prev;
+    PyObject *stream;
+    void *s;
+    if (!PyArg_ParseTuple(args, "iO:release_workspaces", &device, &stream) || ptr_arg(stream, &s))
+        return NULL;
+    tk_handle h = device_handle(device);
+    if (!h || enter_dev(device, &prev))
+        return NULL;
+    tk_status st = L.workspace_release(h, s);
+    leave_device(prev);
+    return settled(st, h, "tilekit.release_workspaces");
+}
+
+static PyObject *py_last_cuda_error(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *device;
+    if (!PyArg_ParseTuple(args, "O:last_cuda_error", &device) || need_lib())
+        return NULL;
+    tk_handle h = NULL;
+    if (device != Py_None) {
+        long d = PyLong_AsLong(device);
+        if ((d == -1 && PyErr_Occurred()) || !(h = get_handle((int)d)))
+            return NULL;
+    }
+    tk_cuda_error e = TK_CUDA_ERROR_INIT;
+    tk_status st = L.last_cuda_error(h, &e);
+    if (st) {
+        raise_status(st, L.last_error(h), "tilekit.last_cuda_error");
+        return NULL;
+    }
+    return Py_BuildValue("{s:i,s:N,s:i,s:N}", "cuda_error", e.cuda_error, "cuda_name", utf8(e.cuda_name),
+                         "cublas_status", e.cublas_status, "cublas_name", utf8(e.cublas_name));
+}
+
+PyDoc_STRVAR(candidates_doc,
+"candidates($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None)\n--\n\n"
+"tk_candidates for this gemm: a list of dicts (name, rank, status, est_us,\n"
+"workspace_bytes, copies), best first.");
+
+static PyObject *candidates_answer(tk_handle h, const plan *p, const tk_gemm_problem *q)
+{
+    (void)p;
+    const int cap = L.kernel_count() + 1;   /* every kernel, and auto-dispatch's copy route */
+    tk_candidate *arr = PyMem_Calloc((size_t)cap, sizeof *arr);
+    if (!arr)
+        return PyErr_NoMemory();
+    arr[0].size = sizeof arr[0];
+    int n = 0;
+    tk_status st = L.candidates(h, q, arr, cap, &n);
+    PyObject *list = NULL;
+    if (st) {
+        raise_status(st, L.last_error(h), "tilekit.candidates");
+    } else if ((list = PyList_New(0))) {
+        for (int i = 0; i < n && i < cap; i++) {
+            const tk_candidate *c = &arr[i];
+            PyObject *d = Py_BuildValue("{s:N,s:i,s:i,s:d,s:N,s:I}", "name", utf8(c->name), "rank", c->rank, "status",
+                                        (int)c->status, "est_us", c->est_us, "workspace_bytes",
+                                        PyLong_FromSize_t(c->workspace_bytes), "copies", c->copies);
+            if (!d || PyList_Append(list, d)) {
+                Py_XDECREF(d);
+                Py_CLEAR(list);
+                break;
+            }
+            Py_DECREF(d);
+        }
+    }
+    PyMem_Free(arr);
+    return list;
+}
+
+static PyObject *py_candidates(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    return run_query("candidates", 8, args, nargs, kwnames, candidates_answer);
+}
+
+PyDoc_STRVAR(workspace_size_doc,
+"workspace_size($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"               kernel=None)\n--\n\n"
+"tk_workspace_size for this gemm, in bytes.");
+
+static PyObject *workspace_size_answer(tk_handle h, const plan *p, const tk_gemm_problem *q)
+{
+    size_t n = 0;
+    tk_status st = L.workspace_size(h, q, p->kernel, &n);
+    if (st) {
+        raise_status(st, L.last_error(h), "tilekit.workspace_size");
+        return NULL;
+    }
+    return PyLong_FromSize_t(n);
+}
+
+static PyObject *py_workspace_size(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    return run_query("workspace_size", 9, args, nargs, kwnames, workspace_size_answer);
+}
+
+/* ---- GemmPlan: the fallback's class of that name ---- */
+
+typedef struct gemm_plan {
+    PyObject_HEAD
+    tk_plan plan;                /* NULL once closed */
+    tk_handle h;                 /* the thread's handle it was made with */
+    unsigned long owner;         /* PyThread_get_thread_ident() of that thread */
+    int device;                  /* the handle's device; -1: none */
+    int64_t m, n, k, lda, ldb, ldc;
+    int layout, op_a, op_b, c_dtype, ta, tb;
+    PyObject *alpha, *beta;      /* floats, as make_plan reads them */
+    PyObject *kernel;            /* str: tk_plan_kernel's */
+} gemm_plan;
+
+static PyTypeObject gemm_plan_type;
+
+/* _fallback._shape_text of a problem's fixed part. */
+static PyObject *shape_text(int64_t m, int64_t n, int64_t k, int layout, int op_a, int op_b, int64_t lda, int64_t ldb,
+                            int64_t ldc, int c_dtype)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%lld x %lld x %lld, %s-major, op_a %c, op_b %c, lda %lld, ldb %lld, ldc %lld, %s C",
+             (long long)m, (long long)n, (long long)k, layout == TK_ROW_MAJOR ? "row" : "column", "NT"[op_a & 1],
+             "NT"[op_b & 1], (long long)lda, (long long)ldb, (long long)ldc, dt_name[c_dtype]);
+    return PyUnicode_FromString(buf);
+}
+
+static PyObject *plan_shape(const gemm_plan *g)
+{
+    return shape_text(g->m, g->n, g->k, g->layout, g->op_a, g->op_b, g->lda, g->ldb, g->ldc, g->c_dtype);
+}
+
+static void gemm_plan_close_now(gemm_plan *g)
+{
+    if (g->plan && L.plan_destroy)
+        L.plan_destroy(g->plan);
+    g->plan = NULL;
+}
+
+static void gemm_plan_dealloc(PyObject *o)
+{
+    gemm_plan *g = (gemm_plan *)o;
+    gemm_plan_close_now(g);
+    Py_CLEAR(g->alpha);
+    Py_CLEAR(g->beta);
+    Py_CLEAR(g->kernel);
+    PyObject_Free(o);
+}
+
+/* run(A, B, out, stream=None): A, B and out required, positional or by name. */
+static int plan_run_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *out[4])
+{
+    static const char *const names[4] = { "A", "B", "out", "stream" };
+    for (int i = 0; i < 4; i++)
+        out[i] = NULL;
+    if (nargs > 4) {
+        PyErr_Format(PyExc_TypeError, "run() takes from 3 to 4 positional arguments but %zd were given", nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        out[i] = args[i];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, j);
+        int i = 0;
+        while (i < 4 && PyUnicode_CompareWithASCIIString(key, names[i]) != 0)
+            i++;
+        if (i == 4) {
+            PyErr_Format(PyExc_TypeError, "run() got an unexpected keyword argument '%U'", key);
+            return -1;
+        }
+        if (out[i]) {
+            PyErr_Format(PyExc_TypeError, "run() got multiple values for argument '%s'", names[i]);
+            return -1;
+        }
+        out[i] = args[nargs + j];
+    }
+    for (int i = 0; i < 3; i++)
+        if (!out[i]) {
+            PyErr_Format(PyExc_TypeError, "run() missing required argument '%s'", names[i]);
+            return -1;
+        }
+    return 0;
+}
+
+static PyObject *gemm_plan_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    gemm_plan *g = (gemm_plan *)self;
+    PyObject *a4[4], *arg[NARG];
+    if (plan_run_args(args, nargs, kwnames, a4))
+        return NULL;
+    if (!g->plan) {
+        PyErr_SetString(PyExc_ValueError, "plan: it was closed");
+        return NULL;
+    }
+    if (PyThread_get_thread_ident() != g->owner) {
+        PyErr_SetString(PyExc_RuntimeError, "plan: it was made in another thread, and runs on that thread's handle only");
+        return NULL;
+    }
+    if (a4[2] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "out: required (a plan runs into an out of its shape)");
+        return NULL;
+    }
+    for (int i = 0; i < NARG; i++)
+        arg[i] = NULL;
+    arg[A_A] = a4[0];
+    arg[A_B] = a4[1];
+    arg[A_OUT] = a4[2];
+    arg[A_ALPHA] = g->alpha;
+    arg[A_BETA] = g->beta;
+    arg[A_TA] = g->ta ? Py_True : Py_False;
+    arg[A_TB] = g->tb ? Py_True : Py_False;
+    arg[A_STREAM] = a4[3];
+    plan p;
+    if (make_plan(&p, arg, 0))
+        goto fail;
+    if (p.m != g->m || p.n != g->n || p.k != g->k || p.layout != g->layout || p.op_a != g->op_a || p.op_b != g->op_b ||
+        p.lda != g->lda || p.ldb != g->ldb || p.ldc != g->ldc || p.c_dtype != g->c_dtype) {
+        PyObject *got = shape_text(p.m, p.n, p.k, p.layout, p.op_a, p.op_b, p.lda, p.ldb, p.ldc, p.c_dtype);
+        PyObject *want = plan_shape(g);
+        if (got && want)
+            PyErr_Format(PyExc_ValueError, "plan: A, B and out make %U; the plan is for %U", got, want);
+        Py_XDECREF(got);
+        Py_XDECREF(want);
+        goto fail;
+    }
+    if (p.device >= 0 && g->device >= 0 && p.device != g->device) {
+        PyErr_Format(PyExc_ValueError, "plan: A, B and out are on cuda:%d, the plan's handle on cuda:%d", p.device,
+                     g->device);
+        goto fail;
+    }
+    void *stream = NULL, *joins[3];
+    if (p.stream && !(stream = PyLong_AsVoidPtr(p.stream)) && PyErr_Occurred())
+        goto fail;
+    for (int i = 0; i < p.njoins; i++)
+        if (!(joins[i] = PyLong_AsVoidPtr(p.joins[i])) && PyErr_Occurred())
+            goto fail;
+    const mat *dl[3] = { &p.a, &p.b, &p.c };
+    void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
+    for (int i = 0; i < 3; i++)
+        if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
+                         "__cuda_array_interface__ 'stream' of another argument); pass stream=",
+                         dl[i]->name, dl[i]->dl_for, stream);
+            goto fail;
+        }
+    int prev;
+    if (enter_device(&p, &prev))
+        goto fail;
+    if (p.njoins && join_streams(stream, joins, p.njoins, 0)) {
+        leave_device(prev);
+        goto fail;
+    }
+    tk_status st;
+    const void *pa = (const void *)(uintptr_t)p.a.ptr, *pb = (const void *)(uintptr_t)p.b.ptr;
+    void *pc = (void *)(uintptr_t)p.c.ptr;
+    Py_BEGIN_ALLOW_THREADS
+    st = L.plan_run(g->h, g->plan, pa, pb, pc, stream);
+    Py_END_ALLOW_THREADS
+    if (st) {
+        leave_device(prev);
+        raise_status(st, L.last_error(g->h), "tilekit.Plan.run");
+        goto fail;
+    }
+    int joined = !p.njoins || !join_streams(stream, joins, p.njoins, 1);
+    leave_device(prev);
+    if (!joined)
+        goto fail;
+    plan_release(&p);
+    return Py_NewRef(a4[2]);
+fail:
+    plan_release(&p);
+    return NULL;
+}
+
+static PyObject *gemm_plan_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+    PyObject *run = PyObject_GetAttrString(self, "run");
+    PyObject *r = run ? PyObject_Call(run, args, kw) : NULL;
+    Py_XDECREF(run);
+    return r;
+}
+
+static PyObject *gemm_plan_close(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    gemm_plan_close_now((gemm_plan *)self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gemm_plan_repr(PyObject *self)
+{
+    gemm_plan *g = (gemm_plan *)self;
+    PyObject *shape = plan_shape(g);
+    PyObject *r = shape ? PyUnicode_FromFormat("<tilekit plan %U, kernel %R%s>", shape, g->kernel,
+                                               g->plan ? "" : ", closed")
+                        : NULL;
+    Py_XDECREF(shape);
+    return r;
+}
+
+static PyMethodDef gemm_plan_methods[] = {
+    { "run", (PyCFunction)(void (*)(void))gemm_plan_run, METH_FASTCALL | METH_KEYWORDS,
+      "run(A, B, out, stream=None): out = alpha * op(A) @ op(B) + beta * out with the plan's shape, on `stream`\n"
+      "(as gemm chooses it); returns out." },
+    { "close", gemm_plan_close, METH_NOARGS, "Frees the plan (host memory); run() raises afterwards." },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyMemberDef gemm_plan_members[] = {
+    { "kernel", T_OBJECT_EX, offsetof(gemm_plan, kernel), READONLY, "the kernel it runs (\"\" for none)" },
+    { NULL, 0, 0, 0, NULL },
+};
+
+static PyTypeObject gemm_plan_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tilekit._tilekit.GemmPlan",
+    .tp_basicsize = sizeof(gemm_plan),
+    .tp_dealloc = gemm_plan_dealloc,
+    .tp_repr = gemm_plan_repr,
+    .tp_call = gemm_plan_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A plan (tk_plan) for one gemm shape: run(A, B, out, stream=None), or call it; .kernel; close().\n"
+              "It runs on the handle of the thread that made it, in that thread only.",
+    .tp_methods = gemm_plan_methods,
+    .tp_members = gemm_plan_members,
+};
+
+PyDoc_STRVAR(plan_create_doc,
+"plan_create($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"            kernel=None)\n--\n\n"
+"tk_plan_create for this gemm (out may be None: row-major of out_dtype), as a GemmPlan.");
+
+static PyObject *plan_create_answer(tk_handle h, const plan *p, const tk_gemm_problem *q)
+{
+    tk_plan tp = NULL;
+    tk_status st = L.plan_create(h, q, p->kernel, &tp);
+    if (st) {
+        raise_status(st, L.last_error(h), "tilekit.plan");
+        return NULL;
+    }
+    gemm_plan *g = PyObject_New(gemm_plan, &gemm_plan_type);
+    if (!g) {
+        L.plan_destroy(tp);
+        return NULL;
+    }
+    g->plan = tp;
+    g->h = h;
+    g->owner = PyThread_get_thread_ident();
+    g->device = p->device >= 0 ? p->device : current_device();
+    g->m = p->m;
+    g->n = p->n;
+    g->k = p->k;
+    g->lda = p->lda;
+    g->ldb = p->ldb;
+    g->ldc = p->ldc;
+    g->layout = p->layout;
+    g->op_a = p->op_a;
+    g->op_b = p->op_b;
+    g->c_dtype = p->c_dtype;
+    g->ta = p->ta;
+    g->tb = p->tb;
+    g->alpha = PyFloat_FromDouble(p->alpha);
+    g->beta = PyFloat_FromDouble(p->beta);
+    g->kernel = utf8(L.plan_kernel(tp));
+    if (!g->alpha || !g->beta || !g->kernel)
+        Py_CLEAR(g);
+    return (PyObject *)g;
+}
+
+static PyObject *py_plan_create(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    return run_query("plan_create", 9, args, nargs, kwnames, plan_create_answer);
+}
+
 static PyMethodDef methods[] = {
     { "gemm", (PyCFunction)(void (*)(void))py_gemm, METH_FASTCALL | METH_KEYWORDS, gemm_doc },
     { "plan", (PyCFunction)(void (*)(void))py_plan, METH_FASTCALL | METH_KEYWORDS, plan_doc },
@@ -1962,6 +2496,21 @@ static PyMethodDef methods[] = {
     { "current_device", py_current_device, METH_NOARGS, "cudaGetDevice through the library's runtime; -1 if none." },
     { "bind", py_bind, METH_O, "bind(path): dlopen libtilekit (OSError with dlerror's message)." },
     { "setup", py_setup, METH_VARARGS, "setup(loader, error_for): the Python side's loader and error factory." },
+    { "build_info", py_build_info, METH_NOARGS, "tk_get_build_info as a dict." },
+    { "handle_info", py_handle_info, METH_VARARGS, "handle_info(device): tk_get_handle_info of the thread's handle." },
+    { "set_workspace", py_set_workspace, METH_VARARGS,
+      "set_workspace(device, ptr, nbytes): tk_set_workspace (ptr None: the handle's own)." },
+    { "set_workspace_limit", py_set_workspace_limit, METH_VARARGS,
+      "set_workspace_limit(device, nbytes): tk_set_workspace_limit (None: no cap)." },
+    { "set_split_k", py_set_split_k, METH_VARARGS, "set_split_k(device, allowed): tk_set_split_k." },
+    { "release_workspaces", py_release_workspaces, METH_VARARGS,
+      "release_workspaces(device, stream): tk_workspace_release with the handle's device current." },
+    { "last_cuda_error", py_last_cuda_error, METH_VARARGS,
+      "last_cuda_error(device): tk_last_cuda_error of the thread's handle (None: the thread's last failure)." },
+    { "candidates", (PyCFunction)(void (*)(void))py_candidates, METH_FASTCALL | METH_KEYWORDS, candidates_doc },
+    { "workspace_size", (PyCFunction)(void (*)(void))py_workspace_size, METH_FASTCALL | METH_KEYWORDS,
+      workspace_size_doc },
+    { "plan_create", (PyCFunction)(void (*)(void))py_plan_create, METH_FASTCALL | METH_KEYWORDS, plan_create_doc },
     { NULL, NULL, 0, NULL },
 };
 
@@ -2000,10 +2549,11 @@ PyMODINIT_FUNC PyInit__tilekit(void)
     }
     if (!S.plan_type && !(S.plan_type = PyStructSequence_NewType(&plan_desc)))
         return NULL;
-    if (PyType_Ready(&thread_handles_type) < 0)
+    if (PyType_Ready(&thread_handles_type) < 0 || PyType_Ready(&gemm_plan_type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddObjectRef(m, "Plan", (PyObject *)S.plan_type) < 0)
+    if (m && (PyModule_AddObjectRef(m, "Plan", (PyObject *)S.plan_type) < 0 ||
+              PyModule_AddObjectRef(m, "GemmPlan", (PyObject *)&gemm_plan_type) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -44,6 +44,7 @@ static tk_status cublas_launch(const tk_kernel *k, const tk_args *a, const tk_de
                          CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS) {
         snprintf(why, len, "cublasGemmEx: %s", cublasGetStatusString(s));
+        tk_note_cublas_status((int)s);
         return TK_ERR_CUBLAS;
     }
     return TK_SUCCESS;

@@ -58,6 +58,7 @@ static tk_status naive_launch(const tk_kernel *k, const tk_args *a, const tk_dev
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         snprintf(why, len, "launch: %s", cudaGetErrorString(e));
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     return TK_SUCCESS;

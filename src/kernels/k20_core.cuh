@@ -487,6 +487,7 @@ static tk_status k20_core_launch(const k20_fn fns[4], const tk_args *a, const tk
     cudaError_t e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) {
         snprintf(why, len, "cudaFuncSetAttribute(%d bytes of shared memory): %s", smem, cudaGetErrorString(e));
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     const int64_t tiles = ((a->m + K20_BM - 1) / K20_BM) * ((a->n + K20_BN - 1) / K20_BN);
@@ -494,6 +495,7 @@ static tk_status k20_core_launch(const k20_fn fns[4], const tk_args *a, const tk
     e = cudaGetLastError();
     if (e != cudaSuccess) {
         snprintf(why, len, "launch: %s", cudaGetErrorString(e));
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     return TK_SUCCESS;

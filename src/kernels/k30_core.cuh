@@ -941,6 +941,7 @@ static inline tk_status k30_launch_status(cudaError_t e, char *why, size_t len)
     if (e != cudaSuccess) {
         snprintf(why, len, "launch: %s", cudaGetErrorString(e));
         cudaGetLastError();
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     return TK_SUCCESS;

@@ -545,6 +545,7 @@ static tk_status k40_launch(const tk_kernel *k, const tk_args *a, const tk_devic
             cudaGetLastError();
             snprintf(why, len, "k40_skinny: cudaFuncSetAttribute(%zu bytes of shared memory): %s", smem,
                      cudaGetErrorString(e));
+            tk_note_cuda_error((int)e);
             return TK_ERR_CUDA;
         }
     }
@@ -591,6 +592,7 @@ static tk_status k40_launch(const tk_kernel *k, const tk_args *a, const tk_devic
         cudaGetLastError();
         snprintf(why, len, "k40_skinny launch (%lld x %d x %lld CTAs): %s", (long long)pl.rowblocks, pl.splits,
                  (long long)pl.tokblocks, cudaGetErrorString(e));
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     return TK_SUCCESS;

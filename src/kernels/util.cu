@@ -23,6 +23,7 @@ extern "C" tk_status tk_launch_scale_c(const tk_args *a, cudaStream_t stream, ch
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         snprintf(why, len, "launch: %s", cudaGetErrorString(e));
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     return TK_SUCCESS;
@@ -112,6 +113,7 @@ extern "C" tk_status tk_launch_copy_2d_jobs(const tk_copy_job *job, int n, cudaS
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         snprintf(why, len, "copy launch: %s", cudaGetErrorString(e));
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     return TK_SUCCESS;

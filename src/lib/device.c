@@ -41,6 +41,7 @@ tk_status tk_device_query(tk_device *dev, char *why, size_t len)
     if ((e = cudaGetDevice(&id)) != cudaSuccess) {
         snprintf(why, len, "cudaGetDevice: %s", cudaGetErrorString(e));
         cudaGetLastError();   /* every failure path: a later launch would report it as its own */
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     struct { enum cudaDeviceAttr attr; int *dst; } q[] = {
@@ -58,6 +59,7 @@ tk_status tk_device_query(tk_device *dev, char *why, size_t len)
         if ((e = cudaDeviceGetAttribute(q[i].dst, q[i].attr, id)) != cudaSuccess) {
             snprintf(why, len, "cudaDeviceGetAttribute(%d): %s", (int)q[i].attr, cudaGetErrorString(e));
             cudaGetLastError();
+            tk_note_cuda_error((int)e);
             return TK_ERR_CUDA;
         }
     }
@@ -66,7 +68,9 @@ tk_status tk_device_query(tk_device *dev, char *why, size_t len)
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, id) != cudaSuccess ||
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, id) != cudaSuccess ||
         cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, id) != cudaSuccess) {
-        snprintf(why, len, "cudaDeviceGetAttribute: %s", cudaGetErrorString(cudaGetLastError()));
+        e = cudaGetLastError();
+        snprintf(why, len, "cudaDeviceGetAttribute: %s", cudaGetErrorString(e));
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     dev->sm = 10 * major + minor;

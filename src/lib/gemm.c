@@ -136,7 +136,7 @@ static tk_status find_kernel(tk_handle h, const char *name, const tk_kernel **ou
 /* Support + resource check of one kernel on h's device; the reason of a
  * refusal in why (nothing recorded on h: auto-dispatch asks this of every
  * candidate, and a refused candidate is no failure of the call). */
-static tk_status kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a, char *why, size_t len)
+tk_status tk_kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a, char *why, size_t len)
 {
     if (h->dev.sm < k->min_sm) {
         snprintf(why, len, "kernel %s needs sm_%d or newer; this GPU (%s) is sm_%d", k->name, k->min_sm,
@@ -181,7 +181,7 @@ static tk_status kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a,
 static tk_status kernel_fits(tk_handle h, const tk_kernel *k, const tk_args *a)
 {
     char why[TK_MSG_LEN] = "";
-    tk_status st = kernel_check(h, k, a, why, sizeof why);
+    tk_status st = tk_kernel_check(h, k, a, why, sizeof why);
     return st ? tk_fail(h, st, "%s", why) : TK_SUCCESS;
 }
 
@@ -196,6 +196,11 @@ static int rank_of(const tk_handle h, const tk_kernel *k, const tk_args *a)
 /* The rank of the kernel the tune cache names for a problem: above all. */
 #define TK_TUNE_RANK 1000
 
+int tk_auto_rank(tk_handle h, const tk_kernel *k, const tk_kernel *tuned, const tk_args *a)
+{
+    return k == tuned ? TK_TUNE_RANK : rank_of(h, k, a);
+}
+
 /* The highest-ranked kernel that fits a, or NULL; *rank its rank. */
 static const tk_kernel *best_fit(tk_handle h, const tk_args *a, int *rank)
 {
@@ -203,13 +208,15 @@ static const tk_kernel *best_fit(tk_handle h, const tk_args *a, int *rank)
     int best_rank = 0;
     for (int i = 0; i < tk_registry_count(); i++) {
         const tk_kernel *k = tk_registry_at(i);
-        int r = k == tuned ? TK_TUNE_RANK : rank_of(h, k, a);
+        int r = tk_auto_rank(h, k, tuned, a);
         if (r <= best_rank)
             continue;
         char why[TK_MSG_LEN];
-        if (kernel_check(h, k, a, why, sizeof why) == TK_SUCCESS) {
+        if (tk_kernel_check(h, k, a, why, sizeof why) == TK_SUCCESS) {
             best = k;
             best_rank = r;
+        } else {
+            tk_note_clear();   /* a refused candidate is no failure of the call */
         }
     }
     *rank = best_rank;
@@ -219,7 +226,7 @@ static const tk_kernel *best_fit(tk_handle h, const tk_args *a, int *rank)
 /* Auto-dispatch: the best kernel for the problem as it is, or (copies != 0)
  * for copies of its misaligned operands when that gets a higher-ranked
  * kernel (route.c). */
-static tk_status select_route(tk_handle h, const tk_args *a, tk_route *r, int copies)
+int tk_route_choose(tk_handle h, const tk_args *a, tk_route *r, int copies)
 {
     int rank = 0, t_rank = 0;
     tk_route_plan(a, 0, 0, r);
@@ -239,7 +246,12 @@ static tk_status select_route(tk_handle h, const tk_args *a, tk_route *r, int co
             }
         }
     }
-    if (!r->k)
+    return r->k != NULL;
+}
+
+tk_status tk_route_select(tk_handle h, const tk_args *a, tk_route *r, int copies)
+{
+    if (!tk_route_choose(h, a, r, copies))
         return tk_fail(h, TK_ERR_NOT_SUPPORTED, "auto: no kernel supports this problem on %s (sm_%d)", h->dev.name,
                        h->dev.sm);
     return TK_SUCCESS;
@@ -249,12 +261,13 @@ static tk_status select_route(tk_handle h, const tk_args *a, tk_route *r, int co
  * the device that was current at tk_create: a call from a thread where
  * another device is current is refused (switching devices behind the
  * caller's back would surprise the rest of its code). */
-static tk_status check_device(tk_handle h)
+tk_status tk_check_device(tk_handle h)
 {
     int cur = -1;
     cudaError_t e = h->get_device ? h->get_device(&cur) : cudaGetDevice(&cur);
     if (e != cudaSuccess) {
         cudaGetLastError();
+        tk_note_cuda_error((int)e);
         return tk_fail(h, TK_ERR_CUDA, "cudaGetDevice: %s", cudaGetErrorString(e));
     }
     if (cur != h->dev.id)
@@ -268,14 +281,15 @@ static tk_status check_device(tk_handle h)
 
 static int is_auto(const char *name) { return !name || !*name || !strcmp(name, "auto"); }
 
-/* Shared front half of tk_gemm_ex, tk_kernel_supports and tk_select_kernel.
- * A no-op (M or N == 0) succeeds here even without a GPU: it needs none. */
-static tk_status prepare(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
-                         const tk_kernel **k, int need_ptrs)
+/* Shared front half of tk_gemm_ex, tk_kernel_supports, tk_select_kernel
+ * and the calls of plan.c and candidates.c. A no-op (M or N == 0) succeeds
+ * here even without a GPU: it needs none. */
+tk_status tk_prepare(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
+                     const tk_kernel **k, int need_ptrs)
 {
     if (!h)
         return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
-    h->err[0] = '\0';
+    tk_call_begin(h);
     tk_status st = normalize(h, p, a, noop, need_ptrs);
     if (st)
         return st;
@@ -286,7 +300,7 @@ static tk_status prepare(tk_handle h, const tk_gemm_problem *p, const char *name
         return TK_SUCCESS;
     if (!h->have_device)
         return tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
-    return check_device(h);
+    return tk_check_device(h);
 }
 
 /* The cuBLAS entry runs on the handle's cuBLAS handle and workspace. */
@@ -311,7 +325,7 @@ static int is_cublas(const tk_kernel *k) { return !strcmp(k->name, "cublas"); }
  *   behind the handle's back.
  * A capture that cannot be asked about (the legacy stream while another
  * captures) is treated as none: the launch then fails as CUDA decides. */
-static int capturing(cudaStream_t s)
+int tk_stream_capturing(cudaStream_t s)
 {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
@@ -321,22 +335,41 @@ static int capturing(cudaStream_t s)
     return cs != cudaStreamCaptureStatusNone;
 }
 
-/* Launches kernel k on a (its cuBLAS handle or workspace attached, none
- * when graph; kws: the bytes of its own workspace, tk_kernel_workspace's answer, 0
- * for none). */
-static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws, size_t nflags, cudaStream_t stream,
-                        int graph)
+size_t tk_call_kws(tk_handle h, const tk_kernel *k, const tk_args *a, size_t *nflags)
+{
+    *nflags = 0;
+    return h->split_never ? 0 : tk_kernel_workspace(k, a, &h->dev, nflags);
+}
+
+size_t tk_route_ws_bytes(tk_handle h, const tk_route *r)
+{
+    if (is_cublas(r->k))
+        return h->split_never ? 0 : TK_CUBLAS_WORKSPACE;
+    size_t nflags = 0;
+    const size_t kws = tk_call_kws(h, r->k, &r->run, &nflags);
+    /* a caller's workspace lays them out so (workspace.c) */
+    return r->bytes + (kws ? (nflags * sizeof(uint32_t) + 255) / 256 * 256 + kws : 0);
+}
+
+/* Launches kernel k on a with the workspaces w of the call (tk_call_ws):
+ * cuBLAS gets its handle and its workspace, a kernel with a workspace
+ * function its partial sums and flags (none: it runs unsplit). */
+static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, const tk_call_ws *w, cudaStream_t stream)
 {
     tk_status st;
     if (is_cublas(k)) {
-        if ((st = tk_handle_cublas(h, stream, graph)))
+        if ((st = tk_handle_cublas(h)))
             return st;
         a->cublas = h->cublas;
-        a->kws = graph ? NULL : h->workspace;
-        a->kws_bytes = graph ? 0 : h->workspace_bytes;
+        a->kws = w->cublas;
+        a->kws_bytes = w->cublas_bytes;
+    } else if (w->kws) {
+        a->kws = w->kws;
+        a->kws_bytes = w->kws_bytes;
+        a->flags = w->flags;
+        a->nflags = w->nflags;
+        a->seq = w->seq;
     }
-    if (kws)
-        tk_handle_kernel_ws(h, a, kws, nflags, stream);
     a->lc = &h->lc;
     char why[TK_MSG_LEN] = "";
     st = tk_kernel_launch(k, a, &h->dev, stream, why, sizeof why);
@@ -346,19 +379,26 @@ static tk_status launch(tk_handle h, const tk_kernel *k, tk_args *a, size_t kws,
 /* Copies in, the kernel, C back; ordered after the handle's previous call
  * that used a device workspace of the handle (copies of operands, the
  * kernel's own workspace, cuBLAS's), where this one uses one too (handle.c).
- * graph: the call is being captured (capturing()): no workspace at all. */
-static tk_status run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s, int graph)
+ * graph: the call is being captured (tk_stream_capturing()): no workspace
+ * at all. Split-K off (tk_set_split_k): no kernel workspace, and cuBLAS
+ * none either. */
+tk_status tk_route_run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s, int graph)
 {
     size_t nflags = 0;
-    const size_t kws = graph ? 0 : tk_kernel_workspace(r->k, &r->run, &h->dev, &nflags);
-    const int ws = !graph && (r->bytes || is_cublas(r->k) || kws);
+    const size_t kws = graph ? 0 : tk_call_kws(h, r->k, &r->run, &nflags);
+    const int cublas_ws = is_cublas(r->k) && !graph && !h->split_never;
+    const int ws = !graph && (r->bytes || kws || cublas_ws);
+    tk_call_ws w;
+    memset(&w, 0, sizeof w);
     tk_status st = ws ? tk_handle_ws_begin(h, s) : TK_SUCCESS;
     if (st)
         return st;
-    if (r->bytes)
-        st = tk_route_copy_in(h, r, a, s);
+    if (ws)
+        st = tk_handle_call_ws(h, r->bytes, kws, nflags, cublas_ws, &w, s);
+    if (!st && r->bytes)
+        st = tk_route_copy_in(h, r, a, w.copy, s);
     if (!st)
-        st = launch(h, r->k, &r->run, kws, nflags, s, graph);
+        st = launch(h, r->k, &r->run, &w, s);
     if (!st)
         st = tk_route_copy_out(h, r, a, s);
     if (ws)
@@ -371,7 +411,7 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
     tk_args a;
     int noop = 0;
     const tk_kernel *k = NULL;
-    tk_status st = prepare(h, p, kernel, &a, &noop, &k, 1);
+    tk_status st = tk_prepare(h, p, kernel, &a, &noop, &k, 1);
     if (st || noop)
         return st;
     cudaStream_t s = (cudaStream_t)stream;
@@ -380,16 +420,16 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
         st = tk_launch_scale_c(&a, s, why, sizeof why);
         return st ? tk_fail(h, st, "scale C by beta (K = 0): %s", why) : TK_SUCCESS;
     }
-    const int graph = capturing(s);
+    const int graph = tk_stream_capturing(s);
     tk_route r;
     if (k) {   /* a named kernel runs the problem as it is */
         tk_route_plan(&a, 0, 0, &r);
         r.k = k;
         st = kernel_fits(h, k, &a);
     } else {
-        st = select_route(h, &a, &r, !graph);
+        st = tk_route_select(h, &a, &r, !graph);
     }
-    return st ? st : run(h, &r, &a, s, graph);
+    return st ? st : tk_route_run(h, &r, &a, s, graph);
 }
 
 /* The size of the first tk_gemm_desc: the size field and the problem. */
@@ -424,6 +464,7 @@ tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, vo
 {
     if (!h)
         return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
+    tk_call_begin(h);
     tk_gemm_desc desc;
     tk_status st = read_desc(h, d, &desc);
     return st ? st : tk_gemm_ex(h, &desc.problem, kernel, stream);
@@ -442,12 +483,12 @@ tk_status tk_kernel_supports(tk_handle h, const char *kernel, const tk_gemm_prob
     tk_args a;
     int noop = 0;
     const tk_kernel *k = NULL;
-    tk_status st = prepare(h, p, kernel, &a, &noop, &k, 0);
+    tk_status st = tk_prepare(h, p, kernel, &a, &noop, &k, 0);
     if (st || noop || a.k == 0)   /* no-ops and C = beta*C never reach a kernel */
         return st;
     if (!k) {
         tk_route r;
-        return select_route(h, &a, &r, 1);
+        return tk_route_select(h, &a, &r, 1);
     }
     return kernel_fits(h, k, &a);
 }
@@ -458,12 +499,12 @@ tk_status tk_select_route(tk_handle h, const tk_gemm_problem *p, tk_route *r)
     int noop = 0;
     const tk_kernel *k = NULL;
     memset(r, 0, sizeof *r);
-    tk_status st = prepare(h, p, NULL, &a, &noop, &k, 0);
+    tk_status st = tk_prepare(h, p, NULL, &a, &noop, &k, 0);
     if (st)
         return st;
     if (!h->have_device)   /* a no-op passes prepare without one, but choosing needs the GPU */
         return tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
-    return select_route(h, &a, r, 1);
+    return tk_route_select(h, &a, r, 1);
 }
 
 const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p)

@@ -33,9 +33,6 @@
 #include <cublas_v2.h>
 #include "internal.h"
 
-/* cuBLAS recommends 32 MiB of workspace on Hopper for its fastest kernels. */
-#define TK_CUBLAS_WORKSPACE (32u << 20)
-
 /* Calls that are not stream operations (creating an event or a cuBLAS
  * handle, freeing at destruction) run with the thread's capture mode
  * relaxed: in the default global mode CUDA counts them as unsafe while any
@@ -103,6 +100,7 @@ static int cublas_pool_give(int device, void *cb)
 
 tk_status tk_create(tk_handle *out)
 {
+    tk_call_begin(NULL);
     if (!out)
         return tk_fail(NULL, TK_ERR_INVALID_VALUE, "out: pointer is NULL (tk_create expects a tk_handle* to fill)");
     *out = NULL;
@@ -110,6 +108,7 @@ tk_status tk_create(tk_handle *out)
     if (!h)
         return tk_fail(NULL, TK_ERR_ALLOC, "tk_create: out of host memory");
     h->get_device = cudaGetDevice;
+    h->ws_limit = TK_WORKSPACE_UNLIMITED;
     tk_status st = tk_device_query(&h->dev, h->device_error, sizeof h->device_error);
     h->have_device = (st == TK_SUCCESS);
     if (st != TK_SUCCESS && st != TK_ERR_NO_DEVICE) {
@@ -163,7 +162,7 @@ tk_status tk_destroy(tk_handle h)
     return TK_SUCCESS;
 }
 
-tk_status tk_handle_cublas(tk_handle h, cudaStream_t s, int graph)
+tk_status tk_handle_cublas(tk_handle h)
 {
     /* a pooled one gets its stream and workspace set by every launch (cublas.c) */
     if (!h->cublas)
@@ -173,74 +172,18 @@ tk_status tk_handle_cublas(tk_handle h, cudaStream_t s, int graph)
         enum cudaStreamCaptureMode m = relax();
         cublasStatus_t st = cublasCreate(&cb);
         restore(m);
-        if (st != CUBLAS_STATUS_SUCCESS)
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            tk_note_cublas_status((int)st);
             return tk_fail(h, TK_ERR_CUBLAS, "cublasCreate: %s", cublasGetStatusString(st));
+        }
         h->cublas = cb;
     }
-    /* A captured call runs cuBLAS without a workspace (gemm.c, capturing());
-     * the first uncaptured one allocates it, on its stream. */
-    if (graph || h->workspace)
-        return TK_SUCCESS;
-    void *ws = NULL;
-    cudaError_t e = tk_handle_malloc(h, &ws, TK_CUBLAS_WORKSPACE, s);
-    if (e != cudaSuccess)
-        return tk_fail(h, TK_ERR_ALLOC, "cudaMallocAsync(cuBLAS workspace, %u bytes): %s", TK_CUBLAS_WORKSPACE,
-                       cudaGetErrorString(e));
-    h->workspace = ws;
-    h->workspace_bytes = TK_CUBLAS_WORKSPACE;
     return TK_SUCCESS;
 }
 
-/* Replaces *buf (of *have bytes) by a new buffer of `bytes` on stream s,
- * zeroed when zero is set; the old one is freed in stream order. On failure
- * *buf is NULL and *have 0. */
-static cudaError_t regrow(tk_handle h, void **buf, size_t *have, size_t bytes, int zero, cudaStream_t s)
+size_t tk_handle_held(const struct tk_handle_s *h)
 {
-    tk_handle_free(h, *buf, s);
-    *buf = NULL;
-    *have = 0;
-    void *p = NULL;
-    cudaError_t e = tk_handle_malloc(h, &p, bytes, s);
-    if (e == cudaSuccess && zero && (e = cudaMemsetAsync(p, 0, bytes, s)) != cudaSuccess) {
-        cudaGetLastError();
-        tk_handle_free(h, p, s);
-        p = NULL;
-    }
-    if (e == cudaSuccess) {
-        *buf = p;
-        *have = bytes;
-    }
-    return e;
-}
-
-void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, size_t flags, cudaStream_t stream)
-{
-    a->kws = NULL;
-    a->kws_bytes = 0;
-    a->flags = NULL;
-    a->nflags = 0;
-    const size_t flag_bytes = flags * sizeof(uint32_t);
-    if (h->flags_bytes < flag_bytes) {
-        /* A new flag area is all zeros: every flag is older than any seq. */
-        if (regrow(h, &h->flags, &h->flags_bytes, flag_bytes, 1, stream) != cudaSuccess)
-            return;
-    }
-    if (h->kws_bytes < bytes && regrow(h, &h->kws, &h->kws_bytes, bytes, 0, stream) != cudaSuccess)
-        return;
-    if (++h->seq == 0) {
-        /* seq wrapped: clear the flags of the old numbering, in stream order. */
-        if (h->flags && cudaMemsetAsync(h->flags, 0, h->flags_bytes, stream) != cudaSuccess) {
-            cudaGetLastError();
-            h->seq = 0;   /* try again next time; this launch runs unsplit */
-            return;
-        }
-        h->seq = 1;
-    }
-    a->kws = h->kws;
-    a->kws_bytes = h->kws_bytes;
-    a->flags = h->flags;
-    a->nflags = h->flags_bytes / sizeof(uint32_t);
-    a->seq = h->seq;
+    return h->workspace_bytes + h->kws_bytes + h->flags_bytes + h->copy_ws_bytes;
 }
 
 /* The test hook: 1 when this allocation is the one h->fail_alloc named. */
@@ -258,6 +201,7 @@ cudaError_t tk_handle_malloc(tk_handle h, void **p, size_t bytes, cudaStream_t s
     restore(m);
     if (e != cudaSuccess) {
         cudaGetLastError();
+        tk_note_cuda_error((int)e);   /* the call's, if it fails for it */
         *p = NULL;
     }
     return e;
@@ -299,6 +243,7 @@ tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
         if (e != cudaSuccess) {
             cudaGetLastError();
             h->ws_event = NULL;
+            tk_note_cuda_error((int)e);
             return tk_fail(h, TK_ERR_ALLOC, "cudaEventCreate (to order the calls that share the handle's "
                            "workspaces): %s", cudaGetErrorString(e));
         }
@@ -309,6 +254,7 @@ tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
         /* The last call's event could not be recorded: wait for everything. */
         if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
             cudaGetLastError();
+            tk_note_cuda_error((int)e);
             return tk_fail(h, TK_ERR_CUDA, "cudaDeviceSynchronize (ordering the handle's workspaces): %s",
                            cudaGetErrorString(e));
         }
@@ -316,6 +262,7 @@ tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s)
     } else if (h->ws_recorded && !(known && h->ws_known && id == h->ws_stream_id) &&
                (e = cudaStreamWaitEvent(s, h->ws_event, 0)) != cudaSuccess) {
         cudaGetLastError();
+        tk_note_cuda_error((int)e);
         return tk_fail(h, TK_ERR_CUDA, "cudaStreamWaitEvent (ordering the handle's workspaces): %s",
                        cudaGetErrorString(e));
     }

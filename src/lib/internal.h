@@ -32,6 +32,15 @@ struct tk_handle_s {
     void *copy_ws;               /* auto-dispatch's copies of misaligned operands (route.c) */
     size_t copy_ws_bytes;
     size_t copy_ws_limit;        /* 0: none; tests set one to see the refusal */
+    /* The caller's workspace (tk_set_workspace, workspace.c): when uws is
+     * set every workspace comes from it and none of the above is allocated
+     * or used. Its first uws_flags bytes hold completion flags (zeros or
+     * launch numbers, as h->flags does); 0: none set up since it was set. */
+    void *uws;
+    size_t uws_bytes;
+    size_t uws_flags;
+    size_t ws_limit;             /* cap on the bytes of the workspaces above (tk_set_workspace_limit) */
+    int split_never;             /* tk_set_split_k(TK_SPLIT_K_NEVER): kernels get no workspace */
     /* The order of the calls that use the workspaces above (handle.c,
      * tk_handle_ws_begin): each records ws_event on its stream where it
      * ends; the next, on a stream of another id, waits for it first. */
@@ -44,6 +53,8 @@ struct tk_handle_s {
      * or the creation of ws_event). */
     int fail_alloc;
     char err[TK_ERR_LEN];        /* last error of this handle */
+    int cuda_error;              /* the cudaError_t behind it (tk_last_cuda_error); 0: none */
+    int cublas_status;           /* the cublasStatus_t behind it; 0: none */
     /* cudaFuncGetAttributes of the kernel entries seen so far: constant per
      * entry and device, and a few microseconds each, asked for every
      * candidate kernel of every auto-dispatched call otherwise. */
@@ -64,17 +75,32 @@ struct tk_handle_s {
 void tk_device_none_why(cudaError_t e, const char *driver, char *why, size_t len);
 
 /* Records a failure on h (may be NULL) and on the calling thread, and
- * returns st, so checks read `return tk_fail(h, TK_ERR_..., "fmt", ...)`. */
+ * returns st, so checks read `return tk_fail(h, TK_ERR_..., "fmt", ...)`.
+ * The CUDA error or cuBLAS status noted since the call began
+ * (tk_note_cuda_error, kernel.h) is recorded with it, then forgotten. */
 tk_status tk_fail(tk_handle h, tk_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The start of every public call on h (h may be NULL): h's last error and
+ * CUDA error cleared, the thread's noted CUDA error forgotten (status.c). */
+void tk_call_begin(tk_handle h);
+/* Forgets the noted CUDA error (a refused auto-dispatch candidate's). */
+void tk_note_clear(void);
+
+/* The versioned structs' rule (tilekit.h) for a struct the library fills:
+ * `arg` names out in messages; out->size (its first field) must be at least
+ * `first` (the first version's size); the `known` bytes of src (a struct
+ * of this library's version) are copied within out->size, its size field
+ * excepted, and the bytes past them up to out->size zeroed. */
+tk_status tk_fill_versioned(tk_handle h, const char *arg, void *out, const void *src, size_t known, size_t first);
 
 /* Checks the public problem and normalizes it to row-major tk_args.
  * Pure: touches no GPU. Sets *noop when M or N is 0. */
 tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *out, int *noop);
 
-/* Creates the cuBLAS handle on first use, and its workspace on the first
- * call that is not being captured (graph == 0), on stream s. */
-tk_status tk_handle_cublas(tk_handle h, cudaStream_t s, int graph);
+/* Creates the cuBLAS handle on first use (its workspace comes from
+ * tk_handle_call_ws). */
+tk_status tk_handle_cublas(tk_handle h);
 
 /* Stream-ordered allocation (cudaMallocAsync on s) for the handle's
  * workspaces: every device allocation of the library goes through here, so
@@ -91,12 +117,35 @@ void tk_handle_free(tk_handle h, void *p, cudaStream_t s);
 tk_status tk_handle_ws_begin(tk_handle h, cudaStream_t s);
 void tk_handle_ws_end(tk_handle h, cudaStream_t s);
 
-/* Points a->kws at a workspace of at least `bytes` and a->flags at `flags`
- * completion flags (each allocated on first use, grown when too small, the
- * flags zeroed then and whenever seq wraps to 1), and numbers the launch
- * (a->seq). Leaves a->kws and a->flags NULL if the memory cannot be had:
- * the kernel then runs without them. */
-void tk_handle_kernel_ws(tk_handle h, tk_args *a, size_t bytes, size_t flags, cudaStream_t stream);
+/* cuBLAS's workspace: what cuBLAS recommends on Hopper for its fastest kernels. */
+#define TK_CUBLAS_WORKSPACE ((size_t)32 << 20)
+
+/* Device bytes h holds in the workspaces it allocated itself. */
+size_t tk_handle_held(const struct tk_handle_s *h);
+
+/* The workspaces one call gets (tk_handle_call_ws, workspace.c). */
+typedef struct tk_call_ws {
+    void *copy;                  /* base of the copies of misaligned operands (route.c); NULL: none */
+    void *kws;                   /* the split's partial sums (tk_args.kws); NULL: the kernel runs unsplit */
+    size_t kws_bytes;
+    uint32_t *flags;             /* their completion flags (tk_args.flags) */
+    size_t nflags;
+    uint32_t seq;                /* the launch's number (tk_args.seq) */
+    void *cublas;                /* cuBLAS's workspace; NULL: none */
+    size_t cublas_bytes;
+} tk_call_ws;
+
+/* The workspaces of one call on stream s, after tk_handle_ws_begin: copies
+ * of copy_bytes (a failure to get them is the call's:
+ * TK_ERR_OUT_OF_RESOURCES), a split workspace of kws bytes with nflags
+ * flags (allocated on first use, grown when too small, the flags zeroed
+ * then and whenever seq wraps to 1; the launch numbered; none when it
+ * cannot be had: the kernel then runs unsplit) and, with `cublas`, cuBLAS's
+ * (none when it does not fit the cap; TK_ERR_ALLOC when its allocation
+ * fails). From the caller's workspace when one is set (tk_set_workspace),
+ * else from the handle's own within its cap. */
+tk_status tk_handle_call_ws(tk_handle h, size_t copy_bytes, size_t kws, size_t nflags, int cublas, tk_call_ws *w,
+                            cudaStream_t s);
 
 /* ---- routes (route.c): running a problem on aligned copies ---- */
 
@@ -128,9 +177,54 @@ void tk_route_name(const tk_route *r, char *buf, size_t len);
  * tk_gemm_ex would run it; p's pointers may be NULL as for
  * tk_select_kernel. Needs a device. */
 tk_status tk_select_route(tk_handle h, const tk_gemm_problem *p, tk_route *r);
-/* Before the kernel: grows the workspace, binds r, copies A, B (and C when
- * staged and beta != 0) in; after it: C back. On stream. */
-tk_status tk_route_copy_in(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t stream);
+/* Before the kernel: binds r to the workspace ws (tk_handle_call_ws's
+ * copy), copies A, B (and C when staged and beta != 0) in; after it: C
+ * back. On stream. */
+tk_status tk_route_copy_in(tk_handle h, tk_route *r, const tk_args *a, void *ws, cudaStream_t stream);
 tk_status tk_route_copy_out(tk_handle h, const tk_route *r, const tk_args *a, cudaStream_t stream);
+/* Which operands r copies: 1 A, 2 B, 4 C (tk_candidate.copies), in the
+ * public problem's terms (a column-major problem's A is the normalized B). */
+unsigned tk_route_copies(const tk_route *r, tk_layout layout);
+
+/* ---- gemm.c's steps, shared with the plans (plan.c) and the candidates
+ * (candidates.c) ---- */
+
+/* The front half of every problem call: h and p checked (h's last error
+ * cleared first), p normalized into *a (need_ptrs 0: introspection, NULL
+ * pointers allowed), the kernel looked up into *k (NULL: auto); *noop for
+ * M or N == 0, which passes without a device; otherwise a device, h's,
+ * current. */
+tk_status tk_prepare(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_args *a, int *noop,
+                     const tk_kernel **k, int need_ptrs);
+/* Support and resource check of k for a on h's device: the refusal's
+ * reason in why, nothing recorded on h (auto-dispatch asks every kernel). */
+tk_status tk_kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a, char *why, size_t len);
+/* Auto-dispatch's preference for k on a: the tune cache's kernel (`tuned`,
+ * tk_tune_find's) above all, else the kernel's rank; 0: never. */
+int tk_auto_rank(tk_handle h, const tk_kernel *k, const tk_kernel *tuned, const tk_args *a);
+/* Auto-dispatch's route for a; copies: whether the copy route may be taken
+ * (not under capture). TK_ERR_NOT_SUPPORTED, recorded, when none fits. */
+tk_status tk_route_select(tk_handle h, const tk_args *a, tk_route *r, int copies);
+/* The same, recording nothing: 1 with *r, or 0 when no kernel fits. */
+int tk_route_choose(tk_handle h, const tk_args *a, tk_route *r, int copies);
+/* Runs route r (r->k set, copied operands unbound) for the problem a on s:
+ * copies in, the kernel, C back, with the workspaces and ordering of the
+ * handle; graph: s is being captured (no workspace at all). */
+tk_status tk_route_run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t s, int graph);
+/* TK_SUCCESS when h's device is the current one (else recorded: another
+ * device, or cudaGetDevice's failure). */
+tk_status tk_check_device(tk_handle h);
+/* Whether the work enqueued on s is being captured into a CUDA graph. */
+int tk_stream_capturing(cudaStream_t s);
+/* The split workspace k asks of h for a (0 where h never splits), *nflags
+ * its flags. */
+size_t tk_call_kws(tk_handle h, const tk_kernel *k, const tk_args *a, size_t *nflags);
+/* The workspace route r takes on h with no cap (tk_workspace_size). */
+size_t tk_route_ws_bytes(tk_handle h, const tk_route *r);
+
+/* The cost model of tk_candidates (cost.c): GPU microseconds of route r
+ * (the problem of a, r->k running r->run) on dev; 0 where the device is
+ * not described enough to say (no clock, SMs or memory bus). Pure. */
+double tk_cost_us(const tk_route *r, const tk_args *a, const tk_device *dev);
 
 #endif /* TK_INTERNAL_H */

@@ -130,6 +130,7 @@ typedef struct tk_family {
     int min_sm;                  /* 80, 90, ... */
     unsigned accepts;            /* TK_ACCEPT_* bits */
     const tk_family_ops *ops;
+    double est_pct;              /* the cost model's share of the dense bf16 tensor peak, % (tk_candidates) */
 } tk_family;
 
 /* A configuration of a family: one TK_CONFIG line of src/kernels/table.def,
@@ -170,6 +171,16 @@ static inline int tk_kernel_rank(const tk_kernel *k, const tk_args *a, const tk_
 {
     return k->family->ops->rank ? k->family->ops->rank(k, a, dev) : k->auto_rank;
 }
+
+/* The CUDA runtime error (a cudaError_t) or cuBLAS status (a
+ * cublasStatus_t) behind a failure a launcher or the library is about to
+ * report (TK_ERR_CUDA, TK_ERR_CUBLAS, a failed allocation): noted for the
+ * calling host thread, and recorded on the handle with the failure's
+ * message by the library's tk_fail, for tk_last_cuda_error (status.c).
+ * The note is per thread and lives from one public call's start to its
+ * failure: launchers, which see no handle, note what they return. */
+void tk_note_cuda_error(int e);
+void tk_note_cublas_status(int s);
 
 /* Registry (registry.c): the TK_CONFIG lines of src/kernels/table.def, in
  * their order; families: its TK_FAMILY lines. */

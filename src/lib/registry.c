@@ -7,22 +7,22 @@
 #include "internal.h"
 
 /* Each family's functions, defined beside its core in src/kernels/. */
-#define TK_FAMILY(f, min_sm, accepts, description) extern const tk_family_ops tk_ops_##f;
+#define TK_FAMILY(f, min_sm, accepts, est_pct, description) extern const tk_family_ops tk_ops_##f;
 #include "../kernels/table.def"
 
 /* Family indices, and their minimum SM as constants for the rows below. */
 enum {
-#define TK_FAMILY(f, min_sm, accepts, description) TK_FAM_##f,
+#define TK_FAMILY(f, min_sm, accepts, est_pct, description) TK_FAM_##f,
 #include "../kernels/table.def"
     TK_NFAMILIES
 };
 enum {
-#define TK_FAMILY(f, min_sm, accepts, description) TK_MIN_SM_##f = min_sm,
+#define TK_FAMILY(f, min_sm, accepts, est_pct, description) TK_MIN_SM_##f = min_sm,
 #include "../kernels/table.def"
 };
 
 static const tk_family families[TK_NFAMILIES] = {
-#define TK_FAMILY(f, min_sm, accepts, description) { #f, description, min_sm, accepts, &tk_ops_##f },
+#define TK_FAMILY(f, min_sm, accepts, est_pct, description) { #f, description, min_sm, accepts, &tk_ops_##f, est_pct },
 #include "../kernels/table.def"
 };
 
@@ -88,6 +88,7 @@ tk_status tk_func_attrs_get(const void *func, tk_func_attrs *out, char *why, siz
     if (e != cudaSuccess) {
         snprintf(why, len, "cudaFuncGetAttributes: %s (is the kernel built for this GPU?)", cudaGetErrorString(e));
         cudaGetLastError();
+        tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     out->num_regs = fa.numRegs;

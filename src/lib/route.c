@@ -123,35 +123,17 @@ void tk_route_name(const tk_route *r, char *buf, size_t len)
         snprintf(buf + n, len - (size_t)n, ")");
 }
 
-/* Grows the handle's copy workspace to `bytes`, in the order of stream
- * (which tk_handle_ws_begin has put after every earlier user of it). */
-static tk_status ensure_ws(tk_handle h, size_t bytes, cudaStream_t stream)
+unsigned tk_route_copies(const tk_route *r, tk_layout layout)
 {
-    if (h->copy_ws_bytes >= bytes)
-        return TK_SUCCESS;
-    if (h->copy_ws_limit && bytes > h->copy_ws_limit)
-        return tk_fail(h, TK_ERR_OUT_OF_RESOURCES,
-                       "auto: %zu bytes of workspace are needed to copy misaligned operands, over the handle's "
-                       "limit of %zu",
-                       bytes, h->copy_ws_limit);
-    tk_handle_free(h, h->copy_ws, stream);
-    h->copy_ws = NULL;
-    h->copy_ws_bytes = 0;
-    cudaError_t e = tk_handle_malloc(h, &h->copy_ws, bytes, stream);
-    if (e != cudaSuccess)
-        return tk_fail(h, TK_ERR_OUT_OF_RESOURCES,
-                       "auto: cudaMallocAsync of %zu bytes of workspace to copy misaligned operands failed: %s", bytes,
-                       cudaGetErrorString(e));
-    h->copy_ws_bytes = bytes;
-    return TK_SUCCESS;
+    /* normalization swapped A and B of a column-major problem */
+    const unsigned a = layout == TK_COL_MAJOR ? 2 : 1, b = layout == TK_COL_MAJOR ? 1 : 2;
+    return (r->copy[0] ? a : 0) | (r->copy[1] ? b : 0) | (r->copy[2] ? 4 : 0);
 }
 
-tk_status tk_route_copy_in(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t stream)
+tk_status tk_route_copy_in(tk_handle h, tk_route *r, const tk_args *a, void *ws, cudaStream_t stream)
 {
-    tk_status st = ensure_ws(h, r->bytes, stream);
-    if (st)
-        return st;
-    tk_route_bind(r, h->copy_ws);
+    tk_status st;
+    tk_route_bind(r, ws);
     char why[TK_MSG_LEN] = "";
     size_t cb = a->c_type == TK_F32 ? 4 : 2;
     tk_copy_job job[TK_COPY_JOBS];

@@ -50,6 +50,8 @@ static tk_status encode_fn(tk_launch_cache *lc, PFN_cuTensorMapEncodeTiled_v1200
         snprintf(why, len, "cuTensorMapEncodeTiled not available from the driver (%s, query result %d)",
                  e != cudaSuccess ? cudaGetErrorString(e) : "no error", (int)q);
         cudaGetLastError();
+        if (e != cudaSuccess)
+            tk_note_cuda_error((int)e);
         return TK_ERR_CUDA;
     }
     *fn = (PFN_cuTensorMapEncodeTiled_v12000)p;

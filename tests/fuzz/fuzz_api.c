@@ -2,7 +2,9 @@
  * AddressSanitizer and UndefinedBehaviorSanitizer by `make asan-fuzz`, which
  * runs it (CI's api-fuzz step).
  *
- * Every public function is called with random and hostile arguments: NULL
+ * Every public function is called with random and hostile arguments (issue
+ * 37's too: workspaces, split-K, candidates, plans, CUDA errors, build
+ * info): NULL
  * handles, problems and pointers; negative and huge sizes and leading
  * dimensions, around the int64 byte-span limit too; enum values out of
  * range; NULL, empty, unknown, garbage and very long kernel names; NaN and
@@ -23,6 +25,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -545,6 +548,223 @@ static void fuzz_status_and_version(void)
         wrong("tk_kernel_count() = %d, was %d", tk_kernel_count(), nregistry);
 }
 
+/* ---- issue 37: workspaces, split-K, candidates, plans, CUDA errors, build info ---- */
+
+static size_t hostile_size(void)
+{
+    return pick(2) ? (size_t)hostile_i64() : (size_t)pick(1 << 20);
+}
+
+/* The settings: each succeeds on a handle (no device needed) unless an
+ * argument is invalid. A caller workspace set here (fake memory) is never
+ * touched: every call that could use one stops at NO_DEVICE first. */
+static void fuzz_settings(tk_handle h)
+{
+    char what[160];
+    expect e = { .nbad = 0 };
+    if (!h)
+        flag(&e, "h");
+    switch (pick(6)) {
+    case 0: {
+        void *ptr = pick(4) ? random_pointer() : NULL;
+        size_t bytes = ptr || pick(2) ? hostile_size() : 0;
+        if (h && !ptr && bytes)
+            flag(&e, "ptr");
+        if (h && (uintptr_t)ptr % 256)
+            flag(&e, "ptr");
+        snprintf(what, sizeof what, "tk_set_workspace(%s, %p, %zu)", h ? "h" : "NULL", ptr, bytes);
+        calls++;
+        check(what, tk_set_workspace(h, ptr, bytes), TK_SUCCESS, &e, h);
+        break;
+    }
+    case 1: {
+        size_t bytes = pick(4) ? hostile_size() : TK_WORKSPACE_UNLIMITED;
+        snprintf(what, sizeof what, "tk_set_workspace_limit(%s, %zu)", h ? "h" : "NULL", bytes);
+        calls++;
+        check(what, tk_set_workspace_limit(h, bytes), TK_SUCCESS, &e, h);
+        break;
+    }
+    case 2: {
+        int mode = random_enum();
+        if (h && mode != TK_SPLIT_K_AUTO && mode != TK_SPLIT_K_NEVER)
+            flag(&e, "mode");
+        snprintf(what, sizeof what, "tk_set_split_k(%s, %d)", h ? "h" : "NULL", mode);
+        calls++;
+        check(what, tk_set_split_k(h, (tk_split_k)mode), TK_SUCCESS, &e, h);
+        break;
+    }
+    case 3: {   /* nothing is held without a device: nothing to do */
+        void *stream = pick(2) ? NULL : (void *)(uintptr_t)0xdead0;
+        snprintf(what, sizeof what, "tk_workspace_release(%s, %p)", h ? "h" : "NULL", stream);
+        calls++;
+        check(what, tk_workspace_release(h, stream), TK_SUCCESS, &e, h);
+        break;
+    }
+    case 4: {
+        tk_handle_info info = TK_HANDLE_INFO_INIT, *out = pick(8) ? &info : NULL;
+        if (out && !pick(4))
+            info.size = (size_t)pick((int)sizeof info + 1);
+        if (h && !out)
+            flag(&e, "out");
+        else if (h && info.size < offsetof(tk_handle_info, split_k) + sizeof(tk_split_k))
+            flag(&e, "out->size");
+        snprintf(what, sizeof what, "tk_get_handle_info(%s, %s, size %zu)", h ? "h" : "NULL", out ? "&info" : "NULL",
+                 info.size);
+        calls++;
+        tk_status st = tk_get_handle_info(h, out);
+        check(what, st, TK_SUCCESS, &e, h);
+        if (st == TK_SUCCESS && info.size == sizeof info && (info.device != -1 || info.sm != 0))
+            wrong("%s: device %d, sm %d without a GPU", what, info.device, info.sm);
+        break;
+    }
+    default: {   /* the thread's (NULL) or h's: nothing behind any failure without a GPU */
+        tk_cuda_error ce = TK_CUDA_ERROR_INIT, *out = pick(8) ? &ce : NULL;
+        if (out && !pick(4))
+            ce.size = (size_t)pick((int)sizeof ce + 1);
+        expect ee = { .nbad = 0 };
+        if (!out)
+            flag(&ee, "out");
+        else if (ce.size < offsetof(tk_cuda_error, cublas_name) + sizeof(const char *))
+            flag(&ee, "out->size");
+        snprintf(what, sizeof what, "tk_last_cuda_error(%s, %s, size %zu)", h ? "h" : "NULL", out ? "&e" : "NULL",
+                 ce.size);
+        calls++;
+        tk_status st = tk_last_cuda_error(h, out);
+        check(what, st, TK_SUCCESS, &ee, NULL);   /* recorded on the thread alone */
+        if (st == TK_SUCCESS && ce.size == sizeof ce &&
+            (ce.cuda_error || ce.cublas_status || !ce.cuda_name || !ce.cublas_name || *ce.cuda_name))
+            wrong("%s: %d '%s' / %d without a GPU", what, ce.cuda_error, ce.cuda_name ? ce.cuda_name : "NULL",
+                  ce.cublas_status);
+    }
+    }
+}
+
+/* tk_workspace_size, tk_candidates and plans on p: introspection's model
+ * (NULL pointers allowed); valid no-ops succeed (a plan of one is made,
+ * run with random pointers and destroyed), anything else is NO_DEVICE. */
+static void fuzz_queries(tk_handle h, const tk_gemm_problem *p, const char *kernel)
+{
+    char what[1024], d[512] = "NULL";
+    expect e = { .nbad = 0 };
+    if (!h)
+        flag(&e, "h");
+    if (p) {
+        model_problem(p, 0, &e);
+        describe(p, d, sizeof d);
+    } else
+        flag(&e, "problem");
+    expect ek = e;
+    if (!kernel_valid(kernel))
+        flag(&ek, "kernel");
+    const tk_status valid = p && e.noop ? TK_SUCCESS : TK_ERR_NO_DEVICE;
+    switch (pick(3)) {
+    case 0: {
+        size_t bytes = 7, *out = pick(8) ? &bytes : NULL;
+        expect eb = ek;
+        if (!out)
+            flag(&eb, "bytes");
+        snprintf(what, sizeof what, "tk_workspace_size(%s, %s, kernel %.40s)", h ? "h" : "NULL", d,
+                 kernel ? kernel : "NULL");
+        calls++;
+        tk_status st = tk_workspace_size(h, p, kernel, out);
+        check(what, st, valid, &eb, h);
+        if (st == TK_SUCCESS && bytes != 0)
+            wrong("%s: %zu bytes for a no-op", what, bytes);
+        break;
+    }
+    case 1: {
+        tk_candidate arr[4];
+        memset(arr, 0xA5, sizeof arr);
+        arr[0].size = pick(4) ? sizeof arr[0] : (size_t)pick((int)sizeof arr[0] + 1);
+        static const int caps[] = { -1, 0, 1, 4, INT32_MIN };
+        int capacity = caps[pick(5)], count = -7, *cnt = pick(8) ? &count : NULL;
+        tk_candidate *out = pick(8) ? arr : NULL;
+        expect ec = e;
+        if (!cnt)
+            flag(&ec, "count");
+        if (capacity < 0)
+            flag(&ec, "capacity");
+        if (capacity > 0 && !out)
+            flag(&ec, "out");
+        if (capacity > 0 && out && arr[0].size < offsetof(tk_candidate, copies) + sizeof(unsigned))
+            flag(&ec, "out[0].size");
+        snprintf(what, sizeof what, "tk_candidates(%s, %s, %s, %d, %s)", h ? "h" : "NULL", d, out ? "arr" : "NULL",
+                 capacity, cnt ? "&count" : "NULL");
+        calls++;
+        tk_status st = tk_candidates(h, p, out, capacity, cnt);
+        check(what, st, valid, &ec, h);
+        if (st == TK_SUCCESS && count != 0)
+            wrong("%s: %d candidates for a no-op", what, count);
+        break;
+    }
+    default: {
+        tk_plan plan = (tk_plan)(uintptr_t)1, *out = pick(8) ? &plan : NULL;
+        expect ep = ek;
+        if (!out)
+            flag(&ep, "out");
+        snprintf(what, sizeof what, "tk_plan_create(%s, %s, kernel %.40s)", h ? "h" : "NULL", d,
+                 kernel ? kernel : "NULL");
+        calls++;
+        tk_status st = tk_plan_create(h, p, kernel, out);
+        check(what, st, valid, &ep, h);
+        if (st != TK_SUCCESS) {
+            if (out && plan)
+                wrong("%s: failed with a plan", what);
+            break;
+        }
+        if (!plan || !tk_plan_kernel(plan) || *tk_plan_kernel(plan))
+            wrong("%s: a no-op's plan %p runs '%s'", what, (void *)plan, plan ? tk_plan_kernel(plan) : "NULL");
+        /* runs: another handle, or NULL, or pointers aligned or not (a no-op reads nothing) */
+        for (int r = pick(4); r > 0; r--) {
+            tk_handle hr = pick(6) ? h : NULL;
+            tk_plan pr = pick(8) ? plan : NULL;
+            const void *a = random_pointer(), *b = random_pointer();
+            void *c = random_pointer();
+            expect er = { .nbad = 0 };
+            if (!hr)
+                flag(&er, "h");
+            else if (!pr)
+                flag(&er, "plan");
+            else {
+                if ((uintptr_t)a % 2)
+                    flag(&er, "a");
+                if ((uintptr_t)b % 2)
+                    flag(&er, "b");
+                if ((uintptr_t)c % (p->c_type == TK_F32 ? 4 : 2))
+                    flag(&er, "c");
+            }
+            snprintf(what, sizeof what, "tk_plan_run(%s, %s, %p, %p, %p)", hr ? "h" : "NULL", pr ? "plan" : "NULL",
+                     a, b, (void *)c);
+            calls++;
+            check(what, tk_plan_run(hr, pr, a, b, c, NULL), TK_SUCCESS, &er, hr);
+        }
+        calls += 2;
+        if (tk_plan_kernel(NULL) != NULL || tk_plan_destroy(plan) != TK_SUCCESS)
+            wrong("tk_plan_kernel(NULL) or tk_plan_destroy(plan)");
+    }
+    }
+}
+
+static void fuzz_build_info(void)
+{
+    tk_build_info b = TK_BUILD_INFO_INIT, *out = pick(8) ? &b : NULL;
+    if (out && !pick(4))
+        b.size = (size_t)pick((int)sizeof b + 1);
+    expect e = { .nbad = 0 };
+    if (!out)
+        flag(&e, "out");
+    else if (b.size < offsetof(tk_build_info, cublas_loaded) + sizeof(int))
+        flag(&e, "out->size");
+    char what[96];
+    snprintf(what, sizeof what, "tk_get_build_info(%s, size %zu)", out ? "&b" : "NULL", b.size);
+    calls++;
+    tk_status st = tk_get_build_info(out);
+    check(what, st, TK_SUCCESS, &e, NULL);
+    if (st == TK_SUCCESS && b.size == sizeof b &&
+        (b.version != TILEKIT_VERSION || !b.version_string || !b.archs || !*b.archs))
+        wrong("%s: version %d, strings %p %p", what, b.version, (const void *)b.version_string, (const void *)b.archs);
+}
+
 /* ---- handles ---- */
 
 #define NHANDLES 4
@@ -679,6 +899,9 @@ int main(int argc, char **argv)
         fuzz_introspection(h, pick(16) ? &p : NULL, kernel);
         fuzz_registry();
         fuzz_status_and_version();
+        fuzz_settings(h);
+        fuzz_queries(h, pick(16) ? &p : NULL, kernel);
+        fuzz_build_info();
         if (!host_intact()) {
             wrong("host memory posing as A, B or C was written");
             memset(host_buf, 0xA5, HOST_BYTES);

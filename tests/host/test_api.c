@@ -765,7 +765,7 @@ static void test_arch_mismatch(void)
     /* A local sm_90 kernel, checked the way gemm.c checks one: arch first,
      * then its support check, then resources. */
     const tk_family_ops ops = { fake_supports, fake_resources, NULL, NULL, NULL };
-    const tk_family fam = { "k99", "test-only", 90, TK_ACCEPTS_BF16_GEMM, &ops };
+    const tk_family fam = { "k99", "test-only", 90, TK_ACCEPTS_BF16_GEMM, &ops, 50.0 };
     const tk_kernel k90 = { "k99_fake_sm90", "test-only", &fam, 90, 128, 256, 64, 64, 256, 0, 0, 0 };
     tk_device d80 = fake_device(80), d90 = fake_device(90);
     CHECK(d80.sm < k90.min_sm && d90.sm >= k90.min_sm, "fake devices");

@@ -140,6 +140,116 @@ const char *tk_select_kernel(tk_handle h, const tk_gemm_problem *p)
     return "k01_naive";
 }
 
+/* Issue 37's functions: settings succeed (and are logged), queries answer
+ * with nothing, a plan is a logged allocation. */
+tk_status tk_set_workspace(tk_handle h, void *ptr, size_t bytes)
+{
+    note("set_workspace handle=%#lx ptr=%#lx bytes=%zu", addr(h), addr(ptr), bytes);
+    return TK_SUCCESS;
+}
+
+tk_status tk_set_workspace_limit(tk_handle h, size_t bytes)
+{
+    note("set_workspace_limit handle=%#lx bytes=%zu", addr(h), bytes);
+    return TK_SUCCESS;
+}
+
+tk_status tk_workspace_size(tk_handle h, const tk_gemm_problem *p, const char *kernel, size_t *bytes)
+{
+    (void)h;
+    (void)p;
+    (void)kernel;
+    *bytes = 0;
+    return TK_SUCCESS;
+}
+
+tk_status tk_workspace_release(tk_handle h, void *stream)
+{
+    note("release handle=%#lx stream=%#lx", addr(h), addr(stream));
+    return TK_SUCCESS;
+}
+
+tk_status tk_set_split_k(tk_handle h, tk_split_k mode)
+{
+    note("set_split_k handle=%#lx mode=%d", addr(h), (int)mode);
+    return TK_SUCCESS;
+}
+
+tk_status tk_get_handle_info(tk_handle h, tk_handle_info *out)
+{
+    (void)h;
+    size_t size = out->size;
+    memset(out, 0, size);
+    out->size = size;
+    out->device = -1;
+    out->workspace_limit = TK_WORKSPACE_UNLIMITED;
+    return TK_SUCCESS;
+}
+
+tk_status tk_candidates(tk_handle h, const tk_gemm_problem *p, tk_candidate *out, int capacity, int *count)
+{
+    (void)h;
+    (void)p;
+    (void)out;
+    (void)capacity;
+    *count = 0;
+    return TK_SUCCESS;
+}
+
+struct tk_plan_s {
+    int unused;
+};
+
+tk_status tk_plan_create(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_plan *out)
+{
+    (void)p;
+    (void)kernel;
+    *out = calloc(1, sizeof **out);
+    note("plan_create handle=%#lx plan=%#lx", addr(h), addr(*out));
+    return *out ? TK_SUCCESS : TK_ERR_ALLOC;
+}
+
+tk_status tk_plan_run(tk_handle h, tk_plan plan, const void *a, const void *b, void *c, void *stream)
+{
+    (void)a;
+    (void)b;
+    note("plan_run handle=%#lx plan=%#lx stream=%#lx c=%#lx", addr(h), addr(plan), addr(stream), addr(c));
+    return TK_SUCCESS;
+}
+
+const char *tk_plan_kernel(tk_plan plan)
+{
+    return plan ? "k01_naive" : NULL;
+}
+
+tk_status tk_plan_destroy(tk_plan plan)
+{
+    note("plan_destroy %#lx", addr(plan));
+    free(plan);
+    return TK_SUCCESS;
+}
+
+tk_status tk_last_cuda_error(tk_handle h, tk_cuda_error *out)
+{
+    (void)h;
+    size_t size = out->size;
+    memset(out, 0, size);
+    out->size = size;
+    out->cuda_name = out->cublas_name = "";
+    return TK_SUCCESS;
+}
+
+tk_status tk_get_build_info(tk_build_info *out)
+{
+    size_t size = out->size;
+    memset(out, 0, size);
+    out->size = size;
+    out->version = TILEKIT_VERSION;
+    out->version_string = "fake";
+    out->archs = "fake";
+    return TK_SUCCESS;
+}
+
 /* ---- the CUDA runtime's, as the wrapper declares them (cudaError_t: int) ---- */
 
 int cudaGetDevice(int *d);

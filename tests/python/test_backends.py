@@ -265,3 +265,74 @@ def test_torch_lookup_keeps_nothing_on_failure():
     """
     rc, out = fakes.run(code, fakes.extension_file())
     assert rc == 0 and "OK" in out, out
+
+
+def _answer(fn, *args, **kw):
+    """("ok", value) with a GemmPlan as (its class name, kernel, repr), or ("raise", type, message)."""
+    try:
+        v = fn(*args, **kw)
+    except Exception as e:
+        return ("raise", type(e).__name__, str(e))
+    if hasattr(v, "kernel") and hasattr(v, "close"):
+        r = (type(v).__name__, v.kernel, repr(v))
+        v.close()
+        return ("ok", r)
+    return ("ok", v)
+
+
+def test_issue37_backends_agree():
+    """Issue 37's functions through both backends: the same answers, or the
+    same exception type and message, for hostile calls too."""
+    assert EXT.build_info() == _fallback.build_info()
+    dev = EXT.current_device()
+    assert EXT.handle_info(dev) == _fallback.handle_info(dev)
+    for mod in (EXT, _fallback):   # the same settings through each, on each backend's own handle
+        mod.set_workspace_limit(dev, 12345)
+        mod.set_split_k(dev, False)
+    try:
+        assert EXT.handle_info(dev) == _fallback.handle_info(dev)
+        assert EXT.handle_info(dev)["workspace_limit"] == 12345
+    finally:
+        for mod in (EXT, _fallback):
+            mod.set_workspace_limit(dev, None)
+            mod.set_split_k(dev, True)
+    assert EXT.last_cuda_error(None) == _fallback.last_cuda_error(None)
+    assert _answer(EXT.set_workspace, dev, 0x10000010, 64) == _answer(_fallback.set_workspace, dev, 0x10000010, 64)
+    rng = random.Random(37)
+    kinds = {}
+    for i in range(600):
+        m, n, k = (rng.choice([0, 0, 1, 8, 64]) for _ in range(3))
+        A = _random_fake(rng, m, k) if rng.random() < 0.4 else Fake((m, k))
+        B = _random_fake(rng, k, n) if rng.random() < 0.4 else Fake((k, n))
+        C = rng.choice([Fake((m, n), F32), Fake((m, n)), None, _random_fake(rng, m, n), "C"])
+        args = (A, B, C, rng.choice([1.0, 0.5, "x", None]), rng.choice([0.0, 1.0, True]), rng.choice([False, True]),
+                rng.choice([False, True]), rng.choice([None, "bf16", "fp16"]))
+        kernel = rng.choice([None, "auto", "k01_naive", "k99_nope", 3])
+        if rng.random() < 0.5:   # a valid call, often a no-op
+            m = rng.choice([0, 0, 8])
+            A, B, C = Fake((m, k)), Fake((k, n)), rng.choice([Fake((m, n), F32), Fake((m, n)), None])
+            args = (A, B, C, 1.0, 0.0, False, False, None)
+            kernel = rng.choice([None, "auto", "k01_naive"])
+        for name, extra in (("candidates", ()), ("workspace_size", (kernel,)), ("plan_create", (kernel,))):
+            got = _answer(getattr(EXT, name), *(args + extra))
+            want = _answer(getattr(_fallback, name), *(args + extra))
+            assert got == want, "call %d, %s: extension %r, fallback %r" % (i, name, got, want)
+            key = (name, got[0] if got[0] == "ok" else got[1])
+            kinds[key] = kinds.get(key, 0) + 1
+    for name in ("candidates", "workspace_size", "plan_create"):   # accepted and refused both reached
+        assert kinds.get((name, "ok"), 0) > 10 and kinds.get((name, "TypeError"), 0) > 10 and \
+            kinds.get((name, "ValueError"), 0) > 10, kinds
+    # a no-op plan's runs, hostile operands included
+    plans = [mod.plan_create(Fake((0, 32)), Fake((32, 48)), Fake((0, 48), F32)) for mod in (EXT, _fallback)]
+    runs = [(Fake((0, 32)), Fake((32, 48)), Fake((0, 48), F32)), (Fake((0, 32)), Fake((32, 40)), Fake((0, 40), F32)),
+            (Fake((0, 32)), Fake((32, 48)), None), (Fake((0, 32)), Fake((32, 48)), Fake((0, 48))),
+            (Fake((0, 32), F32), Fake((32, 48)), Fake((0, 48), F32)), ("A", Fake((32, 48)), Fake((0, 48), F32)),
+            (Fake((0, 32)), Fake((32, 48), strides=(1, 32)), Fake((0, 48), F32))]
+    for j, (a, b, c) in enumerate(runs):
+        got, want = (_answer(pl.run, a, b, c) for pl in plans)
+        if got[0] == want[0] == "ok":
+            continue
+        assert got == want, "run %d: extension %r, fallback %r" % (j, got, want)
+    for pl in plans:
+        pl.close()
+    assert _answer(plans[0].run, *runs[0]) == _answer(plans[1].run, *runs[0])

@@ -1,0 +1,89 @@
+/* fake_handle.h - a handle made by hand (src/lib/internal.h) for a modeled
+ * GPU, for the CPU tests of what needs a device but launches nothing:
+ * kernel choice, candidates, workspace sizes, plans. The kernels' compiled
+ * attributes, which cudaFuncGetAttributes would give, are filled in by
+ * hand (fh_attrs), so every kernel's resource check passes on the model.
+ * Nothing made with it may reach a launch: its pointers are fake. */
+#ifndef TK_TESTS_FAKE_HANDLE_H
+#define TK_TESTS_FAKE_HANDLE_H
+
+#include <stdio.h>
+#include <string.h>
+#include "lib/internal.h"
+
+/* An H100 SXM as tk_device_query describes it (sm_90: 132 SMs, 1980 MHz,
+ * HBM3 at 2619 MHz on a 5120-bit bus), or the same with another sm. */
+static inline tk_device fh_device(int sm)
+{
+    tk_device d;
+    memset(&d, 0, sizeof d);
+    d.id = 0;
+    d.sm = sm;
+    d.sm_count = 132;
+    d.max_threads_per_block = 1024;
+    d.max_threads_per_sm = 2048;
+    d.regs_per_block = 65536;
+    d.regs_per_sm = 65536;
+    d.smem_per_block_optin = 227 * 1024;
+    d.smem_per_sm = 228 * 1024;
+    d.l2_bytes = 50 << 20;
+    d.clock_khz = 1980000;
+    d.mem_clock_khz = 2619000;
+    d.mem_bus_bits = 5120;
+    snprintf(d.name, sizeof d.name, "fake sm_%d", sm);
+    return d;
+}
+
+static inline cudaError_t fh_current_is_0(int *dev)
+{
+    *dev = 0;
+    return cudaSuccess;
+}
+
+/* A handle of device 0, current in the calling thread, on the model. */
+static inline void fh_init(struct tk_handle_s *h, int sm)
+{
+    memset(h, 0, sizeof *h);
+    h->have_device = 1;
+    h->dev = fh_device(sm);
+    h->get_device = fh_current_is_0;
+    h->ws_limit = TK_WORKSPACE_UNLIMITED;
+}
+
+/* Adds the attributes of the entry every kernel would launch for a (128
+ * registers, 1024 threads: fits any configuration) to h's cache. */
+static inline void fh_attrs_args(struct tk_handle_s *h, const tk_args *a)
+{
+    for (int i = 0; i < tk_registry_count(); i++) {
+        tk_resources r;
+        tk_kernel_resources(tk_registry_at(i), a, &h->dev, &r);
+        int seen = !r.func;
+        for (int j = 0; j < h->nattrs && !seen; j++)
+            seen = h->attrs[j].func == r.func;
+        if (seen || h->nattrs == TK_ATTR_CACHE)
+            continue;
+        h->attrs[h->nattrs].func = r.func;
+        h->attrs[h->nattrs].fa = (tk_func_attrs){ 128, 0, 0, 1024 };
+        h->nattrs++;
+    }
+}
+
+/* The cache made afresh for problem p: as it is and as each copy route
+ * runs it (route.c), so auto-dispatch finds every attribute it asks for. */
+static inline void fh_attrs(struct tk_handle_s *h, const tk_gemm_problem *p)
+{
+    tk_args a;
+    int noop = 0;
+    const tk_kernel *k = NULL;
+    h->nattrs = 0;
+    if (tk_prepare(h, p, NULL, &a, &noop, &k, 0) != TK_SUCCESS)
+        return;
+    fh_attrs_args(h, &a);
+    for (int stage_c = 0; stage_c < 2; stage_c++) {
+        tk_route r;
+        tk_route_plan(&a, 1, stage_c, &r);
+        fh_attrs_args(h, &r.run);
+    }
+}
+
+#endif
