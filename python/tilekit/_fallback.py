@@ -404,7 +404,7 @@ def last_cuda_error(device):
     """tk_last_cuda_error of the thread's handle for `device`, or with None the thread's last failure."""
     lib = _lib.load_ctypes()
     h = _lib.handle(device) if device is not None else None
-    e = _lib.CudaError()
+    e = _lib.CudaErrorInfo()
     e.size = ctypes.sizeof(e)
     _lib.check(lib.tk_last_cuda_error(h, ctypes.byref(e)), h, "tilekit.last_cuda_error")
     return {"cuda_error": e.cuda_error, "cuda_name": _text(e.cuda_name), "cublas_status": e.cublas_status,

@@ -163,8 +163,8 @@ class Candidate(ctypes.Structure):
     ]
 
 
-class CudaError(ctypes.Structure):
-    """tk_cuda_error (versioned: size first)."""
+class CudaErrorInfo(ctypes.Structure):
+    """tk_cuda_error (versioned: size first); not the exception CudaError."""
     _fields_ = [
         ("size", ctypes.c_size_t), ("cuda_error", ctypes.c_int), ("cuda_name", ctypes.c_char_p),
         ("cublas_status", ctypes.c_int), ("cublas_name", ctypes.c_char_p),
@@ -213,7 +213,7 @@ _PROTOTYPES = {
     "tk_plan_run": (_status, [_handle, _vp, _vp, _vp, _vp, _vp]),
     "tk_plan_kernel": (ctypes.c_char_p, [_vp]),
     "tk_plan_destroy": (_status, [_vp]),
-    "tk_last_cuda_error": (_status, [_handle, ctypes.POINTER(CudaError)]),
+    "tk_last_cuda_error": (_status, [_handle, ctypes.POINTER(CudaErrorInfo)]),
     "tk_get_build_info": (_status, [ctypes.POINTER(BuildInfo)]),
 }
 
