@@ -282,18 +282,8 @@ tk_status tk_workspace_release(tk_handle h, void *stream)
     tk_status st = need_handle(h);
     if (st || !tk_handle_held(h))
         return st;
-    int cur = -1;
-    cudaError_t e = h->get_device ? h->get_device(&cur) : cudaGetDevice(&cur);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        tk_note_cuda_error((int)e);
-        return tk_fail(h, TK_ERR_CUDA, "cudaGetDevice: %s", cudaGetErrorString(e));
-    }
-    if (cur != h->dev.id)
-        return tk_fail(h, TK_ERR_INVALID_VALUE,
-                       "h: the handle belongs to device %d, but device %d is current in this thread (expected "
-                       "cudaSetDevice(%d) before the call)",
-                       h->dev.id, cur, h->dev.id);
+    if ((st = tk_check_device(h)))
+        return st;
     cudaStream_t s = (cudaStream_t)stream;
     if (tk_stream_capturing(s))
         return tk_fail(h, TK_ERR_INVALID_VALUE,
