@@ -11,6 +11,18 @@
 #include <string.h>
 #include "lib/internal.h"
 
+/* Whether this machine has a GPU (the tests that need one skip otherwise). */
+static inline int have_gpu(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    cudaGetLastError();
+    return e == cudaSuccess && n > 0;
+}
+
+static inline int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
+static inline int starts(const char *s, const char *prefix) { return s && !strncmp(s, prefix, strlen(prefix)); }
+
 /* An H100 SXM as tk_device_query describes it (sm_90: 132 SMs, 1980 MHz,
  * HBM3 at 2619 MHz on a 5120-bit bus), or the same with another sm. */
 static inline tk_device fh_device(int sm)

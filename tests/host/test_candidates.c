@@ -13,18 +13,6 @@
 #include "check.h"
 #include "fake_handle.h"
 
-static int have_gpu(void)
-{
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    cudaGetLastError();
-    return e == cudaSuccess && n > 0;
-}
-
-static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
-
-static int starts(const char *s, const char *prefix) { return s && !strncmp(s, prefix, strlen(prefix)); }
-
 static tk_gemm_problem square(int64_t n, tk_op op_b)
 {
     tk_gemm_problem p = { TK_ROW_MAJOR, TK_OP_N, op_b, n, n, n, 1.0f, 0.0f, NULL, n, NULL, n, NULL, n, TK_F32 };

@@ -13,16 +13,6 @@
 #include "check.h"
 #include "fake_handle.h"
 
-static int have_gpu(void)
-{
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    cudaGetLastError();
-    return e == cudaSuccess && n > 0;
-}
-
-static int starts(const char *s, const char *prefix) { return s && !strncmp(s, prefix, strlen(prefix)); }
-
 static tk_cuda_error last(tk_handle h)
 {
     tk_cuda_error e = TK_CUDA_ERROR_INIT;

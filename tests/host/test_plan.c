@@ -20,18 +20,6 @@
 #define FAKE_B ((const char *)(uintptr_t)0x200000)
 #define FAKE_C ((char *)(uintptr_t)0x300000)
 
-static int have_gpu(void)
-{
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    cudaGetLastError();
-    return e == cudaSuccess && n > 0;
-}
-
-static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
-
-static int starts(const char *s, const char *prefix) { return s && !strncmp(s, prefix, strlen(prefix)); }
-
 static cudaError_t current_is_1(int *dev)
 {
     *dev = 1;

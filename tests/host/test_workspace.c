@@ -19,18 +19,6 @@
 
 #define FAKE_WS ((void *)(uintptr_t)0x10000000)   /* 256-byte aligned, never dereferenced */
 
-static int have_gpu(void)
-{
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    cudaGetLastError();
-    return e == cudaSuccess && n > 0;
-}
-
-static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
-
-static int starts(const char *s, const char *prefix) { return s && !strncmp(s, prefix, strlen(prefix)); }
-
 static tk_handle make_handle(void)
 {
     tk_handle h = NULL;
