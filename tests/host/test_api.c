@@ -16,20 +16,13 @@
 #include "tilekit.h"
 #include "lib/internal.h"
 #include "check.h"
+#include "fake_handle.h"
 
 /* Stand-ins for device pointers: never dereferenced (every call using them
  * is refused first, or made only without a GPU). 256-byte aligned. */
 #define FAKE_A ((const void *)(uintptr_t)0x100000)
 #define FAKE_B ((const void *)(uintptr_t)0x200000)
 #define FAKE_C ((void *)(uintptr_t)0x300000)
-
-static int have_gpu(void)
-{
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    cudaGetLastError();
-    return e == cudaSuccess && n > 0;
-}
 
 static tk_handle make_handle(void)
 {
@@ -38,8 +31,6 @@ static tk_handle make_handle(void)
     CHECK(st == TK_SUCCESS && h, "tk_create: %s (%s)", tk_status_string(st), tk_last_error(NULL));
     return h;
 }
-
-static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
 
 /* A valid 8 x 6 x 4 row-major NN problem with fp32 C. */
 static tk_gemm_problem base_problem(void)
@@ -626,30 +617,11 @@ static void test_normalize(void)
 }
 
 /* An H100-like device, filled by hand. */
-static tk_device fake_device(int sm)
-{
-    tk_device d;
-    memset(&d, 0, sizeof d);
-    d.id = 0;
-    d.sm = sm;
-    d.sm_count = 132;
-    d.max_threads_per_block = 1024;
-    d.max_threads_per_sm = 2048;
-    d.regs_per_block = 65536;
-    d.regs_per_sm = 65536;
-    d.smem_per_block_optin = 227 * 1024;
-    d.smem_per_sm = 228 * 1024;
-    d.l2_bytes = 50 << 20;
-    d.clock_khz = 1980000;
-    snprintf(d.name, sizeof d.name, "fake sm_%d", sm);
-    return d;
-}
-
 static int dummy_func;   /* stands for a __global__ entry; the attributes are passed in */
 
 static void test_check_resources(void)
 {
-    tk_device d = fake_device(90);
+    tk_device d = fh_device(90);
     tk_func_attrs fa = { 64, 1024, 0, 1024 };
     tk_resources r = { &dummy_func, 256, 64 * 1024 };
     char why[TK_MSG_LEN];
@@ -745,7 +717,7 @@ static void test_arch_mismatch(void)
     struct tk_handle_s fake;
     memset(&fake, 0, sizeof fake);
     fake.have_device = 1;
-    fake.dev = fake_device(80);
+    fake.dev = fh_device(80);
     fake.get_device = current_is_0;
     tk_gemm_problem p = base_problem();
     for (int i = 0; i < tk_registry_count(); i++) {
@@ -756,7 +728,7 @@ static void test_arch_mismatch(void)
         CHECK(st == TK_ERR_ARCH_MISMATCH, "%s (min sm_%d) on sm_80: %s", k->name, k->min_sm, tk_status_string(st));
     }
     /* (no registered kernel may need more than sm_80 yet: the local sm_90 kernel below always runs) */
-    fake.dev = fake_device(75);
+    fake.dev = fh_device(75);
     tk_status st = tk_kernel_supports(&fake, "k01_naive", &p);
     CHECK(st == TK_ERR_ARCH_MISMATCH, "k01_naive on sm_75: %s", tk_status_string(st));
     CHECK(contains(tk_last_error(&fake), "sm_80") && contains(tk_last_error(&fake), "sm_75"), "message: %s",
@@ -767,7 +739,7 @@ static void test_arch_mismatch(void)
     const tk_family_ops ops = { fake_supports, fake_resources, NULL, NULL, NULL };
     const tk_family fam = { "k99", "test-only", 90, TK_ACCEPTS_BF16_GEMM, &ops, 50.0 };
     const tk_kernel k90 = { "k99_fake_sm90", "test-only", &fam, 90, 128, 256, 64, 64, 256, 0, 0, 0 };
-    tk_device d80 = fake_device(80), d90 = fake_device(90);
+    tk_device d80 = fh_device(80), d90 = fh_device(90);
     CHECK(d80.sm < k90.min_sm && d90.sm >= k90.min_sm, "fake devices");
     tk_args a;
     memset(&a, 0, sizeof a);
@@ -910,10 +882,7 @@ static void test_misaligned_pointers(void)
  * get_device standing in for cudaGetDevice. */
 static void fake_handle(struct tk_handle_s *fake, int sm, cudaError_t (*get_device)(int *))
 {
-    memset(fake, 0, sizeof *fake);
-    fake->have_device = 1;
-    fake->dev = fake_device(sm);
-    fake->dev.id = 0;
+    fh_init(fake, sm);
     fake->get_device = get_device;
 }
 
@@ -937,7 +906,7 @@ static void test_wrong_device(void)
     EXPECT(&fake, &p, "k01_naive", TK_ERR_CUDA, "cudaGetDevice fails", "cudaGetDevice");
     /* the right device passes the check (then fails later for the fake pointers' sake: not called here) */
     fake.get_device = current_is_0;
-    fake.dev = fake_device(80);
+    fake.dev = fh_device(80);
     fake.dev.id = 0;
     st = tk_kernel_supports(&fake, "k20_mma_sync", &p);
     CHECK(st != TK_ERR_INVALID_VALUE, "the right device refused: %s (%s)", tk_status_string(st), tk_last_error(&fake));
