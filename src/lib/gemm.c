@@ -406,6 +406,14 @@ tk_status tk_route_run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t 
     return st;
 }
 
+/* K == 0: C = beta * C, the whole of the product (tk_gemm_ex and plans). */
+tk_status tk_scale_c_only(tk_handle h, const tk_args *a, cudaStream_t s)
+{
+    char why[TK_MSG_LEN] = "";
+    tk_status st = tk_launch_scale_c(a, s, why, sizeof why);
+    return st ? tk_fail(h, st, "scale C by beta (K = 0): %s", why) : TK_SUCCESS;
+}
+
 tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, void *stream)
 {
     tk_args a;
@@ -415,11 +423,8 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
     if (st || noop)
         return st;
     cudaStream_t s = (cudaStream_t)stream;
-    if (a.k == 0) {
-        char why[TK_MSG_LEN] = "";
-        st = tk_launch_scale_c(&a, s, why, sizeof why);
-        return st ? tk_fail(h, st, "scale C by beta (K = 0): %s", why) : TK_SUCCESS;
-    }
+    if (a.k == 0)
+        return tk_scale_c_only(h, &a, s);
     const int graph = tk_stream_capturing(s);
     tk_route r;
     if (k) {   /* a named kernel runs the problem as it is */

@@ -214,6 +214,9 @@ tk_status tk_route_run(tk_handle h, tk_route *r, const tk_args *a, cudaStream_t 
 /* TK_SUCCESS when h's device is the current one (else recorded: another
  * device, or cudaGetDevice's failure). */
 tk_status tk_check_device(tk_handle h);
+
+/* K == 0: C = beta * C on s, failures recorded on h (gemm.c). */
+tk_status tk_scale_c_only(tk_handle h, const tk_args *a, cudaStream_t s);
 /* Whether the work enqueued on s is being captured into a CUDA graph. */
 int tk_stream_capturing(cudaStream_t s);
 /* The split workspace k asks of h for a (0 where h never splits), *nflags

@@ -115,11 +115,8 @@ tk_status tk_plan_run(tk_handle h, tk_plan plan, const void *a, const void *b, v
     args.b = swap ? a : b;
     args.c = c;
     cudaStream_t s = (cudaStream_t)stream;
-    if (args.k == 0) {
-        char why[TK_MSG_LEN] = "";
-        st = tk_launch_scale_c(&args, s, why, sizeof why);
-        return st ? tk_fail(h, st, "scale C by beta (K = 0): %s", why) : TK_SUCCESS;
-    }
+    if (args.k == 0)
+        return tk_scale_c_only(h, &args, s);
     const int graph = tk_stream_capturing(s);
     if (graph && plan->r.bytes) {
         char name[TK_MSG_LEN];
