@@ -399,7 +399,7 @@ def spill_note(info, kernels):
 def render(datasets, info=None, commands=(), date=None):
     """The README section: one row per kernel."""
     t = Table(datasets)
-    head, align = ["kernel", "seed"], ["---", "---"]
+    head, align = ["kernel"], ["---"]
     if not t.one_config:
         head.append("layout ops C")
         align.append("---")
@@ -412,7 +412,7 @@ def render(datasets, info=None, commands=(), date=None):
         align += ["--:"] * 3
     lines = [_row(head), "|" + "|".join(align) + "|"]
     for kernel in t.kernels:
-        cells = ["`%s`" % kernel, seed_of(kernel)]
+        cells = ["`%s`" % kernel]
         if not t.one_config:
             cells.append(t.config_cell(kernel))
         for col in t.cols:
@@ -458,7 +458,7 @@ def render_docs_run(datasets, info=None, commands=(), date=None):
     lines = [_row(head), "|" + "|".join(align) + "|"]
     prev = None
     for kernel in seed_kernels(t):
-        cells = ["`%s`" % kernel, seed_of(kernel)]
+        cells = ["`%s`" % kernel]
         if not t.one_config:
             cells.append(t.config_cell(kernel))
         for col in t.cols:

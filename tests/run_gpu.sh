@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU suite: every build/tests/gpu_* and gpucu_* binary, then the Python
-# GPU tests (tests/gpu/test_python.py on both backends, test_torch.py). Sums their
+# GPU tests (tests/gpu/test_python.py on both backends), the README's C path
+# (tests/install_app.sh), then test_torch.py. Sums their
 # "N passed, N failed" lines like run_cpu.sh; prints the total last and
 # exits non-zero on any failure.
 set -u
@@ -40,6 +41,12 @@ for backend in "$PWD/$build/python/_tilekit$suffix" off; do
     echo "$out"
     count "tests/gpu/test_python.py ($backend)" "$out" $rc
 done
+# The README's C path (make install, pkg-config, examples/app.c) on a GPU:
+# the program checks its product (exit 0).
+echo "== tests/install_app.sh"
+out=$(bash tests/install_app.sh "$build" 2>&1); rc=$?
+echo "$out"
+count tests/install_app.sh "$out" $rc
 echo "== tests/gpu/test_torch.py"
 out=$(TILEKIT_LIB="$PWD/$build/libtilekit.so" TILEKIT_EXT="$PWD/$build/python/_tilekit$suffix" \
       python3 tests/gpu/test_torch.py 2>&1); rc=$?

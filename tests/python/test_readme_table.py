@@ -1,7 +1,6 @@
 """bench/readme_table.py on small fake bench files and fake `tilekit info`
 text (made-up figures that never leave the temporary directory): the README
-table (one row per kernel, a column pair per size, seed and resource
-columns), the docs page's run and comparison tables, the device line, and
+table (one row per kernel, a column pair per size, resource columns), the docs page's run and comparison tables, the device line, and
 that only the marked sections change."""
 import contextlib
 import importlib.util
@@ -151,13 +150,13 @@ def test_readme_one_row_per_kernel_both_sizes():
     sec = section(text)
     assert "not yet measured" not in sec
     rows = table_rows(sec)
-    assert rows[0] == ("| kernel | seed | TFLOP/s 4096³ | x cuBLAS 4096³ | TFLOP/s 8192³ | x cuBLAS 8192³ |"), rows[0]
+    assert rows[0] == ("| kernel | TFLOP/s 4096³ | x cuBLAS 4096³ | TFLOP/s 8192³ | x cuBLAS 8192³ |"), rows[0]
     assert len(rows) == 1 + len(FIGS) + 1, rows          # header + kernels + k30_x; no per-size duplicates
-    assert row_of(rows, "cublas") == "| `cublas` | - | 600.0 | 1.000 | 700.0 | 1.000 |"
-    assert row_of(rows, "k01_naive") == "| `k01_naive` | - | 3.0 | 0.005 | 2.0 | 0.003 |"
+    assert row_of(rows, "cublas") == "| `cublas` | 600.0 | 1.000 | 700.0 | 1.000 |"
+    assert row_of(rows, "k01_naive") == "| `k01_naive` | 3.0 | 0.005 | 2.0 | 0.003 |"
     assert row_of(rows, "k04_wg_64x64_k32") == \
-        '| `k04_wg_64x64_k32` | 000 "starting point", K-step 32 | 150.0 | 0.250 | 175.0 | 0.250 |'
-    assert row_of(rows, "k30_x") == "| `k30_x` | - | n/a | - | n/a | - |"
+        '| `k04_wg_64x64_k32` | 150.0 | 0.250 | 175.0 | 0.250 |'
+    assert row_of(rows, "k30_x") == "| `k30_x` | n/a | - | n/a | - |"
     assert "Not measured (n/a): `k30_x` at 4096³: kernel k30_x needs sm_90 / newer; `k30_x` at 8192³:" in sec
     assert "Fake GPU (sm_90, 132 SMs, max SM clock 1980 MHz, peak 1070.5 TFLOP/s" in sec
     assert "`build/tilekit bench --kernel all --shapes X`" in sec
@@ -291,13 +290,13 @@ def test_second_file_fills_refused_cells():
     sec = section(text)
     assert "with `bench NN`." in sec and "with `bench NT`." in sec, sec
     rows = table_rows(sec)
-    assert rows[0].startswith("| kernel | seed | layout ops C | TFLOP/s 4096³ |"), rows[0]
+    assert rows[0].startswith("| kernel | layout ops C | TFLOP/s 4096³ |"), rows[0]
     # the first file wins where it measured (cuBLAS and k07 stay NN) ...
-    assert row_of(rows, "cublas") == "| `cublas` | - | row NN fp32 | 600.0 | 1.000 | 700.0 | 1.000 |"
+    assert row_of(rows, "cublas") == "| `cublas` | row NN fp32 | 600.0 | 1.000 | 700.0 | 1.000 |"
     assert row_of(rows, "k07_pc_64x128_single").endswith("| row NN fp32 | 60.0 | 0.100 | 84.0 | 0.120 |")
     # ... the second fills what it refused, with its own cuBLAS ratio
     assert row_of(rows, "k08_4w_128x128_abt") == \
-        "| `k08_4w_128x128_abt` | 001 four warps, register double buffer | row NT fp32 | 125.0 | 0.250 | 168.0 | 0.210 |"
+        "| `k08_4w_128x128_abt` | row NT fp32 | 125.0 | 0.250 | 168.0 | 0.210 |"
     assert "k08_4w_128x128_abt` at" not in sec          # measured after all: not in the n/a note
     assert "Column `layout ops C`" in sec and "Every result:" not in sec
     assert sec.count("Measured on Fake GPU") == 2            # one line per file
