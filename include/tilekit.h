@@ -165,14 +165,73 @@ tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b,
 typedef struct tk_gemm_desc {
     size_t size;                 /* sizeof(tk_gemm_desc) where the caller was compiled */
     tk_gemm_problem problem;     /* the product, as tk_gemm_ex takes it */
+    /* version 2: many products in one call (tk_group_kind below; 0: one) */
+    int32_t group_kind;          /* tk_group_kind */
+    int32_t count;               /* batches or groups */
+    int64_t stride_a, stride_b, stride_c;   /* elements from one matrix to the next */
+    const int32_t *offs;         /* device memory: the groups' offsets (tk_group_kind) */
+    int32_t *group_error;        /* device memory or NULL: set to 1 when offs are bad */
     /* later versions append here */
 } tk_gemm_desc;
 
 #define TK_GEMM_DESC_INIT { .size = sizeof(tk_gemm_desc) }
 
 /* Runs d's problem as tk_gemm_ex does (kernel, stream, status and
- * messages the same). */
+ * messages the same); with group_kind set, its many products (below). */
 tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
+
+/* ---- many products in one call: batched and grouped ----
+ * One launch for all the products, on the stream given, with no host
+ * synchronisation and no host read of device memory: a call can be
+ * captured in a CUDA graph. tk_gemm_desc's problem describes them (layout,
+ * ops, alpha, beta, C's type and the leading dimensions are common to all);
+ * group_kind says how its sizes and pointers split:
+ *
+ * TK_GROUP_BATCHED: `count` products of the problem's M x N x K; product i
+ *   reads A + i * stride_a and B + i * stride_b and writes C + i * stride_c
+ *   (torch.bmm, cublasGemmStridedBatchedEx). stride_a or stride_b may be 0
+ *   (one matrix for all); C's matrices may not overlap. count 0: no-op.
+ * TK_GROUP_ROWS: M split into `count` groups (a mixture of experts' tokens
+ *   by expert: forward and input gradient). A (M x K) and C (M x N) are the
+ *   rows of all groups stacked; group g is rows offs[g-1] .. offs[g]-1
+ *   (offs[-1] = 0) and uses B + g * stride_b, the g-th of `count` K x N
+ *   matrices (op_b T: stored N x K, nn.Linear's weights). Rows of C from
+ *   offs[count-1] to M are not written.
+ * TK_GROUP_K: K split into `count` groups (the weight gradient: a group's
+ *   tokens reduced). op(A) is M x K and op(B) K x N with K the tokens of
+ *   all groups; group g reduces k = offs[g-1] .. offs[g]-1 into
+ *   C + g * stride_c (M x N). An empty group gets C = beta * C.
+ * TK_GROUP_MASKED: as BATCHED, but product i has offs[i] rows (at most M):
+ *   DeepGEMM's masked layout for decode, rows past offs[i] not written.
+ *
+ * offs: `count` int32 in device memory, 4-byte aligned: cumulative end
+ * offsets (ROWS, K; torch._grouped_mm's `offs`) or row counts (MASKED);
+ * NULL for BATCHED. Groups may be empty and of any size. ROWS, K and
+ * MASKED take TK_ROW_MAJOR alone. The fields a kind does not use must be 0.
+ * Bad offsets are only seen on the device: a group whose range is not
+ * 0 <= offs[g-1] <= offs[g] <= M (ROWS; K for K; 0 <= offs[g] <= M for
+ * MASKED) is skipped, its C not written, and if group_error is not NULL
+ * *group_error is set to 1 (never cleared by the library). Nothing outside
+ * the operands is read or written; where offsets decrease, rows that two
+ * groups' ranges share get either group's result. */
+typedef enum tk_group_kind {
+    TK_GROUP_NONE = 0,           /* one product (tk_gemm_ex) */
+    TK_GROUP_BATCHED = 1,
+    TK_GROUP_ROWS = 2,
+    TK_GROUP_K = 3,
+    TK_GROUP_MASKED = 4,
+} tk_group_kind;
+
+/* TK_GROUP_BATCHED through tk_gemm_run. */
+tk_status tk_gemm_batched(tk_handle h, const tk_gemm_problem *p, int64_t count, int64_t stride_a,
+                          int64_t stride_b, int64_t stride_c, const char *kernel, void *stream);
+
+/* TK_GROUP_ROWS, TK_GROUP_K or TK_GROUP_MASKED through tk_gemm_run. The
+ * strides a kind uses: ROWS stride_b, K stride_c, MASKED all three; the
+ * others must be 0. */
+tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind kind, int count,
+                          const int32_t *offs, int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                          int32_t *group_error, const char *kernel, void *stream);
 
 /* ---- registry introspection ---- */
 typedef struct tk_kernel_props {

@@ -1,5 +1,6 @@
-/* cublas - the vendor reference: cublasGemmEx, bf16 inputs, fp32 compute,
- * fp32 or bf16 output, every layout. Never auto-picked: it is what tilekit's
+/* cublas - the vendor reference: cublasGemmEx (batched products:
+ * cublasGemmStridedBatchedEx), bf16 inputs, fp32 compute, fp32 or bf16
+ * output, every layout. Never auto-picked: it is what tilekit's
  * own kernels are measured against. */
 #include <stdio.h>
 #include <cublas_v2.h>
@@ -36,14 +37,20 @@ static tk_status cublas_launch(const tk_kernel *k, const tk_args *a, const tk_de
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
      * stored row-major B read as column-major is already B^T, so each op is
      * passed through unchanged with the operands swapped. */
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasGemmEx(h, a->op_b == TK_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N,
-                         a->op_a == TK_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N, (int)a->n, (int)a->m, (int)a->k, &a->alpha,
-                         a->b, CUDA_R_16BF, (int)a->ldb, a->a, CUDA_R_16BF, (int)a->lda, &a->beta, a->c,
-                         a->c_type == TK_F32 ? CUDA_R_32F : CUDA_R_16BF, (int)a->ldc, CUBLAS_COMPUTE_32F,
+    const cublasOperation_t ob = a->op_b == TK_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t oa = a->op_a == TK_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cudaDataType_t ct = a->c_type == TK_F32 ? CUDA_R_32F : CUDA_R_16BF;
+    if (s == CUBLAS_STATUS_SUCCESS && a->grp)   /* TK_GROUP_BATCHED, the only form it accepts */
+        s = cublasGemmStridedBatchedEx(h, ob, oa, (int)a->n, (int)a->m, (int)a->k, &a->alpha, a->b, CUDA_R_16BF,
+                                       (int)a->ldb, a->grp->stride_b, a->a, CUDA_R_16BF, (int)a->lda,
+                                       a->grp->stride_a, &a->beta, a->c, ct, (int)a->ldc, a->grp->stride_c,
+                                       a->grp->count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    else if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasGemmEx(h, ob, oa, (int)a->n, (int)a->m, (int)a->k, &a->alpha, a->b, CUDA_R_16BF, (int)a->ldb, a->a,
+                         CUDA_R_16BF, (int)a->lda, &a->beta, a->c, ct, (int)a->ldc, CUBLAS_COMPUTE_32F,
                          CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS) {
-        snprintf(why, len, "cublasGemmEx: %s", cublasGetStatusString(s));
+        snprintf(why, len, "%s: %s", a->grp ? "cublasGemmStridedBatchedEx" : "cublasGemmEx", cublasGetStatusString(s));
         tk_note_cublas_status((int)s);
         return TK_ERR_CUBLAS;
     }

@@ -149,7 +149,9 @@ tk_status tk_kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a, cha
                  missing & TK_ACCEPT_C_F32    ? "fp32 C"
                  : missing & TK_ACCEPT_C_BF16 ? "bf16 C"
                  : missing & TK_ACCEPT_AB_BF16 ? "bf16 A and B"
-                                               : "this form of problem");
+                 : missing & TK_ACCEPT_BATCHED ? "batched products (TK_GROUP_BATCHED)"
+                 : missing & TK_ACCEPT_GROUPED ? "grouped products (offsets in device memory)"
+                                               : "a single product");
         return TK_ERR_NOT_SUPPORTED;
     }
     char r_why[TK_MSG_LEN] = "";
@@ -414,6 +416,21 @@ tk_status tk_scale_c_only(tk_handle h, const tk_args *a, cudaStream_t s)
     return st ? tk_fail(h, st, "scale C by beta (K = 0): %s", why) : TK_SUCCESS;
 }
 
+tk_status tk_run_args(tk_handle h, const tk_args *a, const tk_kernel *k, cudaStream_t s)
+{
+    const int graph = tk_stream_capturing(s);
+    tk_route r;
+    tk_status st;
+    if (k) {   /* a named kernel runs the problem as it is */
+        tk_route_plan(a, 0, 0, &r);
+        r.k = k;
+        st = kernel_fits(h, k, a);
+    } else {   /* many products take no copies: their operands are whole arrays of matrices */
+        st = tk_route_select(h, a, &r, !graph && !a->grp);
+    }
+    return st ? st : tk_route_run(h, &r, a, s, graph);
+}
+
 tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, void *stream)
 {
     tk_args a;
@@ -423,18 +440,7 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
     if (st || noop)
         return st;
     cudaStream_t s = (cudaStream_t)stream;
-    if (a.k == 0)
-        return tk_scale_c_only(h, &a, s);
-    const int graph = tk_stream_capturing(s);
-    tk_route r;
-    if (k) {   /* a named kernel runs the problem as it is */
-        tk_route_plan(&a, 0, 0, &r);
-        r.k = k;
-        st = kernel_fits(h, k, &a);
-    } else {
-        st = tk_route_select(h, &a, &r, !graph);
-    }
-    return st ? st : tk_route_run(h, &r, &a, s, graph);
+    return a.k == 0 ? tk_scale_c_only(h, &a, s) : tk_run_args(h, &a, k, s);
 }
 
 /* The size of the first tk_gemm_desc: the size field and the problem. */
@@ -472,7 +478,9 @@ tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, vo
     tk_call_begin(h);
     tk_gemm_desc desc;
     tk_status st = read_desc(h, d, &desc);
-    return st ? st : tk_gemm_ex(h, &desc.problem, kernel, stream);
+    if (st)
+        return st;
+    return desc.group_kind ? tk_grouped_run(h, &desc, kernel, stream) : tk_gemm_ex(h, &desc.problem, kernel, stream);
 }
 
 tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k,

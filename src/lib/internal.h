@@ -217,6 +217,13 @@ tk_status tk_check_device(tk_handle h);
 
 /* K == 0: C = beta * C on s, failures recorded on h (gemm.c). */
 tk_status tk_scale_c_only(tk_handle h, const tk_args *a, cudaStream_t s);
+
+/* Runs the normalized a, one product or many (a->grp), on named kernel k
+ * (checked first) or, k NULL, on auto-dispatch's choice. */
+tk_status tk_run_args(tk_handle h, const tk_args *a, const tk_kernel *k, cudaStream_t s);
+
+/* tk_gemm_run of a descriptor with group_kind set (grouped.c). */
+tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
 /* Whether the work enqueued on s is being captured into a CUDA graph. */
 int tk_stream_capturing(cudaStream_t s);
 /* The split workspace k asks of h for a (0 where h never splits), *nflags

@@ -64,7 +64,22 @@ typedef struct tk_args {
     /* The handle's launch cache (launch_cache.h: tensor maps, shared memory
      * grants, cluster occupancy); NULL: nothing cached. */
     struct tk_launch_cache *lc;
+    /* Many products in one launch (tk_group_args); NULL: one. */
+    const struct tk_group_args *grp;
 } tk_args;
+
+/* The batched and grouped forms (tilekit.h, tk_group_kind), in the
+ * row-major terms of tk_args: m, n, k are BATCHED's and MASKED's sizes of
+ * each product, ROWS' total rows of A and C, K's total K. Strides in
+ * elements; offs in device memory (NULL for BATCHED); error: where a
+ * kernel reports bad offsets (device memory or NULL). */
+typedef struct tk_group_args {
+    int kind;                    /* TK_GROUP_BATCHED, _ROWS, _K, _MASKED */
+    int count;
+    int64_t stride_a, stride_b, stride_c;
+    const int32_t *offs;
+    int32_t *error;
+} tk_group_args;
 
 /* What one launch needs; checked against tk_device before launching. */
 typedef struct tk_resources {
@@ -87,12 +102,16 @@ enum {
     TK_ACCEPT_C_F32 = 1 << 1,    /* fp32 C */
     TK_ACCEPT_C_BF16 = 1 << 2,   /* bf16 C */
     TK_ACCEPT_DENSE = 1 << 3,    /* one GEMM, no epilogue beyond alpha and beta */
+    TK_ACCEPT_BATCHED = 1 << 4,  /* TK_GROUP_BATCHED: products of one shape, sizes known on the host */
+    TK_ACCEPT_GROUPED = 1 << 5,  /* TK_GROUP_ROWS, _K, _MASKED: sizes in device memory */
 };
 #define TK_ACCEPTS_BF16_GEMM (TK_ACCEPT_AB_BF16 | TK_ACCEPT_C_F32 | TK_ACCEPT_C_BF16 | TK_ACCEPT_DENSE)
+#define TK_ACCEPTS_ALL_FORMS (TK_ACCEPTS_BF16_GEMM | TK_ACCEPT_BATCHED | TK_ACCEPT_GROUPED)
 
 static inline unsigned tk_args_needs(const tk_args *a)
 {
-    return TK_ACCEPT_AB_BF16 | TK_ACCEPT_DENSE | (a->c_type == TK_F32 ? TK_ACCEPT_C_F32 : TK_ACCEPT_C_BF16);
+    unsigned form = !a->grp ? TK_ACCEPT_DENSE : a->grp->kind == TK_GROUP_BATCHED ? TK_ACCEPT_BATCHED : TK_ACCEPT_GROUPED;
+    return TK_ACCEPT_AB_BF16 | form | (a->c_type == TK_F32 ? TK_ACCEPT_C_F32 : TK_ACCEPT_C_BF16);
 }
 
 typedef struct tk_kernel tk_kernel;
