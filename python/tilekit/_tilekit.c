@@ -1490,16 +1490,25 @@ static tk_gemm_problem problem(const plan *p)
 
 /* ---- argument binding (fastcall) ---- */
 
-/* Binds args to arg_names[0..nmax): the first npos may be positional; A and
- * B are required; absent ones are NULL. */
-static int bind_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int npos, int nmax,
-                     PyObject **out)
+/* A fastcall signature: fn's arguments names[0..nmax), the first npos of
+ * them positional or keyword, the first nreq required. keys: the names
+ * interned (NULL: none), matched by identity before the text. */
+typedef struct fast_sig {
+    const char *fn;
+    const char *const *names;
+    PyObject *const *keys;
+    int nreq, npos, nmax;
+} fast_sig;
+
+/* Binds args to sig's names in out[0..nmax); absent ones are NULL. */
+static int bind_sig(const fast_sig *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
 {
-    for (int i = 0; i < NARG; i++)
+    const int nmax = sig->nmax;
+    for (int i = 0; i < nmax; i++)
         out[i] = NULL;
-    if (nargs > npos) {
-        PyErr_Format(PyExc_TypeError, "%s() takes from 2 to %d positional arguments but %zd were given", fn, npos,
-                     nargs);
+    if (nargs > sig->npos) {
+        PyErr_Format(PyExc_TypeError, "%s() takes from %d to %d positional arguments but %zd were given", sig->fn,
+                     sig->nreq, sig->npos, nargs);
         return -1;
     }
     for (Py_ssize_t i = 0; i < nargs; i++)
@@ -1507,28 +1516,40 @@ static int bind_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, Py
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t j = 0; j < nkw; j++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, j);
-        int i = 0;
-        while (i < nmax && key != arg_names[i])
-            i++;
+        int i = nmax;
+        if (sig->keys)
+            for (i = 0; i < nmax && key != sig->keys[i]; i++)
+                ;
         if (i == nmax)   /* not interned the same: compare the text */
-            for (i = 0; i < nmax && PyUnicode_Compare(key, arg_names[i]) != 0; i++)
+            for (i = 0; i < nmax && PyUnicode_CompareWithASCIIString(key, sig->names[i]) != 0; i++)
                 ;
         if (i == nmax) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fn, key);
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", sig->fn, key);
             return -1;
         }
         if (out[i]) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fn, arg_cnames[i]);
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", sig->fn, sig->names[i]);
             return -1;
         }
         out[i] = args[nargs + j];
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < sig->nreq; i++)
         if (!out[i]) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fn, arg_cnames[i]);
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", sig->fn, sig->names[i]);
             return -1;
         }
     return 0;
+}
+
+/* Binds args to arg_names[0..nmax): the first npos may be positional; A and
+ * B are required; absent ones are NULL, out[nmax..NARG) too. */
+static int bind_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int npos, int nmax,
+                     PyObject **out)
+{
+    const fast_sig sig = { fn, arg_cnames, arg_names, 2, npos, nmax };
+    for (int i = nmax; i < NARG; i++)
+        out[i] = NULL;
+    return bind_sig(&sig, args, nargs, kwnames, out);
 }
 
 /* ---- the module's functions ---- */
@@ -2261,36 +2282,8 @@ static void gemm_plan_dealloc(PyObject *o)
 static int plan_run_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *out[4])
 {
     static const char *const names[4] = { "A", "B", "out", "stream" };
-    for (int i = 0; i < 4; i++)
-        out[i] = NULL;
-    if (nargs > 4) {
-        PyErr_Format(PyExc_TypeError, "run() takes from 3 to 4 positional arguments but %zd were given", nargs);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        out[i] = args[i];
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t j = 0; j < nkw; j++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, j);
-        int i = 0;
-        while (i < 4 && PyUnicode_CompareWithASCIIString(key, names[i]) != 0)
-            i++;
-        if (i == 4) {
-            PyErr_Format(PyExc_TypeError, "run() got an unexpected keyword argument '%U'", key);
-            return -1;
-        }
-        if (out[i]) {
-            PyErr_Format(PyExc_TypeError, "run() got multiple values for argument '%s'", names[i]);
-            return -1;
-        }
-        out[i] = args[nargs + j];
-    }
-    for (int i = 0; i < 3; i++)
-        if (!out[i]) {
-            PyErr_Format(PyExc_TypeError, "run() missing required argument '%s'", names[i]);
-            return -1;
-        }
-    return 0;
+    static const fast_sig sig = { "run", names, NULL, 3, 4, 4 };
+    return bind_sig(&sig, args, nargs, kwnames, out);
 }
 
 static PyObject *gemm_plan_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
