@@ -1703,6 +1703,53 @@ static int join_streams(void *run, void *const *others, int n, int after)
     return 0;
 }
 
+/* The stream p's call runs on and those it joins, as pointers; -1 with an
+ * exception set when one is no pointer. */
+static int call_streams(const plan *p, void **stream, void *joins[3])
+{
+    *stream = NULL;
+    if (p->stream && !(*stream = PyLong_AsVoidPtr(p->stream)) && PyErr_Occurred())
+        return -1;
+    for (int i = 0; i < p->njoins; i++)
+        if (!(joins[i] = PyLong_AsVoidPtr(p->joins[i])) && PyErr_Occurred())
+            return -1;
+    return 0;
+}
+
+/* A DLPack operand was exported for one stream: the call must run on it
+ * (ValueError and -1 when not). */
+static int check_dlpack_streams(const plan *p, void *stream)
+{
+    const mat *dl[3] = { &p->a, &p->b, &p->c };
+    void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
+    for (int i = 0; i < 3; i++)
+        if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
+                         "__cuda_array_interface__ 'stream' of another argument); pass stream=",
+                         dl[i]->name, dl[i]->dl_for, stream);
+            return -1;
+        }
+    return 0;
+}
+
+/* After the library's call on h (status st; `where` names it for an
+ * error): a failure raised, else the joined streams ordered after the
+ * call; the device entered for it (prev) left either way. 0, or -1 with
+ * an exception set. */
+static int end_call(tk_status st, tk_handle h, const char *where, const plan *p, void *stream, void *const *joins,
+                    int prev)
+{
+    if (st) {
+        leave_device(prev);
+        raise_status(st, L.last_error(h), where);
+        return -1;
+    }
+    int joined = !p->njoins || !join_streams(stream, joins, p->njoins, 1);
+    leave_device(prev);
+    return joined ? 0 : -1;
+}
+
 PyDoc_STRVAR(gemm_doc,
 "gemm($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
 "     kernel=None, *, stream=None)\n--\n\n"
@@ -1727,14 +1774,9 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     plan p;
     if (bind_args("gemm", args, nargs, kwnames, 9, 10, arg))
         return NULL;
-    if (make_plan(&p, arg, 0) || need_lib())
+    void *stream, *joins[3];
+    if (make_plan(&p, arg, 0) || need_lib() || call_streams(&p, &stream, joins))
         goto fail;
-    void *stream = NULL, *joins[3];
-    if (p.stream && !(stream = PyLong_AsVoidPtr(p.stream)) && PyErr_Occurred())
-        goto fail;
-    for (int i = 0; i < p.njoins; i++)
-        if (!(joins[i] = PyLong_AsVoidPtr(p.joins[i])) && PyErr_Occurred())
-            goto fail;
     int prev;
     if (enter_device(&p, &prev))
         goto fail;
@@ -1745,18 +1787,7 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         goto fail;
     }
     tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
-    int bad = !h;
-    const mat *dl[3] = { &p.a, &p.b, &p.c };
-    void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
-    for (int i = 0; i < 3 && !bad; i++)
-        if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
-                         "__cuda_array_interface__ 'stream' of another argument); pass stream=",
-                         dl[i]->name, dl[i]->dl_for, stream);
-            bad = 1;
-        }
-    if (bad || (p.njoins && join_streams(stream, joins, p.njoins, 0))) {
+    if (!h || check_dlpack_streams(&p, stream) || (p.njoins && join_streams(stream, joins, p.njoins, 0))) {
         leave_device(prev);
         goto fail;
     }
@@ -1765,14 +1796,7 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     Py_BEGIN_ALLOW_THREADS
     st = L.gemm_ex(h, &q, p.kernel, stream);
     Py_END_ALLOW_THREADS
-    if (st) {
-        leave_device(prev);
-        raise_status(st, L.last_error(h), "tilekit.gemm");
-        goto fail;
-    }
-    int joined = !p.njoins || !join_streams(stream, joins, p.njoins, 1);
-    leave_device(prev);
-    if (!joined)
+    if (end_call(st, h, "tilekit.gemm", &p, stream, joins, prev))
         goto fail;
     plan_release(&p);
     return out;
@@ -2332,24 +2356,9 @@ static PyObject *gemm_plan_run(PyObject *self, PyObject *const *args, Py_ssize_t
                      g->device);
         goto fail;
     }
-    void *stream = NULL, *joins[3];
-    if (p.stream && !(stream = PyLong_AsVoidPtr(p.stream)) && PyErr_Occurred())
-        goto fail;
-    for (int i = 0; i < p.njoins; i++)
-        if (!(joins[i] = PyLong_AsVoidPtr(p.joins[i])) && PyErr_Occurred())
-            goto fail;
-    const mat *dl[3] = { &p.a, &p.b, &p.c };
-    void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
-    for (int i = 0; i < 3; i++)
-        if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
-                         "__cuda_array_interface__ 'stream' of another argument); pass stream=",
-                         dl[i]->name, dl[i]->dl_for, stream);
-            goto fail;
-        }
+    void *stream, *joins[3];
     int prev;
-    if (enter_device(&p, &prev))
+    if (call_streams(&p, &stream, joins) || check_dlpack_streams(&p, stream) || enter_device(&p, &prev))
         goto fail;
     if (p.njoins && join_streams(stream, joins, p.njoins, 0)) {
         leave_device(prev);
@@ -2361,14 +2370,7 @@ static PyObject *gemm_plan_run(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_BEGIN_ALLOW_THREADS
     st = L.plan_run(g->h, g->plan, pa, pb, pc, stream);
     Py_END_ALLOW_THREADS
-    if (st) {
-        leave_device(prev);
-        raise_status(st, L.last_error(g->h), "tilekit.Plan.run");
-        goto fail;
-    }
-    int joined = !p.njoins || !join_streams(stream, joins, p.njoins, 1);
-    leave_device(prev);
-    if (!joined)
+    if (end_call(st, g->h, "tilekit.Plan.run", &p, stream, joins, prev))
         goto fail;
     plan_release(&p);
     return Py_NewRef(a4[2]);
