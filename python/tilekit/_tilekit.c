@@ -1885,8 +1885,21 @@ done:
     return r;
 }
 
+/* The gemm arguments of every query's text signature, less kernel=None
+ * (the queries that take a kernel name add it). */
+#define QUERY_ARGS "A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None"
+
+/* py_NAME: the module function NAME, run_query with NAME_answer; nargs_max
+ * is 9 with kernel=, 8 without. */
+#define QUERY_FUNCTION(name, nargs_max)                                                                        \
+    static PyObject *py_##name(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)     \
+    {                                                                                                            \
+        (void)mod;                                                                                               \
+        return run_query(#name, nargs_max, args, nargs, kwnames, name##_answer);                                 \
+    }
+
 PyDoc_STRVAR(supports_doc,
-"supports($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"supports($module, " QUERY_ARGS ",\n"
 "         kernel=None)\n--\n\n"
 "(status, reason): whether `kernel` (None: auto-dispatch) can run this gemm\n"
 "on the device, launching nothing; tilekit.supports wraps it.");
@@ -1901,15 +1914,10 @@ static PyObject *supports_answer(tk_handle h, const plan *p, const tk_gemm_probl
     return Py_BuildValue("(is)", (int)st, st ? L.last_error(h) : "");
 }
 
-static PyObject *py_supports(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("supports", 9, args, nargs, kwnames, supports_answer);
-}
+QUERY_FUNCTION(supports, 9)
 
 PyDoc_STRVAR(select_kernel_doc,
-"select_kernel($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,\n"
-"              out_dtype=None)\n--\n\n"
+"select_kernel($module, " QUERY_ARGS ")\n--\n\n"
 "The kernel name auto-dispatch would run for this gemm on the current device;\n"
 "raises the library's error when none can.");
 
@@ -1926,11 +1934,7 @@ static PyObject *select_kernel_answer(tk_handle h, const plan *p, const tk_gemm_
     return PyUnicode_FromString(name);
 }
 
-static PyObject *py_select_kernel(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("select_kernel", 8, args, nargs, kwnames, select_kernel_answer);
-}
+QUERY_FUNCTION(select_kernel, 8)
 
 static PyObject *py_kernels(PyObject *mod, PyObject *unused)
 {
@@ -2190,7 +2194,7 @@ static PyObject *py_last_cuda_error(PyObject *mod, PyObject *args)
 }
 
 PyDoc_STRVAR(candidates_doc,
-"candidates($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None)\n--\n\n"
+"candidates($module, " QUERY_ARGS ")\n--\n\n"
 "tk_candidates for this gemm: a list of dicts (name, rank, status, est_us,\n"
 "workspace_bytes, copies), best first.");
 
@@ -2225,14 +2229,10 @@ static PyObject *candidates_answer(tk_handle h, const plan *p, const tk_gemm_pro
     return list;
 }
 
-static PyObject *py_candidates(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("candidates", 8, args, nargs, kwnames, candidates_answer);
-}
+QUERY_FUNCTION(candidates, 8)
 
 PyDoc_STRVAR(workspace_size_doc,
-"workspace_size($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"workspace_size($module, " QUERY_ARGS ",\n"
 "               kernel=None)\n--\n\n"
 "tk_workspace_size for this gemm, in bytes.");
 
@@ -2247,11 +2247,7 @@ static PyObject *workspace_size_answer(tk_handle h, const plan *p, const tk_gemm
     return PyLong_FromSize_t(n);
 }
 
-static PyObject *py_workspace_size(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("workspace_size", 9, args, nargs, kwnames, workspace_size_answer);
-}
+QUERY_FUNCTION(workspace_size, 9)
 
 /* ---- GemmPlan: the fallback's class of that name ---- */
 
@@ -2433,7 +2429,7 @@ static PyTypeObject gemm_plan_type = {
 };
 
 PyDoc_STRVAR(plan_create_doc,
-"plan_create($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"plan_create($module, " QUERY_ARGS ",\n"
 "            kernel=None)\n--\n\n"
 "tk_plan_create for this gemm (out may be None: row-major of out_dtype), as a GemmPlan.");
 
@@ -2474,11 +2470,7 @@ static PyObject *plan_create_answer(tk_handle h, const plan *p, const tk_gemm_pr
     return (PyObject *)g;
 }
 
-static PyObject *py_plan_create(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("plan_create", 9, args, nargs, kwnames, plan_create_answer);
-}
+QUERY_FUNCTION(plan_create, 9)
 
 static PyMethodDef methods[] = {
     { "gemm", (PyCFunction)(void (*)(void))py_gemm, METH_FASTCALL | METH_KEYWORDS, gemm_doc },
