@@ -2048,6 +2048,15 @@ static PyObject *utf8(const char *s)
     return PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
 }
 
+/* 1 when the library's call on h failed (st), its error raised as where's;
+ * 0 when it succeeded. */
+static int failed(tk_status st, tk_handle h, const char *where)
+{
+    if (st)
+        raise_status(st, L.last_error(h), where);
+    return st != TK_SUCCESS;
+}
+
 static PyObject *py_build_info(PyObject *mod, PyObject *unused)
 {
     (void)mod;
@@ -2056,10 +2065,8 @@ static PyObject *py_build_info(PyObject *mod, PyObject *unused)
         return NULL;
     tk_build_info b = TK_BUILD_INFO_INIT;
     tk_status st = L.get_build_info(&b);
-    if (st) {
-        raise_status(st, L.last_error(NULL), "tilekit.build_info");
+    if (failed(st, NULL, "tilekit.build_info"))
         return NULL;
-    }
     return Py_BuildValue("{s:i,s:N,s:N,s:i,s:i,s:i,s:i,s:i}", "version", b.version, "version_string",
                          utf8(b.version_string), "archs", utf8(b.archs), "cuda_runtime_built", b.cuda_runtime_built,
                          "cuda_runtime_loaded", b.cuda_runtime_loaded, "cuda_driver", b.cuda_driver, "cublas_built",
@@ -2083,10 +2090,8 @@ static PyObject *py_handle_info(PyObject *mod, PyObject *args)
         return NULL;
     tk_handle_info i = TK_HANDLE_INFO_INIT;
     tk_status st = L.get_handle_info(h, &i);
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.handle_info");
+    if (failed(st, h, "tilekit.handle_info"))
         return NULL;
-    }
     return Py_BuildValue("{s:i,s:i,s:N,s:N,s:N,s:N,s:N}", "device", i.device, "sm", i.sm, "workspace",
                          i.workspace ? PyLong_FromVoidPtr(i.workspace) : Py_NewRef(Py_None), "workspace_bytes",
                          PyLong_FromSize_t(i.workspace_bytes), "workspace_limit",
@@ -2108,10 +2113,8 @@ static int ptr_arg(PyObject *v, void **out)
 
 static PyObject *settled(tk_status st, tk_handle h, const char *where)
 {
-    if (st) {
-        raise_status(st, L.last_error(h), where);
+    if (failed(st, h, where))
         return NULL;
-    }
     Py_RETURN_NONE;
 }
 
@@ -2185,10 +2188,8 @@ static PyObject *py_last_cuda_error(PyObject *mod, PyObject *args)
     }
     tk_cuda_error e = TK_CUDA_ERROR_INIT;
     tk_status st = L.last_cuda_error(h, &e);
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.last_cuda_error");
+    if (failed(st, h, "tilekit.last_cuda_error"))
         return NULL;
-    }
     return Py_BuildValue("{s:i,s:N,s:i,s:N}", "cuda_error", e.cuda_error, "cuda_name", utf8(e.cuda_name),
                          "cublas_status", e.cublas_status, "cublas_name", utf8(e.cublas_name));
 }
@@ -2209,9 +2210,7 @@ static PyObject *candidates_answer(tk_handle h, const plan *p, const tk_gemm_pro
     int n = 0;
     tk_status st = L.candidates(h, q, arr, cap, &n);
     PyObject *list = NULL;
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.candidates");
-    } else if ((list = PyList_New(0))) {
+    if (!failed(st, h, "tilekit.candidates") && (list = PyList_New(0))) {
         for (int i = 0; i < n && i < cap; i++) {
             const tk_candidate *c = &arr[i];
             PyObject *d = Py_BuildValue("{s:N,s:i,s:i,s:d,s:N,s:I}", "name", utf8(c->name), "rank", c->rank, "status",
@@ -2240,10 +2239,8 @@ static PyObject *workspace_size_answer(tk_handle h, const plan *p, const tk_gemm
 {
     size_t n = 0;
     tk_status st = L.workspace_size(h, q, p->kernel, &n);
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.workspace_size");
+    if (failed(st, h, "tilekit.workspace_size"))
         return NULL;
-    }
     return PyLong_FromSize_t(n);
 }
 
@@ -2437,10 +2434,8 @@ static PyObject *plan_create_answer(tk_handle h, const plan *p, const tk_gemm_pr
 {
     tk_plan tp = NULL;
     tk_status st = L.plan_create(h, q, p->kernel, &tp);
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.plan");
+    if (failed(st, h, "tilekit.plan"))
         return NULL;
-    }
     gemm_plan *g = PyObject_New(gemm_plan, &gemm_plan_type);
     if (!g) {
         L.plan_destroy(tp);
