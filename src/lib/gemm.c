@@ -257,6 +257,15 @@ tk_status tk_route_select(tk_handle h, const tk_args *a, tk_route *r, int copies
     return TK_SUCCESS;
 }
 
+tk_status tk_route_for(tk_handle h, const tk_args *a, const tk_kernel *k, tk_route *r, int copies)
+{
+    if (!k)
+        return tk_route_select(h, a, r, copies);
+    tk_route_plan(a, 0, 0, r);   /* a named kernel runs the problem as it is */
+    r->k = k;
+    return kernel_fits(h, k, a);
+}
+
 /* The handle's workspaces, cuBLAS handle and cached attributes belong to
  * the device that was current at tk_create: a call from a thread where
  * another device is current is refused (switching devices behind the
@@ -427,13 +436,7 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
         return tk_scale_c_only(h, &a, s);
     const int graph = tk_stream_capturing(s);
     tk_route r;
-    if (k) {   /* a named kernel runs the problem as it is */
-        tk_route_plan(&a, 0, 0, &r);
-        r.k = k;
-        st = kernel_fits(h, k, &a);
-    } else {
-        st = tk_route_select(h, &a, &r, !graph);
-    }
+    st = tk_route_for(h, &a, k, &r, !graph);
     return st ? st : tk_route_run(h, &r, &a, s, graph);
 }
 
