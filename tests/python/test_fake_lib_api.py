@@ -5,18 +5,12 @@ choose (torch's current one, stream=, CAI streams joined), on the handle
 of the thread that made it and in no other thread; it is destroyed by
 close() or when collected; the settings reach the thread's handle.
 """
-from test_fake_lib import run
+from test_fake_lib import ON_TORCH, run
 
 
 def test_plan_runs_and_settings():
-    body = """
-    torch = fakes.fake_torch()
-    sys.modules["torch"] = torch
+    body = ON_TORCH + """
     import gc
-    import tilekit
-    A, B = torch.Tensor((8, 4), torch.bfloat16), torch.Tensor((4, 6), torch.bfloat16)
-    C = torch.Tensor((8, 6), torch.float32)
-    torch.current[0] = 0x100
     n = len(log())
     p = tilekit.plan(A, B, C)
     made = [e for e in log()[n:] if e[0] == "plan_create"]
