@@ -125,8 +125,10 @@ $(BUILD)/tests/gpu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o
 $(BUILD)/tests/gpucu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS)
-# The tests' own headers (check.h, the GPU tests' int_gemm.h).
-$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/host/*.c tests/gpu/*.c)): $(wildcard tests/host/*.h tests/gpu/*.h)
+# The tests' own headers (check.h, the GPU tests' int_gemm.h) and the
+# host timer they share with the bench (bench/host_time.h).
+$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/host/*.c tests/gpu/*.c)): $(wildcard tests/host/*.h tests/gpu/*.h) \
+    bench/host_time.h
 $(BUILD)/obj/tests/host/check.o: tests/host/check.c tests/host/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@

@@ -9,26 +9,12 @@
  *   cc -Iinclude bench/host_cost.c -Lbuild -ltilekit -L$CUDA/lib64 -lcudart -o host_cost && ./host_cost
  */
 #include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
 #include <cuda_runtime_api.h>
 #include "tilekit.h"
+#include "host_time.h"
 
 #define CALLS 200
 #define SAMPLES 15
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(void)
 {
@@ -54,22 +40,21 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tk_gemm_problem p = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, cases[i].m, cases[i].n, cases[i].k, 1.0f, 0.0f,
                               a, cases[i].k, b, cases[i].k, c, cases[i].n, TK_F32 };
-        double t[SAMPLES];
+        double t[SAMPLES], us[3];
         for (int r = -1; r < SAMPLES; r++) {
-            double t0 = now_us();
+            double t0 = host_now_us();
             for (int j = 0; j < CALLS; j++)
                 if (tk_gemm_ex(h, &p, cases[i].kernel, s) != TK_SUCCESS) {
                     fprintf(stderr, "%s: %s\n", cases[i].name, tk_last_error(h));
                     return 1;
                 }
-            double t1 = now_us();
+            double t1 = host_now_us();
             cudaStreamSynchronize(s);
             if (r >= 0)
                 t[r] = (t1 - t0) / CALLS;
         }
-        qsort(t, SAMPLES, sizeof t[0], cmp);
-        printf("host_cost %-40s %.2f us/call (min %.2f, max %.2f)\n", cases[i].name, t[SAMPLES / 2], t[0],
-               t[SAMPLES - 1]);
+        host_spread(t, SAMPLES, us);
+        printf("host_cost %-40s %.2f us/call (min %.2f, max %.2f)\n", cases[i].name, us[0], us[1], us[2]);
     }
     /* the CUDA calls alone: cudaGetDevice, cudaStreamGetId, cudaEventRecord,
      * cudaStreamWaitEvent on the same stream */
@@ -78,9 +63,9 @@ int main(void)
     for (int what = 0; what < 4; what++) {
         static const char *names[4] = { "cudaGetDevice", "cudaStreamGetId", "cudaEventRecord",
                                         "cudaStreamWaitEvent" };
-        double t[SAMPLES];
+        double t[SAMPLES], us[3];
         for (int r = -1; r < SAMPLES; r++) {
-            double t0 = now_us();
+            double t0 = host_now_us();
             for (int j = 0; j < CALLS; j++) {
                 int d;
                 unsigned long long id;
@@ -93,14 +78,13 @@ int main(void)
                 else
                     cudaStreamWaitEvent(s, ev, 0);
             }
-            double t1 = now_us();
+            double t1 = host_now_us();
             cudaStreamSynchronize(s);
             if (r >= 0)
                 t[r] = (t1 - t0) / CALLS;
         }
-        qsort(t, SAMPLES, sizeof t[0], cmp);
-        printf("host_cost %-40s %.2f us/call (min %.2f, max %.2f)\n", names[what], t[SAMPLES / 2], t[0],
-               t[SAMPLES - 1]);
+        host_spread(t, SAMPLES, us);
+        printf("host_cost %-40s %.2f us/call (min %.2f, max %.2f)\n", names[what], us[0], us[1], us[2]);
     }
     cudaEventDestroy(ev);
     tk_destroy(h);

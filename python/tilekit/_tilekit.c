@@ -1490,16 +1490,25 @@ static tk_gemm_problem problem(const plan *p)
 
 /* ---- argument binding (fastcall) ---- */
 
-/* Binds args to arg_names[0..nmax): the first npos may be positional; A and
- * B are required; absent ones are NULL. */
-static int bind_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int npos, int nmax,
-                     PyObject **out)
+/* A fastcall signature: fn's arguments names[0..nmax), the first npos of
+ * them positional or keyword, the first nreq required. keys: the names
+ * interned (NULL: none), matched by identity before the text. */
+typedef struct fast_sig {
+    const char *fn;
+    const char *const *names;
+    PyObject *const *keys;
+    int nreq, npos, nmax;
+} fast_sig;
+
+/* Binds args to sig's names in out[0..nmax); absent ones are NULL. */
+static int bind_sig(const fast_sig *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
 {
-    for (int i = 0; i < NARG; i++)
+    const int nmax = sig->nmax;
+    for (int i = 0; i < nmax; i++)
         out[i] = NULL;
-    if (nargs > npos) {
-        PyErr_Format(PyExc_TypeError, "%s() takes from 2 to %d positional arguments but %zd were given", fn, npos,
-                     nargs);
+    if (nargs > sig->npos) {
+        PyErr_Format(PyExc_TypeError, "%s() takes from %d to %d positional arguments but %zd were given", sig->fn,
+                     sig->nreq, sig->npos, nargs);
         return -1;
     }
     for (Py_ssize_t i = 0; i < nargs; i++)
@@ -1507,28 +1516,40 @@ static int bind_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, Py
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t j = 0; j < nkw; j++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, j);
-        int i = 0;
-        while (i < nmax && key != arg_names[i])
-            i++;
+        int i = nmax;
+        if (sig->keys)
+            for (i = 0; i < nmax && key != sig->keys[i]; i++)
+                ;
         if (i == nmax)   /* not interned the same: compare the text */
-            for (i = 0; i < nmax && PyUnicode_Compare(key, arg_names[i]) != 0; i++)
+            for (i = 0; i < nmax && PyUnicode_CompareWithASCIIString(key, sig->names[i]) != 0; i++)
                 ;
         if (i == nmax) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fn, key);
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", sig->fn, key);
             return -1;
         }
         if (out[i]) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fn, arg_cnames[i]);
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", sig->fn, sig->names[i]);
             return -1;
         }
         out[i] = args[nargs + j];
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < sig->nreq; i++)
         if (!out[i]) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fn, arg_cnames[i]);
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", sig->fn, sig->names[i]);
             return -1;
         }
     return 0;
+}
+
+/* Binds args to arg_names[0..nmax): the first npos may be positional; A and
+ * B are required; absent ones are NULL, out[nmax..NARG) too. */
+static int bind_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int npos, int nmax,
+                     PyObject **out)
+{
+    const fast_sig sig = { fn, arg_cnames, arg_names, 2, npos, nmax };
+    for (int i = nmax; i < NARG; i++)
+        out[i] = NULL;
+    return bind_sig(&sig, args, nargs, kwnames, out);
 }
 
 /* ---- the module's functions ---- */
@@ -1682,6 +1703,53 @@ static int join_streams(void *run, void *const *others, int n, int after)
     return 0;
 }
 
+/* The stream p's call runs on and those it joins, as pointers; -1 with an
+ * exception set when one is no pointer. */
+static int call_streams(const plan *p, void **stream, void *joins[3])
+{
+    *stream = NULL;
+    if (p->stream && !(*stream = PyLong_AsVoidPtr(p->stream)) && PyErr_Occurred())
+        return -1;
+    for (int i = 0; i < p->njoins; i++)
+        if (!(joins[i] = PyLong_AsVoidPtr(p->joins[i])) && PyErr_Occurred())
+            return -1;
+    return 0;
+}
+
+/* A DLPack operand was exported for one stream: the call must run on it
+ * (ValueError and -1 when not). */
+static int check_dlpack_streams(const plan *p, void *stream)
+{
+    const mat *dl[3] = { &p->a, &p->b, &p->c };
+    void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
+    for (int i = 0; i < 3; i++)
+        if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
+                         "__cuda_array_interface__ 'stream' of another argument); pass stream=",
+                         dl[i]->name, dl[i]->dl_for, stream);
+            return -1;
+        }
+    return 0;
+}
+
+/* After the library's call on h (status st; `where` names it for an
+ * error): a failure raised, else the joined streams ordered after the
+ * call; the device entered for it (prev) left either way. 0, or -1 with
+ * an exception set. */
+static int end_call(tk_status st, tk_handle h, const char *where, const plan *p, void *stream, void *const *joins,
+                    int prev)
+{
+    if (st) {
+        leave_device(prev);
+        raise_status(st, L.last_error(h), where);
+        return -1;
+    }
+    int joined = !p->njoins || !join_streams(stream, joins, p->njoins, 1);
+    leave_device(prev);
+    return joined ? 0 : -1;
+}
+
 PyDoc_STRVAR(gemm_doc,
 "gemm($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
 "     kernel=None, *, stream=None)\n--\n\n"
@@ -1706,14 +1774,9 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     plan p;
     if (bind_args("gemm", args, nargs, kwnames, 9, 10, arg))
         return NULL;
-    if (make_plan(&p, arg, 0) || need_lib())
+    void *stream, *joins[3];
+    if (make_plan(&p, arg, 0) || need_lib() || call_streams(&p, &stream, joins))
         goto fail;
-    void *stream = NULL, *joins[3];
-    if (p.stream && !(stream = PyLong_AsVoidPtr(p.stream)) && PyErr_Occurred())
-        goto fail;
-    for (int i = 0; i < p.njoins; i++)
-        if (!(joins[i] = PyLong_AsVoidPtr(p.joins[i])) && PyErr_Occurred())
-            goto fail;
     int prev;
     if (enter_device(&p, &prev))
         goto fail;
@@ -1724,18 +1787,7 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         goto fail;
     }
     tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
-    int bad = !h;
-    const mat *dl[3] = { &p.a, &p.b, &p.c };
-    void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
-    for (int i = 0; i < 3 && !bad; i++)
-        if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
-                         "__cuda_array_interface__ 'stream' of another argument); pass stream=",
-                         dl[i]->name, dl[i]->dl_for, stream);
-            bad = 1;
-        }
-    if (bad || (p.njoins && join_streams(stream, joins, p.njoins, 0))) {
+    if (!h || check_dlpack_streams(&p, stream) || (p.njoins && join_streams(stream, joins, p.njoins, 0))) {
         leave_device(prev);
         goto fail;
     }
@@ -1744,14 +1796,7 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     Py_BEGIN_ALLOW_THREADS
     st = L.gemm_ex(h, &q, p.kernel, stream);
     Py_END_ALLOW_THREADS
-    if (st) {
-        leave_device(prev);
-        raise_status(st, L.last_error(h), "tilekit.gemm");
-        goto fail;
-    }
-    int joined = !p.njoins || !join_streams(stream, joins, p.njoins, 1);
-    leave_device(prev);
-    if (!joined)
+    if (end_call(st, h, "tilekit.gemm", &p, stream, joins, prev))
         goto fail;
     plan_release(&p);
     return out;
@@ -1840,8 +1885,21 @@ done:
     return r;
 }
 
+/* The gemm arguments of every query's text signature, less kernel=None
+ * (the queries that take a kernel name add it). */
+#define QUERY_ARGS "A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None"
+
+/* py_NAME: the module function NAME, run_query with NAME_answer; nargs_max
+ * is 9 with kernel=, 8 without. */
+#define QUERY_FUNCTION(name, nargs_max)                                                                        \
+    static PyObject *py_##name(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)     \
+    {                                                                                                            \
+        (void)mod;                                                                                               \
+        return run_query(#name, nargs_max, args, nargs, kwnames, name##_answer);                                 \
+    }
+
 PyDoc_STRVAR(supports_doc,
-"supports($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"supports($module, " QUERY_ARGS ",\n"
 "         kernel=None)\n--\n\n"
 "(status, reason): whether `kernel` (None: auto-dispatch) can run this gemm\n"
 "on the device, launching nothing; tilekit.supports wraps it.");
@@ -1856,15 +1914,10 @@ static PyObject *supports_answer(tk_handle h, const plan *p, const tk_gemm_probl
     return Py_BuildValue("(is)", (int)st, st ? L.last_error(h) : "");
 }
 
-static PyObject *py_supports(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("supports", 9, args, nargs, kwnames, supports_answer);
-}
+QUERY_FUNCTION(supports, 9)
 
 PyDoc_STRVAR(select_kernel_doc,
-"select_kernel($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,\n"
-"              out_dtype=None)\n--\n\n"
+"select_kernel($module, " QUERY_ARGS ")\n--\n\n"
 "The kernel name auto-dispatch would run for this gemm on the current device;\n"
 "raises the library's error when none can.");
 
@@ -1881,11 +1934,7 @@ static PyObject *select_kernel_answer(tk_handle h, const plan *p, const tk_gemm_
     return PyUnicode_FromString(name);
 }
 
-static PyObject *py_select_kernel(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("select_kernel", 8, args, nargs, kwnames, select_kernel_answer);
-}
+QUERY_FUNCTION(select_kernel, 8)
 
 static PyObject *py_kernels(PyObject *mod, PyObject *unused)
 {
@@ -1999,6 +2048,15 @@ static PyObject *utf8(const char *s)
     return PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
 }
 
+/* 1 when the library's call on h failed (st), its error raised as where's;
+ * 0 when it succeeded. */
+static int failed(tk_status st, tk_handle h, const char *where)
+{
+    if (st)
+        raise_status(st, L.last_error(h), where);
+    return st != TK_SUCCESS;
+}
+
 static PyObject *py_build_info(PyObject *mod, PyObject *unused)
 {
     (void)mod;
@@ -2007,10 +2065,8 @@ static PyObject *py_build_info(PyObject *mod, PyObject *unused)
         return NULL;
     tk_build_info b = TK_BUILD_INFO_INIT;
     tk_status st = L.get_build_info(&b);
-    if (st) {
-        raise_status(st, L.last_error(NULL), "tilekit.build_info");
+    if (failed(st, NULL, "tilekit.build_info"))
         return NULL;
-    }
     return Py_BuildValue("{s:i,s:N,s:N,s:i,s:i,s:i,s:i,s:i}", "version", b.version, "version_string",
                          utf8(b.version_string), "archs", utf8(b.archs), "cuda_runtime_built", b.cuda_runtime_built,
                          "cuda_runtime_loaded", b.cuda_runtime_loaded, "cuda_driver", b.cuda_driver, "cublas_built",
@@ -2034,10 +2090,8 @@ static PyObject *py_handle_info(PyObject *mod, PyObject *args)
         return NULL;
     tk_handle_info i = TK_HANDLE_INFO_INIT;
     tk_status st = L.get_handle_info(h, &i);
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.handle_info");
+    if (failed(st, h, "tilekit.handle_info"))
         return NULL;
-    }
     return Py_BuildValue("{s:i,s:i,s:N,s:N,s:N,s:N,s:N}", "device", i.device, "sm", i.sm, "workspace",
                          i.workspace ? PyLong_FromVoidPtr(i.workspace) : Py_NewRef(Py_None), "workspace_bytes",
                          PyLong_FromSize_t(i.workspace_bytes), "workspace_limit",
@@ -2059,10 +2113,8 @@ static int ptr_arg(PyObject *v, void **out)
 
 static PyObject *settled(tk_status st, tk_handle h, const char *where)
 {
-    if (st) {
-        raise_status(st, L.last_error(h), where);
+    if (failed(st, h, where))
         return NULL;
-    }
     Py_RETURN_NONE;
 }
 
@@ -2136,16 +2188,14 @@ static PyObject *py_last_cuda_error(PyObject *mod, PyObject *args)
     }
     tk_cuda_error e = TK_CUDA_ERROR_INIT;
     tk_status st = L.last_cuda_error(h, &e);
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.last_cuda_error");
+    if (failed(st, h, "tilekit.last_cuda_error"))
         return NULL;
-    }
     return Py_BuildValue("{s:i,s:N,s:i,s:N}", "cuda_error", e.cuda_error, "cuda_name", utf8(e.cuda_name),
                          "cublas_status", e.cublas_status, "cublas_name", utf8(e.cublas_name));
 }
 
 PyDoc_STRVAR(candidates_doc,
-"candidates($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None)\n--\n\n"
+"candidates($module, " QUERY_ARGS ")\n--\n\n"
 "tk_candidates for this gemm: a list of dicts (name, rank, status, est_us,\n"
 "workspace_bytes, copies), best first.");
 
@@ -2160,9 +2210,7 @@ static PyObject *candidates_answer(tk_handle h, const plan *p, const tk_gemm_pro
     int n = 0;
     tk_status st = L.candidates(h, q, arr, cap, &n);
     PyObject *list = NULL;
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.candidates");
-    } else if ((list = PyList_New(0))) {
+    if (!failed(st, h, "tilekit.candidates") && (list = PyList_New(0))) {
         for (int i = 0; i < n && i < cap; i++) {
             const tk_candidate *c = &arr[i];
             PyObject *d = Py_BuildValue("{s:N,s:i,s:i,s:d,s:N,s:I}", "name", utf8(c->name), "rank", c->rank, "status",
@@ -2180,14 +2228,10 @@ static PyObject *candidates_answer(tk_handle h, const plan *p, const tk_gemm_pro
     return list;
 }
 
-static PyObject *py_candidates(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("candidates", 8, args, nargs, kwnames, candidates_answer);
-}
+QUERY_FUNCTION(candidates, 8)
 
 PyDoc_STRVAR(workspace_size_doc,
-"workspace_size($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"workspace_size($module, " QUERY_ARGS ",\n"
 "               kernel=None)\n--\n\n"
 "tk_workspace_size for this gemm, in bytes.");
 
@@ -2195,18 +2239,12 @@ static PyObject *workspace_size_answer(tk_handle h, const plan *p, const tk_gemm
 {
     size_t n = 0;
     tk_status st = L.workspace_size(h, q, p->kernel, &n);
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.workspace_size");
+    if (failed(st, h, "tilekit.workspace_size"))
         return NULL;
-    }
     return PyLong_FromSize_t(n);
 }
 
-static PyObject *py_workspace_size(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("workspace_size", 9, args, nargs, kwnames, workspace_size_answer);
-}
+QUERY_FUNCTION(workspace_size, 9)
 
 /* ---- GemmPlan: the fallback's class of that name ---- */
 
@@ -2261,36 +2299,8 @@ static void gemm_plan_dealloc(PyObject *o)
 static int plan_run_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *out[4])
 {
     static const char *const names[4] = { "A", "B", "out", "stream" };
-    for (int i = 0; i < 4; i++)
-        out[i] = NULL;
-    if (nargs > 4) {
-        PyErr_Format(PyExc_TypeError, "run() takes from 3 to 4 positional arguments but %zd were given", nargs);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        out[i] = args[i];
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t j = 0; j < nkw; j++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, j);
-        int i = 0;
-        while (i < 4 && PyUnicode_CompareWithASCIIString(key, names[i]) != 0)
-            i++;
-        if (i == 4) {
-            PyErr_Format(PyExc_TypeError, "run() got an unexpected keyword argument '%U'", key);
-            return -1;
-        }
-        if (out[i]) {
-            PyErr_Format(PyExc_TypeError, "run() got multiple values for argument '%s'", names[i]);
-            return -1;
-        }
-        out[i] = args[nargs + j];
-    }
-    for (int i = 0; i < 3; i++)
-        if (!out[i]) {
-            PyErr_Format(PyExc_TypeError, "run() missing required argument '%s'", names[i]);
-            return -1;
-        }
-    return 0;
+    static const fast_sig sig = { "run", names, NULL, 3, 4, 4 };
+    return bind_sig(&sig, args, nargs, kwnames, out);
 }
 
 static PyObject *gemm_plan_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -2339,24 +2349,9 @@ static PyObject *gemm_plan_run(PyObject *self, PyObject *const *args, Py_ssize_t
                      g->device);
         goto fail;
     }
-    void *stream = NULL, *joins[3];
-    if (p.stream && !(stream = PyLong_AsVoidPtr(p.stream)) && PyErr_Occurred())
-        goto fail;
-    for (int i = 0; i < p.njoins; i++)
-        if (!(joins[i] = PyLong_AsVoidPtr(p.joins[i])) && PyErr_Occurred())
-            goto fail;
-    const mat *dl[3] = { &p.a, &p.b, &p.c };
-    void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
-    for (int i = 0; i < 3; i++)
-        if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
-                         "__cuda_array_interface__ 'stream' of another argument); pass stream=",
-                         dl[i]->name, dl[i]->dl_for, stream);
-            goto fail;
-        }
+    void *stream, *joins[3];
     int prev;
-    if (enter_device(&p, &prev))
+    if (call_streams(&p, &stream, joins) || check_dlpack_streams(&p, stream) || enter_device(&p, &prev))
         goto fail;
     if (p.njoins && join_streams(stream, joins, p.njoins, 0)) {
         leave_device(prev);
@@ -2368,14 +2363,7 @@ static PyObject *gemm_plan_run(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_BEGIN_ALLOW_THREADS
     st = L.plan_run(g->h, g->plan, pa, pb, pc, stream);
     Py_END_ALLOW_THREADS
-    if (st) {
-        leave_device(prev);
-        raise_status(st, L.last_error(g->h), "tilekit.Plan.run");
-        goto fail;
-    }
-    int joined = !p.njoins || !join_streams(stream, joins, p.njoins, 1);
-    leave_device(prev);
-    if (!joined)
+    if (end_call(st, g->h, "tilekit.Plan.run", &p, stream, joins, prev))
         goto fail;
     plan_release(&p);
     return Py_NewRef(a4[2]);
@@ -2438,7 +2426,7 @@ static PyTypeObject gemm_plan_type = {
 };
 
 PyDoc_STRVAR(plan_create_doc,
-"plan_create($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
+"plan_create($module, " QUERY_ARGS ",\n"
 "            kernel=None)\n--\n\n"
 "tk_plan_create for this gemm (out may be None: row-major of out_dtype), as a GemmPlan.");
 
@@ -2446,10 +2434,8 @@ static PyObject *plan_create_answer(tk_handle h, const plan *p, const tk_gemm_pr
 {
     tk_plan tp = NULL;
     tk_status st = L.plan_create(h, q, p->kernel, &tp);
-    if (st) {
-        raise_status(st, L.last_error(h), "tilekit.plan");
+    if (failed(st, h, "tilekit.plan"))
         return NULL;
-    }
     gemm_plan *g = PyObject_New(gemm_plan, &gemm_plan_type);
     if (!g) {
         L.plan_destroy(tp);
@@ -2479,11 +2465,7 @@ static PyObject *plan_create_answer(tk_handle h, const plan *p, const tk_gemm_pr
     return (PyObject *)g;
 }
 
-static PyObject *py_plan_create(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    return run_query("plan_create", 9, args, nargs, kwnames, plan_create_answer);
-}
+QUERY_FUNCTION(plan_create, 9)
 
 static PyMethodDef methods[] = {
     { "gemm", (PyCFunction)(void (*)(void))py_gemm, METH_FASTCALL | METH_KEYWORDS, gemm_doc },

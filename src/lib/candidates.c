@@ -20,15 +20,8 @@ tk_status tk_workspace_size(tk_handle h, const tk_gemm_problem *p, const char *k
     if (st || noop || a.k == 0)   /* no-ops and C = beta*C use no workspace */
         return st;
     tk_route r;
-    if (k) {   /* a named kernel runs the problem as it is */
-        char why[TK_MSG_LEN] = "";
-        tk_route_plan(&a, 0, 0, &r);
-        r.k = k;
-        if ((st = tk_kernel_check(h, k, &a, why, sizeof why)))
-            return tk_fail(h, st, "%s", why);
-    } else if ((st = tk_route_select(h, &a, &r, 1))) {
+    if ((st = tk_route_for(h, &a, k, &r, 1)))
         return st;
-    }
     *bytes = tk_route_ws_bytes(h, &r);
     return TK_SUCCESS;
 }

@@ -259,6 +259,15 @@ tk_status tk_route_select(tk_handle h, const tk_args *a, tk_route *r, int copies
     return TK_SUCCESS;
 }
 
+tk_status tk_route_for(tk_handle h, const tk_args *a, const tk_kernel *k, tk_route *r, int copies)
+{
+    if (!k)
+        return tk_route_select(h, a, r, copies);
+    tk_route_plan(a, 0, 0, r);   /* a named kernel runs the problem as it is */
+    r->k = k;
+    return kernel_fits(h, k, a);
+}
+
 /* The handle's workspaces, cuBLAS handle and cached attributes belong to
  * the device that was current at tk_create: a call from a thread where
  * another device is current is refused (switching devices behind the
@@ -420,14 +429,8 @@ tk_status tk_run_args(tk_handle h, const tk_args *a, const tk_kernel *k, cudaStr
 {
     const int graph = tk_stream_capturing(s);
     tk_route r;
-    tk_status st;
-    if (k) {   /* a named kernel runs the problem as it is */
-        tk_route_plan(a, 0, 0, &r);
-        r.k = k;
-        st = kernel_fits(h, k, a);
-    } else {   /* many products take no copies: their operands are whole arrays of matrices */
-        st = tk_route_select(h, a, &r, !graph && !a->grp);
-    }
+    /* many products take no copies: their operands are whole arrays of matrices */
+    tk_status st = tk_route_for(h, a, k, &r, !graph && !a->grp);
     return st ? st : tk_route_run(h, &r, a, s, graph);
 }
 

@@ -207,6 +207,10 @@ int tk_auto_rank(tk_handle h, const tk_kernel *k, const tk_kernel *tuned, const 
 tk_status tk_route_select(tk_handle h, const tk_args *a, tk_route *r, int copies);
 /* The same, recording nothing: 1 with *r, or 0 when no kernel fits. */
 int tk_route_choose(tk_handle h, const tk_args *a, tk_route *r, int copies);
+/* The route of a call: the kernel k the caller named (tk_prepare's *k) on
+ * the problem as it is, its refusal recorded as the call's failure; or,
+ * k NULL, tk_route_select's. */
+tk_status tk_route_for(tk_handle h, const tk_args *a, const tk_kernel *k, tk_route *r, int copies);
 /* Runs route r (r->k set, copied operands unbound) for the problem a on s:
  * copies in, the kernel, C back, with the workspaces and ordering of the
  * handle; graph: s is being captured (no workspace at all). */

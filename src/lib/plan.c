@@ -43,20 +43,10 @@ tk_status tk_plan_create(tk_handle h, const tk_gemm_problem *p, const char *kern
     pl->layout = p->layout;
     pl->noop = noop;
     pl->a = a;
-    tk_route_plan(&a, 0, 0, &pl->r);
-    if (!noop && a.k > 0) {
-        if (k) {   /* a named kernel runs the problem as it is, if it can */
-            char why[TK_MSG_LEN] = "";
-            pl->r.k = k;
-            if ((st = tk_kernel_check(h, k, &a, why, sizeof why)))
-                st = tk_fail(h, st, "%s", why);
-        } else {
-            st = tk_route_select(h, &a, &pl->r, 1);
-        }
-        if (st) {
-            free(pl);
-            return st;
-        }
+    tk_route_plan(&a, 0, 0, &pl->r);   /* no kernel: a no-op, or K == 0 */
+    if (!noop && a.k > 0 && (st = tk_route_for(h, &a, k, &pl->r, 1))) {
+        free(pl);
+        return st;
     }
     /* What a run's pointers need: their element size where nothing reads
      * them but a copy or the K == 0 scaling (which take any element

@@ -449,20 +449,33 @@ static void check(const char *what, tk_status got, tk_status want, const expect 
         wrong("%s: %s with an empty message", what, tk_status_string(got));
 }
 
+/* The model of a call on handle h, problem p (NULL allowed) and a kernel
+ * name: e flags a NULL handle and p's invalid arguments (model_problem,
+ * need_ptrs as there), ek the same and an invalid kernel name; d[len]
+ * gets p described, or "NULL". */
+static void model_call(tk_handle h, const tk_gemm_problem *p, int need_ptrs, const char *kernel, expect *e,
+                       expect *ek, char *d, size_t len)
+{
+    *e = (expect){ .nbad = 0 };
+    snprintf(d, len, "NULL");
+    if (!h)
+        flag(e, "h");
+    if (p) {
+        model_problem(p, need_ptrs, e);
+        describe(p, d, len);
+    } else
+        flag(e, "problem");
+    *ek = *e;
+    if (!kernel_valid(kernel))
+        flag(ek, "kernel");
+}
+
 /* tk_gemm_ex and tk_gemm on p (p == NULL: the former only). */
 static void fuzz_gemm(tk_handle h, const tk_gemm_problem *p, const char *kernel)
 {
-    char what[1024], d[512] = "NULL";
-    expect e = { .nbad = 0 };
-    if (!h)
-        flag(&e, "h");
-    if (p) {
-        model_problem(p, 1, &e);
-        describe(p, d, sizeof d);
-    } else
-        flag(&e, "problem");
-    if (!kernel_valid(kernel))
-        flag(&e, "kernel");
+    char what[1024], d[512];
+    expect without_kernel, e;   /* both calls take the kernel name */
+    model_call(h, p, 1, kernel, &without_kernel, &e, d, sizeof d);
     tk_status want = p && e.noop ? TK_SUCCESS : TK_ERR_NO_DEVICE;
     void *stream = pick(4) ? NULL : (void *)(uintptr_t)0xdead0;   /* never used without a GPU */
     snprintf(what, sizeof what, "tk_gemm_ex(%s, %s, kernel %.40s, stream %p)", h ? "h" : "NULL", d,
@@ -483,18 +496,9 @@ static void fuzz_gemm(tk_handle h, const tk_gemm_problem *p, const char *kernel)
  * tk_select_kernel names nothing without a GPU. */
 static void fuzz_introspection(tk_handle h, const tk_gemm_problem *p, const char *kernel)
 {
-    char what[1024], d[512] = "NULL";
-    expect e = { .nbad = 0 };
-    if (!h)
-        flag(&e, "h");
-    if (p) {
-        model_problem(p, 0, &e);
-        describe(p, d, sizeof d);
-    } else
-        flag(&e, "problem");
-    expect ek = e;
-    if (!kernel_valid(kernel))
-        flag(&ek, "kernel");
+    char what[1024], d[512];
+    expect e, ek;
+    model_call(h, p, 0, kernel, &e, &ek, d, sizeof d);
     snprintf(what, sizeof what, "tk_kernel_supports(%s, kernel %.40s, %s)", h ? "h" : "NULL",
              kernel ? kernel : "NULL", d);
     calls++;
@@ -644,18 +648,9 @@ static void fuzz_settings(tk_handle h)
  * run with random pointers and destroyed), anything else is NO_DEVICE. */
 static void fuzz_queries(tk_handle h, const tk_gemm_problem *p, const char *kernel)
 {
-    char what[1024], d[512] = "NULL";
-    expect e = { .nbad = 0 };
-    if (!h)
-        flag(&e, "h");
-    if (p) {
-        model_problem(p, 0, &e);
-        describe(p, d, sizeof d);
-    } else
-        flag(&e, "problem");
-    expect ek = e;
-    if (!kernel_valid(kernel))
-        flag(&ek, "kernel");
+    char what[1024], d[512];
+    expect e, ek;
+    model_call(h, p, 0, kernel, &e, &ek, d, sizeof d);
     const tk_status valid = p && e.noop ? TK_SUCCESS : TK_ERR_NO_DEVICE;
     switch (pick(3)) {
     case 0: {

@@ -16,10 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <cuda_runtime_api.h>
 #include "lib/internal.h"
 #include "../host/check.h"
+#include "../../bench/host_time.h"
 #include "int_gemm.h"
 
 #define MSG 512
@@ -294,19 +294,6 @@ static void test_plan_workspace_settings(void)
     ig_free(&c);
 }
 
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Host microseconds per call, enqueue only: SAMPLES samples of CALLS calls
  * (tk_plan_run when plan is set, else tk_gemm_ex), the stream synchronized
  * between samples; the median, min and max in out[3]. 0 when all ran. */
@@ -314,7 +301,7 @@ static int host_time(tk_handle h, tk_plan plan, const tk_gemm_problem *p, cudaSt
 {
     double t[SAMPLES];
     for (int r = -1; r < SAMPLES; r++) {
-        const double t0 = now_us();
+        const double t0 = host_now_us();
         for (int j = 0; j < CALLS; j++) {
             tk_status st = plan ? tk_plan_run(h, plan, p->a, p->b, p->c, s) : tk_gemm_ex(h, p, NULL, s);
             if (st) {
@@ -322,15 +309,12 @@ static int host_time(tk_handle h, tk_plan plan, const tk_gemm_problem *p, cudaSt
                 return 1;
             }
         }
-        const double t1 = now_us();
+        const double t1 = host_now_us();
         cudaStreamSynchronize(s);
         if (r >= 0)
             t[r] = (t1 - t0) / CALLS;
     }
-    qsort(t, SAMPLES, sizeof t[0], cmp);
-    out[0] = t[SAMPLES / 2];
-    out[1] = t[0];
-    out[2] = t[SAMPLES - 1];
+    host_spread(t, SAMPLES, out);
     return 0;
 }
 

@@ -9,6 +9,7 @@
  * FAKE_CAPTURING reports itself as being captured into a CUDA graph. */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,12 +176,21 @@ tk_status tk_set_split_k(tk_handle h, tk_split_k mode)
     return TK_SUCCESS;
 }
 
+/* Zeroes a caller's sized struct (tilekit.h: its first field, size, says
+ * how many bytes the caller has) and puts the size back. */
+static void zero_sized(void *out, size_t size)
+{
+    memset(out, 0, size);
+    memcpy(out, &size, sizeof size);
+}
+_Static_assert(offsetof(tk_handle_info, size) == 0 && offsetof(tk_cuda_error, size) == 0 &&
+                   offsetof(tk_build_info, size) == 0,
+               "zero_sized: the size comes first");
+
 tk_status tk_get_handle_info(tk_handle h, tk_handle_info *out)
 {
     (void)h;
-    size_t size = out->size;
-    memset(out, 0, size);
-    out->size = size;
+    zero_sized(out, out->size);
     out->device = -1;
     out->workspace_limit = TK_WORKSPACE_UNLIMITED;
     return TK_SUCCESS;
@@ -232,18 +242,14 @@ tk_status tk_plan_destroy(tk_plan plan)
 tk_status tk_last_cuda_error(tk_handle h, tk_cuda_error *out)
 {
     (void)h;
-    size_t size = out->size;
-    memset(out, 0, size);
-    out->size = size;
+    zero_sized(out, out->size);
     out->cuda_name = out->cublas_name = "";
     return TK_SUCCESS;
 }
 
 tk_status tk_get_build_info(tk_build_info *out)
 {
-    size_t size = out->size;
-    memset(out, 0, size);
-    out->size = size;
+    zero_sized(out, out->size);
     out->version = TILEKIT_VERSION;
     out->version_string = "fake";
     out->archs = "fake";

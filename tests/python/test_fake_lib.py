@@ -39,6 +39,17 @@ PRELUDE = """if True:
         return out
 """
 
+# A body's opening on the fake torch: tilekit imported with it, bf16 A
+# (8 x 4) and B (4 x 6), fp32 C (8 x 6), torch's current stream 0x100.
+ON_TORCH = """
+    torch = fakes.fake_torch()
+    sys.modules["torch"] = torch
+    import tilekit
+    A, B = torch.Tensor((8, 4), torch.bfloat16), torch.Tensor((4, 6), torch.bfloat16)
+    C = torch.Tensor((8, 6), torch.float32)
+    torch.current[0] = 0x100
+"""
+
 
 def run(body, env=None):
     """PRELUDE + body on each backend with the fake library; returns
@@ -134,12 +145,7 @@ def test_out_allocated_on_the_call_stream():
     Allocated on torch's current stream instead, the block could still be in
     use by that stream's pending kernels, or be handed out again on it while
     the call still writes it (tests/gpu/test_python.py shows both)."""
-    body = """
-    torch = fakes.fake_torch()
-    sys.modules["torch"] = torch
-    import tilekit
-    A, B = torch.Tensor((8, 4), torch.bfloat16), torch.Tensor((4, 6), torch.bfloat16)
-    torch.current[0] = 0x100   # torch's current stream
+    body = ON_TORCH + """
 
     def call(**kw):
         del torch.log[:]
@@ -188,13 +194,7 @@ def test_streams_joined():
     before the GEMM, and it waits for one recorded on the call's stream
     after. The legacy default stream (0, 1) is one stream; nothing is joined
     while a stream is being captured (the fake's 0xca0)."""
-    body = """
-    torch = fakes.fake_torch()
-    sys.modules["torch"] = torch
-    import tilekit
-    A, B = torch.Tensor((8, 4), torch.bfloat16), torch.Tensor((4, 6), torch.bfloat16)
-    C = torch.Tensor((8, 6), torch.float32)
-    torch.current[0] = 0x100
+    body = ON_TORCH + """
 
     def call(*args, **kw):
         n = len(log())

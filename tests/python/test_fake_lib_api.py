@@ -5,18 +5,13 @@ choose (torch's current one, stream=, CAI streams joined), on the handle
 of the thread that made it and in no other thread; it is destroyed by
 close() or when collected; the settings reach the thread's handle.
 """
-from test_fake_lib import run
+from test_fake_lib import ON_TORCH, run
 
 
 def test_plan_runs_and_settings():
-    body = """
-    torch = fakes.fake_torch()
-    sys.modules["torch"] = torch
+    body = ON_TORCH + """
     import gc
-    import tilekit
-    A, B = torch.Tensor((8, 4), torch.bfloat16), torch.Tensor((4, 6), torch.bfloat16)
-    C = torch.Tensor((8, 6), torch.float32)
-    torch.current[0] = 0x100
+    from test_wrapper import runtime_errors_in_a_thread
     n = len(log())
     p = tilekit.plan(A, B, C)
     made = [e for e in log()[n:] if e[0] == "plan_create"]
@@ -46,16 +41,8 @@ def test_plan_runs_and_settings():
     t = [(e[0], e[1].get("stream")) for e in log()[n:] if e[0] in ("wait", "record", "plan_run")]
     assert t == [("record", 0x300), ("wait", 0x100), ("plan_run", 0x100), ("record", 0x100), ("wait", 0x300)], t
     # another thread: refused before the library
-    got = []
-    def other():
-        try:
-            p.run(A, B, C)
-        except RuntimeError as e:
-            got.append(str(e))
     n = len(log())
-    th = threading.Thread(target=other)
-    th.start()
-    th.join()
+    got = runtime_errors_in_a_thread(p.run, A, B, C)
     assert got and runs(n) == [], (got, runs(n))
     n = len(log())
     p.close()

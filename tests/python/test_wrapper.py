@@ -6,6 +6,7 @@ a kernel with them must be refused first; the tests that need the library
 import os
 import subprocess
 import sys
+import threading
 
 import tilekit
 from tilekit import _lib
@@ -46,6 +47,22 @@ def raises(exc, fn, *args, match=(), **kw):
     except Exception as e:   # the wrong kind of error
         raise AssertionError("expected %s, got %s: %s" % (exc.__name__, type(e).__name__, e)) from e
     raise AssertionError("expected %s, nothing raised" % exc.__name__)
+
+
+def runtime_errors_in_a_thread(fn, *args):
+    """Calls fn in a new thread and waits for it; returns the messages of
+    the RuntimeError it raised ([] for none)."""
+    got = []
+
+    def target():
+        try:
+            fn(*args)
+        except RuntimeError as e:
+            got.append(str(e))
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    return got
 
 
 def plan(A, B, out=None, **kw):

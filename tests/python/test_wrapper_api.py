@@ -7,12 +7,10 @@ workspace_size and plan up to the library, whose answer without a GPU is
 NoDeviceError (no-op problems need none: their plans run). Needs the
 library; fails, never skips, when it cannot load.
 """
-import threading
-
 import tilekit
 from tilekit import _lib
 
-from test_wrapper import F32, Fake, raises
+from test_wrapper import F32, Fake, raises, runtime_errors_in_a_thread
 
 
 def _gpu():
@@ -125,16 +123,7 @@ def test_noop_plan():
     raises(ValueError, p.run, A, Fake((32, 48), strides=(1, 32)), C, match=("op_b T", "op_b N"))
     raises(ValueError, p.run, A, Fake((32, 48), strides=(64, 1)), C, match=("ldb 64", "ldb 48"))
     raises(ValueError, p.run, A, B, Fake((0, 48), F32, readonly=True), match="read-only")
-    got = []
-
-    def other():
-        try:
-            p.run(A, B, C)
-        except RuntimeError as e:
-            got.append(str(e))
-    t = threading.Thread(target=other)
-    t.start()
-    t.join()
+    got = runtime_errors_in_a_thread(p.run, A, B, C)
     assert got and "another thread" in got[0], got
     p.close()
     p.close()
