@@ -196,6 +196,12 @@ unsigned tk_route_copies(const tk_route *r, tk_layout layout);
  * current. */
 tk_status tk_prepare(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_args *a, int *noop,
                      const tk_kernel **k, int need_ptrs);
+/* tk_prepare in two steps, for calls whose no-ops are more than M or N ==
+ * 0 (grouped.c: a batch of none): the checks and the kernel's lookup, which
+ * need no device, then h's device, present and current. */
+tk_status tk_prepare_args(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_args *a, int *noop,
+                          const tk_kernel **k, int need_ptrs);
+tk_status tk_device_ready(tk_handle h);
 /* Support and resource check of k for a on h's device: the refusal's
  * reason in why, nothing recorded on h (auto-dispatch asks every kernel). */
 tk_status tk_kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a, char *why, size_t len);
