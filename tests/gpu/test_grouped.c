@@ -466,301 +466,160 @@ static void run_case(const gcase *c)
 }
 
 /* ---- the cases ---- */
-static gcase base(int kind, const char *name, int64_t m, int64_t n, int64_t k, int count)
-{
-    static uint64_t seed = 1000;
-    gcase c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "%s %s", kind_str(kind), name);
-    c.kind = kind;
-    c.layout = TK_ROW_MAJOR;
-    c.op_a = c.op_b = TK_OP_N;
-    c.m = m;
-    c.n = n;
-    c.k = k;
-    c.count = count;
-    c.alpha = 1.0f;
-    c.c_type = TK_F32;
-    c.seed = seed++;
-    return c;
-}
+/* A case as a table row: kind, name, M, N, K, count, group sizes, ops
+ * ("NT": op_a N, op_b T; a third letter 'c': column-major), C's type,
+ * alpha, beta and flags (below). */
+typedef struct spec {
+    int kind;
+    const char *name;
+    int64_t m, n, k;             /* as in gcase; with RANDOM, M (ROWS) or K is the sizes' sum */
+    int count;
+    const int32_t *sizes;        /* count sizes: ROWS rows, K K, MASKED rows (NULL for BATCHED) */
+    const char *ops;
+    tk_dtype c_type;
+    float alpha, beta;
+    unsigned flags;
+} spec;
 
-/* offs = the cumulative sums of sizes (ROWS, K) or the sizes (MASKED). */
-static void set_sizes(gcase *c, const int *sizes)
+enum {
+    PAD = 1,                     /* padded leading dimensions, gaps between matrices */
+    BCAST_A = 2,                 /* BATCHED: stride_a 0 */
+    RANDOM = 4,                  /* sizes NULL: each 0..3; ROWS gets 5 rows after them */
+    BAD = 8,                     /* sizes are the offsets as they are, some bad: run with group_error and NULL */
+};
+
+static const int32_t tiles[] = { 1, 7, 63, 65, 129, 300 };   /* no multiple of a tile */
+static const int32_t empty_ends[] = { 0, 0, 17, 0, 33, 0 };   /* and 14 rows of 64 after them */
+static const int32_t ones[] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+static const int32_t moe[] = { 180, 3, 97, 0, 64, 121, 1, 46 };   /* 512 tokens routed unevenly to 8 experts */
+static const int32_t k_empty_first[] = { 0, 7, 64, 0, 129 };
+static const int32_t k_empty_last[] = { 13, 0, 31, 0 };
+static const int32_t k_odd[] = { 1, 9, 17, 33 };
+static const int32_t none[] = { 0, 0, 0 };
+static const int32_t rows6[] = { 0, 64, 1, 33, 64, 0 };
+static const int32_t rows4[] = { 17, 0, 5, 16 };
+static const int32_t just100[] = { 100 };
+static const int32_t just50[] = { 50 };
+/* bad offsets: which groups are bad is said beside each */
+static const int32_t decreasing[] = { 10, 30, 20, 20 };   /* 2 [30, 20); 3 empty */
+static const int32_t overlap[] = { 10, 30, 20, 35 };      /* 2 bad; 3 [20, 35) shares rows 20..29 with 1 */
+static const int32_t past[] = { 8, 50, 50 };              /* 1 and 2 end past M 40 */
+static const int32_t negative[] = { 8, -4, 16, 24 };      /* 1 and 2; 3 valid after them */
+static const int32_t first_negative[] = { -1, 8, 16 };    /* 0 and 1 */
+static const int32_t k_decreasing[] = { 8, 4, 12 };       /* 1 */
+static const int32_t k_past[] = { 8, 20 };                /* 1 ends past K 12 */
+static const int32_t k_negative[] = { -2, 6, 12 };        /* 0 and 1 */
+static const int32_t masked_bad[] = { 5, -1, 70, 64 };    /* 1 and 2 */
+
+static const spec specs[] = {
+    { TK_GROUP_BATCHED, "3 x 65x63x40", 65, 63, 40, 3, NULL, "NN", TK_F32, 1.0f, 0.0f, 0 },
+    { TK_GROUP_BATCHED, "5 x 33x17x9", 33, 17, 9, 5, NULL, "NT", TK_BF16, 1.5f, 0.5f, PAD },
+    { TK_GROUP_BATCHED, "4 x 64x48x31", 64, 48, 31, 4, NULL, "TNc", TK_F32, 1.0f, 0.0f, 0 },
+    { TK_GROUP_BATCHED, "3 x 40x24x56", 40, 24, 56, 3, NULL, "NTc", TK_BF16, 1.0f, 0.5f, PAD },
+    { TK_GROUP_BATCHED, "6 x 20x24x16, broadcast A", 20, 24, 16, 6, NULL, "NT", TK_BF16, 1.0f, 0.5f, BCAST_A },
+    { TK_GROUP_BATCHED, "4 x 20x24x16, broadcast A", 20, 24, 16, 4, NULL, "NNc", TK_F32, -2.0f, 0.0f, BCAST_A },
+    { TK_GROUP_BATCHED, "1 x 100x72x130", 100, 72, 130, 1, NULL, "TT", TK_F32, 0.5f, 0.5f, 0 },
+    { TK_GROUP_BATCHED, "3 x 9x11x0 (K 0: C = beta C)", 9, 11, 0, 3, NULL, "NN", TK_F32, 1.0f, 0.5f, 0 },
+    { TK_GROUP_BATCHED, "1100 x 3x5x7", 3, 5, 7, 1100, NULL, "NN", TK_BF16, 1.0f, 0.0f, 0 },
+    /* ROWS: op_b T is nn.Linear's weights (B stored G x N x K), N the input gradient's (G x K x N) */
+    { TK_GROUP_ROWS, "6 groups of 1..300 rows, K 72, N 40", 565, 40, 72, 6, tiles, "NT", TK_F32, 1.0f, 0.0f, 0 },
+    { TK_GROUP_ROWS, "6 groups of 1..300 rows, K 37, N 41", 565, 41, 37, 6, tiles, "TN", TK_BF16, -1.5f, 0.5f, 0 },
+    { TK_GROUP_ROWS, "empty groups first, between, last; 14 rows after them, K 40, N 24", 64, 24, 40, 6, empty_ends,
+      "NT", TK_BF16, 1.0f, 0.0f, 0 },
+    { TK_GROUP_ROWS, "empty groups, rows after them, K 33, N 20", 64, 20, 33, 6, empty_ends, "NN", TK_F32, 1.0f, 0.5f,
+      PAD },
+    { TK_GROUP_ROWS, "16 groups of one row, K 33, N 20", 16, 20, 33, 16, ones, "NN", TK_F32, 2.0f, 0.0f, 0 },
+    { TK_GROUP_ROWS, "1 group of 100 rows, K 64, N 48", 100, 48, 64, 1, just100, "NT", TK_F32, 1.0f, 0.5f, 0 },
+    { TK_GROUP_ROWS, "1100 groups of 0..3 rows, K 32, N 24", 0, 24, 32, 1100, NULL, "NT", TK_BF16, 1.0f, 0.0f, RANDOM },
+    { TK_GROUP_ROWS, "MoE forward: 8 groups, 512 rows skewed, K 1024, N 768", 512, 768, 1024, 8, moe, "NT", TK_BF16,
+      1.0f, 0.0f, 0 },
+    { TK_GROUP_ROWS, "MoE input gradient: 8 groups, 512 rows skewed, K 768, N 1024", 512, 1024, 768, 8, moe, "NN",
+      TK_F32, 1.0f, 0.5f, 0 },
+    /* K: op_a T op_b N is the weight gradient (A stored tokens x M, B tokens x N) */
+    { TK_GROUP_K, "weight gradient: K 0, 7, 64, 0, 129; M 40, N 33", 40, 33, 200, 5, k_empty_first, "TN", TK_F32,
+      1.0f, 0.0f, 0 },
+    { TK_GROUP_K, "weight gradient: K 13, 0, 31, 0; M 24, N 17", 24, 17, 44, 4, k_empty_last, "TN", TK_BF16, 1.0f,
+      0.5f, PAD },
+    { TK_GROUP_K, "4 groups of K 1, 9, 17, 33; M 24, N 40", 24, 40, 60, 4, k_odd, "NN", TK_BF16, 2.0f, 0.5f, 0 },
+    { TK_GROUP_K, "1 group of K 100; M 16, N 16", 16, 16, 100, 1, just100, "TN", TK_F32, 1.0f, 0.0f, 0 },
+    { TK_GROUP_K, "3 empty groups (K 0: C = beta C); M 9, N 11", 9, 11, 0, 3, none, "NN", TK_F32, 1.0f, 0.5f, 0 },
+    { TK_GROUP_K, "3 empty groups (K 0: C = 0); M 9, N 11", 9, 11, 0, 3, none, "TN", TK_BF16, 1.0f, 0.0f, 0 },
+    { TK_GROUP_K, "1100 groups of K 0..3; M 8, N 8", 8, 8, 0, 1100, NULL, "TN", TK_F32, 1.0f, 0.0f, RANDOM },
+    { TK_GROUP_K, "MoE weight gradient: 8 groups, 512 tokens skewed, M 256, N 384", 256, 384, 512, 8, moe, "TN",
+      TK_F32, 1.0f, 0.0f, 0 },
+    /* MASKED: offs are each product's rows */
+    { TK_GROUP_MASKED, "6 x 64x40x24, rows 0, 64, 1, 33, 64, 0", 64, 40, 24, 6, rows6, "NT", TK_BF16, 1.0f, 0.0f, 0 },
+    { TK_GROUP_MASKED, "4 x 17x9x35, rows 17, 0, 5, 16", 17, 9, 35, 4, rows4, "NN", TK_F32, -1.0f, 0.5f, PAD },
+    { TK_GROUP_MASKED, "1 x 128x96x64, rows 50", 128, 96, 64, 1, just50, "NT", TK_F32, 1.0f, 0.0f, 0 },
+    { TK_GROUP_MASKED, "1100 x 3x16x24, rows 0..3", 3, 16, 24, 1100, NULL, "NT", TK_BF16, 1.0f, 0.5f, RANDOM },
+    /* bad offsets: the call succeeds, a bad group keeps its C or rows, the
+     * valid ones are right, *group_error is 1. Where groups share rows,
+     * beta 0: with beta != 0 the group that writes second may read the
+     * first's result as C. */
+    { TK_GROUP_ROWS, "bad offs: 10, 30, 20, 20 of 40 rows", 40, 24, 40, 4, decreasing, "NT", TK_F32, 1.0f, 0.0f, BAD },
+    { TK_GROUP_ROWS, "bad offs: 10, 30, 20, 35 of 40 rows (groups share rows)", 40, 24, 40, 4, overlap, "NN", TK_BF16,
+      0.5f, 0.0f, BAD },
+    { TK_GROUP_ROWS, "bad offs: 8, 50, 50 of 40 rows", 40, 24, 16, 3, past, "NN", TK_F32, 1.0f, 0.0f, BAD },
+    { TK_GROUP_ROWS, "bad offs: 8, -4, 16, 24 of 32 rows", 32, 24, 16, 4, negative, "NT", TK_BF16, 1.0f, 0.0f, BAD },
+    { TK_GROUP_ROWS, "bad offs: -1, 8, 16 of 24 rows", 24, 24, 16, 3, first_negative, "NN", TK_F32, 1.0f, 0.0f, BAD },
+    { TK_GROUP_K, "bad offs: K 8, 4, 12 of 12", 16, 24, 12, 3, k_decreasing, "TN", TK_F32, 1.0f, 0.0f, BAD },
+    { TK_GROUP_K, "bad offs: K 8, 20 of 12", 16, 24, 12, 2, k_past, "NN", TK_F32, 1.0f, 0.5f, BAD },
+    { TK_GROUP_K, "bad offs: K -2, 6, 12 of 12", 16, 24, 12, 3, k_negative, "TN", TK_BF16, 1.0f, 0.0f, BAD },
+    { TK_GROUP_MASKED, "bad offs: rows 5, -1, 70, 64 of 64", 64, 24, 16, 4, masked_bad, "NT", TK_F32, 1.0f, 0.0f, BAD },
+};
+
+/* The one ROWS call captured in a graph. */
+static const spec graph_spec = { TK_GROUP_ROWS, "graph: 6 groups of 1..300 rows, K 72, N 40", 600, 40, 72, 6, tiles,
+                                 "NT", TK_BF16, 1.0f, 0.0f, 0 };
+
+/* The case of row s, seed its data's stream: offsets from its sizes
+ * (cumulative for ROWS and K), its name the kind, the row's and a suffix
+ * of ops, layout, C's type, alpha, beta and padding. */
+static void make_case(const spec *s, uint64_t seed, gcase *c)
 {
+    memset(c, 0, sizeof *c);
+    c->kind = s->kind;
+    c->layout = s->ops[2] == 'c' ? TK_COL_MAJOR : TK_ROW_MAJOR;
+    c->op_a = s->ops[0] == 'T' ? TK_OP_T : TK_OP_N;
+    c->op_b = s->ops[1] == 'T' ? TK_OP_T : TK_OP_N;
+    c->m = s->m;
+    c->n = s->n;
+    c->k = s->k;
+    c->count = s->count;
+    c->pad = !!(s->flags & PAD);
+    c->alpha = s->alpha;
+    c->beta = s->beta;
+    c->c_type = s->c_type;
+    c->bcast_a = !!(s->flags & BCAST_A);
+    c->bad = !!(s->flags & BAD);
+    c->seed = seed;
     int32_t sum = 0;
-    for (int g = 0; g < c->count; g++) {
-        sum += sizes[g];
-        c->offs[g] = c->kind == TK_GROUP_MASKED ? sizes[g] : sum;
+    for (int g = 0; g < c->count && s->kind != TK_GROUP_BATCHED; g++) {
+        const int32_t size = s->sizes ? s->sizes[g] : (int32_t)(tk_lab_mix64(seed * 7919 + (uint64_t)g) % 4);
+        sum += size;
+        c->offs[g] = c->bad || s->kind == TK_GROUP_MASKED ? size : sum;
     }
+    if ((s->flags & RANDOM) && s->kind == TK_GROUP_ROWS)
+        c->m = sum + 5;
+    if ((s->flags & RANDOM) && s->kind == TK_GROUP_K)
+        c->k = sum;
+    snprintf(c->name, sizeof c->name, "%s %s %c%c%s %s a=%g b=%g%s", kind_str(s->kind), s->name, "NT"[c->op_a],
+             "NT"[c->op_b], c->layout == TK_COL_MAJOR ? " col" : "", c->c_type == TK_F32 ? "fp32" : "bf16",
+             (double)c->alpha, (double)c->beta, c->pad ? " padded" : "");
 }
 
-/* count groups of 0..3 (rows or K), from seed. */
-static void set_small_sizes(gcase *c, uint64_t seed)
+static void run_specs(void)
 {
-    int sizes[2048];
-    for (int g = 0; g < c->count; g++)
-        sizes[g] = (int)(tk_lab_mix64(seed * 7919 + (uint64_t)g) % 4);
-    set_sizes(c, sizes);
-}
-
-static void set_offs(gcase *c, const int32_t *offs)
-{
-    memcpy(c->offs, offs, (size_t)c->count * sizeof *offs);
-}
-
-/* The suffix of a case's name: ops, layout, C's type, alpha and beta. */
-static void name_tail(gcase *c)
-{
-    char t[96];
-    snprintf(t, sizeof t, " %c%c%s %s a=%g b=%g%s", "NT"[c->op_a], "NT"[c->op_b],
-             c->layout == TK_COL_MAJOR ? " col" : "", c->c_type == TK_F32 ? "fp32" : "bf16", (double)c->alpha,
-             (double)c->beta, c->pad ? " padded" : "");
-    strncat(c->name, t, sizeof c->name - strlen(c->name) - 1);
-}
-
-static void run(gcase c)
-{
-    name_tail(&c);
-    run_case(&c);
-}
-
-static void batched_cases(void)
-{
-    gcase c = base(TK_GROUP_BATCHED, "3 x 65x63x40", 65, 63, 40, 3);
-    run(c);
-    c = base(TK_GROUP_BATCHED, "5 x 33x17x9", 33, 17, 9, 5);
-    c.op_b = TK_OP_T;
-    c.alpha = 1.5f;
-    c.beta = 0.5f;
-    c.c_type = TK_BF16;
-    c.pad = 1;
-    run(c);
-    c = base(TK_GROUP_BATCHED, "4 x 64x48x31", 64, 48, 31, 4);
-    c.layout = TK_COL_MAJOR;
-    c.op_a = TK_OP_T;
-    run(c);
-    c = base(TK_GROUP_BATCHED, "3 x 40x24x56", 40, 24, 56, 3);
-    c.layout = TK_COL_MAJOR;
-    c.op_b = TK_OP_T;
-    c.beta = 0.5f;
-    c.c_type = TK_BF16;
-    c.pad = 1;
-    run(c);
-    c = base(TK_GROUP_BATCHED, "6 x 20x24x16, broadcast A", 20, 24, 16, 6);
-    c.bcast_a = 1;
-    c.op_b = TK_OP_T;
-    c.beta = 0.5f;
-    c.c_type = TK_BF16;
-    run(c);
-    c = base(TK_GROUP_BATCHED, "4 x 20x24x16, broadcast A", 20, 24, 16, 4);
-    c.bcast_a = 1;
-    c.layout = TK_COL_MAJOR;
-    c.alpha = -2.0f;
-    run(c);
-    c = base(TK_GROUP_BATCHED, "1 x 100x72x130", 100, 72, 130, 1);
-    c.op_a = c.op_b = TK_OP_T;
-    c.alpha = 0.5f;
-    c.beta = 0.5f;
-    run(c);
-    c = base(TK_GROUP_BATCHED, "3 x 9x11x0 (K 0: C = beta C)", 9, 11, 0, 3);
-    c.beta = 0.5f;
-    run(c);
-    c = base(TK_GROUP_BATCHED, "1100 x 3x5x7", 3, 5, 7, 1100);
-    c.c_type = TK_BF16;
-    run(c);
-}
-
-static void rows_cases(void)
-{
-    static const int tiles[] = { 1, 7, 63, 65, 129, 300 };
-    gcase c = base(TK_GROUP_ROWS, "6 groups of 1..300 rows, K 72, N 40", 565, 40, 72, 6);
-    c.op_b = TK_OP_T;
-    set_sizes(&c, tiles);
-    run(c);
-    c = base(TK_GROUP_ROWS, "6 groups of 1..300 rows, K 37, N 41", 565, 41, 37, 6);
-    c.op_a = TK_OP_T;
-    c.alpha = -1.5f;
-    c.beta = 0.5f;
-    c.c_type = TK_BF16;
-    set_sizes(&c, tiles);
-    run(c);
-    static const int empty_ends[] = { 0, 0, 17, 0, 33, 0 };
-    c = base(TK_GROUP_ROWS, "empty groups first, between, last; 14 rows after them, K 40, N 24", 64, 24, 40, 6);
-    c.op_b = TK_OP_T;
-    c.c_type = TK_BF16;
-    set_sizes(&c, empty_ends);
-    run(c);
-    c = base(TK_GROUP_ROWS, "empty groups, padded, rows after them, K 33, N 20", 64, 20, 33, 6);
-    c.beta = 0.5f;
-    c.pad = 1;
-    set_sizes(&c, empty_ends);
-    run(c);
-    static const int ones[16] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-    c = base(TK_GROUP_ROWS, "16 groups of one row, K 33, N 20", 16, 20, 33, 16);
-    c.alpha = 2.0f;
-    set_sizes(&c, ones);
-    run(c);
-    static const int one[] = { 100 };
-    c = base(TK_GROUP_ROWS, "1 group of 100 rows, K 64, N 48", 100, 48, 64, 1);
-    c.op_b = TK_OP_T;
-    c.beta = 0.5f;
-    set_sizes(&c, one);
-    run(c);
-    c = base(TK_GROUP_ROWS, "1100 groups of 0..3 rows, K 32, N 24", 0, 24, 32, 1100);
-    c.op_b = TK_OP_T;
-    c.c_type = TK_BF16;
-    set_small_sizes(&c, 1);
-    c.m = c.offs[c.count - 1] + 5;   /* and 5 rows after the last group */
-    run(c);
-    /* a mixture of experts' layer: 8 experts, 512 tokens routed unevenly;
-     * forward (nn.Linear's weights, N x K) and the input gradient (K x N) */
-    static const int moe[] = { 180, 3, 97, 0, 64, 121, 1, 46 };
-    c = base(TK_GROUP_ROWS, "MoE forward: 8 groups, 512 rows skewed, K 1024, N 768", 512, 768, 1024, 8);
-    c.op_b = TK_OP_T;
-    c.c_type = TK_BF16;
-    set_sizes(&c, moe);
-    run(c);
-    c = base(TK_GROUP_ROWS, "MoE input gradient: 8 groups, 512 rows skewed, K 768, N 1024", 512, 1024, 768, 8);
-    c.beta = 0.5f;
-    set_sizes(&c, moe);
-    run(c);
-}
-
-static void k_cases(void)
-{
-    /* the weight gradient: A stored tokens x M (op_a T), B tokens x N */
-    static const int wg[] = { 0, 7, 64, 0, 129 };
-    gcase c = base(TK_GROUP_K, "weight gradient: 5 groups of K 0, 7, 64, 0, 129; M 40, N 33", 40, 33, 200, 5);
-    c.op_a = TK_OP_T;
-    set_sizes(&c, wg);
-    run(c);
-    static const int last_empty[] = { 13, 0, 31, 0 };
-    c = base(TK_GROUP_K, "weight gradient: K 13, 0, 31, 0; M 24, N 17", 24, 17, 44, 4);
-    c.op_a = TK_OP_T;
-    c.beta = 0.5f;
-    c.c_type = TK_BF16;
-    c.pad = 1;
-    set_sizes(&c, last_empty);
-    run(c);
-    static const int odd[] = { 1, 9, 17, 33 };
-    c = base(TK_GROUP_K, "4 groups of K 1, 9, 17, 33; M 24, N 40", 24, 40, 60, 4);
-    c.alpha = 2.0f;
-    c.beta = 0.5f;
-    c.c_type = TK_BF16;
-    set_sizes(&c, odd);
-    run(c);
-    static const int one[] = { 100 };
-    c = base(TK_GROUP_K, "1 group of K 100; M 16, N 16", 16, 16, 100, 1);
-    c.op_a = TK_OP_T;
-    set_sizes(&c, one);
-    run(c);
-    static const int none[] = { 0, 0, 0 };
-    c = base(TK_GROUP_K, "3 empty groups (K 0: C = beta C); M 9, N 11", 9, 11, 0, 3);
-    c.beta = 0.5f;
-    set_sizes(&c, none);
-    run(c);
-    c = base(TK_GROUP_K, "3 empty groups (K 0: C = 0); M 9, N 11", 9, 11, 0, 3);
-    c.op_a = TK_OP_T;
-    c.c_type = TK_BF16;
-    set_sizes(&c, none);
-    run(c);
-    c = base(TK_GROUP_K, "1100 groups of K 0..3; M 8, N 8", 8, 8, 0, 1100);
-    c.op_a = TK_OP_T;
-    set_small_sizes(&c, 2);
-    c.k = c.offs[c.count - 1];
-    run(c);
-    static const int moe[] = { 180, 3, 97, 0, 64, 121, 1, 46 };
-    c = base(TK_GROUP_K, "MoE weight gradient: 8 groups, 512 tokens skewed, M 256, N 384", 256, 384, 512, 8);
-    c.op_a = TK_OP_T;
-    set_sizes(&c, moe);
-    run(c);
-}
-
-static void masked_cases(void)
-{
-    static const int rows6[] = { 0, 64, 1, 33, 64, 0 };
-    gcase c = base(TK_GROUP_MASKED, "6 x 64x40x24, rows 0, 64, 1, 33, 64, 0", 64, 40, 24, 6);
-    c.op_b = TK_OP_T;
-    c.c_type = TK_BF16;
-    set_sizes(&c, rows6);
-    run(c);
-    static const int rows4[] = { 17, 0, 5, 16 };
-    c = base(TK_GROUP_MASKED, "4 x 17x9x35, rows 17, 0, 5, 16", 17, 9, 35, 4);
-    c.alpha = -1.0f;
-    c.beta = 0.5f;
-    c.pad = 1;
-    set_sizes(&c, rows4);
-    run(c);
-    static const int one[] = { 50 };
-    c = base(TK_GROUP_MASKED, "1 x 128x96x64, rows 50", 128, 96, 64, 1);
-    c.op_b = TK_OP_T;
-    set_sizes(&c, one);
-    run(c);
-    c = base(TK_GROUP_MASKED, "1100 x 3x16x24, rows 0..3", 3, 16, 24, 1100);
-    c.op_b = TK_OP_T;
-    c.beta = 0.5f;
-    c.c_type = TK_BF16;
-    for (int g = 0; g < c.count; g++)
-        c.offs[g] = (int32_t)(tk_lab_mix64(3 * 7919 + (uint64_t)g) % 4);
-    run(c);
-}
-
-/* Bad offsets: the call succeeds, a bad group is skipped (its C or rows
- * keep their bits), the valid ones are right, *group_error is 1; the same
- * again with group_error NULL. */
-static void bad_offs_case(gcase c, const int32_t *offs)
-{
-    set_offs(&c, offs);
-    c.bad = 1;
-    name_tail(&c);
-    run_case(&c);
-    strncat(c.name, ", group_error NULL", sizeof c.name - strlen(c.name) - 1);
-    c.null_error = 1;
-    run_case(&c);
-}
-
-static void bad_offs_cases(void)
-{
-    static const int32_t decreasing[] = { 10, 30, 20, 20 };   /* group 2 [30, 20); group 3 empty */
-    gcase c = base(TK_GROUP_ROWS, "bad offs: decreasing 10, 30, 20, 20 of 40 rows", 40, 24, 40, 4);
-    c.op_b = TK_OP_T;
-    bad_offs_case(c, decreasing);
-    /* group 3 [20, 35) shares rows 20..29 with group 1. beta 0: with beta
-     * != 0 the group that writes second may read the first's result as C */
-    static const int32_t overlap[] = { 10, 30, 20, 35 };
-    c = base(TK_GROUP_ROWS, "bad offs: decreasing 10, 30, 20, 35 of 40 rows (groups share rows)", 40, 24, 40, 4);
-    c.alpha = 0.5f;
-    c.c_type = TK_BF16;
-    bad_offs_case(c, overlap);
-    static const int32_t past[] = { 8, 50, 50 };
-    c = base(TK_GROUP_ROWS, "bad offs: 8, 50, 50 of 40 rows", 40, 24, 16, 3);
-    bad_offs_case(c, past);
-    static const int32_t negative[] = { 8, -4, 16, 24 };   /* groups 1 and 2 bad, 3 valid after them */
-    c = base(TK_GROUP_ROWS, "bad offs: 8, -4, 16, 24 of 32 rows", 32, 24, 16, 4);
-    c.op_b = TK_OP_T;
-    c.c_type = TK_BF16;
-    bad_offs_case(c, negative);
-    static const int32_t first_negative[] = { -1, 8, 16 };
-    c = base(TK_GROUP_ROWS, "bad offs: -1, 8, 16 of 24 rows", 24, 24, 16, 3);
-    bad_offs_case(c, first_negative);
-    static const int32_t k_decreasing[] = { 8, 4, 12 };
-    c = base(TK_GROUP_K, "bad offs: K 8, 4, 12 of 12", 16, 24, 12, 3);
-    c.op_a = TK_OP_T;
-    bad_offs_case(c, k_decreasing);
-    static const int32_t k_past[] = { 8, 20 };
-    c = base(TK_GROUP_K, "bad offs: K 8, 20 of 12", 16, 24, 12, 2);
-    c.beta = 0.5f;
-    bad_offs_case(c, k_past);
-    static const int32_t k_negative[] = { -2, 6, 12 };
-    c = base(TK_GROUP_K, "bad offs: K -2, 6, 12 of 12", 16, 24, 12, 3);
-    c.op_a = TK_OP_T;
-    c.c_type = TK_BF16;
-    bad_offs_case(c, k_negative);
-    static const int32_t masked[] = { 5, -1, 70, 64 };
-    c = base(TK_GROUP_MASKED, "bad offs: rows 5, -1, 70, 64 of 64", 64, 24, 16, 4);
-    c.op_b = TK_OP_T;
-    bad_offs_case(c, masked);
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        gcase c;
+        make_case(&specs[i], 1000 + i, &c);
+        run_case(&c);
+        if (c.bad) {   /* again with no flag to set */
+            strncat(c.name, ", group_error NULL", sizeof c.name - strlen(c.name) - 1);
+            c.null_error = 1;
+            run_case(&c);
+        }
+    }
 }
 
 /* ---- a ROWS call in a CUDA graph ---- */
@@ -800,12 +659,8 @@ static void check_graph(void)
 
 static void graph_cases(void)
 {
-    static const int sizes[] = { 1, 7, 63, 65, 129, 300 };
-    gcase c = base(TK_GROUP_ROWS, "graph: 6 groups of 1..300 rows, K 72, N 40", 600, 40, 72, 6);
-    c.op_b = TK_OP_T;
-    c.c_type = TK_BF16;
-    set_sizes(&c, sizes);
-    name_tail(&c);
+    gcase c;
+    make_case(&graph_spec, 999, &c);
     if (!case_wanted(&c))
         return;
     if (setup_case(&c)) {
@@ -858,11 +713,7 @@ void tk_tests(void)
                 kernels[nkernels++] = p.name;
         }
     }
-    batched_cases();
-    rows_cases();
-    k_cases();
-    masked_cases();
-    bad_offs_cases();
+    run_specs();
     graph_cases();
     cudaStreamDestroy(stream);
     tk_destroy(h);
