@@ -491,7 +491,9 @@ tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, vo
     tk_status st = read_desc(h, d, &desc);
     if (st)
         return st;
-    return desc.group_kind ? tk_grouped_run(h, &desc, kernel, stream) : tk_gemm_ex(h, &desc.problem, kernel, stream);
+    if (desc.group_kind)
+        return tk_grouped_run(h, &desc, kernel, stream);
+    return (st = tk_group_none_check(h, &desc)) ? st : tk_gemm_ex(h, &desc.problem, kernel, stream);
 }
 
 tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k,

@@ -234,6 +234,9 @@ tk_status tk_run_args(tk_handle h, const tk_args *a, const tk_kernel *k, cudaStr
 
 /* tk_gemm_run of a descriptor with group_kind set (grouped.c). */
 tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
+/* One without: its group fields must be 0 (a count or offsets set with
+ * group_kind left 0 would run one product silently). */
+tk_status tk_group_none_check(tk_handle h, const tk_gemm_desc *d);
 /* Whether the work enqueued on s is being captured into a CUDA graph. */
 int tk_stream_capturing(cudaStream_t s);
 /* The split workspace k asks of h for a (0 where h never splits), *nflags

@@ -518,6 +518,38 @@ static void test_noops(void)
     tk_destroy(h);
 }
 
+/* group_kind 0 is one product, which uses no group field: one set is
+ * refused (else a count or offsets with group_kind forgotten would run one
+ * product silently). */
+static void test_kind_none(void)
+{
+    tk_handle h = make_handle();
+    for (int f = 0; f < 6; f++) {
+        tk_gemm_desc d = desc_of(TK_GROUP_ROWS);
+        d.group_kind = TK_GROUP_NONE;
+        d.count = f == 0 ? COUNT : 0;
+        d.stride_a = f == 1;
+        d.stride_b = f == 2 ? K * N : 0;
+        d.stride_c = f == 3 ? -1 : 0;
+        d.offs = f == 4 ? FAKE_OFFS : NULL;
+        d.group_error = f == 5 ? FAKE_ERR : NULL;
+        static const char *const args[] = { "count:", "stride_a:", "stride_b:", "stride_c:", "offs:", "group_error:" };
+        const char *const words[] = { args[f], "TK_GROUP_NONE", NULL };
+        check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "NONE with a group field", args[f],
+                      words[0], words + 1);
+    }
+    tk_gemm_desc d = desc_of(TK_GROUP_ROWS);
+    d.group_kind = TK_GROUP_NONE;
+    d.count = 0;
+    d.stride_b = 0;
+    d.offs = NULL;
+    struct tk_handle_s fake;
+    other_device(&fake);
+    check_outcome(&fake, tk_gemm_run(&fake, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "NONE, fields 0",
+                  "device 1 current", "h:", status_only);
+    tk_destroy(h);
+}
+
 /* A caller compiled against the first tk_gemm_desc (size up to and
  * without group_kind) runs one product: whatever lies past its size is
  * not read, so group fields holding garbage change nothing. */
@@ -605,6 +637,7 @@ void tk_tests(void)
     TK_TEST(test_problem_checks);
     TK_TEST(test_null_args);
     TK_TEST(test_noops);
+    TK_TEST(test_kind_none);
     TK_TEST(test_first_version_desc);
     TK_TEST(test_named_kernels_refuse);
 }
