@@ -5,8 +5,8 @@
  * Every case runs on auto-dispatch (kernel NULL, "auto" below) and on
  * every registry kernel: there is no tk_kernel_supports for grouped
  * problems, so the call itself says whether a kernel takes the case;
- * TK_ERR_NOT_SUPPORTED and TK_ERR_ARCH_MISMATCH skip it (printed, not
- * counted), any other status but TK_SUCCESS fails it. auto and k01_naive
+ * TK_ERR_NOT_SUPPORTED and TK_ERR_ARCH_MISMATCH skip it (one line per
+ * case says how many did, not counted), any other status but TK_SUCCESS fails it. auto and k01_naive
  * (the fallback, which runs every form) must run every case, cuBLAS every
  * batched one. One counted test per case and kernel that ran.
  *
@@ -429,8 +429,12 @@ static int case_wanted(const gcase *c)
     return 0;
 }
 
+/* The kernels that refused the current case: how many, the first's reason. */
+static int nskipped;
+static char first_skip[TK_LAB_MSG_LEN + 64];
+
 /* Case c on kernel i, its C reset first: 1 when it ran (counted: its
- * status in cur_status), 0 when filtered out or skipped (printed). */
+ * status in cur_status), 0 when filtered out or skipped (tallied). */
 static int call_kernel(const gcase *c, int i)
 {
     char name[220];
@@ -440,10 +444,19 @@ static int call_kernel(const gcase *c, int i)
     cur_kernel = kernels[i];
     cur_status = reset_c(stream) ? TK_ERR_CUDA : call(strcmp(kernels[i], "auto") ? kernels[i] : NULL, stream);
     if ((cur_status == TK_ERR_NOT_SUPPORTED || cur_status == TK_ERR_ARCH_MISMATCH) && may_skip(kernels[i], c->kind)) {
-        printf("skip %s: %s\n", name, tk_last_error(h));
+        if (!nskipped++)
+            snprintf(first_skip, sizeof first_skip, "%s", tk_last_error(h));
         return 0;
     }
     return 1;
+}
+
+/* One line for the kernels that refused case c (not counted). */
+static void print_skips(const gcase *c)
+{
+    if (nskipped)
+        printf("skip %s: %d kernel%s refused it (%s)\n", c->name, nskipped, nskipped > 1 ? "s" : "", first_skip);
+    nskipped = 0;
 }
 
 /* One case on every kernel. */
@@ -462,6 +475,7 @@ static void run_case(const gcase *c)
         if (call_kernel(c, i))
             tk_run_test(name, check_run);
     }
+    print_skips(c);
     free_case();
 }
 
@@ -681,6 +695,7 @@ static void graph_cases(void)
             tk_run_test(name, check_run);
         }
     }
+    print_skips(&c);
     free(graph_direct);
     graph_direct = NULL;
     free_case();
