@@ -292,11 +292,8 @@ tk_status tk_check_device(tk_handle h)
 
 static int is_auto(const char *name) { return !name || !*name || !strcmp(name, "auto"); }
 
-/* Shared front half of tk_gemm_ex, tk_kernel_supports, tk_select_kernel
- * and the calls of plan.c and candidates.c. A no-op (M or N == 0) succeeds
- * here even without a GPU: it needs none. */
-tk_status tk_prepare(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
-                     const tk_kernel **k, int need_ptrs)
+tk_status tk_prepare_args(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
+                          const tk_kernel **k, int need_ptrs)
 {
     if (!h)
         return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
@@ -305,13 +302,24 @@ tk_status tk_prepare(tk_handle h, const tk_gemm_problem *p, const char *name, tk
     if (st)
         return st;
     *k = NULL;
-    if (!is_auto(name) && (st = find_kernel(h, name, k)))
-        return st;
-    if (*noop)
-        return TK_SUCCESS;
+    return is_auto(name) ? TK_SUCCESS : find_kernel(h, name, k);
+}
+
+tk_status tk_device_ready(tk_handle h)
+{
     if (!h->have_device)
         return tk_fail(h, TK_ERR_NO_DEVICE, "%s", h->device_error);
     return tk_check_device(h);
+}
+
+/* Shared front half of tk_gemm_ex, tk_kernel_supports, tk_select_kernel
+ * and the calls of plan.c and candidates.c. A no-op (M or N == 0) succeeds
+ * here even without a GPU: it needs none. */
+tk_status tk_prepare(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
+                     const tk_kernel **k, int need_ptrs)
+{
+    tk_status st = tk_prepare_args(h, p, name, a, noop, k, need_ptrs);
+    return st || *noop ? st : tk_device_ready(h);
 }
 
 /* The cuBLAS entry runs on the handle's cuBLAS handle and workspace. */
@@ -483,7 +491,9 @@ tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, vo
     tk_status st = read_desc(h, d, &desc);
     if (st)
         return st;
-    return desc.group_kind ? tk_grouped_run(h, &desc, kernel, stream) : tk_gemm_ex(h, &desc.problem, kernel, stream);
+    if (desc.group_kind)
+        return tk_grouped_run(h, &desc, kernel, stream);
+    return (st = tk_group_none_check(h, &desc)) ? st : tk_gemm_ex(h, &desc.problem, kernel, stream);
 }
 
 tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k,

@@ -1,9 +1,12 @@
 /* grouped.c - many products in one call (tilekit.h, tk_group_kind): the
- * checks of what a kind adds to the problem (count, offsets, strides),
- * then the problem's own checks and the launch of gemm.c. As there, every
- * refusal names the argument and what was expected, and nothing is
- * launched unless all checks pass. The offsets' values live on the device
- * and are never read here (the kernels check them, group.h). */
+ * checks of what a kind adds to the problem (count, offsets, unused
+ * fields), then the problem's own checks (gemm.c's), then the strides
+ * against the matrices they step over, and the launch of gemm.c. As there,
+ * every refusal names the argument and what was expected, and nothing is
+ * launched unless all checks pass; all come before the device is asked
+ * for, and a no-op (M or N == 0, a batch of none) needs none. The offsets'
+ * values live on the device and are never read here (the kernels check
+ * them, group.h). */
 #include <inttypes.h>
 #include <string.h>
 #include "internal.h"
@@ -92,7 +95,16 @@ static tk_status check_groups(tk_handle h, const tk_gemm_desc *d)
                            "layout: %s takes TK_ROW_MAJOR alone (its groups split rows or K of row-major arrays)",
                            kind_name(kind));
     }
+    return TK_SUCCESS;
+}
+
+/* The strides against the matrices they step over: after the problem's own
+ * checks, which bound each matrix's extent (so none overflows here). */
+static tk_status check_strides(tk_handle h, const tk_gemm_desc *d)
+{
+    const int kind = d->group_kind;
     const tk_gemm_problem *p = &d->problem;
+    tk_status st;
     const int64_t cb = p->c_type == TK_F32 ? 4 : 2;
     const int64_t ea = extent(p->layout, p->op_a, p->m, p->k, p->lda);
     const int64_t eb = extent(p->layout, p->op_b, p->k, p->n, p->ldb);
@@ -109,6 +121,21 @@ static tk_status check_groups(tk_handle h, const tk_gemm_desc *d)
     return TK_SUCCESS;
 }
 
+tk_status tk_group_none_check(tk_handle h, const tk_gemm_desc *d)
+{
+    const struct { const char *name; int set; } f[] = {
+        { "count", d->count != 0 },       { "stride_a", d->stride_a != 0 }, { "stride_b", d->stride_b != 0 },
+        { "stride_c", d->stride_c != 0 }, { "offs", d->offs != NULL },      { "group_error", d->group_error != NULL },
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].set)
+            return tk_fail(h, TK_ERR_INVALID_VALUE,
+                           "%s: is set, but group_kind is TK_GROUP_NONE (one product), which uses none of the group "
+                           "fields (expected 0, or the group_kind that uses it)",
+                           f[i].name);
+    return TK_SUCCESS;
+}
+
 tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)
 {
     tk_status st = check_groups(h, d);
@@ -117,7 +144,10 @@ tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel,
     tk_args a;
     int noop = 0;
     const tk_kernel *k = NULL;
-    if ((st = tk_prepare(h, &d->problem, kernel, &a, &noop, &k, 1)) || noop || d->count == 0)
+    /* A batch of none reads no operand (they may be NULL, as torch's empty
+     * tensors' are) and, like any no-op, needs no device. */
+    if ((st = tk_prepare_args(h, &d->problem, kernel, &a, &noop, &k, d->count > 0)) || (st = check_strides(h, d)) ||
+        noop || d->count == 0 || (st = tk_device_ready(h)))
         return st;
     tk_group_args g = { d->group_kind, d->count, d->stride_a, d->stride_b, d->stride_c, d->offs, d->group_error };
     if (d->problem.layout == TK_COL_MAJOR) {   /* BATCHED alone: normalize swapped A and B */

@@ -196,6 +196,12 @@ unsigned tk_route_copies(const tk_route *r, tk_layout layout);
  * current. */
 tk_status tk_prepare(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_args *a, int *noop,
                      const tk_kernel **k, int need_ptrs);
+/* tk_prepare in two steps, for calls whose no-ops are more than M or N ==
+ * 0 (grouped.c: a batch of none): the checks and the kernel's lookup, which
+ * need no device, then h's device, present and current. */
+tk_status tk_prepare_args(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_args *a, int *noop,
+                          const tk_kernel **k, int need_ptrs);
+tk_status tk_device_ready(tk_handle h);
 /* Support and resource check of k for a on h's device: the refusal's
  * reason in why, nothing recorded on h (auto-dispatch asks every kernel). */
 tk_status tk_kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a, char *why, size_t len);
@@ -228,6 +234,9 @@ tk_status tk_run_args(tk_handle h, const tk_args *a, const tk_kernel *k, cudaStr
 
 /* tk_gemm_run of a descriptor with group_kind set (grouped.c). */
 tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
+/* One without: its group fields must be 0 (a count or offsets set with
+ * group_kind left 0 would run one product silently). */
+tk_status tk_group_none_check(tk_handle h, const tk_gemm_desc *d);
 /* Whether the work enqueued on s is being captured into a CUDA graph. */
 int tk_stream_capturing(cudaStream_t s);
 /* The split workspace k asks of h for a (0 where h never splits), *nflags

@@ -19,9 +19,11 @@ void tk_check_fail(const char *file, int line, const char *fmt, ...)
     tk_check_failures++;
 }
 
+int tk_test_wanted(const char *name) { return !filter || strstr(name, filter) != NULL; }
+
 void tk_run_test(const char *name, void (*fn)(void))
 {
-    if (filter && !strstr(name, filter))
+    if (!tk_test_wanted(name))
         return;
     tk_check_failures = 0;
     fn();

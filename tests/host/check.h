@@ -12,6 +12,9 @@ extern int tk_check_failures;   /* failures inside the current test */
 
 void tk_check_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void tk_run_test(const char *name, void (*fn)(void));
+/* Whether tk_run_test would run a test of this name (the runner's
+ * name-substring filter): a file can skip the setup of tests it filters out. */
+int tk_test_wanted(const char *name);
 
 /* Defined by each test file. */
 void tk_tests(void);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "lib/internal.h"
+#include "check.h"
 
 /* Whether this machine has a GPU (the tests that need one skip otherwise). */
 static inline int have_gpu(void)
@@ -46,9 +47,27 @@ static inline tk_device fh_device(int sm)
     return d;
 }
 
+/* A real handle (tk_create: it succeeds without a GPU), a failure checked. */
+static inline tk_handle make_handle(void)
+{
+    tk_handle h = NULL;
+    tk_status st = tk_create(&h);
+    CHECK(st == TK_SUCCESS && h, "tk_create: %s (%s)", tk_status_string(st), tk_last_error(NULL));
+    return h;
+}
+
+/* Stand-ins for cudaGetDevice in hand-made handles (tk_handle_s.get_device):
+ * device 0 current, or device 1 (then a handle of device 0 refuses every
+ * call that gets past its argument checks, before any launch). */
 static inline cudaError_t fh_current_is_0(int *dev)
 {
     *dev = 0;
+    return cudaSuccess;
+}
+
+static inline cudaError_t fh_current_is_1(int *dev)
+{
+    *dev = 1;
     return cudaSuccess;
 }
 

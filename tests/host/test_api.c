@@ -24,14 +24,6 @@
 #define FAKE_B ((const void *)(uintptr_t)0x200000)
 #define FAKE_C ((void *)(uintptr_t)0x300000)
 
-static tk_handle make_handle(void)
-{
-    tk_handle h = NULL;
-    tk_status st = tk_create(&h);
-    CHECK(st == TK_SUCCESS && h, "tk_create: %s (%s)", tk_status_string(st), tk_last_error(NULL));
-    return h;
-}
-
 /* A valid 8 x 6 x 4 row-major NN problem with fp32 C. */
 static tk_gemm_problem base_problem(void)
 {
@@ -40,20 +32,8 @@ static tk_gemm_problem base_problem(void)
     return p;
 }
 
-/* Stand-ins for cudaGetDevice in hand-made handles (tk_handle_s.get_device):
- * device 0 or 1 current, or the call failing. */
-static cudaError_t current_is_1(int *dev)
-{
-    *dev = 1;
-    return cudaSuccess;
-}
-
-static cudaError_t current_is_0(int *dev)
-{
-    *dev = 0;
-    return cudaSuccess;
-}
-
+/* A stand-in for cudaGetDevice in hand-made handles (tk_handle_s.get_device;
+ * fake_handle.h has device 0 or 1 current): the call failing. */
 static cudaError_t current_fails(int *dev)
 {
     *dev = -1;
@@ -718,7 +698,7 @@ static void test_arch_mismatch(void)
     memset(&fake, 0, sizeof fake);
     fake.have_device = 1;
     fake.dev = fh_device(80);
-    fake.get_device = current_is_0;
+    fake.get_device = fh_current_is_0;
     tk_gemm_problem p = base_problem();
     for (int i = 0; i < tk_registry_count(); i++) {
         const tk_kernel *k = tk_registry_at(i);
@@ -889,7 +869,7 @@ static void fake_handle(struct tk_handle_s *fake, int sm, cudaError_t (*get_devi
 static void test_wrong_device(void)
 {
     struct tk_handle_s fake;
-    fake_handle(&fake, 90, current_is_1);
+    fake_handle(&fake, 90, fh_current_is_1);
     tk_gemm_problem p = base_problem();
     const char *kernels[] = { NULL, "k01_naive", "cublas", "k31_wgmma_cluster" };
     for (int k = 0; k < 4; k++)
@@ -905,7 +885,7 @@ static void test_wrong_device(void)
     p = base_problem();
     EXPECT(&fake, &p, "k01_naive", TK_ERR_CUDA, "cudaGetDevice fails", "cudaGetDevice");
     /* the right device passes the check (then fails later for the fake pointers' sake: not called here) */
-    fake.get_device = current_is_0;
+    fake.get_device = fh_current_is_0;
     fake.dev = fh_device(80);
     fake.dev.id = 0;
     st = tk_kernel_supports(&fake, "k20_mma_sync", &p);
@@ -920,7 +900,7 @@ static void test_wrong_device(void)
 static void test_last_error_after_dispatch(void)
 {
     struct tk_handle_s fake;
-    fake_handle(&fake, 80, current_is_0);
+    fake_handle(&fake, 80, fh_current_is_0);
     tk_gemm_problem p = base_problem();
     p.m = p.n = p.k = 512;
     p.lda = p.ldb = p.ldc = 512;

@@ -20,12 +20,6 @@
 #define FAKE_B ((const char *)(uintptr_t)0x200000)
 #define FAKE_C ((char *)(uintptr_t)0x300000)
 
-static cudaError_t current_is_1(int *dev)
-{
-    *dev = 1;
-    return cudaSuccess;
-}
-
 static tk_gemm_problem square(int64_t n)
 {
     tk_gemm_problem p = { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, n, n, n, 1.0f, 0.0f, NULL, n, NULL, n, NULL, n, TK_F32 };
@@ -116,7 +110,7 @@ static void test_fixed_choice(void)
           tk_status_string(st), plan ? tk_plan_kernel(plan) : "-", chosen ? chosen : "-");
     if (!plan)
         return;
-    fake.get_device = current_is_1;
+    fake.get_device = fh_current_is_1;
     /* NULL examples: the kernel was chosen for 16-byte aligned operands */
     st = tk_plan_run(&fake, plan, FAKE_A + 2, FAKE_B, FAKE_C, NULL);
     CHECK(st == TK_ERR_INVALID_VALUE && starts(fake.err, "a:") && contains(fake.err, "16-byte"), "A + 2: %s",
@@ -148,7 +142,7 @@ static void test_fixed_choice(void)
     st = tk_plan_create(&fake, &odd, NULL, &plan);
     CHECK(st == TK_SUCCESS && !strcmp(tk_plan_kernel(plan), tk_select_kernel(&fake, &odd)), "copy plan: %s",
           fake.err);
-    fake.get_device = current_is_1;
+    fake.get_device = fh_current_is_1;
     st = tk_plan_run(&fake, plan, FAKE_A + 2, FAKE_B, FAKE_C, NULL);
     CHECK(st == TK_ERR_INVALID_VALUE && starts(fake.err, "h:"), "copied A at + 2: %s", fake.err);
     st = tk_plan_run(&fake, plan, FAKE_A + 1, FAKE_B, FAKE_C, NULL);
@@ -164,7 +158,7 @@ static void test_fixed_choice(void)
     st = tk_plan_create(&fake, &k0, NULL, &plan);
     CHECK(st == TK_SUCCESS && !strcmp(tk_plan_kernel(plan), ""), "K = 0: %s '%s'", fake.err,
           plan ? tk_plan_kernel(plan) : "-");
-    fake.get_device = current_is_1;
+    fake.get_device = fh_current_is_1;
     st = tk_plan_run(&fake, plan, NULL, NULL, FAKE_C, NULL);
     CHECK(st == TK_ERR_INVALID_VALUE && starts(fake.err, "h:"), "K = 0, A and B NULL: %s", fake.err);
     st = tk_plan_run(&fake, plan, NULL, NULL, NULL, NULL);
@@ -186,7 +180,7 @@ static void test_column_major_names(void)
     CHECK(st == TK_SUCCESS, "k01_naive plan: %s", fake.err);
     if (!plan)
         return;
-    fake.get_device = current_is_1;
+    fake.get_device = fh_current_is_1;
     st = tk_plan_run(&fake, plan, FAKE_A + 2, FAKE_B + 2, FAKE_C, NULL);
     CHECK(st == TK_ERR_INVALID_VALUE && starts(fake.err, "b:") && contains(fake.err, "16-byte"),
           "B less aligned than its example: %s", fake.err);

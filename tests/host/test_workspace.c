@@ -19,14 +19,6 @@
 
 #define FAKE_WS ((void *)(uintptr_t)0x10000000)   /* 256-byte aligned, never dereferenced */
 
-static tk_handle make_handle(void)
-{
-    tk_handle h = NULL;
-    tk_status st = tk_create(&h);
-    CHECK(st == TK_SUCCESS && h, "tk_create: %s (%s)", tk_status_string(st), tk_last_error(NULL));
-    return h;
-}
-
 static tk_handle_info info_of(tk_handle h)
 {
     tk_handle_info i = TK_HANDLE_INFO_INIT;
@@ -369,12 +361,6 @@ static void test_own_cap(void)
     CHECK(st == TK_ERR_OUT_OF_RESOURCES && contains(fake.err, "limit of 100"), "copy_ws_limit: %s", fake.err);
 }
 
-static cudaError_t current_is_1(int *dev)
-{
-    *dev = 1;
-    return cudaSuccess;
-}
-
 static void test_release(void)
 {
     tk_handle h = make_handle();
@@ -385,7 +371,7 @@ static void test_release(void)
     fh_init(&fake, 90);
     fake.kws = FAKE_WS;
     fake.kws_bytes = 65536;
-    fake.get_device = current_is_1;
+    fake.get_device = fh_current_is_1;
     tk_status st = tk_workspace_release(&fake, NULL);
     CHECK(st == TK_ERR_INVALID_VALUE && contains(fake.err, "device 0") && fake.kws == FAKE_WS,
           "another device: %s (%s)", tk_status_string(st), fake.err);
