@@ -19,6 +19,7 @@
 #include <string.h>
 #include <cuda.h>
 #include "../lib/kernel.h"
+#include "../lib/group.h"
 #include "../lib/tma.h"
 #include "../ptx/common.cuh"
 #include "../ptx/cluster.cuh"
@@ -162,6 +163,17 @@ typedef struct k30_params {
     uint32_t *sk_flag;                 /* a flag per slot: seq once it holds this launch's partial */
     uint32_t seq;
     int c_vec4;                        /* C rows allow 4-element stores (ldc % 4 == 0, C aligned to four) */
+    /* Many products (k43, the GRP instances; tk_group_args): maps A and B
+     * are 3-D (the product or group as the third coordinate), C of product
+     * z at c + z * grp_stride_c elements; k is the K of every product, or
+     * K's total (TK_GROUP_K); units past grp_units are none. */
+    int grp_kind, grp_count;
+    const int32_t *grp_offs;
+    int32_t *grp_error;
+    int64_t grp_stride_c;
+    int k;
+    int grp_units;
+    int grp_za, grp_zb;                /* A, B one matrix per product or group (else z = 0: shared) */
 } k30_params;
 
 /* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
@@ -203,20 +215,147 @@ static __device__ __forceinline__ void k30_tile_coords(int t, int rows_total, in
     *tn = r / rows;
 }
 
+/* One unit of a grouped launch (GRP, k43): a tile of one product or
+ * group. Rows m0.. of A (and C, at c), at most up to m_end; k-tiles of K
+ * from element k0 (a group of TK_GROUP_K: its tokens), of which the last
+ * has k_valid elements of the group (the rest of it, the next group's, is
+ * zeroed in shared memory before use); za and zb: A's and B's matrix. */
+typedef struct k30_unit {
+    int m0, n0, m_end;
+    int k0, k_tiles, k_valid;
+    int za, zb;
+    char *c;
+} k30_unit;
+
+/* A warp's walk over the units of a grouped launch: unit t, then t + the
+ * number of CTAs, ...; for TK_GROUP_ROWS the cursor g (the group the last
+ * unit was in) and `before` (the units of the groups before it). */
+typedef struct k30_gwalk {
+    int t;
+    int g, before;
+} k30_gwalk;
+
+/* TK_GROUP_ROWS: the group of unit t (t never below the last call's): its
+ * rows [*lo, *hi) and t's index among its units. The 32 lanes read 32
+ * groups' offsets at once and scan their unit counts (ceil(rows / BM) row
+ * tiles x tiles_n each), so a warp passes 32 groups per round; 0 when t
+ * is past every group's units. A bad group (group.h) has none. */
+template <int BM>
+static __device__ __forceinline__ int k30_rows_find(const k30_params *p, k30_gwalk *w, int t, int lane, int *lo,
+                                                    int *hi, int *local)
+{
+    const unsigned full = 0xFFFFFFFFu;
+    while (w->g < p->grp_count) {
+        const int g = w->g + lane;
+        int glo = 0, ghi = 0, cnt = 0;
+        if (g < p->grp_count) {
+            int64_t l, h;
+            if (tk_group_range(TK_GROUP_ROWS, p->grp_offs, g, p->m, &l, &h)) {
+                glo = (int)l;
+                ghi = (int)h;
+                cnt = (ghi - glo + BM - 1) / BM * p->tiles_n;
+            } else {
+                tk_group_bad(p->grp_error);
+            }
+        }
+        int incl = cnt;
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+            const int v = __shfl_up_sync(full, incl, d);
+            if (lane >= d)
+                incl += v;
+        }
+        const int total = __shfl_sync(full, incl, 31);
+        if (t < w->before + total) {
+            const int L = __ffs(__ballot_sync(full, w->before + incl > t)) - 1;
+            const int excl = __shfl_sync(full, incl - cnt, L);
+            *lo = __shfl_sync(full, glo, L);
+            *hi = __shfl_sync(full, ghi, L);
+            w->g += L;
+            w->before += excl;
+            *local = t - w->before;
+            return 1;
+        }
+        w->before += total;
+        w->g += 32;
+    }
+    return 0;
+}
+
+/* The next unit of a warp's walk (every lane calls it with the same walk):
+ * 1 with *u, 0 at the end. Units of a bad group or product (group.h), and
+ * a MASKED product's tiles past its rows, are passed over. Within a group
+ * of TK_GROUP_ROWS the units go down each column of tiles first (its few
+ * row tiles share B's tile in L2); elsewhere in super-tile order of `group`
+ * tile rows. */
+template <int BM, int BN>
+static __device__ __forceinline__ int k30_gwalk_next(const k30_params *p, k30_gwalk *w, k30_unit *u, int lane,
+                                                     int group)
+{
+    const int esz = p->c_bf16 ? 2 : 4;
+    for (; w->t < p->grp_units; w->t += p->num_clusters) {
+        const int t = w->t;
+        int tr, tn;
+        u->k0 = 0;
+        u->k_tiles = p->k_tiles;
+        u->k_valid = K30_BK;
+        if (p->grp_kind == TK_GROUP_ROWS) {
+            int lo, hi, local;
+            if (!k30_rows_find<BM>(p, w, t, lane, &lo, &hi, &local))
+                return 0;
+            const int rows = (hi - lo + BM - 1) / BM;
+            tr = local % rows;
+            tn = local / rows;
+            u->m0 = lo + tr * BM;
+            u->m_end = hi;
+            u->za = 0;
+            u->zb = p->grp_zb ? w->g : 0;
+            u->c = (char *)p->c;
+        } else {
+            const int per = p->tiles_m * p->tiles_n;
+            const int z = t / per;
+            k30_tile_coords(t - z * per, p->tiles_m, p->tiles_n, group, &tr, &tn);
+            int64_t lo, hi;
+            if (!tk_group_range(p->grp_kind, p->grp_offs, z, p->grp_kind == TK_GROUP_K ? p->k : p->m, &lo, &hi)) {
+                if (lane == 0)
+                    tk_group_bad(p->grp_error);
+                continue;
+            }
+            u->m0 = tr * BM;
+            u->m_end = p->grp_kind == TK_GROUP_MASKED ? (int)hi : p->m;
+            if (u->m0 >= u->m_end)
+                continue;
+            u->za = p->grp_za ? z : 0;
+            u->zb = p->grp_zb ? z : 0;
+            u->c = (char *)p->c + (int64_t)z * p->grp_stride_c * esz;
+            if (p->grp_kind == TK_GROUP_K) {
+                u->k0 = (int)lo;
+                u->k_tiles = (int)((hi - lo + K30_BK - 1) / K30_BK);
+                u->k_valid = (int)(hi - lo) - (u->k_tiles - 1) * K30_BK;
+            }
+        }
+        u->n0 = tn * BN;
+        w->t += p->num_clusters;
+        return 1;
+    }
+    return 0;
+}
+
 /* The producer thread's loads for k-tiles kb..ke-1 of one tile: tile row tr
  * (cluster rows when cluster > 1; CTA `rank` of the cluster computes tile row
  * tr * cluster + rank and loads its share of B for all CTAs), tile column
  * tn, into the ring from stage *s / parity *phase on.
  * A template because the operand majors fix the TMA box pattern (A_MN: op_a
  * T, B_MN: op_b N) and the tile rows of A and B (BM, BN) the sizes. */
-template <int A_MN, int B_MN, int BM, int BN, int KA>
+template <int A_MN, int B_MN, int BM, int BN, int KA, int GRP = 0>
 static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uint32_t ring, uint32_t full_bar,
                                                         uint32_t empty_bar, int tr, int tn, int kb, int ke,
-                                                        int cluster, uint32_t rank, int *s, uint32_t *phase)
+                                                        int cluster, uint32_t rank, int *s, uint32_t *phase,
+                                                        const struct k30_unit *u = nullptr)
 {
     const uint16_t all = (uint16_t)((1u << cluster) - 1);
     static_assert(!A_MN || BM % 64 == 0, "M-major A tiles are whole 64-wide boxes");
-    const int m0 = (tr * cluster + (int)rank) * BM, n0 = tn * BN;
+    const int m0 = GRP ? u->m0 : (tr * cluster + (int)rank) * BM, n0 = GRP ? u->n0 : tn * BN;
     for (int kt = kb; kt < ke; kt += KA) {
         const uint32_t fb = full_bar + 8 * *s;
         const uint32_t s0 = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA);
@@ -236,9 +375,27 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
         for (int ka = 0; ka < KA; ka++) {
             /* A k-tile past the unit's range (KA > 1) is loaded from past K:
              * zeros, which add nothing. */
-            const int k0 = (KA == 1 || kt + ka < ke ? kt + ka : p->k_tiles) * K30_BK;
+            const int k0 = (KA == 1 || kt + ka < ke ? kt + ka : p->k_tiles) * K30_BK + (GRP ? u->k0 : 0);
             const uint32_t sa = s0 + ka * K30_A_BYTES_M(BM);
             const uint32_t sb = s0 + KA * K30_A_BYTES_M(BM) + ka * K30_B_BYTES_N(BN);
+            if (GRP) {
+                /* 3-D maps: one product's or group's matrices (u->za, u->zb) */
+                if (A_MN) {
+#pragma unroll
+                    for (int j = 0; j < BM / 64; j++)
+                        tk_tma_load_3d(sa + j * K30_BOX, &p->map_a, m0 + 64 * j, k0, u->za, fb);
+                } else {
+                    tk_tma_load_3d(sa, &p->map_a, k0, m0, u->za, fb);
+                }
+                if (B_MN) {
+#pragma unroll
+                    for (int j = 0; j < (BN + 63) / 64; j++)
+                        tk_tma_load_3d(sb + j * K30_BOX, &p->map_b, n0 + 64 * j, k0, u->zb, fb);
+                } else {
+                    tk_tma_load_3d(sb, &p->map_b, k0, n0, u->zb, fb);
+                }
+                continue;
+            }
             if (A_MN) {
 #pragma unroll
                 for (int j = 0; j < BM / 64; j++)
@@ -419,6 +576,29 @@ static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cl
     }
 }
 
+/* A TK_GROUP_K unit's last k-tile holds k_valid elements of its group,
+ * then the next group's: consumer c zeroes them in its 64 rows of A (rows
+ * of 128 bytes: M-major A's K rows k_valid..63; K-major A's elements
+ * k_valid..63 of each row, 16-byte units placed by the 128B swizzle, unit
+ * u of row r at (u ^ r % 8) * 16), so they add nothing; then makes the
+ * writes visible to wgmma (the async proxy) and waits for its warpgroup. */
+template <int A_MN>
+static __device__ __forceinline__ void k30_zero_k_tail(uint32_t sa, int k_valid, int tid, int c)
+{
+    const int gone = K30_BK - k_valid;
+    if (A_MN) {
+        for (int i = tid; i < gone * 8; i += 128)
+            tk_st_shared_zero16(sa + (k_valid + i / 8) * 128 + (i % 8) * 16);
+    } else {
+        for (int i = tid; i < 64 * gone; i += 128) {
+            const int r = i / gone, k = k_valid + i % gone;
+            tk_st_shared_zero2(sa + r * 128 + ((((k >> 3) ^ (r & 7)) << 4) | ((k & 7) << 1)));
+        }
+    }
+    tk_fence_proxy_async_shared();
+    tk_bar_sync(1 + c, 128);
+}
+
 /* Consumer warpgroup c: the 64 x BN accumulators (acc[BN / 2]) of one tile over all
  * k-tiles, reading the ring from stage *s / parity *phase on. One wgmma group
  * stays in flight while the next stage is awaited; a stage is released as
@@ -427,10 +607,11 @@ static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cl
  * wgmma's A and the A tile (BM rows of M, K-major) its B, so acc[BM / 2]
  * holds the 64 x BM tile of C^T. A template because the operand majors are
  * wgmma immediates and the tile sizes pick the instruction. */
-template <int A_MN, int B_MN, int BM, int BN, int SWAP, int KA>
+template <int A_MN, int B_MN, int BM, int BN, int SWAP, int KA, int GRP = 0>
 static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t ring, uint32_t full_bar,
                                                         const uint32_t *empty, int cluster, int k_tiles, int c,
-                                                        int lane, int *s, uint32_t *phase)
+                                                        int lane, int *s, uint32_t *phase, int k_valid = K30_BK,
+                                                        int tid = 0)
 {
     /* K-major tiles: row r (M or N) at 128r, K steps of 16 = 32 bytes inside
      * the row. MN-major tiles: K row k at 128k within 64-wide boxes 8 KB apart
@@ -447,6 +628,8 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
         const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + (SWAP ? 0 : c * K30_BOX);
         const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + KA * K30_A_BYTES_M(BM) + (SWAP ? c * K30_BOX : 0);
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
+        if (GRP && kt == k_tiles - 1 && k_valid < K30_BK)
+            k30_zero_k_tail<A_MN>(sa, k_valid, tid, c);
 #ifdef K30_DIAG_LOADS_ONLY
         /* Timing diagnostic (wrong results): the stage goes back unread. */
         k30_release(empty, cluster, *s, lane);
@@ -498,19 +681,19 @@ static __device__ __forceinline__ uint32_t k30_pack_bf16x2(float lo, float hi)
  * Thread (warp w, lane l) holds rows r0 + 16w + l/4 (+8) and column pairs
  * c0 + 8j + 2(l%4). */
 template <int BN>
-static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, const float *acc, int r0, int c0,
-                                                           int warp, int lane)
+static __device__ __forceinline__ void k30_epilogue_direct_at(const k30_params *p, const float *acc, int r0, int c0,
+                                                              int warp, int lane, void *c, int m_end)
 {
     const int row = r0 + 16 * warp + (lane >> 2);
     const int col = c0 + 2 * (lane & 3);
     const bool pairs = p->c_pairs;
-    const bool interior = pairs && r0 + 64 <= p->m && c0 + BN <= p->n;
+    const bool interior = pairs && r0 + 64 <= m_end && c0 + BN <= p->n;
     const float alpha = p->alpha, beta = p->beta;
     const tk_dtype ct = p->c_bf16 ? TK_BF16 : TK_F32;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int r = row + 8 * h;
-        const bool row_ok = interior || r < p->m;
+        const bool row_ok = interior || r < m_end;
         const int64_t base = (int64_t)r * p->ldc + col;
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
@@ -518,7 +701,7 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
             const int cc = col + 8 * j;
             if (interior || (pairs && row_ok && cc + 1 < p->n)) {
                 if (p->c_bf16) {
-                    uint32_t *q = (uint32_t *)((uint16_t *)p->c + base + 8 * j);
+                    uint32_t *q = (uint32_t *)((uint16_t *)c + base + 8 * j);
                     float v0 = alpha * a0, v1 = alpha * a1;
                     if (beta != 0.0f) {
                         uint32_t old = *q;
@@ -527,7 +710,7 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
                     }
                     *q = k30_pack_bf16x2(v0, v1);
                 } else {
-                    float2 *q = (float2 *)((float *)p->c + base + 8 * j);
+                    float2 *q = (float2 *)((float *)c + base + 8 * j);
                     float2 v = make_float2(alpha * a0, alpha * a1);
                     if (beta != 0.0f) {
                         float2 old = *q;
@@ -538,12 +721,20 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
                 }
             } else if (row_ok) {
                 if (cc < p->n)
-                    tk_epilogue_store(p->c, base + 8 * j, ct, a0, alpha, beta);
+                    tk_epilogue_store(c, base + 8 * j, ct, a0, alpha, beta);
                 if (cc + 1 < p->n)
-                    tk_epilogue_store(p->c, base + 8 * j + 1, ct, a1, alpha, beta);
+                    tk_epilogue_store(c, base + 8 * j + 1, ct, a1, alpha, beta);
             }
         }
     }
+}
+
+/* The direct epilogue of a tile of the one product: C at p->c, M rows. */
+template <int BN>
+static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, const float *acc, int r0, int c0,
+                                                           int warp, int lane)
+{
+    k30_epilogue_direct_at<BN>(p, acc, r0, c0, warp, lane, p->c, p->m);
 }
 
 /* A swapped tile's accumulators (k36_swap_*, k38) as quads of C: acc
@@ -590,16 +781,16 @@ static __device__ __forceinline__ void k30_swap_quads(const float *acc, int lane
  * alpha/beta, bounds-checked. The parameters are read into registers
  * first (a store through p->c may alias *p). */
 template <int BM>
-static __device__ __forceinline__ void k30_epilogue_swap(const k30_params *p, const float *acc, int m0, int n0,
-                                                         int warp, int lane)
+static __device__ __forceinline__ void k30_epilogue_swap_at(const k30_params *p, const float *acc, int m0, int n0,
+                                                            int warp, int lane, void *c_at, int m_end)
 {
 #ifdef K30_DIAG_NO_EPI
     return;
 #endif
-    const int M = p->m, N = p->n, bf16 = p->c_bf16, vec = p->c_vec4;
+    const int M = m_end, N = p->n, bf16 = p->c_bf16, vec = p->c_vec4;
     const int64_t ldc = p->ldc;
     const float alpha = p->alpha, beta = p->beta;
-    char *const c = (char *)p->c;
+    char *const c = (char *)c_at;
     const int n = n0 + k30_swap_col(warp, lane);
     float out[BM / 2];
     k30_swap_quads<BM>(acc, lane, out);
@@ -644,6 +835,14 @@ static __device__ __forceinline__ void k30_epilogue_swap(const k30_params *p, co
                     tk_epilogue_store(c, idx + e, bf16 ? TK_BF16 : TK_F32, v[e], alpha, beta);
         }
     }
+}
+
+/* The swapped epilogue of a tile of the one product: C at p->c, M rows. */
+template <int BM>
+static __device__ __forceinline__ void k30_epilogue_swap(const k30_params *p, const float *acc, int m0, int n0,
+                                                         int warp, int lane)
+{
+    k30_epilogue_swap_at<BM>(p, acc, m0, n0, warp, lane, p->c, p->m);
 }
 
 /* Staged epilogue of a swapped tile (p->c_tma: beta == 0, C stored by TMA):

@@ -50,8 +50,9 @@ static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 6
  * (op_b N); BM and BN, the tile rows of A and B, fix the instruction and
  * the accumulator count (k30_wgmma_tma 128 x 256, k33 128 x 128, k34 128 x
  * 64, k35 128 x 192; k42 64 x 128..192, one consumer); SWAP (k36) swaps the
- * operands' roles. */
-template <int A_MN, int B_MN, int BM, int BN, int SWAP>
+ * operands' roles; GRP = 1 (k43) walks the units of many products
+ * (k30_gwalk_next) instead of one product's tiles. */
+template <int A_MN, int B_MN, int BM, int BN, int SWAP, int GRP = 0>
 static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kernel(const __grid_constant__ k30_params p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -71,7 +72,20 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
         /* Producer warpgroup: one thread issues every load. */
         if (K30_REALLOC(BM, SWAP))
             tk_setmaxnreg_dec(K30_PRODUCER_REGS);
-        if (threadIdx.x == 0) {
+        if (GRP && threadIdx.x < 32) {
+            /* the walk needs the whole warp; lane 0 issues the loads */
+            const int lane = threadIdx.x;
+            k30_gwalk w = { (int)blockIdx.x, 0, 0 };
+            k30_unit u;
+            int s = 0;
+            uint32_t phase = 0;
+            while (k30_gwalk_next<BM, BN>(&p, &w, &u, lane, K30_GROUP_M)) {
+                if (lane == 0)
+                    k30_produce_tile<A_MN, B_MN, BM, BN, K30_KA(SWAP), 1>(&p, ring, full_bar, empty_bar, 0, 0, 0,
+                                                                          u.k_tiles, 1, 0, &s, &phase, &u);
+                __syncwarp();
+            }
+        } else if (!GRP && threadIdx.x == 0) {
             k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
             int s = 0, t, tm, tn, kb, ke, v;
             uint32_t phase = 0;
@@ -98,7 +112,25 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
         int s = 0, t, tm, tn, kb, ke, v;
         uint32_t phase = 0;
         int nchunk = 0;                /* staged chunks so far (k30_epilogue_staged) */
-        while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
+        if (GRP) {
+            k30_gwalk gw = { (int)blockIdx.x, 0, 0 };
+            k30_unit u;
+            while (k30_gwalk_next<BM, BN>(&p, &gw, &u, lane, K30_GROUP_M)) {
+                if (u.k_tiles > 0) {
+                    k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP), 1>(acc, ring, full_bar, empty, 1, u.k_tiles,
+                                                                                c, lane, &s, &phase, u.k_valid, tid);
+                } else {   /* an empty group of TK_GROUP_K: C = beta * C */
+#pragma unroll
+                    for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
+                        acc[i] = 0.0f;
+                }
+                if (SWAP)
+                    k30_epilogue_swap_at<BM>(&p, acc, u.m0, u.n0 + 64 * c, warp, lane, u.c, u.m_end);
+                else
+                    k30_epilogue_direct_at<BN>(&p, acc, u.m0 + 64 * c, u.n0, warp, lane, u.c, u.m_end);
+            }
+        }
+        while (!GRP && k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
             k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
@@ -239,6 +271,200 @@ static int k30_family_rank(const tk_kernel *k, const tk_args *a, const tk_device
 
 extern "C" const tk_family_ops tk_ops_k30 = { k30_family_supports, k30_family_resources, k30_family_launch,
                                               k30_family_workspace, k30_family_rank };
+
+/* ---- k43: the same core over many products (tk_group_args) ----
+ * The GRP instances of k30_kernel for table.def's k43 lines: one
+ * persistent launch whose CTAs walk the units of every product or group
+ * (k30_gwalk_next: group sizes read from the device offsets, no host
+ * synchronisation), A and B through 3-D tensor maps, C stored by the
+ * direct epilogue bounded by the group's rows. */
+#define K43_FUNC_0(op_a, op_b, bm, bn) K30_SELECT_CFG(k30_kernel, op_a, op_b, bm, bn, 0, 1)
+#define K43_FUNC_1(op_a, op_b, bm, bn) \
+    ((op_b) == TK_OP_N ? (const void *)k30_kernel<0, 1, bm, bn, 1, 1> : (const void *)k30_kernel<0, 0, bm, bn, 1, 1>)
+static const void *k43_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
+{
+#define TK_MATCH_k43 TK_T_PROBE
+#define K43_ROW(bm_, bn_, swap_)                           \
+    if (bm == (bm_) && bn == (bn_) && swap == (swap_))     \
+        return K43_FUNC_##swap_(op_a, op_b, bm_, bn_);
+#define TK_CONFIG(name, family, bm_, bn_, bk, wm, wn, swap_, first_rank, auto_rank, description) \
+    TK_T_WHEN(TK_MATCH_##family)(K43_ROW(bm_, bn_, swap_))
+#include "table.def"
+#undef K43_ROW
+#undef TK_MATCH_k43
+    return NULL;
+}
+
+/* A stride as a 3-D map's: whole 16-byte units below TMA's limit, and at
+ * least one matrix (stored lines x ld elements) apart, or 0 (one matrix
+ * shared by all). */
+static tk_status k43_check_stride(const char *name, int64_t stride, int64_t lines, int64_t ld, char *why, size_t len)
+{
+    if (stride == 0)
+        return TK_SUCCESS;
+    if ((stride * 2) % 16 || (uint64_t)stride * 2 >= TK_TMA_MAX_STRIDE || stride < lines * ld) {
+        snprintf(why, len,
+                 "%s: %lld elements between matrices; TMA needs a multiple of 8 elements (16 bytes), at least one "
+                 "matrix (%lld x %lld) apart, below 2^39",
+                 name, (long long)stride, (long long)lines, (long long)ld);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    return TK_SUCCESS;
+}
+
+static tk_status k43_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
+{
+    const tk_group_args *g = a->grp;
+    if (!g) {
+        snprintf(why, len, "takes batched and grouped products only (tk_gemm_batched, tk_gemm_grouped)");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (k->swap && (a->op_a != TK_OP_N || g->kind == TK_GROUP_K)) {
+        snprintf(why, len, "the swapped tiles take op_a N and products whose groups split rows, not K");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (a->k == 0) {
+        snprintf(why, len, "K = 0 (C = beta * C) runs on k01_naive");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    tk_status st = k30_supports_common(a, dev, k->bm, why, len);
+    if (st)
+        return st;
+    /* per-unit tile corners: int; the walk's unit bound too */
+    const long long tiles_n = (a->n + k->bn - 1) / k->bn;
+    const long long rows = g->kind == TK_GROUP_ROWS ? (a->m + k->bm - 1) / k->bm + g->count
+                                                     : (long long)g->count * ((a->m + k->bm - 1) / k->bm);
+    if (rows * tiles_n > INT32_MAX / 2) {
+        snprintf(why, len, "more than 2^30 output tiles");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    const int batched = g->kind == TK_GROUP_BATCHED || g->kind == TK_GROUP_MASKED;
+    if (batched && (st = k43_check_stride("stride_a", g->stride_a, a->op_a == TK_OP_N ? a->m : a->k, a->lda, why, len)))
+        return st;
+    if (g->kind != TK_GROUP_K &&
+        (st = k43_check_stride("stride_b", g->stride_b, a->op_b == TK_OP_N ? a->k : a->n, a->ldb, why, len)))
+        return st;
+    return TK_SUCCESS;
+}
+
+static void k43_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
+{
+    (void)dev;
+    r->func = a ? k43_func(k->bm, k->bn, k->swap, a->op_a, a->op_b) : k43_func(k->bm, k->bn, k->swap, TK_OP_N, TK_OP_T);
+    r->threads = K30_THREADS_CFG(k->bm, k->swap);
+    r->dyn_smem = (size_t)K30_SMEM_CFG(k->bm, k->bn, k->swap);
+}
+
+/* One operand's map: `depth` matrices stride apart (or one shared, depth
+ * 1, stride 0), stored rows x cols, the k30 family's boxes. */
+static tk_status k43_map(const tk_args *a, CUtensorMap *map, const void *base, int64_t depth, int64_t stride,
+                         int64_t rows, int64_t cols, int64_t ld, int k_major, int box_rows, char *why, size_t len)
+{
+    if (stride == 0)
+        depth = 1;
+    return tk_tma_map_3d(a->lc, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, (uint64_t)depth,
+                         (uint64_t)(stride ? stride : rows * ld), (uint64_t)rows, (uint64_t)cols, (uint64_t)ld,
+                         k_major ? (uint32_t)box_rows : K30_BK, k_major ? K30_BK : 64, CU_TENSOR_MAP_SWIZZLE_128B, why,
+                         len);
+}
+
+static tk_status k43_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
+                            char *why, size_t len)
+{
+    const tk_group_args *g = a->grp;
+    const int bm = k->bm, bn = k->bn;
+    k30_params p;
+    memset(&p, 0, sizeof p);
+    p.a_rows = bm;
+    p.a_boxes = (bm + 63) / 64;
+    p.a_bytes = (a->op_a == TK_OP_N ? bm : 64 * p.a_boxes) * K30_BK * 2;
+    const int batched = g->kind == TK_GROUP_BATCHED || g->kind == TK_GROUP_MASKED;
+    const int64_t a_depth = batched ? g->count : 1, a_stride = batched ? g->stride_a : 0;
+    const int64_t b_depth = g->kind == TK_GROUP_K ? 1 : g->count, b_stride = g->kind == TK_GROUP_K ? 0 : g->stride_b;
+    tk_status st;
+    /* A: M x K (K-major, box bm x BK) or stored K x M (M-major, 64 x 64 boxes); B likewise, N x K or K x N. */
+    if (a->op_a == TK_OP_N)
+        st = k43_map(a, &p.map_a, a->a, a_depth, a_stride, a->m, a->k, a->lda, 1, bm, why, len);
+    else
+        st = k43_map(a, &p.map_a, a->a, a_depth, a_stride, a->k, a->m, a->lda, 0, 0, why, len);
+    if (!st && a->op_b == TK_OP_T)
+        st = k43_map(a, &p.map_b, a->b, b_depth, b_stride, a->n, a->k, a->ldb, 1, bn, why, len);
+    else if (!st)
+        st = k43_map(a, &p.map_b, a->b, b_depth, b_stride, a->k, a->n, a->ldb, 0, 0, why, len);
+    if (st)
+        return st;
+    p.c = a->c;
+    p.ldc = a->ldc;
+    p.m = (int)a->m;
+    p.n = (int)a->n;
+    p.k = (int)a->k;
+    p.tiles_m = (int)((a->m + bm - 1) / bm);
+    p.tiles_n = (int)((a->n + bn - 1) / bn);
+    p.k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    p.alpha = a->alpha;
+    p.beta = a->beta;
+    p.c_bf16 = a->c_type == TK_BF16;
+    const size_t cs = a->c_type == TK_F32 ? 4 : 2;
+    /* pairs and quads of C stay aligned in every product's C */
+    const int c_even = (g->kind == TK_GROUP_ROWS || g->stride_c % 2 == 0);
+    const int c_quad = (g->kind == TK_GROUP_ROWS || g->stride_c % 4 == 0);
+    p.c_pairs = c_even && a->ldc % 2 == 0 && (uintptr_t)a->c % (2 * cs) == 0;
+    p.c_vec4 = c_quad && a->ldc % 4 == 0 && (uintptr_t)a->c % (4 * cs) == 0;
+    p.grp_kind = g->kind;
+    p.grp_count = g->count;
+    p.grp_offs = g->offs;
+    p.grp_error = g->error;
+    p.grp_stride_c = g->kind == TK_GROUP_ROWS ? 0 : g->stride_c;
+    p.grp_za = batched && g->stride_a != 0;
+    p.grp_zb = g->kind != TK_GROUP_K && g->stride_b != 0;
+    const long long units = g->kind == TK_GROUP_ROWS ? (long long)(p.tiles_m + g->count) * p.tiles_n
+                                                     : (long long)g->count * p.tiles_m * p.tiles_n;
+    p.grp_units = (int)units;
+    p.num_clusters = (int)(units < dev->sm_count ? units : dev->sm_count);
+    if (p.num_clusters < 1)
+        return TK_SUCCESS;
+    tk_resources r;
+    k43_resources(k, a, dev, &r);
+    cudaError_t e = tk_lc_func_smem(a->lc, r.func, (int)r.dyn_smem);
+    if (e == cudaSuccess) {
+        void *args[] = { &p };
+        e = cudaLaunchKernel(r.func, dim3((unsigned)p.num_clusters), dim3((unsigned)r.threads), args, r.dyn_smem,
+                             stream);
+    }
+    return k30_launch_status(e, why, len);
+}
+
+/* Auto-dispatch: the configuration whose rows fit the mean product or
+ * group (ROWS: M / count; else M): the swapped 16- and 32-row tiles for a
+ * few tokens an expert (decode: the weights are the stream), 64 x 128 up
+ * to 64 rows, then 128 x 128, and 128 x 256 where its tiles still fill the
+ * SMs. first_rank for the pick, auto_rank for the others (all above
+ * k01_naive). */
+static int k43_pick_bm(const tk_args *a, const tk_device *dev, int *bn)
+{
+    const tk_group_args *g = a->grp;
+    const int64_t mean = g->kind == TK_GROUP_ROWS ? a->m / g->count : a->m;
+    *bn = 64;
+    if (mean <= 16 && g->kind != TK_GROUP_K && a->op_a == TK_OP_N)
+        return 16;
+    if (mean <= 32 && g->kind != TK_GROUP_K && a->op_a == TK_OP_N)
+        return 32;
+    *bn = 128;
+    if (mean <= 64)
+        return 64;
+    const long long tiles256 = (long long)g->count * ((mean + 127) / 128) * ((a->n + 255) / 256);
+    *bn = tiles256 >= 2 * dev->sm_count ? 256 : 128;
+    return 128;
+}
+
+static int k43_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
+{
+    int bn = 0;
+    const int bm = a->grp ? k43_pick_bm(a, dev, &bn) : 0;
+    return bm == k->bm && bn == k->bn ? k->first_rank : k->auto_rank;
+}
+
+extern "C" const tk_family_ops tk_ops_k43 = { k43_supports, k43_resources, k43_launch, NULL, k43_rank };
 
 /* Why each configuration of table.def's k30 lines exists: */
 

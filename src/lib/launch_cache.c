@@ -65,7 +65,8 @@ static int key_eq(const tk_tma_key *x, const tk_tma_key *y)
 {
     return x->base == y->base && x->rows == y->rows && x->cols == y->cols && x->ld == y->ld &&
            x->box_rows == y->box_rows && x->box_cols == y->box_cols && x->dtype == y->dtype &&
-           x->swizzle == y->swizzle && x->elem_bytes == y->elem_bytes;
+           x->swizzle == y->swizzle && x->elem_bytes == y->elem_bytes && x->depth == y->depth &&
+           x->zstride == y->zstride;
 }
 
 const CUtensorMap *tk_lc_map_find(tk_launch_cache *lc, const tk_tma_key *key)

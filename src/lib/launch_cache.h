@@ -34,6 +34,7 @@ typedef struct tk_tma_key {
     uint32_t box_rows, box_cols;
     int dtype, swizzle;
     size_t elem_bytes;
+    uint64_t depth, zstride;           /* 3-D maps (tk_tma_map_3d); 0 for 2-D */
 } tk_tma_key;
 
 typedef struct tk_launch_cache {

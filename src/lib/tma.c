@@ -60,9 +60,10 @@ static tk_status encode_fn(tk_launch_cache *lc, PFN_cuTensorMapEncodeTiled_v1200
     return TK_SUCCESS;
 }
 
-tk_status tk_tma_map_2d(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes,
-                        const void *base, uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows,
-                        uint32_t box_cols, CUtensorMapSwizzle swizzle, char *why, size_t len)
+/* The map of `depth` matrices (depth 0: a 2-D map), zstride elements apart. */
+static tk_status map_nd(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes,
+                        const void *base, uint64_t depth, uint64_t zstride, uint64_t rows, uint64_t cols, uint64_t ld,
+                        uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, char *why, size_t len)
 {
     tk_tma_key key;
     memset(&key, 0, sizeof key);
@@ -75,6 +76,8 @@ tk_status tk_tma_map_2d(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataTy
     key.dtype = (int)dtype;
     key.swizzle = (int)swizzle;
     key.elem_bytes = elem_bytes;
+    key.depth = depth;
+    key.zstride = zstride;
     const CUtensorMap *hit = tk_lc_map_find(lc, &key);
     if (hit) {
         *map = *hit;
@@ -84,19 +87,36 @@ tk_status tk_tma_map_2d(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataTy
     tk_status st = encode_fn(lc, &encode, why, len);
     if (st)
         return st;
-    cuuint64_t dims[2] = { cols, rows };             /* innermost first */
-    cuuint64_t strides[1] = { ld * elem_bytes };     /* bytes, of every dimension but the innermost */
-    cuuint32_t box[2] = { box_cols, box_rows };
-    cuuint32_t elem_strides[2] = { 1, 1 };
-    CUresult r = encode(map, dtype, 2, (void *)base, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+    const cuuint32_t rank = depth ? 3 : 2;
+    cuuint64_t dims[3] = { cols, rows, depth };                        /* innermost first */
+    cuuint64_t strides[2] = { ld * elem_bytes, zstride * elem_bytes };  /* bytes, of every dimension but the innermost */
+    cuuint32_t box[3] = { box_cols, box_rows, 1 };
+    cuuint32_t elem_strides[3] = { 1, 1, 1 };
+    CUresult r = encode(map, dtype, rank, (void *)base, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                         swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         snprintf(why, len,
-                 "cuTensorMapEncodeTiled failed (CUresult %d) for a %llu x %llu matrix, ld %llu, box %u x %u at %p",
-                 (int)r, (unsigned long long)rows, (unsigned long long)cols, (unsigned long long)ld, box_rows,
-                 box_cols, base);
+                 "cuTensorMapEncodeTiled failed (CUresult %d) for %llu matrices of %llu x %llu, ld %llu, %llu apart, box "
+                 "%u x %u at %p",
+                 (int)r, (unsigned long long)(depth ? depth : 1), (unsigned long long)rows, (unsigned long long)cols,
+                 (unsigned long long)ld, (unsigned long long)zstride, box_rows, box_cols, base);
         return TK_ERR_CUDA;
     }
     tk_lc_map_put(lc, &key, map);
     return TK_SUCCESS;
+}
+
+tk_status tk_tma_map_2d(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes,
+                        const void *base, uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows,
+                        uint32_t box_cols, CUtensorMapSwizzle swizzle, char *why, size_t len)
+{
+    return map_nd(lc, map, dtype, elem_bytes, base, 0, 0, rows, cols, ld, box_rows, box_cols, swizzle, why, len);
+}
+
+tk_status tk_tma_map_3d(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes,
+                        const void *base, uint64_t depth, uint64_t zstride, uint64_t rows, uint64_t cols, uint64_t ld,
+                        uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, char *why, size_t len)
+{
+    return map_nd(lc, map, dtype, elem_bytes, base, depth, zstride, rows, cols, ld, box_rows, box_cols, swizzle, why,
+                  len);
 }

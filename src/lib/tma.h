@@ -32,6 +32,13 @@ tk_status tk_tma_map_2d(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataTy
                         uint64_t rows, uint64_t cols, uint64_t ld, uint32_t box_rows, uint32_t box_cols,
                         CUtensorMapSwizzle swizzle, char *why, size_t len);
 
+/* The same for `depth` such matrices, zstride elements apart (a multiple
+ * of 16 bytes), loaded by 3-D boxes of one matrix (coordinates column,
+ * row, matrix). depth >= 1. */
+tk_status tk_tma_map_3d(tk_launch_cache *lc, CUtensorMap *map, CUtensorMapDataType dtype, size_t elem_bytes,
+                        const void *base, uint64_t depth, uint64_t zstride, uint64_t rows, uint64_t cols, uint64_t ld,
+                        uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, char *why, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

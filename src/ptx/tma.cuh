@@ -44,6 +44,16 @@ static __device__ __forceinline__ void tk_tma_load_2d(uint32_t dst, const CUtens
                  : "memory");
 }
 
+/* The same from a 3-D map (tk_tma_map_3d): c2 picks the matrix. */
+static __device__ __forceinline__ void tk_tma_load_3d(uint32_t dst, const CUtensorMap *map, int32_t c0, int32_t c1,
+                                                      int32_t c2, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+                 "l"((uint64_t)(uintptr_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+
 static __device__ __forceinline__ void tk_tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, int32_t c0,
                                                                 int32_t c1, uint32_t bar, uint16_t mask)
 {
