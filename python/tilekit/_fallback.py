@@ -140,8 +140,8 @@ def _groups(p, a, b, c, offs, group_error):
     return count
 
 
-def plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream, offs=None, group_error=None,
-         query=False, form="gemm"):
+def plan(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None, stream=None,
+         offs=None, group_error=None, query=False, form="gemm"):
     """The checked call of gemm (form "gemm"), gemm_batched ("batched": A, B
     and out 3-D stacks) or gemm_grouped ("grouped": offs required, the kind
     from the ranks of A and B)."""
