@@ -6,10 +6,10 @@
  * matrices (3-D stacks of them, int32 offsets) are read (torch tensors
  * through a few attribute reads, other objects through
  * __cuda_array_interface__ or DLPack), checked, mapped to a tk_gemm_problem
- * (and the strides and offsets of its products) and handed to the library. Every check raises the exception type and the
- * message of the pure-Python fallback (tilekit/_fallback.py and _arrays.py,
- * the reference for both; tests/python/test_backends.py compares the two
- * call for call).
+ * (and the strides and offsets of its products) and handed to the library.
+ * Every check raises the exception type and the message of the pure-Python
+ * fallback (tilekit/_fallback.py and _arrays.py, the reference for both;
+ * tests/python/test_backends.py compares the two call for call).
  *
  * libtilekit.so is not linked: bind(path) dlopen()s it on first use, the path
  * chosen by tilekit/_lib.py ($TILEKIT_LIB, the package's copy, or the
@@ -2065,14 +2065,17 @@ fail:
     return NULL;
 }
 
-static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    PyObject *arg[NARG];
-    if (bind_args("gemm", args, nargs, kwnames, 9, 10, arg))
-        return NULL;
-    return run_call(arg, F_GEMM, "tilekit.gemm");
-}
+/* py_NAME: the module function NAME with gemm's signature (A to kernel by
+ * position or name, stream by name alone), run_call as `form`. */
+#define GEMM_FUNCTION(name, form)                                                                               \
+    static PyObject *py_##name(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)     \
+    {                                                                                                            \
+        (void)mod;                                                                                               \
+        PyObject *arg[NARG];                                                                                     \
+        return bind_args(#name, args, nargs, kwnames, 9, 10, arg) ? NULL : run_call(arg, form, "tilekit." #name); \
+    }
+
+GEMM_FUNCTION(gemm, F_GEMM)
 
 PyDoc_STRVAR(gemm_batched_doc,
 "gemm_batched($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,\n"
@@ -2086,14 +2089,7 @@ PyDoc_STRVAR(gemm_batched_doc,
 "matrix of A or B serve every product (an expanded tensor); out's matrices\n"
 "may not overlap. Arguments, streams and errors as for gemm. Returns out.");
 
-static PyObject *py_gemm_batched(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)mod;
-    PyObject *arg[NARG];
-    if (bind_args("gemm_batched", args, nargs, kwnames, 9, 10, arg))
-        return NULL;
-    return run_call(arg, F_BATCHED, "tilekit.gemm_batched");
-}
+GEMM_FUNCTION(gemm_batched, F_BATCHED)
 
 PyDoc_STRVAR(gemm_grouped_doc,
 "gemm_grouped($module, A, B, offs, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,\n"
