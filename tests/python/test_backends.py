@@ -44,6 +44,16 @@ def test_extension_is_used():
     assert EXT is not None and tilekit.backend() == "extension", \
         "the C extension was not found (build it with make; TILEKIT_EXT names its file)"
     assert tilekit.gemm is EXT.gemm
+    assert tilekit.gemm_batched is EXT.gemm_batched and tilekit.gemm_grouped is EXT.gemm_grouped
+
+
+def test_signatures_match():
+    """The extension's text signatures are the fallback's (issue 38's
+    functions bind their own order: offs third, group_error by name)."""
+    import inspect
+    for name in ("gemm", "gemm_batched", "gemm_grouped", "plan"):
+        ext, py = inspect.signature(getattr(EXT, name)), inspect.signature(getattr(_fallback, name))
+        assert ext == py, "%s: extension %s, fallback %s" % (name, ext, py)
 
 
 def test_plans_match_fuzz():
