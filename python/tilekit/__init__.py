@@ -13,14 +13,23 @@
     model = torch.nn.Sequential(torch.nn.Linear(4096, 1024, dtype=torch.bfloat16, device="cuda"))
     model = tilekit.patch(model)                    # every torch.nn.Linear runs on tilekit
 
+    # many products in one call (issue 38): offs are int32 cumulative ends, read on the device only
+    x = torch.randn(300, 4096, dtype=torch.bfloat16, device="cuda")          # tokens sorted by expert
+    ws = torch.randn(8, 1024, 4096, dtype=torch.bfloat16, device="cuda")     # 8 experts' weights
+    offs = torch.tensor([40, 80, 80, 150, 200, 250, 290, 300], dtype=torch.int32, device="cuda")
+    y = tilekit.grouped_mm(x, ws.transpose(-2, -1), offs)  # torch._grouped_mm's semantics
+    z = tilekit.bmm(x.view(3, 100, 4096), ws[:3].transpose(-2, -1))   # torch.bmm's
+
 A, B and out of gemm() are torch CUDA tensors, objects with
 __cuda_array_interface__ or DLPack producers of CUDA memory, 2-D, each row- or
 column-contiguous (a transposed view is fine: it becomes op T or a
-column-major problem, never a copy). The call is asynchronous on the caller's
-current stream, like a torch operation (gemm's `stream` and the CAI 'stream'
-entries: see gemm's docstring). torch is never imported by
-`import tilekit`; it is used only when the caller passes torch tensors, and
-imported by tilekit.matmul, tilekit.nn and tilekit.patch.
+column-major problem, never a copy); gemm_batched() and gemm_grouped() take
+3-D stacks of such matrices too, and gemm_grouped() its int32 offsets. The
+call is asynchronous on the caller's current stream, like a torch operation
+(gemm's `stream` and the CAI 'stream' entries: see gemm's docstring). torch
+is never imported by `import tilekit`; it is used only when the caller
+passes torch tensors, and imported by tilekit.matmul, tilekit.grouped_mm,
+tilekit.bmm, tilekit.nn and tilekit.patch.
 
 Backends: the C extension tilekit._tilekit (backend() == "extension") does
 the checks and the call; without it, a pure-Python fallback through ctypes
@@ -42,7 +51,7 @@ else:
     from . import _fallback as _impl
 
 __version__ = "0.1.0"
-__all__ = ["gemm", "matmul", "patch", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
+__all__ = ["gemm", "gemm_batched", "gemm_grouped", "matmul", "grouped_mm", "bmm", "patch", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
            "backend", "Support", "candidates", "workspace_size", "plan", "set_workspace", "set_workspace_limit",
            "set_split_k", "release_workspaces", "handle_info", "last_cuda_error", "build_info", "TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError",
            "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError",
@@ -50,6 +59,8 @@ __all__ = ["gemm", "matmul", "patch", "nn", "supports", "select_kernel", "kernel
 
 # The hot path is the backend's own function: no Python frame in between.
 gemm = _impl.gemm
+gemm_batched = _impl.gemm_batched
+gemm_grouped = _impl.gemm_grouped
 _plan = _impl.plan   # the checked call without the library (tests)
 
 
@@ -285,9 +296,10 @@ def plan(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_
 
 
 def __getattr__(name):
-    """tilekit.matmul, tilekit.patch and tilekit.nn import torch, so they are
-    loaded on first use, not by `import tilekit`."""
-    if name in ("matmul", "patch"):
+    """tilekit.matmul, tilekit.grouped_mm, tilekit.bmm, tilekit.patch and
+    tilekit.nn import torch, so they are loaded on first use, not by
+    `import tilekit`."""
+    if name in ("matmul", "grouped_mm", "bmm", "patch"):
         _lib.need_torch("tilekit." + name)
         from . import _torch_ops
         return getattr(_torch_ops, name)

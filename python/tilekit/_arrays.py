@@ -3,9 +3,12 @@
 A matrix is a torch CUDA tensor or any object with __cuda_array_interface__
 (CAI, versions 2 and 3). Each is reduced to a Matrix: data pointer, shape,
 strides in elements, dtype ("bf16" or "fp32"), and where known its device and
-stream. Everything wrong with an argument is found here, before the library is
-loaded or the GPU touched: TypeError for what the argument is (type, dtype,
-device), ValueError for how it is shaped (rank, strides, NULL data).
+stream. A batched or grouped call also takes 3-D stacks of matrices (count x
+rows x cols, a batch stride) and 1-D int32 arrays (its offsets): a Matrix of
+count matrices, or of one row. Everything wrong with an argument is found
+here, before the library is loaded or the GPU touched: TypeError for what the
+argument is (type, dtype, device), ValueError for how it is shaped (rank,
+strides, NULL data).
 """
 import sys
 
@@ -16,7 +19,11 @@ import sys
 # (np.dtype("V2"), np.dtype([("a", "u1"), ("b", "u1")])): refused, as is a
 # "<V2" whose descr names fields (_plain_descr).
 _TYPESTRS = {"<f4": "fp32", "=f4": "fp32", "<V2": "bf16", "bfloat16": "bf16"}
-_ITEMSIZE = {"bf16": 2, "fp32": 4}
+_INDEX_TYPESTRS = {"<i4": "i32", "=i4": "i32"}   # offsets and the group error flag
+_ITEMSIZE = {"bf16": 2, "fp32": 4, "i32": 4}
+# What an operand may be, by its ranks (describe's `ranks`), for the messages.
+_RANK_TEXT = {(2,): "a 2-D matrix", (3,): "a 3-D stack of matrices (count x rows x cols)",
+              (2, 3): "a 2-D matrix or a 3-D stack of matrices", (1,): "a 1-D array"}
 _TYPE_HINTS = {"<f2": "float16", "<f8": "float64", "<i2": "int16", "<i4": "int32", "<i8": "int64", "|i1": "int8",
                "|u1": "uint8", "<u2": "uint16", "|V2": "a void or structured type"}
 
@@ -53,30 +60,36 @@ def parse_dtype(d, what="out_dtype"):
 
 
 class Matrix:
-    """One 2-D operand: ptr (int), rows, cols, row/col strides in elements,
-    dtype ("bf16"/"fp32"), device (int or None if unknown), stream (int or
-    None), readonly, obj (the caller's object), torch (bool)."""
+    """One operand: ptr (int), rows, cols, row/col strides in elements,
+    dtype ("bf16"/"fp32", "i32" for offsets), device (int or None if
+    unknown), stream (int or None), readonly, obj (the caller's object),
+    torch (bool); ndim (1, 2 or 3), count matrices sbatch elements apart (a
+    3-D stack; else 1 and 0). A 1-D array is one row: rows 1, cols its
+    length, scol its stride."""
 
     __slots__ = ("name", "ptr", "rows", "cols", "srow", "scol", "dtype", "device", "stream", "readonly", "obj",
-                 "torch")
+                 "torch", "ndim", "count", "sbatch")
 
-    def __init__(self, name, ptr, rows, cols, srow, scol, dtype, device, stream, readonly, obj, torch):
+    def __init__(self, name, ptr, rows, cols, srow, scol, dtype, device, stream, readonly, obj, torch, ndim=2,
+                 count=1, sbatch=0):
         self.name, self.ptr, self.rows, self.cols = name, ptr, rows, cols
         self.srow, self.scol, self.dtype, self.device = srow, scol, dtype, device
         self.stream, self.readonly, self.obj, self.torch = stream, readonly, obj, torch
+        self.ndim, self.count, self.sbatch = ndim, count, sbatch
 
     def t(self):
-        """The transposed view (same memory, strides swapped)."""
+        """The transposed view (same memory, the matrices' strides swapped)."""
         return Matrix(self.name + ".T", self.ptr, self.cols, self.rows, self.scol, self.srow, self.dtype,
-                      self.device, self.stream, self.readonly, self.obj, self.torch)
+                      self.device, self.stream, self.readonly, self.obj, self.torch, self.ndim, self.count,
+                      self.sbatch)
 
     def byte_range(self):
         """[first, last] byte addresses touched, or None when empty."""
-        if self.rows == 0 or self.cols == 0:
+        if self.rows == 0 or self.cols == 0 or self.count == 0:
             return None
         size = _ITEMSIZE[self.dtype]
-        last = self.ptr + ((self.rows - 1) * self.srow + (self.cols - 1) * self.scol) * size + size - 1
-        return self.ptr, last
+        span = (self.count - 1) * self.sbatch + (self.rows - 1) * self.srow + (self.cols - 1) * self.scol
+        return self.ptr, self.ptr + span * size + size - 1
 
     def storage(self, prefer="row"):
         """("row", ld) if rows are contiguous (unit column stride) and do not
@@ -98,14 +111,20 @@ class Matrix:
         return None
 
 
-def _plain_descr(descr, dtype):
+def _cai_type(typestr, index):
+    """The element type of a CAI typestr: bf16/fp32 for a matrix, i32 for an
+    index array (offsets); None when not taken."""
+    return (_INDEX_TYPESTRS if index else _TYPESTRS).get(typestr)
+
+
+def _plain_descr(descr, dtype, index=False):
     """Whether a CAI 'descr' is one unnamed field of element type dtype (what
     numpy and CuPy write for an array that is not structured)."""
     if not isinstance(descr, (list, tuple)) or len(descr) != 1:
         return False
     f = descr[0]
     return (isinstance(f, (list, tuple)) and len(f) == 2 and isinstance(f[0], str) and f[0] == ""
-            and isinstance(f[1], str) and _TYPESTRS.get(f[1]) == dtype)
+            and isinstance(f[1], str) and _cai_type(f[1], index) == dtype)
 
 
 def _int(v, what):
@@ -114,29 +133,49 @@ def _int(v, what):
     return v
 
 
-def _from_torch(x, name):
+def _rank(name, shape, ranks):
+    """ValueError unless the shape's rank is one of `ranks`."""
+    if len(shape) not in ranks:
+        raise ValueError("%s: expected %s, got %d dimensions (shape %s)" % (name, _RANK_TEXT[ranks], len(shape),
+                                                                           tuple(shape)))
+
+
+def _shaped(shape, strides):
+    """(ndim, count, rows, cols, sbatch, srow, scol) of an operand's shape and
+    strides (elements), of a rank _rank took."""
+    if len(shape) == 1:
+        return 1, 1, 1, shape[0], 0, max(shape[0], 1), strides[0]
+    if len(shape) == 2:
+        return (2, 1) + tuple(shape) + (0,) + tuple(strides)
+    return (3,) + tuple(shape) + tuple(strides)
+
+
+def _from_torch(x, name, ranks, index):
     t = _torch()
     if x.layout != t.strided:
         raise TypeError("%s: %s tensors are not supported (expected a dense, strided CUDA tensor)"
                         % (name, x.layout))
     if not x.is_cuda:
         raise TypeError("%s: tensor is on %s; tilekit needs CUDA tensors (move it with .cuda())" % (name, x.device))
-    if x.dtype == t.bfloat16:
+    if index:
+        if x.dtype != t.int32:
+            raise TypeError("%s: dtype %s is not supported (expected torch.int32)" % (name, x.dtype))
+        dtype = "i32"
+    elif x.dtype == t.bfloat16:
         dtype = "bf16"
     elif x.dtype == t.float32:
         dtype = "fp32"
     else:
         raise TypeError("%s: dtype %s is not supported (expected torch.bfloat16, or torch.float32 for out)"
                         % (name, x.dtype))
-    if x.dim() != 2:
-        raise ValueError("%s: expected a 2-D matrix, got %d dimensions (shape %s)" % (name, x.dim(),
-                                                                                       tuple(x.shape)))
-    rows, cols = x.shape
-    srow, scol = x.stride()
-    return Matrix(name, x.data_ptr(), rows, cols, srow, scol, dtype, x.device.index, None, False, x, True)
+    shape = tuple(x.shape)
+    _rank(name, shape, ranks)
+    ndim, count, rows, cols, sbatch, srow, scol = _shaped(shape, x.stride())
+    return Matrix(name, x.data_ptr(), rows, cols, srow, scol, dtype, x.device.index, None, False, x, True, ndim,
+                  count, sbatch)
 
 
-def _from_cai(x, name):
+def _from_cai(x, name, ranks, index):
     try:
         cai = x.__cuda_array_interface__
     except Exception as e:   # a producer may refuse (e.g. torch for a tensor that requires grad)
@@ -149,13 +188,14 @@ def _from_cai(x, name):
     typestr = cai["typestr"]
     if not isinstance(typestr, str):
         raise TypeError("%s: typestr %r is not a string" % (name, typestr))
-    dtype = _TYPESTRS.get(typestr)
+    dtype = _cai_type(typestr, index)
     if dtype is None:
         hint = _TYPE_HINTS.get(typestr)
-        raise TypeError("%s: element type %r%s is not supported (expected bfloat16 '<V2', or float32 '<f4' for out)"
-                        % (name, typestr, " (%s)" % hint if hint else ""))
+        raise TypeError("%s: element type %r%s is not supported (expected %s)"
+                        % (name, typestr, " (%s)" % hint if hint else "",
+                           "int32 '<i4'" if index else "bfloat16 '<V2', or float32 '<f4' for out"))
     descr = cai.get("descr")
-    if descr is not None and not _plain_descr(descr, dtype):
+    if descr is not None and not _plain_descr(descr, dtype, index):
         raise TypeError("%s: descr %r describes a structured type (expected one unnamed field of the typestr's type)"
                         % (name, descr))
     if cai.get("mask") is not None:
@@ -163,12 +203,10 @@ def _from_cai(x, name):
     shape = tuple(cai["shape"])
     for s in shape:
         _int(s, name + ": shape entry")
-    if len(shape) != 2:
-        raise ValueError("%s: expected a 2-D matrix, got %d dimensions (shape %s)" % (name, len(shape), shape))
-    rows, cols = shape
-    if rows < 0 or cols < 0:
+    _rank(name, shape, ranks)
+    if any(d < 0 for d in shape):
         raise ValueError("%s: negative shape %s" % (name, shape))
-    if rows >= 2 ** 63 or cols >= 2 ** 63:   # the library's sizes are int64
+    if any(d >= 2 ** 63 for d in shape):   # the library's sizes are int64
         raise ValueError("%s: shape %s is too large (each dimension must be below 2**63)" % (name, shape))
     data = cai["data"]
     if not isinstance(data, tuple) or len(data) != 2:
@@ -184,43 +222,61 @@ def _from_cai(x, name):
     size = _ITEMSIZE[dtype]
     strides = cai.get("strides")
     if strides is None:   # C-contiguous
-        srow, scol = cols, 1
+        elems, step = [], 1
+        for d in reversed(shape):
+            elems.insert(0, step)
+            step = min(step * d, 2 ** 63 - 1)   # saturated as the extension's int64
     else:
         strides = tuple(strides)
-        if len(strides) != 2:
-            raise ValueError("%s: %d strides for a 2-D shape" % (name, len(strides)))
+        if len(strides) != len(shape):
+            raise ValueError("%s: %d strides for a %d-D shape" % (name, len(strides), len(shape)))
         for s in strides:
             _int(s, name + ": stride")
-        if strides[0] % size or strides[1] % size:
+        if any(s % size for s in strides):
             raise ValueError("%s: strides %s (bytes) are not multiples of the %d-byte element"
                              % (name, strides, size))
         if not all(-2 ** 63 <= s < 2 ** 63 for s in strides):
             raise ValueError("%s: strides %s (bytes) do not fit in 64 bits" % (name, strides))
-        srow, scol = strides[0] // size, strides[1] // size
+        elems = [s // size for s in strides]
+    ndim, count, rows, cols, sbatch, srow, scol = _shaped(shape, elems)
     stream = cai.get("stream")
     if stream is not None:
         _int(stream, name + ": stream")
         if stream == 0:   # CAI v3 forbids 0: ambiguous between the legacy and per-thread default streams
             raise ValueError("%s: stream 0 is not allowed by __cuda_array_interface__ (use 1 or 2)" % name)
-    return Matrix(name, ptr, rows, cols, srow, scol, dtype, None, stream, bool(readonly), x, False)
+    return Matrix(name, ptr, rows, cols, srow, scol, dtype, None, stream, bool(readonly), x, False, ndim, count,
+                  sbatch)
 
 
-def describe(x, name):
-    """The Matrix for a caller's object, or TypeError/ValueError saying what is wrong."""
+def describe(x, name, ranks=(2,), index=False):
+    """The Matrix for a caller's object, or TypeError/ValueError saying what
+    is wrong. ranks: the dimensions it may have (_RANK_TEXT's keys); index:
+    an int32 array (offsets), not a bf16/fp32 matrix."""
     if x is None:
         raise TypeError("%s: got None (expected a CUDA tensor or an object with __cuda_array_interface__)" % name)
     if is_torch_tensor(x):
-        m = _from_torch(x, name)
+        m = _from_torch(x, name, ranks, index)
     elif hasattr(type(x), "__cuda_array_interface__") or hasattr(x, "__cuda_array_interface__"):
-        m = _from_cai(x, name)
+        m = _from_cai(x, name, ranks, index)
     elif hasattr(x, "__array_interface__") or hasattr(x, "__array__") or isinstance(x, (list, tuple)):
         raise TypeError("%s: %s is host memory; tilekit needs device memory (a CUDA tensor or an object with "
                         "__cuda_array_interface__)" % (name, type(x).__name__))
     else:
         raise TypeError("%s: %s is not a CUDA tensor and has no __cuda_array_interface__"
                         % (name, type(x).__name__))
-    if m.srow < 0 or m.scol < 0:
+    if m.srow < 0 or m.scol < 0 or m.sbatch < 0:
+        if m.ndim == 3:
+            raise ValueError("%s: negative strides (%d, %d, %d) are not supported" % (name, m.sbatch, m.srow, m.scol))
         raise ValueError("%s: negative strides (%d, %d) are not supported" % (name, m.srow, m.scol))
-    if m.ptr == 0 and m.rows > 0 and m.cols > 0:
-        raise ValueError("%s: data pointer is NULL for a %d x %d matrix" % (name, m.rows, m.cols))
+    if m.ptr == 0 and m.rows > 0 and m.cols > 0 and m.count > 0:
+        raise ValueError("%s: data pointer is NULL for %s" % (name, _shape_text(m)))
     return m
+
+
+def _shape_text(m):
+    """"a 8 x 4 matrix", "3 matrices of 8 x 4" or "an array of 5" (ints) for messages."""
+    if m.ndim == 1:
+        return "an array of %d" % m.cols
+    if m.ndim == 3:
+        return "%d matrices of %d x %d" % (m.count, m.rows, m.cols)
+    return "a %d x %d matrix" % (m.rows, m.cols)

@@ -3,7 +3,8 @@ library through ctypes. The fallback for a build without the C extension
 (tilekit/_tilekit.c), and the reference the extension's checks are compared
 with (tests/python/test_backends.py): both raise the same exceptions with the
 same messages. Its functions are the extension's: gemm, plan, supports,
-select_kernel, kernels, version, current_device, and issue 37's: the
+select_kernel, kernels, version, current_device, gemm_batched and
+gemm_grouped (issue 38), and issue 37's: the
 thread's handle settings (set_workspace, set_workspace_limit, set_split_k,
 release_workspaces, handle_info, last_cuda_error), build_info, candidates,
 workspace_size and plan_create (a GemmPlan).
@@ -47,10 +48,23 @@ def _real(v, what):
 
 
 class _Plan:
-    """A checked call: everything tk_gemm needs except, when out is to be
-    allocated, C's pointer."""
+    """A checked call: everything the library's call needs except, when out
+    is to be allocated, C's pointer. form: "gemm", "batched" or "grouped";
+    kind: its tk_group_kind (0 for gemm); count and the strides of the
+    products (0 where unused); offs, err: the offsets and group error flag
+    (Matrix or None) and their pointers; out_shape: what out is (allocated)."""
     __slots__ = ("a", "b", "c", "m", "n", "k", "layout", "op_a", "lda", "op_b", "ldb", "ldc", "c_dtype", "alpha",
-                 "beta", "kernel", "device", "stream", "joins")
+                 "beta", "kernel", "device", "stream", "joins", "form", "kind", "count", "stride_a", "stride_b",
+                 "stride_c", "offs", "err", "offs_ptr", "error_ptr", "out_shape")
+
+
+# tk_group_kind (include/tilekit.h)
+GROUP_NONE, GROUP_BATCHED, GROUP_ROWS, GROUP_K, GROUP_MASKED = 0, 1, 2, 3, 4
+_KIND_NAMES = {GROUP_BATCHED: "TK_GROUP_BATCHED", GROUP_ROWS: "TK_GROUP_ROWS", GROUP_K: "TK_GROUP_K",
+               GROUP_MASKED: "TK_GROUP_MASKED"}
+# The ranks of A, B and out a form takes; a grouped call's kind follows from A's and B's (_group_kind).
+_FORM_RANKS = {"gemm": ((2,), (2,)), "batched": ((3,), (3,)), "grouped": ((2, 3), (2, 3))}
+_COUNT_MAX = 2 ** 31 - 1   # count is an int32 in tk_gemm_desc
 
 
 def _legacy(s):
@@ -85,13 +99,64 @@ def _overlaps(x, y):
     return rx is not None and ry is not None and rx[0] <= ry[1] and ry[0] <= rx[1]
 
 
-def plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream, query=False):
-    a, b = describe(A, "A"), describe(B, "B")
+def _group_kind(a, b):
+    """A grouped call's kind from the ranks of A and B (torch._grouped_mm's
+    rule): 2-D x 3-D splits the rows, 2-D x 2-D splits K, 3-D x 3-D is
+    masked; 3-D x 2-D (a split of N) has no kind."""
+    kind = {(2, 3): GROUP_ROWS, (2, 2): GROUP_K, (3, 3): GROUP_MASKED}.get((a.ndim, b.ndim))
+    if kind is None:
+        raise ValueError("A is a 3-D stack and B a 2-D matrix: no group kind splits N (the columns of B and out); "
+                         "multiply the transposes, out.T = B.T x A.T grouped by rows (TK_GROUP_ROWS)")
+    return kind
+
+
+def _index_array(x, name):
+    """offs or group_error: a contiguous 1-D int32 array in device memory."""
+    v = describe(x, name, (1,), index=True)
+    if v.cols > 1 and v.scol != 1:
+        raise ValueError("%s: stride %d: the int32 elements must be contiguous (stride 1)" % (name, v.scol))
+    return v
+
+
+def _groups(p, a, b, c, offs, group_error):
+    """A grouped call's count (from B, out or offs), offsets and error flag."""
+    if offs is None:
+        raise TypeError("offs: required for a grouped product (int32 cumulative end offsets, or row counts for "
+                        "3-D A and B, in device memory)")
+    o = _index_array(offs, "offs")
+    count = {GROUP_ROWS: b.count, GROUP_MASKED: a.count}.get(p.kind, c.count if c is not None else o.cols)
+    if o.cols != count:
+        raise ValueError("offs: %d offsets for %d groups (one per group: %s)" % (
+            o.cols, count, {GROUP_ROWS: "B's matrices", GROUP_K: "out's matrices",
+                            GROUP_MASKED: "A's and B's matrices"}[p.kind]))
+    p.offs, p.offs_ptr = o, o.ptr or None
+    if group_error is not None:
+        e = _index_array(group_error, "group_error")
+        if e.cols < 1:
+            raise ValueError("group_error: empty (expected at least one int32 element)")
+        if e.readonly:
+            raise ValueError("group_error: the array is read-only")
+        p.err, p.error_ptr = e, e.ptr or None
+    return count
+
+
+def plan(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None, stream=None,
+         offs=None, group_error=None, query=False, form="gemm"):
+    """The checked call of gemm (form "gemm"), gemm_batched ("batched": A, B
+    and out 3-D stacks) or gemm_grouped ("grouped": offs required, the kind
+    from the ranks of A and B)."""
+    form = "gemm" if form is None else form
+    ranks = _FORM_RANKS.get(form) if isinstance(form, str) else None
+    if ranks is None:
+        raise ValueError("form: %r is not 'gemm', 'batched' or 'grouped'" % (form,))
+    a, b = describe(A, "A", ranks[0]), describe(B, "B", ranks[1])
     for x in (a, b):
         if x.dtype != "bf16":
             raise TypeError("%s: dtype %s is not supported: tilekit multiplies bfloat16 inputs "
                             "(convert with .to(torch.bfloat16))" % (x.name, x.dtype))
     p = _Plan()
+    p.form, p.kind = form, {"gemm": GROUP_NONE, "batched": GROUP_BATCHED}.get(form)
+    p.offs = p.err = p.offs_ptr = p.error_ptr = None
     p.alpha, p.beta = _real(alpha, "alpha"), _real(beta, "beta")
     if kernel is not None and not isinstance(kernel, str):
         raise TypeError("kernel: %r is not a name (expected a string such as 'k01_naive', or None for auto)"
@@ -104,26 +169,49 @@ def plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream, qu
                          "trans_a=%s, trans_b=%s)" % (oa.rows, oa.cols, ob.rows, ob.cols, bool(trans_a),
                                                       bool(trans_b)))
     p.m, p.k, p.n = oa.rows, oa.cols, ob.cols
+    if p.kind is None:
+        p.kind = _group_kind(a, b)
+    if form != "grouped" and (offs is not None or group_error is not None):
+        raise TypeError("offs: a %s product takes no offsets" % form)
+    if p.kind in (GROUP_BATCHED, GROUP_MASKED) and a.count != b.count:
+        raise ValueError("count mismatch: A holds %d matrices but B %d" % (a.count, b.count))
     want = parse_dtype(out_dtype) if out_dtype is not None else None
+    out_ndim = 2 if p.kind in (GROUP_NONE, GROUP_ROWS) else 3
 
     c = None
     if out is not None:
-        c = describe(out, "out")
+        c = describe(out, "out", (out_ndim,))
         if want is not None and c.dtype != want:
             raise ValueError("out: dtype %s does not match out_dtype %s" % (c.dtype, want))
-        if (c.rows, c.cols) != (p.m, p.n):
-            raise ValueError("out: shape %d x %d, expected %d x %d (M x N)" % (c.rows, c.cols, p.m, p.n))
+    p.count = 1 if p.kind == GROUP_NONE else a.count if p.kind == GROUP_BATCHED else None
+    if form == "grouped":
+        p.count = _groups(p, a, b, c, offs, group_error)
+    if p.count > _COUNT_MAX:
+        raise ValueError("count: %d products is more than 2**31 - 1" % p.count)
+    p.out_shape = (p.m, p.n) if out_ndim == 2 else (p.count, p.m, p.n)
+    if c is not None:
+        if (c.rows, c.cols) != (p.m, p.n) or (out_ndim == 3 and c.count != p.count):
+            got = (c.rows, c.cols) if out_ndim == 2 else (c.count, c.rows, c.cols)
+            raise ValueError("out: shape %s, expected %s (%s)" % (" x ".join(map(str, got)),
+                                                                 " x ".join(map(str, p.out_shape)),
+                                                                 "M x N" if out_ndim == 2 else "count x M x N"))
         if c.readonly:
             raise ValueError("out: the array is read-only")
-        for x in (a, b):
-            if _overlaps(c, x):
+        for x in (a, b, p.offs, p.err):
+            if x is not None and _overlaps(c, x):
                 raise ValueError("out overlaps %s in memory: the kernel would read what it overwrites" % x.name)
+        if p.err is not None and p.offs is not None and _overlaps(p.err, p.offs):
+            raise ValueError("group_error overlaps offs in memory: the kernel would read what it overwrites")
         st = c.storage("row")
         if st is None:
             raise ValueError("out: strides (%d, %d) are neither row- nor column-contiguous (one dimension must "
                              "have stride 1 and the other must not overlap it)" % (c.srow, c.scol))
+        if st[0] != "row" and p.kind in (GROUP_ROWS, GROUP_K, GROUP_MASKED):
+            raise ValueError("out: strides (%d, %d): %s writes row-major matrices (out's rows must be contiguous)"
+                             % (c.srow, c.scol, _KIND_NAMES[p.kind]))
         p.layout, p.ldc = (_lib.ROW_MAJOR if st[0] == "row" else _lib.COL_MAJOR), st[1]
         p.c_dtype = c.dtype
+        stride_c = c.sbatch
     else:
         if not query and p.beta != 0.0:
             raise ValueError("beta is %g but out is None: beta scales an existing out, so pass out" % p.beta)
@@ -132,20 +220,28 @@ def plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream, qu
                             "only through torch)")
         p.layout, p.ldc = _lib.ROW_MAJOR, max(p.n, 1)
         p.c_dtype = want or "fp32"
+        stride_c = min(p.m * p.n, 2 ** 63 - 1)   # saturated as the extension's int64 (refused then)
     layout = "row" if p.layout == _lib.ROW_MAJOR else "col"
     p.op_a, p.lda = _operand(oa, layout, "A" + (".T" if trans_a else ""))
     p.op_b, p.ldb = _operand(ob, layout, "B" + (".T" if trans_b else ""))
+    # the strides a kind uses (tilekit.h); the others are 0
+    p.stride_a = a.sbatch if p.kind in (GROUP_BATCHED, GROUP_MASKED) else 0
+    p.stride_b = b.sbatch if p.kind in (GROUP_BATCHED, GROUP_ROWS, GROUP_MASKED) else 0
+    p.stride_c = stride_c if p.kind in (GROUP_BATCHED, GROUP_K, GROUP_MASKED) else 0
     p.a, p.b, p.c = a, b, c
 
-    devices = {x.device for x in (a, b, c) if x is not None and x.torch}
+    operands = [x for x in (c, a, b, p.offs, p.err) if x is not None]   # the CAI streams: out's first
+    devices = {x.device for x in operands if x.torch}
     if len(devices) > 1:
-        raise TypeError("A, B and out must be on one CUDA device, got %s"
-                        % ", ".join("cuda:%d" % d for d in sorted(devices)))
+        raise TypeError("%s must be on one CUDA device, got %s"
+                        % ("A, B and out" if form != "grouped" else
+                           "A, B, out, offs and group_error" if p.err is not None else "A, B, out and offs",
+                           ", ".join("cuda:%d" % d for d in sorted(devices))))
     p.device = devices.pop() if devices else None
 
     # The stream the call runs on: stream=; else, with a torch operand, torch's
     # current stream on the operands' device; else the CAI 'stream' entry of
-    # out, then of A, then of B; else the legacy default stream (None).
+    # out, then of A, B, offs and group_error; else the legacy default stream.
     if stream is not None and not isinstance(stream, int):
         if hasattr(stream, "cuda_stream"):
             value = stream.cuda_stream
@@ -154,9 +250,9 @@ def plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream, qu
             stream = value
         else:
             raise TypeError("stream: %r is neither a cudaStream_t value (int) nor a torch.cuda.Stream" % (stream,))
-    cai_streams = [x.stream for x in (c, a, b) if x is not None and x.stream is not None]
+    cai_streams = [x.stream for x in operands if x.stream is not None]
     if stream is None:
-        if any(x is not None and x.torch for x in (a, b, c)):
+        if any(x.torch for x in operands):
             stream = _torch().cuda.current_stream(p.device).cuda_stream
         elif cai_streams:
             stream = cai_streams[0]
@@ -208,7 +304,7 @@ def _alloc_out(p, stream_arg):
             t.cuda.set_stream(s)
             prev = cur
     try:
-        return t.empty((p.m, p.n), dtype=t.float32 if p.c_dtype == "fp32" else t.bfloat16, device=dev)
+        return t.empty(p.out_shape, dtype=t.float32 if p.c_dtype == "fp32" else t.bfloat16, device=dev)
     finally:
         if prev is not None:
             t.cuda.set_stream(prev)
@@ -250,6 +346,25 @@ def _handle(p):
     return _lib.handle(p.device if p.device is not None else _lib.current_device())
 
 
+def _call(p, out, stream_arg, launch, where):
+    """Runs a checked call: out allocated when None (_alloc_out), the
+    streams of CAI operands joined around launch(lib, handle, stream),
+    whose status raises as `where`'s; returns out."""
+    lib = _lib.load_ctypes()
+    run = p.stream or None   # a cudaStream_t; None: the legacy default stream
+    with _device_context(p):
+        if out is None:
+            out = _alloc_out(p, stream_arg)
+            p.c = describe(out, "out", (len(p.out_shape),))
+        h = _handle(p)
+        if p.joins:
+            _join(run, p.joins, False)
+        _lib.check(launch(lib, h, run), h, where)
+        if p.joins:
+            _join(run, p.joins, True)
+    return out
+
+
 def gemm(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None, *,
          stream=None):
     """out = alpha * op(A) @ op(B) + beta * out, with op(X) = X.T if trans_x.
@@ -267,21 +382,52 @@ def gemm(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_
     work enqueued on it afterwards waits for the call. Returns out.
     Asynchronous with respect to the host."""
     p = plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream)
-    lib = _lib.load_ctypes()
-    run = p.stream or None   # a cudaStream_t; None: the legacy default stream
-    with _device_context(p):
-        if out is None:
-            out = _alloc_out(p, stream)
-            p.c = describe(out, "out")
-        h = _handle(p)
-        if p.joins:
-            _join(run, p.joins, False)
-        st = lib.tk_gemm(h, p.layout, p.op_a, p.op_b, p.m, p.n, p.k, p.alpha, p.a.ptr or None, p.lda,
-                         p.b.ptr or None, p.ldb, p.beta, p.c.ptr or None, _C_TYPES[p.c_dtype], p.ldc, p.kernel, run)
-        _lib.check(st, h, "tilekit.gemm")
-        if p.joins:
-            _join(run, p.joins, True)
-    return out
+    return _call(p, out, stream, lambda lib, h, run: lib.tk_gemm(
+        h, p.layout, p.op_a, p.op_b, p.m, p.n, p.k, p.alpha, p.a.ptr or None, p.lda, p.b.ptr or None, p.ldb, p.beta,
+        p.c.ptr or None, _C_TYPES[p.c_dtype], p.ldc, p.kernel, run), "tilekit.gemm")
+
+
+def gemm_batched(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None, *,
+                 stream=None):
+    """out[i] = alpha * op(A[i]) @ op(B[i]) + beta * out[i] for each of the
+    count matrices of 3-D stacks (tk_gemm_batched, TK_GROUP_BATCHED).
+
+    A: count x M x K (trans_a: count x K x M), B: count x K x N (trans_b:
+    count x N x K), bf16; out: count x M x N, fp32 or bf16, allocated when
+    None as gemm allocates it. Each stack's matrices are row- or
+    column-contiguous (transposed views are op T, never copied) at any batch
+    stride: 0 makes one matrix of A or B serve every product (an expanded
+    tensor); out's matrices may not overlap. Arguments, streams and errors
+    as for gemm. Returns out."""
+    p = plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream, form="batched")
+    return _call(p, out, stream, lambda lib, h, run: lib.tk_gemm_batched(
+        h, ctypes.byref(_problem(p)), p.count, p.stride_a, p.stride_b, p.stride_c, p.kernel, run),
+        "tilekit.gemm_batched")
+
+
+def gemm_grouped(A, B, offs, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,
+                 kernel=None, *, stream=None, group_error=None):
+    """Many products of one call, split by int32 offsets in device memory
+    that are never read on the host (tk_gemm_grouped), the kind following
+    from the ranks of A and B (torch._grouped_mm's rule):
+
+    2-D A, 3-D B (TK_GROUP_ROWS): A is M x K, B G x K x N, out M x N; group
+      g is rows offs[g-1] .. offs[g]-1 of A and out, times B[g].
+    2-D A, 2-D B (TK_GROUP_K): A is M x K, B K x N, out G x M x N; out[g]
+      reduces k = offs[g-1] .. offs[g]-1 (an empty group: beta * out[g]).
+    3-D A, 3-D B (TK_GROUP_MASKED): as gemm_batched, product g on its first
+      offs[g] rows (row counts, not cumulative).
+
+    offs: 1-D, contiguous, int32, one per group (G). Rows of out past
+    offs[G-1] (ROWS) are not written. group_error: None, or a 1-D int32
+    array whose first element is set to 1 on the device when offsets are
+    bad (never cleared). The operands as for gemm_batched (shapes after
+    trans_a/trans_b); out's matrices are row-major. Returns out."""
+    p = plan(A, B, out, alpha, beta, trans_a, trans_b, out_dtype, kernel, stream, offs=offs, group_error=group_error,
+             form="grouped")
+    return _call(p, out, stream, lambda lib, h, run: lib.tk_gemm_grouped(
+        h, ctypes.byref(_problem(p)), p.kind, p.count, p.offs_ptr, p.stride_a, p.stride_b, p.stride_c, p.error_ptr,
+        p.kernel, run), "tilekit.gemm_grouped")
 
 
 def _problem(p):

@@ -1,14 +1,15 @@
 /* _tilekit.c - the Python wrapper's hot path as a CPython extension (the C
  * API only: no torch headers, no C++).
  *
- * tilekit.gemm, and the argument checks it shares with supports() and
- * select_kernel(), run here: the caller's matrices are read (torch tensors
+ * tilekit.gemm, gemm_batched and gemm_grouped, and the argument checks they
+ * share with supports() and select_kernel(), run here: the caller's
+ * matrices (3-D stacks of them, int32 offsets) are read (torch tensors
  * through a few attribute reads, other objects through
  * __cuda_array_interface__ or DLPack), checked, mapped to a tk_gemm_problem
- * and handed to the library. Every check raises the exception type and the
- * message of the pure-Python fallback (tilekit/_fallback.py and _arrays.py,
- * the reference for both; tests/python/test_backends.py compares the two
- * call for call).
+ * (and the strides and offsets of its products) and handed to the library.
+ * Every check raises the exception type and the message of the pure-Python
+ * fallback (tilekit/_fallback.py and _arrays.py, the reference for both;
+ * tests/python/test_backends.py compares the two call for call).
  *
  * libtilekit.so is not linked: bind(path) dlopen()s it on first use, the path
  * chosen by tilekit/_lib.py ($TILEKIT_LIB, the package's copy, or the
@@ -37,6 +38,10 @@ static struct {
     tk_status (*create)(tk_handle *);
     const char *(*last_error)(tk_handle);
     tk_status (*gemm_ex)(tk_handle, const tk_gemm_problem *, const char *, void *);
+    tk_status (*gemm_batched)(tk_handle, const tk_gemm_problem *, int64_t, int64_t, int64_t, int64_t, const char *,
+                              void *);
+    tk_status (*gemm_grouped)(tk_handle, const tk_gemm_problem *, tk_group_kind, int, const int32_t *, int64_t,
+                              int64_t, int64_t, int32_t *, const char *, void *);
     int (*kernel_count)(void);
     tk_status (*kernel_get)(int, tk_kernel_props *);
     tk_status (*kernel_supports)(tk_handle, const char *, const tk_gemm_problem *);
@@ -76,6 +81,8 @@ SAME_TYPE(tk_create, create);
 SAME_TYPE(tk_destroy, destroy);
 SAME_TYPE(tk_last_error, last_error);
 SAME_TYPE(tk_gemm_ex, gemm_ex);
+SAME_TYPE(tk_gemm_batched, gemm_batched);
+SAME_TYPE(tk_gemm_grouped, gemm_grouped);
 SAME_TYPE(tk_kernel_count, kernel_count);
 SAME_TYPE(tk_kernel_get, kernel_get);
 SAME_TYPE(tk_kernel_supports, kernel_supports);
@@ -104,13 +111,13 @@ static struct {
     PyObject *real;              /* numbers.Real */
     PyTypeObject *plan_type;     /* Plan, what plan() returns */
     /* torch, once the caller has imported it */
-    PyObject *tensor_type, *dtype_type, *strided, *bf16, *f32, *empty, *cuda, *raw_stream, *current_stream;
+    PyObject *tensor_type, *dtype_type, *strided, *bf16, *f32, *i32, *empty, *cuda, *raw_stream, *current_stream;
     PyObject *devices[MAX_DEVICES];   /* torch.device("cuda", i), made on first use */
 } S;
 
-enum { DT_F32 = TK_F32, DT_BF16 = TK_BF16 };
-static const char *const dt_name[2] = { "fp32", "bf16" };
-static const int dt_size[2] = { 4, 2 };
+enum { DT_F32 = TK_F32, DT_BF16 = TK_BF16, DT_I32 };   /* DT_I32: offsets */
+static const char *const dt_name[3] = { "fp32", "bf16", "i32" };
+static const int dt_size[3] = { 4, 2, 4 };
 
 /* interned names */
 static PyObject *s_layout, *s_is_cuda, *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_get_device, *s_device,
@@ -243,10 +250,11 @@ static int torch_ready(void)
     PyObject *torch = PyImport_GetModule(s_torch);
     if (!torch)
         return PyErr_Occurred() ? -1 : 0;
-    PyObject *dtype = NULL, *strided = NULL, *bf16 = NULL, *f32 = NULL, *empty = NULL, *cuda = NULL,
+    PyObject *dtype = NULL, *strided = NULL, *bf16 = NULL, *f32 = NULL, *i32 = NULL, *empty = NULL, *cuda = NULL,
              *current_stream = NULL, *c = NULL, *raw_stream = NULL, *tensor = NULL;
     int ok = (dtype = PyObject_GetAttrString(torch, "dtype")) && (strided = PyObject_GetAttrString(torch, "strided")) &&
              (bf16 = PyObject_GetAttrString(torch, "bfloat16")) && (f32 = PyObject_GetAttrString(torch, "float32")) &&
+             (i32 = PyObject_GetAttrString(torch, "int32")) &&
              (empty = PyObject_GetAttrString(torch, "empty")) && (cuda = PyObject_GetAttrString(torch, "cuda")) &&
              (current_stream = PyObject_GetAttrString(cuda, "current_stream")) &&
              (c = PyObject_GetAttrString(torch, "_C")) &&
@@ -260,6 +268,7 @@ static int torch_ready(void)
         Py_XDECREF(strided);
         Py_XDECREF(bf16);
         Py_XDECREF(f32);
+        Py_XDECREF(i32);
         Py_XDECREF(empty);
         Py_XDECREF(cuda);
         Py_XDECREF(current_stream);
@@ -270,6 +279,7 @@ static int torch_ready(void)
     S.strided = strided;
     S.bf16 = bf16;
     S.f32 = f32;
+    S.i32 = i32;
     S.empty = empty;
     S.cuda = cuda;
     S.current_stream = current_stream;
@@ -326,7 +336,7 @@ static int torch_stream(int d, void **out)
 
 /* ---- DLPack (dlpack.h's ABI: the layouts are the standard's) ---- */
 
-enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_MANAGED = 13, DL_FLOAT = 2, DL_BFLOAT = 4, DL_READ_ONLY = 1 };
+enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_MANAGED = 13, DL_INT = 0, DL_FLOAT = 2, DL_BFLOAT = 4, DL_READ_ONLY = 1 };
 
 typedef struct { int32_t device_type, device_id; } dl_device;
 typedef struct { uint8_t code, bits; uint16_t lanes; } dl_dtype;
@@ -349,17 +359,70 @@ typedef struct {                                                                
 
 /* ---- one operand ---- */
 
+/* The ranks an operand may have (mat.ranks; 0: a 2-D matrix), and how the
+ * messages name them (_arrays._RANK_TEXT). */
+enum { R1 = 1 << 1, R2 = 1 << 2, R3 = 1 << 3 };
+
+static const char *rank_text(unsigned ranks)
+{
+    switch (ranks) {
+    case R1: return "a 1-D array";
+    case R3: return "a 3-D stack of matrices (count x rows x cols)";
+    case R2 | R3: return "a 2-D matrix or a 3-D stack of matrices";
+    }
+    return "a 2-D matrix";
+}
+
 typedef struct mat {
-    const char *name;            /* "A", "B", "out" */
+    const char *name;            /* "A", "B", "out", "offs", "group_error" */
+    unsigned ranks;              /* set before describe: R1..R3 bits; 0: R2 */
+    int index;                   /* set before describe: int32 elements (offsets), not bf16/fp32 */
     PyObject *obj;               /* borrowed: the caller's object */
     PyObject *stream;            /* owned: the CAI 'stream' entry, or NULL */
     PyObject *capsule;           /* owned: a DLPack capsule, kept until the call is made */
     uint64_t ptr;
     int64_t rows, cols, srow, scol;
+    int64_t count, sbatch;       /* a 3-D stack: count matrices sbatch elements apart; else 1, 0 */
+    int ndim;                    /* 1-D: one row (rows 1, cols its length, scol its stride) */
     int dtype, device;           /* device -1: not known */
     int readonly, torch, dlpack, tr;   /* tr: the transposed view (name + ".T") */
     void *dl_for;                /* DLPack: the stream its producer readied it for */
 } mat;
+
+/* _arrays._rank: 0 when ndim is one of m's ranks, else -1 with ValueError
+ * (the shape printed from `shape`, a tuple). */
+static int check_rank(const mat *m, Py_ssize_t ndim, PyObject *shape)
+{
+    if (ndim >= 0 && ndim <= 3 && ((m->ranks ? m->ranks : R2) & (1u << ndim)))
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: expected %s, got %zd dimensions (shape %S)", m->name, rank_text(m->ranks),
+                 ndim, shape);
+    return -1;
+}
+
+/* _arrays._shaped: m's fields from its dims and strides (elements), of a
+ * rank check_rank took. */
+static void set_dims(mat *m, int ndim, const int64_t *dims, const int64_t *strides)
+{
+    m->ndim = ndim;
+    m->count = 1;
+    m->sbatch = 0;
+    if (ndim == 1) {
+        m->rows = 1;
+        m->cols = dims[0];
+        m->srow = dims[0] > 1 ? dims[0] : 1;
+        m->scol = strides[0];
+        return;
+    }
+    if (ndim == 3) {
+        m->count = dims[0];
+        m->sbatch = strides[0];
+    }
+    m->rows = dims[ndim - 2];
+    m->cols = dims[ndim - 1];
+    m->srow = strides[ndim - 2];
+    m->scol = strides[ndim - 1];
+}
 
 static void mat_release(mat *m)
 {
@@ -411,10 +474,11 @@ static int storage(const mat *m, int prefer, int64_t *ld)
  * are non-negative here. */
 static int byte_range(const mat *m, unsigned __int128 *first, unsigned __int128 *last)
 {
-    if (m->rows == 0 || m->cols == 0)
+    if (m->rows == 0 || m->cols == 0 || m->count == 0)
         return 0;
     unsigned __int128 span = (unsigned __int128)(uint64_t)(m->rows - 1) * (uint64_t)m->srow +
-                             (unsigned __int128)(uint64_t)(m->cols - 1) * (uint64_t)m->scol;
+                             (unsigned __int128)(uint64_t)(m->cols - 1) * (uint64_t)m->scol +
+                             (unsigned __int128)(uint64_t)(m->count - 1) * (uint64_t)m->sbatch;
     const unsigned __int128 cap = (unsigned __int128)1 << 80;
     if (span > cap)
         span = cap;
@@ -461,44 +525,40 @@ static int from_torch(PyObject *x, mat *m)
     }
     if (!(v = PyObject_GetAttr(x, s_dtype)))
         return -1;
-    m->dtype = v == S.bf16 ? DT_BF16 : v == S.f32 ? DT_F32 : -1;
+    m->dtype = m->index ? (v == S.i32 ? DT_I32 : -1) : v == S.bf16 ? DT_BF16 : v == S.f32 ? DT_F32 : -1;
     if (m->dtype < 0) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: dtype %S is not supported (expected torch.bfloat16, or torch.float32 for out)", m->name, v);
+        PyErr_Format(PyExc_TypeError, "%s: dtype %S is not supported (expected %s)", m->name, v,
+                     m->index ? "torch.int32" : "torch.bfloat16, or torch.float32 for out");
         Py_DECREF(v);
         return -1;
     }
     Py_DECREF(v);
-    PyObject *shape = PyObject_GetAttr(x, s_shape);
-    if (!shape)
-        return -1;
-    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != 2) {
-        PyObject *t = PySequence_Tuple(shape);
-        if (t) {
-            PyErr_Format(PyExc_ValueError, "%s: expected a 2-D matrix, got %zd dimensions (shape %S)", m->name,
-                         PyTuple_GET_SIZE(t), t);
-            Py_DECREF(t);
-        }
-        Py_DECREF(shape);
+    PyObject *shape = PyObject_GetAttr(x, s_shape), *t = shape ? PySequence_Tuple(shape) : NULL;
+    Py_XDECREF(shape);
+    if (!t || check_rank(m, PyTuple_GET_SIZE(t), t)) {
+        Py_XDECREF(t);
         return -1;
     }
-    m->rows = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, 0));
-    m->cols = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, 1));
-    Py_DECREF(shape);
-    if (PyErr_Occurred())
-        return -1;
-    PyObject *st = call_method0(x, s_stride);
+    int64_t dims[3], strides[3];
+    const int ndim = (int)PyTuple_GET_SIZE(t);
+    for (int i = 0; i < ndim; i++)
+        dims[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+    Py_DECREF(t);
+    PyObject *st = PyErr_Occurred() ? NULL : call_method0(x, s_stride);
     if (!st)
         return -1;
-    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 2) {
+    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != ndim) {
         Py_DECREF(st);
-        PyErr_Format(PyExc_TypeError, "%s: stride() did not return a pair", m->name);
+        PyErr_Format(PyExc_TypeError, "%s: stride() did not return %d strides", m->name, ndim);
         return -1;
     }
-    m->srow = PyLong_AsLongLong(PyTuple_GET_ITEM(st, 0));
-    m->scol = PyLong_AsLongLong(PyTuple_GET_ITEM(st, 1));
+    for (int i = 0; i < ndim; i++)
+        strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(st, i));
     Py_DECREF(st);
-    if (PyErr_Occurred() || !(v = call_method0(x, s_data_ptr)))
+    if (PyErr_Occurred())
+        return -1;
+    set_dims(m, ndim, dims, strides);
+    if (!(v = call_method0(x, s_data_ptr)))
         return -1;
     m->ptr = PyLong_AsUnsignedLongLong(v);
     Py_DECREF(v);
@@ -530,15 +590,23 @@ static PyObject *cai_get(PyObject *cai, PyObject *key)
 static const struct { const char *typestr; int dtype; } cai_types[] = {
     { "<f4", DT_F32 }, { "=f4", DT_F32 }, { "<V2", DT_BF16 }, { "bfloat16", DT_BF16 },
 };
+static const struct { const char *typestr; int dtype; } cai_index_types[] = { { "<i4", DT_I32 }, { "=i4", DT_I32 } };
 static const struct { const char *typestr, *hint; } cai_hints[] = {
     { "<f2", "float16" }, { "<f8", "float64" }, { "<i2", "int16" }, { "<i4", "int32" },
     { "<i8", "int64" },   { "|i1", "int8" },    { "|u1", "uint8" },  { "<u2", "uint16" },
     { "|V2", "a void or structured type" },
 };
 
-/* The element type of a str typestr, -1 when not taken; raises nothing. */
-static int cai_lookup(PyObject *typestr)
+/* The element type of a str typestr (index: an offsets array's), -1 when
+ * not taken; raises nothing. */
+static int cai_lookup(PyObject *typestr, int index)
 {
+    if (index) {
+        for (size_t i = 0; i < sizeof cai_index_types / sizeof cai_index_types[0]; i++)
+            if (PyUnicode_CompareWithASCIIString(typestr, cai_index_types[i].typestr) == 0)
+                return cai_index_types[i].dtype;
+        return -1;
+    }
     for (size_t i = 0; i < sizeof cai_types / sizeof cai_types[0]; i++)
         if (PyUnicode_CompareWithASCIIString(typestr, cai_types[i].typestr) == 0)
             return cai_types[i].dtype;
@@ -546,29 +614,29 @@ static int cai_lookup(PyObject *typestr)
 }
 
 /* The element type of a CAI typestr; -1 with TypeError when unsupported. */
-static int cai_dtype(PyObject *typestr, const char *name)
+static int cai_dtype(PyObject *typestr, const char *name, int index)
 {
     if (!PyUnicode_Check(typestr)) {
         PyErr_Format(PyExc_TypeError, "%s: typestr %R is not a string", name, typestr);
         return -1;
     }
-    int dt = cai_lookup(typestr);
+    int dt = cai_lookup(typestr, index);
     if (dt >= 0)
         return dt;
     const char *hint = "";
     for (size_t i = 0; i < sizeof cai_hints / sizeof cai_hints[0]; i++)
         if (PyUnicode_CompareWithASCIIString(typestr, cai_hints[i].typestr) == 0)
             hint = cai_hints[i].hint;
-    PyErr_Format(PyExc_TypeError,
-                 "%s: element type %R%s%s%s is not supported (expected bfloat16 '<V2', or float32 '<f4' for out)",
-                 name, typestr, *hint ? " (" : "", hint, *hint ? ")" : "");
+    PyErr_Format(PyExc_TypeError, "%s: element type %R%s%s%s is not supported (expected %s)", name, typestr,
+                 *hint ? " (" : "", hint, *hint ? ")" : "",
+                 index ? "int32 '<i4'" : "bfloat16 '<V2', or float32 '<f4' for out");
     return -1;
 }
 
 /* _arrays._plain_descr: whether a CAI 'descr' is one unnamed field of
  * element type dtype (what numpy and CuPy write for an array that is not
  * structured). */
-static int plain_descr(PyObject *descr, int dtype)
+static int plain_descr(PyObject *descr, int dtype, int index)
 {
     if (!(PyList_Check(descr) || PyTuple_Check(descr)) || PySequence_Fast_GET_SIZE(descr) != 1)
         return 0;
@@ -577,7 +645,7 @@ static int plain_descr(PyObject *descr, int dtype)
         return 0;
     PyObject *fname = PySequence_Fast_GET_ITEM(f, 0), *ftype = PySequence_Fast_GET_ITEM(f, 1);
     return PyUnicode_Check(fname) && PyUnicode_GetLength(fname) == 0 && PyUnicode_Check(ftype) &&
-           cai_lookup(ftype) == dtype;
+           cai_lookup(ftype, index) == dtype;
 }
 
 static int from_cai(PyObject *cai, mat *m)
@@ -603,12 +671,12 @@ static int from_cai(PyObject *cai, mat *m)
     }
     int rc = -1, big = 0;
     PyObject *v = NULL, *shape = NULL, *strides = NULL, *readonly = NULL;
-    if (!(v = PyObject_GetItem(cai, s_typestr)) || (m->dtype = cai_dtype(v, name)) < 0)
+    if (!(v = PyObject_GetItem(cai, s_typestr)) || (m->dtype = cai_dtype(v, name, m->index)) < 0)
         goto out;
     Py_CLEAR(v);
     if (!(v = cai_get(cai, s_descr)))
         goto out;
-    if (v != Py_None && !plain_descr(v, m->dtype)) {
+    if (v != Py_None && !plain_descr(v, m->dtype, m->index)) {
         PyErr_Format(PyExc_TypeError,
                      "%s: descr %R describes a structured type (expected one unnamed field of the typestr's type)",
                      name, v);
@@ -629,19 +697,22 @@ static int from_cai(PyObject *cai, mat *m)
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++)
         if (check_int(PyTuple_GET_ITEM(shape, i), what))
             goto out;
-    if (PyTuple_GET_SIZE(shape) != 2) {
-        PyErr_Format(PyExc_ValueError, "%s: expected a 2-D matrix, got %zd dimensions (shape %S)", name,
-                     PyTuple_GET_SIZE(shape), shape);
+    const int ndim = (int)PyTuple_GET_SIZE(shape);
+    if (check_rank(m, ndim, shape))
         goto out;
+    int64_t dims[3], elems[3];
+    int big_d[3] = { 0 }, neg = 0, large = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (as_i64(PyTuple_GET_ITEM(shape, i), &dims[i], &big_d[i]))
+            goto out;
+        neg |= big_d[i] < 0 || (!big_d[i] && dims[i] < 0);
+        large |= big_d[i] > 0;
     }
-    int big_r = 0, big_c = 0;
-    if (as_i64(PyTuple_GET_ITEM(shape, 0), &m->rows, &big_r) || as_i64(PyTuple_GET_ITEM(shape, 1), &m->cols, &big_c))
-        goto out;
-    if (big_r < 0 || big_c < 0 || (!big_r && m->rows < 0) || (!big_c && m->cols < 0)) {
+    if (neg) {
         PyErr_Format(PyExc_ValueError, "%s: negative shape %S", name, shape);
         goto out;
     }
-    if (big_r || big_c) {
+    if (large) {
         PyErr_Format(PyExc_ValueError, "%s: shape %S is too large (each dimension must be below 2**63)", name, shape);
         goto out;
     }
@@ -676,29 +747,33 @@ static int from_cai(PyObject *cai, mat *m)
         goto out;
     int size = dt_size[m->dtype];
     if (v == Py_None) {   /* C-contiguous */
-        m->srow = m->cols;
-        m->scol = 1;
+        int64_t step = 1;   /* saturated: no array is that large, and the call is refused then */
+        for (int i = ndim - 1; i >= 0; i--) {
+            elems[i] = step;
+            step = dims[i] && step > INT64_MAX / dims[i] ? INT64_MAX : step * dims[i];
+        }
     } else {
         if (!(strides = PySequence_Tuple(v)))
             goto out;
-        if (PyTuple_GET_SIZE(strides) != 2) {
-            PyErr_Format(PyExc_ValueError, "%s: %zd strides for a 2-D shape", name, PyTuple_GET_SIZE(strides));
+        if (PyTuple_GET_SIZE(strides) != ndim) {
+            PyErr_Format(PyExc_ValueError, "%s: %zd strides for a %d-D shape", name, PyTuple_GET_SIZE(strides), ndim);
             goto out;
         }
         snprintf(what, sizeof what, "%s: stride", name);
-        int64_t sb[2];
-        int big_s[2];
-        for (int i = 0; i < 2; i++)
+        int64_t sb[3];
+        int big_s[3], any_big = 0, split = 0;
+        for (int i = 0; i < ndim; i++) {
             if (check_int(PyTuple_GET_ITEM(strides, i), what) ||
                 as_i64(PyTuple_GET_ITEM(strides, i), &sb[i], &big_s[i]))
                 goto out;
-        if (big_s[0] || big_s[1]) {
+            any_big |= big_s[i];
+        }
+        if (any_big) {
             /* beyond int64: first whether they split an element, as Python's % would say */
             PyObject *sz = PyLong_FromLong(size);
             if (!sz)
                 goto out;
-            int split = 0;
-            for (int i = 0; i < 2 && !split; i++) {
+            for (int i = 0; i < ndim && !split; i++) {
                 PyObject *r = PyNumber_Remainder(PyTuple_GET_ITEM(strides, i), sz);
                 if (!r) {
                     Py_DECREF(sz);
@@ -708,21 +783,22 @@ static int from_cai(PyObject *cai, mat *m)
                 Py_DECREF(r);
             }
             Py_DECREF(sz);
-            if (split)
-                PyErr_Format(PyExc_ValueError, "%s: strides %S (bytes) are not multiples of the %d-byte element",
-                             name, strides, size);
-            else
-                PyErr_Format(PyExc_ValueError, "%s: strides %S (bytes) do not fit in 64 bits", name, strides);
-            goto out;
         }
-        if (sb[0] % size || sb[1] % size) {
+        for (int i = 0; i < ndim && !any_big; i++)
+            split |= sb[i] % size != 0;
+        if (split) {
             PyErr_Format(PyExc_ValueError, "%s: strides %S (bytes) are not multiples of the %d-byte element", name,
                          strides, size);
             goto out;
         }
-        m->srow = sb[0] / size;
-        m->scol = sb[1] / size;
+        if (any_big) {
+            PyErr_Format(PyExc_ValueError, "%s: strides %S (bytes) do not fit in 64 bits", name, strides);
+            goto out;
+        }
+        for (int i = 0; i < ndim; i++)
+            elems[i] = sb[i] / size;
     }
+    set_dims(m, ndim, dims, elems);
     Py_CLEAR(v);
     if (!(v = cai_get(cai, s_stream)))
         goto out;
@@ -871,40 +947,47 @@ static int from_dlpack(PyObject *x, mat *m, const dl_ctx *ctx)
     m->dlpack = 1;
     m->device = t->device.device_id;
     m->dl_for = for_stream;
-    if (t->dtype.lanes == 1 && t->dtype.code == DL_BFLOAT && t->dtype.bits == 16) {
-        m->dtype = DT_BF16;
-    } else if (t->dtype.lanes == 1 && t->dtype.code == DL_FLOAT && t->dtype.bits == 32) {
-        m->dtype = DT_F32;
-    } else {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: DLPack dtype (code %u, bits %u, lanes %u) is not supported (expected bfloat16, or float32 "
-                     "for out)", m->name, (unsigned)t->dtype.code, (unsigned)t->dtype.bits, (unsigned)t->dtype.lanes);
+    const int lanes1 = t->dtype.lanes == 1;
+    if (m->index)
+        m->dtype = lanes1 && t->dtype.code == DL_INT && t->dtype.bits == 32 ? DT_I32 : -1;
+    else
+        m->dtype = lanes1 && t->dtype.code == DL_BFLOAT && t->dtype.bits == 16  ? DT_BF16
+                   : lanes1 && t->dtype.code == DL_FLOAT && t->dtype.bits == 32 ? DT_F32
+                                                                                : -1;
+    if (m->dtype < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: DLPack dtype (code %u, bits %u, lanes %u) is not supported (expected %s)",
+                     m->name, (unsigned)t->dtype.code, (unsigned)t->dtype.bits, (unsigned)t->dtype.lanes,
+                     m->index ? "int32" : "bfloat16, or float32 for out");
         return -1;
     }
-    if (t->ndim != 2 || !t->shape) {
-        PyObject *shape = PyTuple_New(t->shape && t->ndim > 0 ? t->ndim : 0);
-        for (int i = 0; shape && t->shape && i < t->ndim; i++) {
-            PyObject *d = PyLong_FromLongLong(t->shape[i]);
-            if (d)
-                PyTuple_SET_ITEM(shape, i, d);
-            else
-                Py_CLEAR(shape);   /* formatting a tuple with a NULL item would crash */
-        }
-        if (shape)
-            PyErr_Format(PyExc_ValueError, "%s: expected a 2-D matrix, got %d dimensions (shape %S)", m->name,
-                         (int)t->ndim, shape);
+    const int ndim = t->shape && t->ndim > 0 ? t->ndim : 0;
+    PyObject *shape = PyTuple_New(ndim);
+    for (int i = 0; shape && i < ndim; i++) {
+        PyObject *d = PyLong_FromLongLong(t->shape[i]);
+        if (d)
+            PyTuple_SET_ITEM(shape, i, d);
+        else
+            Py_CLEAR(shape);   /* formatting a tuple with a NULL item would crash */
+    }
+    if (!shape || check_rank(m, t->shape ? t->ndim : 0, shape)) {
         Py_XDECREF(shape);
         return -1;
     }
-    m->rows = t->shape[0];
-    m->cols = t->shape[1];
-    if (m->rows < 0 || m->cols < 0) {
-        PyErr_Format(PyExc_ValueError, "%s: negative shape (%lld, %lld)", m->name, (long long)m->rows,
-                     (long long)m->cols);
+    int neg = 0;
+    for (int i = 0; i < ndim; i++)
+        neg |= t->shape[i] < 0;
+    if (neg) {
+        PyErr_Format(PyExc_ValueError, "%s: negative shape %S", m->name, shape);
+        Py_DECREF(shape);
         return -1;
     }
-    m->srow = t->strides ? t->strides[0] : m->cols;
-    m->scol = t->strides ? t->strides[1] : 1;
+    Py_DECREF(shape);
+    int64_t elems[3], step = 1;   /* strides NULL: compact row-major */
+    for (int i = ndim - 1; i >= 0; i--) {
+        elems[i] = t->strides ? t->strides[i] : step;
+        step = t->shape[i] && step > INT64_MAX / t->shape[i] ? INT64_MAX : step * t->shape[i];
+    }
+    set_dims(m, ndim, t->shape, elems);
     m->ptr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
     return 1;
 }
@@ -972,14 +1055,24 @@ static int describe(PyObject *x, mat *m, const dl_ctx *ctx)
             }
         }
     }
-    if (m->srow < 0 || m->scol < 0) {
-        PyErr_Format(PyExc_ValueError, "%s: negative strides (%lld, %lld) are not supported", name,
-                     (long long)m->srow, (long long)m->scol);
+    if (m->srow < 0 || m->scol < 0 || m->sbatch < 0) {
+        if (m->ndim == 3)
+            PyErr_Format(PyExc_ValueError, "%s: negative strides (%lld, %lld, %lld) are not supported", name,
+                         (long long)m->sbatch, (long long)m->srow, (long long)m->scol);
+        else
+            PyErr_Format(PyExc_ValueError, "%s: negative strides (%lld, %lld) are not supported", name,
+                         (long long)m->srow, (long long)m->scol);
         return -1;
     }
-    if (m->ptr == 0 && m->rows > 0 && m->cols > 0) {
-        PyErr_Format(PyExc_ValueError, "%s: data pointer is NULL for a %lld x %lld matrix", name,
-                     (long long)m->rows, (long long)m->cols);
+    if (m->ptr == 0 && m->rows > 0 && m->cols > 0 && m->count > 0) {
+        if (m->ndim == 1)
+            PyErr_Format(PyExc_ValueError, "%s: data pointer is NULL for an array of %lld", name, (long long)m->cols);
+        else if (m->ndim == 3)
+            PyErr_Format(PyExc_ValueError, "%s: data pointer is NULL for %lld matrices of %lld x %lld", name,
+                         (long long)m->count, (long long)m->rows, (long long)m->cols);
+        else
+            PyErr_Format(PyExc_ValueError, "%s: data pointer is NULL for a %lld x %lld matrix", name,
+                         (long long)m->rows, (long long)m->cols);
         return -1;
     }
     return 0;
@@ -987,20 +1080,31 @@ static int describe(PyObject *x, mat *m, const dl_ctx *ctx)
 
 /* ---- the checked call: _fallback._plan ---- */
 
-enum { A_A, A_B, A_OUT, A_ALPHA, A_BETA, A_TA, A_TB, A_OUT_DTYPE, A_KERNEL, A_STREAM, A_QUERY, NARG };
-static const char *const arg_cnames[NARG] = { "A",       "B",         "out",    "alpha",  "beta", "trans_a",
-                                              "trans_b", "out_dtype", "kernel", "stream", "query" };
+enum {
+    A_A, A_B, A_OUT, A_ALPHA, A_BETA, A_TA, A_TB, A_OUT_DTYPE, A_KERNEL, A_STREAM, A_OFFS, A_GROUP_ERROR, A_QUERY,
+    A_FORM, NARG
+};
+static const char *const arg_cnames[NARG] = { "A",      "B",    "out",         "alpha", "beta",
+                                              "trans_a", "trans_b", "out_dtype", "kernel", "stream",
+                                              "offs",   "group_error", "query", "form" };
 static PyObject *arg_names[NARG];
 
+/* The call's form (plan()'s form=): gemm, gemm_batched or gemm_grouped. */
+enum { F_GEMM, F_BATCHED, F_GROUPED };
+static const char *const form_name[3] = { "gemm", "batched", "grouped" };
+#define NOPS 5   /* operands: A, B, out, offs, group_error */
+
 typedef struct plan {
-    mat a, b, c;
-    int has_c, c_dtype, layout, op_a, op_b, ta, tb, device, any_torch;
+    mat a, b, c, offs, err;
+    int has_c, has_offs, has_err, c_dtype, layout, op_a, op_b, ta, tb, device, any_torch;
+    int form, kind, out_ndim;    /* kind: tk_group_kind (0 for gemm); out_ndim: 2 or 3 */
     int64_t m, n, k, lda, ldb, ldc;
+    int64_t count, stride_a, stride_b, stride_c;   /* the products; the strides a kind does not use are 0 */
     double alpha, beta;
     const char *kernel;          /* NULL: auto; else the UTF-8 of the caller's str (alive for the call) */
     Py_ssize_t kernel_len;
     PyObject *stream;            /* owned: the value of the stream the call runs on; NULL: the legacy default */
-    PyObject *joins[3];          /* owned: the other streams named by CAI 'stream' entries */
+    PyObject *joins[NOPS];       /* owned: the other streams named by CAI 'stream' entries */
     int njoins;
 } plan;
 
@@ -1009,6 +1113,8 @@ static void plan_release(plan *p)
     mat_release(&p->a);
     mat_release(&p->b);
     mat_release(&p->c);
+    mat_release(&p->offs);
+    mat_release(&p->err);
     Py_CLEAR(p->stream);
     for (int i = 0; i < p->njoins; i++)
         Py_CLEAR(p->joins[i]);
@@ -1133,12 +1239,97 @@ static int operand(const mat *x, int layout, int *op, int64_t *ld)
     return 0;
 }
 
-static int make_plan(plan *p, PyObject *const *arg, int query)
+static const char *const kind_name[5] = { "", "TK_GROUP_BATCHED", "TK_GROUP_ROWS", "TK_GROUP_K", "TK_GROUP_MASKED" };
+
+/* _fallback._group_kind: a grouped call's kind from the ranks of A and B. */
+static int group_kind(const plan *p)
+{
+    const int a = p->a.ndim, b = p->b.ndim;
+    if (a == 2)
+        return b == 3 ? TK_GROUP_ROWS : TK_GROUP_K;
+    if (b == 3)
+        return TK_GROUP_MASKED;
+    PyErr_SetString(PyExc_ValueError, "A is a 3-D stack and B a 2-D matrix: no group kind splits N (the columns of B "
+                                      "and out); multiply the transposes, out.T = B.T x A.T grouped by rows "
+                                      "(TK_GROUP_ROWS)");
+    return -1;
+}
+
+/* _fallback._index_array: offs or group_error, a contiguous 1-D int32 array. */
+static int index_array(PyObject *x, mat *v, const dl_ctx *ctx)
+{
+    v->ranks = R1;
+    v->index = 1;
+    if (describe(x, v, ctx))
+        return -1;
+    if (v->cols > 1 && v->scol != 1) {
+        PyErr_Format(PyExc_ValueError, "%s: stride %lld: the int32 elements must be contiguous (stride 1)", v->name,
+                     (long long)v->scol);
+        return -1;
+    }
+    return 0;
+}
+
+/* _fallback._groups: a grouped call's count (from B, out or offs), offsets
+ * and error flag. */
+static int groups(plan *p, PyObject *offs, PyObject *group_error, const dl_ctx *ctx)
+{
+    if (!offs || offs == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "offs: required for a grouped product (int32 cumulative end offsets, or row "
+                                         "counts for 3-D A and B, in device memory)");
+        return -1;
+    }
+    if (index_array(offs, &p->offs, ctx))
+        return -1;
+    p->has_offs = 1;
+    p->count = p->kind == TK_GROUP_ROWS ? p->b.count : p->kind == TK_GROUP_MASKED ? p->a.count
+               : p->has_c                ? p->c.count
+                                         : p->offs.cols;
+    if (p->offs.cols != p->count) {
+        PyErr_Format(PyExc_ValueError, "offs: %lld offsets for %lld groups (one per group: %s)", (long long)p->offs.cols,
+                     (long long)p->count, p->kind == TK_GROUP_ROWS ? "B's matrices" : p->kind == TK_GROUP_K
+                                                                                     ? "out's matrices"
+                                                                                     : "A's and B's matrices");
+        return -1;
+    }
+    if (group_error && group_error != Py_None) {
+        if (index_array(group_error, &p->err, ctx))
+            return -1;
+        p->has_err = 1;
+        if (p->err.cols < 1) {
+            PyErr_SetString(PyExc_ValueError, "group_error: empty (expected at least one int32 element)");
+            return -1;
+        }
+        if (p->err.readonly) {
+            PyErr_SetString(PyExc_ValueError, "group_error: the array is read-only");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* out's shape as a message writes it: "8 x 6" or "3 x 8 x 6". */
+static void shape_str(char *buf, size_t len, int ndim, int64_t count, int64_t rows, int64_t cols)
+{
+    if (ndim == 3)
+        snprintf(buf, len, "%lld x %lld x %lld", (long long)count, (long long)rows, (long long)cols);
+    else
+        snprintf(buf, len, "%lld x %lld", (long long)rows, (long long)cols);
+}
+
+/* _fallback.plan: the checked call of `form`. */
+static int make_plan(plan *p, PyObject *const *arg, int query, int form)
 {
     memset(p, 0, sizeof *p);
     p->a.name = "A";
     p->b.name = "B";
     p->c.name = "out";
+    p->offs.name = "offs";
+    p->err.name = "group_error";
+    p->a.ranks = p->b.ranks = form == F_GEMM ? R2 : form == F_BATCHED ? R3 : R2 | R3;
+    p->form = form;
+    p->kind = form == F_BATCHED ? TK_GROUP_BATCHED : 0;
+    p->count = 1;
     p->device = -1;
     if (torch_ready() < 0)
         return -1;
@@ -1182,11 +1373,25 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
     p->m = oa.rows;
     p->k = oa.cols;
     p->n = ob.cols;
+    if (form == F_GROUPED && (p->kind = group_kind(p)) < 0)
+        return -1;
+    PyObject *offs = arg[A_OFFS], *group_error = arg[A_GROUP_ERROR];
+    if (form != F_GROUPED && ((offs && offs != Py_None) || (group_error && group_error != Py_None))) {
+        PyErr_Format(PyExc_TypeError, "offs: a %s product takes no offsets", form_name[form]);
+        return -1;
+    }
+    if ((p->kind == TK_GROUP_BATCHED || p->kind == TK_GROUP_MASKED) && p->a.count != p->b.count) {
+        PyErr_Format(PyExc_ValueError, "count mismatch: A holds %lld matrices but B %lld", (long long)p->a.count,
+                     (long long)p->b.count);
+        return -1;
+    }
     int want = -1;
     if (arg[A_OUT_DTYPE] && arg[A_OUT_DTYPE] != Py_None && (want = parse_dtype(arg[A_OUT_DTYPE])) < 0)
         return -1;
+    p->out_ndim = p->kind == 0 || p->kind == TK_GROUP_ROWS ? 2 : 3;
+    mat *c = &p->c;
     if (out) {
-        mat *c = &p->c;
+        c->ranks = p->out_ndim == 2 ? R2 : R3;
         if (describe(out, c, &ctx))
             return -1;
         p->has_c = 1;
@@ -1194,21 +1399,41 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
             PyErr_Format(PyExc_ValueError, "out: dtype %s does not match out_dtype %s", dt_name[c->dtype], dt_name[want]);
             return -1;
         }
-        if (c->rows != p->m || c->cols != p->n) {
-            PyErr_Format(PyExc_ValueError, "out: shape %lld x %lld, expected %lld x %lld (M x N)", (long long)c->rows,
-                         (long long)c->cols, (long long)p->m, (long long)p->n);
+    }
+    if (p->kind == TK_GROUP_BATCHED)
+        p->count = p->a.count;
+    if (form == F_GROUPED && groups(p, offs, group_error, &ctx))
+        return -1;
+    if (p->count > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "count: %lld products is more than 2**31 - 1", (long long)p->count);
+        return -1;
+    }
+    int64_t stride_c;
+    if (out) {
+        if (c->rows != p->m || c->cols != p->n || (p->out_ndim == 3 && c->count != p->count)) {
+            char got[80], expected[80];
+            shape_str(got, sizeof got, p->out_ndim, c->count, c->rows, c->cols);
+            shape_str(expected, sizeof expected, p->out_ndim, p->count, p->m, p->n);
+            PyErr_Format(PyExc_ValueError, "out: shape %s, expected %s (%s)", got, expected,
+                         p->out_ndim == 2 ? "M x N" : "count x M x N");
             return -1;
         }
         if (c->readonly) {
             PyErr_SetString(PyExc_ValueError, "out: the array is read-only");
             return -1;
         }
-        for (int i = 0; i < 2; i++)
-            if (overlaps(c, ab[i])) {
+        const mat *read[4] = { &p->a, &p->b, p->has_offs ? &p->offs : NULL, p->has_err ? &p->err : NULL };
+        for (int i = 0; i < 4; i++)
+            if (read[i] && overlaps(c, read[i])) {
                 PyErr_Format(PyExc_ValueError, "out overlaps %s in memory: the kernel would read what it overwrites",
-                             ab[i]->name);
+                             read[i]->name);
                 return -1;
             }
+        if (p->has_err && overlaps(&p->err, &p->offs)) {
+            PyErr_SetString(PyExc_ValueError, "group_error overlaps offs in memory: the kernel would read what it "
+                                              "overwrites");
+            return -1;
+        }
         int kind = storage(c, ROW, &p->ldc);
         if (kind < 0) {
             PyErr_Format(PyExc_ValueError,
@@ -1217,8 +1442,15 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
                          (long long)c->srow, (long long)c->scol);
             return -1;
         }
+        if (kind != ROW && p->kind >= TK_GROUP_ROWS) {
+            PyErr_Format(PyExc_ValueError,
+                         "out: strides (%lld, %lld): %s writes row-major matrices (out's rows must be contiguous)",
+                         (long long)c->srow, (long long)c->scol, kind_name[p->kind]);
+            return -1;
+        }
         p->layout = kind == ROW ? TK_ROW_MAJOR : TK_COL_MAJOR;
         p->c_dtype = c->dtype;
+        stride_c = c->sbatch;
     } else {
         if (!query && p->beta != 0.0) {
             char *g = PyOS_double_to_string(p->beta, 'g', 6, 0, NULL);
@@ -1237,17 +1469,25 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
         p->layout = TK_ROW_MAJOR;
         p->ldc = p->n > 1 ? p->n : 1;
         p->c_dtype = want >= 0 ? want : DT_F32;
+        stride_c = p->m && p->n > INT64_MAX / p->m ? INT64_MAX : p->m * p->n;   /* saturated: refused then */
     }
     int layout = p->layout == TK_ROW_MAJOR ? ROW : COL;
     if (operand(&oa, layout, &p->op_a, &p->lda) || operand(&ob, layout, &p->op_b, &p->ldb))
         return -1;
+    /* the strides a kind uses (tilekit.h); the others are 0 */
+    const int k = p->kind;
+    p->stride_a = k == TK_GROUP_BATCHED || k == TK_GROUP_MASKED ? p->a.sbatch : 0;
+    p->stride_b = k == TK_GROUP_BATCHED || k == TK_GROUP_ROWS || k == TK_GROUP_MASKED ? p->b.sbatch : 0;
+    p->stride_c = k == TK_GROUP_BATCHED || k == TK_GROUP_K || k == TK_GROUP_MASKED ? stride_c : 0;
 
+    /* the operands, out's first (the order of the CAI streams) */
+    const mat *ops[NOPS] = { p->has_c ? &p->c : NULL, &p->a, &p->b, p->has_offs ? &p->offs : NULL,
+                             p->has_err ? &p->err : NULL };
     /* one device: of the torch operands (the Python fallback's rule) and of the DLPack ones */
-    const mat *all[3] = { &p->a, &p->b, p->has_c ? &p->c : NULL };
-    int devs[3], nd = 0;
-    for (int i = 0; i < 3; i++)
-        if (all[i] && (all[i]->torch || all[i]->dlpack)) {
-            int d = all[i]->device, seen = 0;
+    int devs[NOPS], nd = 0;
+    for (int i = 0; i < NOPS; i++)
+        if (ops[i] && (ops[i]->torch || ops[i]->dlpack)) {
+            int d = ops[i]->device, seen = 0;
             for (int j = 0; j < nd; j++)
                 seen |= devs[j] == d;
             if (!seen)
@@ -1260,20 +1500,24 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
                 devs[j] = devs[j - 1];
                 devs[j - 1] = t;
             }
-        char list[96] = "";
+        char list[160] = "";
         size_t used = 0;
         for (int i = 0; i < nd && used < sizeof list; i++)
             used += (size_t)snprintf(list + used, sizeof list - used, "%scuda:%d", i ? ", " : "", devs[i]);
-        PyErr_Format(PyExc_TypeError, "A, B and out must be on one CUDA device, got %s", list);
+        PyErr_Format(PyExc_TypeError, "%s must be on one CUDA device, got %s",
+                     form != F_GROUPED ? "A, B and out" : p->has_err ? "A, B, out, offs and group_error"
+                                                                     : "A, B, out and offs",
+                     list);
         return -1;
     }
     p->device = nd ? devs[0] : -1;
-    p->any_torch = p->a.torch || p->b.torch || (p->has_c && p->c.torch);
-    const mat *order[3] = { p->has_c ? &p->c : NULL, &p->a, &p->b };   /* the CAI streams: out's first */
+    for (int i = 0; i < NOPS; i++)
+        p->any_torch |= ops[i] && ops[i]->torch;
 
     /* The stream the call runs on: stream=; else, with a torch operand,
      * torch's current stream on the operands' device; else the CAI 'stream'
-     * entry of out, then of A, then of B; else the legacy default stream. */
+     * entry of out, then of A, B, offs and group_error; else the legacy
+     * default stream. */
     PyObject *stream = arg[A_STREAM];
     if (stream && stream != Py_None) {
         if (PyLong_Check(stream)) {
@@ -1297,14 +1541,14 @@ static int make_plan(plan *p, PyObject *const *arg, int query)
         if (torch_stream(p->device, &s) || !(p->stream = PyLong_FromVoidPtr(s)))
             return -1;
     } else {
-        for (int i = 0; i < 3 && !p->stream; i++)
-            if (order[i] && order[i]->stream)
-                p->stream = Py_NewRef(order[i]->stream);
+        for (int i = 0; i < NOPS && !p->stream; i++)
+            if (ops[i] && ops[i]->stream)
+                p->stream = Py_NewRef(ops[i]->stream);
     }
     /* Every other stream a CAI operand names is joined with the call (gemm's
      * join_streams), each once. */
-    for (int i = 0; i < 3; i++) {
-        PyObject *s = order[i] ? order[i]->stream : NULL;
+    for (int i = 0; i < NOPS; i++) {
+        PyObject *s = ops[i] ? ops[i]->stream : NULL;
         if (!s || same_stream(s, p->stream))
             continue;
         int seen = 0;
@@ -1632,7 +1876,9 @@ static PyObject *alloc_out(plan *p, PyObject *stream_arg, void *run)
             Py_DECREF(r);
         }
     }
-    PyObject *size = Py_BuildValue("(LL)", (long long)p->m, (long long)p->n), *kw = NULL;
+    PyObject *size = p->out_ndim == 3 ? Py_BuildValue("(LLL)", (long long)p->count, (long long)p->m, (long long)p->n)
+                                      : Py_BuildValue("(LL)", (long long)p->m, (long long)p->n),
+             *kw = NULL;
     if (size && (kw = Py_BuildValue("(ss)", "dtype", "device"))) {
         PyObject *call[3] = { size, p->c_dtype == DT_F32 ? S.f32 : S.bf16, devobj };
         out = PyObject_Vectorcall(S.empty, call, 1, kw);
@@ -1705,7 +1951,7 @@ static int join_streams(void *run, void *const *others, int n, int after)
 
 /* The stream p's call runs on and those it joins, as pointers; -1 with an
  * exception set when one is no pointer. */
-static int call_streams(const plan *p, void **stream, void *joins[3])
+static int call_streams(const plan *p, void **stream, void *joins[NOPS])
 {
     *stream = NULL;
     if (p->stream && !(*stream = PyLong_AsVoidPtr(p->stream)) && PyErr_Occurred())
@@ -1720,9 +1966,9 @@ static int call_streams(const plan *p, void **stream, void *joins[3])
  * (ValueError and -1 when not). */
 static int check_dlpack_streams(const plan *p, void *stream)
 {
-    const mat *dl[3] = { &p->a, &p->b, &p->c };
+    const mat *dl[NOPS] = { &p->a, &p->b, &p->c, &p->offs, &p->err };
     void *const legacy = (void *)1;   /* cudaStreamLegacy: the NULL stream */
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < NOPS; i++)
         if (dl[i]->dlpack && (dl[i]->dl_for ? dl[i]->dl_for : legacy) != (stream ? stream : legacy)) {
             PyErr_Format(PyExc_ValueError,
                          "%s: the DLPack object was exported for stream %p but the call runs on stream %p (the "
@@ -1767,18 +2013,36 @@ PyDoc_STRVAR(gemm_doc,
 "before, and work enqueued on it afterwards waits for the call. Returns out.\n"
 "Asynchronous with respect to the host.");
 
-static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* p's product on the library: tk_gemm_ex, tk_gemm_batched or
+ * tk_gemm_grouped by its form, the GIL released. */
+static tk_status launch(const plan *p, tk_handle h, void *stream)
 {
-    (void)mod;
-    PyObject *arg[NARG], *out = NULL;
+    const tk_gemm_problem q = problem(p);
+    const int32_t *offs = p->has_offs ? (const int32_t *)(uintptr_t)p->offs.ptr : NULL;
+    int32_t *err = p->has_err ? (int32_t *)(uintptr_t)p->err.ptr : NULL;
+    tk_status st;
+    Py_BEGIN_ALLOW_THREADS
+    if (p->form == F_GEMM)
+        st = L.gemm_ex(h, &q, p->kernel, stream);
+    else if (p->form == F_BATCHED)
+        st = L.gemm_batched(h, &q, p->count, p->stride_a, p->stride_b, p->stride_c, p->kernel, stream);
+    else
+        st = L.gemm_grouped(h, &q, (tk_group_kind)p->kind, (int)p->count, offs, p->stride_a, p->stride_b, p->stride_c,
+                            err, p->kernel, stream);
+    Py_END_ALLOW_THREADS
+    return st;
+}
+
+/* gemm, gemm_batched and gemm_grouped once their arguments are bound (arg,
+ * indexed by A_*): checked (make_plan), out allocated when None, the CAI
+ * streams joined around the library's call (`where` names it). */
+static PyObject *run_call(PyObject *const *arg, int form, const char *where)
+{
+    PyObject *out = NULL;
     plan p;
-    if (bind_args("gemm", args, nargs, kwnames, 9, 10, arg))
-        return NULL;
-    void *stream, *joins[3];
-    if (make_plan(&p, arg, 0) || need_lib() || call_streams(&p, &stream, joins))
-        goto fail;
+    void *stream, *joins[NOPS];
     int prev;
-    if (enter_device(&p, &prev))
+    if (make_plan(&p, arg, 0, form) || need_lib() || call_streams(&p, &stream, joins) || enter_device(&p, &prev))
         goto fail;
     if (p.has_c)
         out = Py_NewRef(arg[A_OUT]);
@@ -1791,12 +2055,7 @@ static PyObject *py_gemm(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         leave_device(prev);
         goto fail;
     }
-    tk_gemm_problem q = problem(&p);
-    tk_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = L.gemm_ex(h, &q, p.kernel, stream);
-    Py_END_ALLOW_THREADS
-    if (end_call(st, h, "tilekit.gemm", &p, stream, joins, prev))
+    if (end_call(launch(&p, h, stream), h, where, &p, stream, joins, prev))
         goto fail;
     plan_release(&p);
     return out;
@@ -1806,30 +2065,105 @@ fail:
     return NULL;
 }
 
+/* py_NAME: the module function NAME with gemm's signature (A to kernel by
+ * position or name, stream by name alone), run_call as `form`. */
+#define GEMM_FUNCTION(name, form)                                                                               \
+    static PyObject *py_##name(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)     \
+    {                                                                                                            \
+        (void)mod;                                                                                               \
+        PyObject *arg[NARG];                                                                                     \
+        return bind_args(#name, args, nargs, kwnames, 9, 10, arg) ? NULL : run_call(arg, form, "tilekit." #name); \
+    }
+
+GEMM_FUNCTION(gemm, F_GEMM)
+
+PyDoc_STRVAR(gemm_batched_doc,
+"gemm_batched($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,\n"
+"             out_dtype=None, kernel=None, *, stream=None)\n--\n\n"
+"out[i] = alpha * op(A[i]) @ op(B[i]) + beta * out[i] for each of the count\n"
+"matrices of 3-D stacks (tk_gemm_batched, TK_GROUP_BATCHED).\n\n"
+"A: count x M x K (trans_a: count x K x M), B: count x K x N (trans_b:\n"
+"count x N x K), bf16; out: count x M x N, fp32 or bf16, allocated when None\n"
+"as gemm allocates it. Each stack's matrices are row- or column-contiguous\n"
+"(transposed views are op T, never copied) at any batch stride: 0 makes one\n"
+"matrix of A or B serve every product (an expanded tensor); out's matrices\n"
+"may not overlap. Arguments, streams and errors as for gemm. Returns out.");
+
+GEMM_FUNCTION(gemm_batched, F_BATCHED)
+
+PyDoc_STRVAR(gemm_grouped_doc,
+"gemm_grouped($module, A, B, offs, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,\n"
+"             out_dtype=None, kernel=None, *, stream=None, group_error=None)\n--\n\n"
+"Many products of one call, split by int32 offsets in device memory that are\n"
+"never read on the host (tk_gemm_grouped), the kind following from the ranks\n"
+"of A and B (torch._grouped_mm's rule):\n\n"
+"2-D A, 3-D B (TK_GROUP_ROWS): A is M x K, B G x K x N, out M x N; group g\n"
+"  is rows offs[g-1] .. offs[g]-1 of A and out, times B[g].\n"
+"2-D A, 2-D B (TK_GROUP_K): A is M x K, B K x N, out G x M x N; out[g]\n"
+"  reduces k = offs[g-1] .. offs[g]-1 (an empty group: beta * out[g]).\n"
+"3-D A, 3-D B (TK_GROUP_MASKED): as gemm_batched, product g on its first\n"
+"  offs[g] rows (row counts, not cumulative).\n\n"
+"offs: 1-D, contiguous, int32, one per group (G). Rows of out past\n"
+"offs[G-1] (ROWS) are not written. group_error: None, or a 1-D int32 array\n"
+"whose first element is set to 1 on the device when offsets are bad (never\n"
+"cleared). The operands as for gemm_batched (shapes after trans_a/trans_b);\n"
+"out's matrices are row-major. Returns out.");
+
+static PyObject *py_gemm_grouped(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    /* offs third: its own order of the names, each bound to its A_* slot */
+    static const int slot[12] = { A_A,      A_B,  A_OFFS,        A_OUT,      A_ALPHA,  A_BETA,
+                                  A_TA,     A_TB, A_OUT_DTYPE,   A_KERNEL,   A_STREAM, A_GROUP_ERROR };
+    static const char *names[12];
+    static const fast_sig sig = { "gemm_grouped", names, NULL, 3, 10, 12 };
+    PyObject *bound[12], *arg[NARG] = { NULL };
+    for (int i = 0; i < 12; i++)
+        names[i] = arg_cnames[slot[i]];
+    if (bind_sig(&sig, args, nargs, kwnames, bound))
+        return NULL;
+    for (int i = 0; i < 12; i++)
+        arg[slot[i]] = bound[i];
+    return run_call(arg, F_GROUPED, "tilekit.gemm_grouped");
+}
+
 PyDoc_STRVAR(plan_doc,
 "plan($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None,\n"
-"     kernel=None, stream=None, query=False)\n--\n\n"
-"The checked call gemm() (query=True: supports()) would make, as a Plan;\n"
-"raises what gemm() raises for its arguments. Loads nothing (for tests).");
+"     kernel=None, stream=None, offs=None, group_error=None, query=False, form='gemm')\n--\n\n"
+"The checked call gemm() (query=True: supports(); form 'batched':\n"
+"gemm_batched(), 'grouped': gemm_grouped()) would make, as a Plan; raises\n"
+"what they raise for their arguments. Loads nothing (for tests).");
 
 static PyStructSequence_Field plan_fields[] = {
     { "m", NULL }, { "n", NULL }, { "k", NULL }, { "layout", NULL }, { "op_a", NULL }, { "op_b", NULL },
     { "lda", NULL }, { "ldb", NULL }, { "ldc", NULL }, { "c_dtype", NULL }, { "alpha", NULL }, { "beta", NULL },
-    { "kernel", NULL }, { "device", NULL }, { "stream", NULL }, { "joins", NULL }, { NULL, NULL },
+    { "kernel", NULL }, { "device", NULL }, { "stream", NULL }, { "joins", NULL }, { "form", NULL },
+    { "kind", NULL }, { "count", NULL }, { "stride_a", NULL }, { "stride_b", NULL }, { "stride_c", NULL },
+    { "offs_ptr", NULL }, { "error_ptr", NULL }, { NULL, NULL },
 };
-static PyStructSequence_Desc plan_desc = { "tilekit._tilekit.Plan", "A checked gemm call.", plan_fields, 16 };
+#define PLAN_FIELDS 24
+static PyStructSequence_Desc plan_desc = { "tilekit._tilekit.Plan", "A checked call.", plan_fields, PLAN_FIELDS };
 
 static PyObject *py_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     (void)mod;
     PyObject *arg[NARG];
     plan p;
-    if (bind_args("plan", args, nargs, kwnames, 11, 11, arg))
+    if (bind_args("plan", args, nargs, kwnames, NARG, NARG, arg))
         return NULL;
     int query = arg[A_QUERY] ? PyObject_IsTrue(arg[A_QUERY]) : 0;
     if (query < 0)
         return NULL;
-    if (make_plan(&p, arg, query)) {
+    int form = -1;
+    PyObject *f = arg[A_FORM];
+    for (int i = 0; i < 3 && form < 0; i++)
+        if (!f || f == Py_None || (PyUnicode_Check(f) && PyUnicode_CompareWithASCIIString(f, form_name[i]) == 0))
+            form = i;
+    if (form < 0) {
+        PyErr_Format(PyExc_ValueError, "form: %R is not 'gemm', 'batched' or 'grouped'", f);
+        return NULL;
+    }
+    if (make_plan(&p, arg, query, form)) {
         plan_release(&p);
         return NULL;
     }
@@ -1838,17 +2172,21 @@ static PyObject *py_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         PyObject *joins = PyTuple_New(p.njoins);
         for (int i = 0; joins && i < p.njoins; i++)
             PyTuple_SET_ITEM(joins, i, Py_NewRef(p.joins[i]));
-        PyObject *v[16] = {
+        PyObject *v[PLAN_FIELDS] = {
             PyLong_FromLongLong(p.m), PyLong_FromLongLong(p.n), PyLong_FromLongLong(p.k), PyLong_FromLong(p.layout),
             PyLong_FromLong(p.op_a), PyLong_FromLong(p.op_b), PyLong_FromLongLong(p.lda), PyLong_FromLongLong(p.ldb),
             PyLong_FromLongLong(p.ldc), PyUnicode_FromString(dt_name[p.c_dtype]), PyFloat_FromDouble(p.alpha),
             PyFloat_FromDouble(p.beta),
             p.kernel ? PyBytes_FromStringAndSize(p.kernel, p.kernel_len) : Py_NewRef(Py_None),
             p.device >= 0 ? PyLong_FromLong(p.device) : Py_NewRef(Py_None),
-            Py_NewRef(p.stream ? p.stream : Py_None), joins,
+            Py_NewRef(p.stream ? p.stream : Py_None), joins, PyUnicode_FromString(form_name[form]),
+            PyLong_FromLong(p.kind), PyLong_FromLongLong(p.count), PyLong_FromLongLong(p.stride_a),
+            PyLong_FromLongLong(p.stride_b), PyLong_FromLongLong(p.stride_c),
+            p.has_offs && p.offs.ptr ? PyLong_FromUnsignedLongLong(p.offs.ptr) : Py_NewRef(Py_None),
+            p.has_err && p.err.ptr ? PyLong_FromUnsignedLongLong(p.err.ptr) : Py_NewRef(Py_None),
         };
         int ok = 1;
-        for (int i = 0; i < 16; i++) {
+        for (int i = 0; i < PLAN_FIELDS; i++) {
             ok &= v[i] != NULL;
             PyStructSequence_SetItem(r, i, v[i] ? v[i] : Py_NewRef(Py_None));
         }
@@ -1872,7 +2210,7 @@ static PyObject *run_query(const char *fn, int nargs_max, PyObject *const *args,
     int prev;
     if (bind_args(fn, args, nargs, kwnames, nargs_max, nargs_max, arg))
         return NULL;
-    if (make_plan(&p, arg, 1) || need_lib() || enter_device(&p, &prev))
+    if (make_plan(&p, arg, 1, F_GEMM) || need_lib() || enter_device(&p, &prev))
         goto done;
     tk_handle h = get_handle(p.device >= 0 ? p.device : current_device());
     if (h) {
@@ -1997,6 +2335,7 @@ static PyObject *py_bind(PyObject *mod, PyObject *path)
 #define SYM(n, m) { #n, offsetof(__typeof__(L), m) }
         SYM(tk_version, version),           SYM(tk_create, create),
         SYM(tk_last_error, last_error),     SYM(tk_gemm_ex, gemm_ex),
+        SYM(tk_gemm_batched, gemm_batched), SYM(tk_gemm_grouped, gemm_grouped),
         SYM(tk_kernel_count, kernel_count), SYM(tk_kernel_get, kernel_get),
         SYM(tk_kernel_supports, kernel_supports), SYM(tk_select_kernel, select_kernel),
         SYM(tk_destroy, destroy),
@@ -2332,7 +2671,7 @@ static PyObject *gemm_plan_run(PyObject *self, PyObject *const *args, Py_ssize_t
     arg[A_TB] = g->tb ? Py_True : Py_False;
     arg[A_STREAM] = a4[3];
     plan p;
-    if (make_plan(&p, arg, 0))
+    if (make_plan(&p, arg, 0, F_GEMM))
         goto fail;
     if (p.m != g->m || p.n != g->n || p.k != g->k || p.layout != g->layout || p.op_a != g->op_a || p.op_b != g->op_b ||
         p.lda != g->lda || p.ldb != g->ldb || p.ldc != g->ldc || p.c_dtype != g->c_dtype) {
@@ -2349,7 +2688,7 @@ static PyObject *gemm_plan_run(PyObject *self, PyObject *const *args, Py_ssize_t
                      g->device);
         goto fail;
     }
-    void *stream, *joins[3];
+    void *stream, *joins[NOPS];
     int prev;
     if (call_streams(&p, &stream, joins) || check_dlpack_streams(&p, stream) || enter_device(&p, &prev))
         goto fail;
@@ -2469,6 +2808,8 @@ QUERY_FUNCTION(plan_create, 9)
 
 static PyMethodDef methods[] = {
     { "gemm", (PyCFunction)(void (*)(void))py_gemm, METH_FASTCALL | METH_KEYWORDS, gemm_doc },
+    { "gemm_batched", (PyCFunction)(void (*)(void))py_gemm_batched, METH_FASTCALL | METH_KEYWORDS, gemm_batched_doc },
+    { "gemm_grouped", (PyCFunction)(void (*)(void))py_gemm_grouped, METH_FASTCALL | METH_KEYWORDS, gemm_grouped_doc },
     { "plan", (PyCFunction)(void (*)(void))py_plan, METH_FASTCALL | METH_KEYWORDS, plan_doc },
     { "supports", (PyCFunction)(void (*)(void))py_supports, METH_FASTCALL | METH_KEYWORDS, supports_doc },
     { "select_kernel", (PyCFunction)(void (*)(void))py_select_kernel, METH_FASTCALL | METH_KEYWORDS,

@@ -3,7 +3,8 @@ product of the same bf16 inputs, for every op combination, both output
 types, alpha/beta, transposed and padded views, column-major out, a shape
 that is no tile multiple, side streams (where out is allocated, the streams
 of CAI operands joined), handles of short-lived threads freed; and the
-errors a caller can provoke.
+errors a caller can provoke. gemm_batched and gemm_grouped (issue 38) on
+real memory, every kind and the group error flag.
 Needs torch with CUDA and libtilekit ($TILEKIT_LIB or build/libtilekit.so).
 Prints "N passed, N failed" last; exits non-zero on any failure.
 
@@ -377,6 +378,61 @@ def test_misaligned():
         raises(tilekit.NotSupportedError, tilekit.gemm, A, B, out=C, kernel=k["name"], match=k["name"])
         torch.cuda.synchronize()
         assert bool(torch.isnan(C).all()), "%s: refused call wrote C" % k["name"]
+
+
+# ---- issue 38: gemm_batched and gemm_grouped (torch._grouped_mm and the nn side: test_torch.py) ----
+
+def _ranges(offs):
+    """(g, lo, hi) of each group of cumulative ends (read on the host: a test)."""
+    ends = offs.tolist()
+    return [(g, ends[g - 1] if g else 0, hi) for g, hi in enumerate(ends)]
+
+
+def test_batched_and_grouped():
+    """The bindings on real memory: a batched product with a broadcast A
+    (batch stride 0) and transposed B's (op T) into an fp32 out with
+    alpha and beta; the three grouped kinds against loops, an empty group
+    included (zeros for K, nothing for rows), rows past a masked count
+    not written; bad offsets skipped and reported in group_error."""
+    G, M, N, K = 3, 40, 24, 32
+    A = bf16(M, K).unsqueeze(0).expand(G, M, K)
+    W = bf16(G, N, K)
+    C0 = bf16(G, M, N).float()
+    C = C0.clone()
+    assert tilekit.gemm_batched(A, W.transpose(-2, -1), C, alpha=0.5, beta=0.75) is C
+    torch.cuda.synchronize()
+    assert_close(C, 0.5 * (A.double() @ W.double().transpose(-2, -1)) + 0.75 * C0.double(), "batched")
+
+    G = 4
+    offs = torch.tensor([7, 7, 32, 33], dtype=torch.int32, device=DEV)   # sizes 7, 0, 25, 1
+    Mt = 33
+    x, W, dy = bf16(Mt, K), bf16(G, N, K), bf16(Mt, N)
+    err = torch.zeros(1, dtype=torch.int32, device=DEV)
+    y = tilekit.gemm_grouped(x, W.transpose(-2, -1), offs, group_error=err)   # rows; fp32 out by default
+    ref = torch.cat([x[lo:hi].double() @ W[g].double().t() for g, lo, hi in _ranges(offs)])
+    torch.cuda.synchronize()
+    assert y.shape == (Mt, N) and err.item() == 0
+    assert_close(y, ref, "rows")
+    dW = nan_like((G, K, N), torch.float32)
+    tilekit.gemm_grouped(x.t(), dy, offs, dW)   # K: x.t() is op T
+    ref = torch.stack([x[lo:hi].double().t() @ dy[lo:hi].double() for g, lo, hi in _ranges(offs)])
+    torch.cuda.synchronize()
+    assert bool((dW[1] == 0).all()), "the empty group's out is not zero"
+    assert_close(dW, ref, "K")
+
+    counts = torch.tensor([3, 0, M], dtype=torch.int32, device=DEV)
+    A3, B3, C3 = bf16(3, M, K), bf16(3, K, N), nan_like((3, M, N), torch.bfloat16)
+    tilekit.gemm_grouped(A3, B3, counts, C3)   # masked: row counts
+    torch.cuda.synchronize()
+    for g, rows in enumerate(counts.tolist()):
+        if rows:
+            assert_close(C3[g, :rows], A3[g, :rows].double() @ B3[g].double(), "masked %d" % g)
+        assert bool(torch.isnan(C3[g, rows:]).all()), "masked: rows past the count were written"
+
+    bad = torch.tensor([10, 5, Mt + 1, Mt], dtype=torch.int32, device=DEV)   # decreasing, then past M
+    tilekit.gemm_grouped(x, W.transpose(-2, -1), bad, group_error=err)
+    torch.cuda.synchronize()
+    assert err.item() == 1, "bad offsets were not reported"
 
 
 def main():

@@ -3,6 +3,10 @@ tilekit.nn.Linear and tilekit.patch against torch on the same bf16 inputs
 (values and gradients), torch.compile(fullgraph=True), CUDA-graph capture
 and replay, streams and devices, CuPy and DLPack producers, and the errors.
 The model is a transformers Llama with small random weights (no download).
+Issue 38: tilekit.grouped_mm (every form of torch._grouped_mm) and
+tilekit.bmm against float64 loops and torch._grouped_mm, their gradients,
+compiled and captured, and transformers' Mixtral and Qwen3-MoE sparse
+blocks with their experts' loop replaced by tilekit's grouped products.
 Needs torch with CUDA, transformers and cupy; the tilekit package from this
 checkout (make builds its extension) or an installed one
 (TILEKIT_TEST_INSTALLED=1: the checkout's python/ is then not put on the path).
@@ -51,19 +55,28 @@ def close(x, ref, tol, label):
 
 
 class Counting:
-    """Counts tilekit.gemm calls (the op looks it up per call) while active,
-    so a test can tell that tilekit, not torch, computed a result."""
-    def __enter__(self):
-        self.n, self.orig = 0, tilekit.gemm
+    """Counts the calls of tilekit functions (default: tilekit.gemm; the ops
+    look them up per call) while active, so a test can tell that tilekit,
+    not torch, computed a result; .calls keeps (name, args) of each."""
+    def __init__(self, *names):
+        self.names = names or ("gemm",)
 
-        def wrapped(*a, **kw):
-            self.n += 1
-            return self.orig(*a, **kw)
-        tilekit.gemm = wrapped
+    def __enter__(self):
+        self.n, self.calls, self.orig = 0, [], {name: getattr(tilekit, name) for name in self.names}
+        for name, fn in self.orig.items():
+            setattr(tilekit, name, self._counted(name, fn))
         return self
 
+    def _counted(self, name, fn):
+        def wrapped(*a, **kw):
+            self.n += 1
+            self.calls.append((name, a))
+            return fn(*a, **kw)
+        return wrapped
+
     def __exit__(self, *exc):
-        tilekit.gemm = self.orig
+        for name, fn in self.orig.items():
+            setattr(tilekit, name, fn)
 
 
 # ---- the op, matmul and Linear ----
@@ -283,6 +296,333 @@ def test_llama_cuda_graph():
             static_ids.copy_(ids)
             g.replay()
             close(static_logits, ref(ids, use_cache=False).logits, TOL_LOGITS, "replay %d" % i)
+
+
+# ---- issue 38: grouped and batched products, a mixture of experts ----
+
+GROUPED = ("gemm_grouped", "gemm_batched")
+
+
+def offsets(sizes):
+    """int32 cumulative ends of groups of these sizes, on the GPU."""
+    return torch.tensor(sizes, device=DEV).cumsum(0).to(torch.int32)
+
+
+def loop(a, b, offs):
+    """torch._grouped_mm's semantics as a loop of torch.matmul per group, in
+    the inputs' dtype (fp64 for a reference; offs read on the host)."""
+    if offs is None:
+        return a @ b
+    ends = [0] + offs.tolist()
+    groups = range(len(ends) - 1)
+    if a.dim() == 2 and b.dim() == 3:
+        return torch.cat([a[ends[g]:ends[g + 1]] @ b[g] for g in groups])
+    if a.dim() == 3 and b.dim() == 2:
+        return torch.cat([a[g] @ b[:, ends[g]:ends[g + 1]] for g in groups], 1)
+    return torch.stack([a[:, ends[g]:ends[g + 1]] @ b[ends[g]:ends[g + 1]] for g in groups])
+
+
+def forms(sizes=(5, 0, 130, 17, 1), M=33, N=72, K=40):
+    """The four forms of grouped_mm, {name: (a, b, offs)}, with an empty
+    group, a group of one and sizes that are no tile multiple; b of the
+    2-D x 3-D form as nn.Linear-style weights seen transposed (op T), a of
+    the 2-D x 2-D form as x.t() (op T)."""
+    G, total, offs = len(sizes), sum(sizes), offsets(sizes)
+    return {
+        "2-D x 3-D (rows)": (bf16(total, K), bf16(G, N, K).transpose(-2, -1), offs),
+        "2-D x 2-D (K)": (bf16(total, M).t(), bf16(total, N), offs),
+        "3-D x 2-D (N)": (bf16(G, M, K), bf16(K, total), offs),
+        "3-D x 3-D (batched)": (bf16(G, M, K), bf16(G, K, N), None),
+    }
+
+
+def test_grouped_mm_values():
+    """Each form: one tilekit call, the shape, dtype and values of a float64
+    loop of torch.matmul; fp32 out; the operands' views used as they are
+    (no copy: the pointers tilekit got are the tensors'). Then sizes that
+    are multiples of 16 against torch._grouped_mm, where this torch and GPU
+    have it (a form it refuses here is left to the loop)."""
+    for name, (a, b, offs) in forms().items():
+        with Counting(*GROUPED) as c:
+            y = tilekit.grouped_mm(a, b, offs)
+        assert c.n == 1, "%s: %d tilekit calls" % (name, c.n)
+        args = c.calls[0][1]
+        assert {t.data_ptr() for t in args[:2]} == {a.data_ptr(), b.data_ptr()}, "%s: an operand was copied" % name
+        ref = loop(a.double(), b.double(), offs)
+        assert y.shape == ref.shape and y.dtype == torch.bfloat16, (name, y.shape, y.dtype)
+        close(y, ref, TOL_OP, name)
+        y32 = tilekit.grouped_mm(a, b, offs, out_dtype=torch.float32)
+        assert y32.dtype == torch.float32
+        close(y32, ref, 3e-5, name + ", fp32 out")
+    theirs = getattr(torch, "_grouped_mm", None)
+    if theirs is None:
+        print("     (this torch has no _grouped_mm: compared with the loop alone)")
+        return
+    for name, (a, b, offs) in forms((16, 0, 128, 32), 32, 64, 48).items():
+        try:
+            want = theirs(a, b, offs=offs)
+        except RuntimeError as e:   # unsupported here (GPU, layout): the loop is the reference
+            print("     (torch._grouped_mm refused %s: %s)" % (name, str(e).splitlines()[0]))
+            continue
+        close(tilekit.grouped_mm(a, b, offs), want.double(), TOL_OP * 2, name + " vs torch._grouped_mm")
+
+
+def test_grouped_mm_empty_and_odd():
+    """Sizes of 1, no rows at all, every group but one empty, one group; an
+    empty group of the K split gives zeros; rows past offs[-1] are not
+    computed (the reference covers the rest)."""
+    for sizes, (M, N, K) in (((1, 1, 1), (1, 1, 1)), ((0, 0), (3, 5, 7)), ((0, 9, 0, 0), (5, 3, 2)),
+                             ((13,), (7, 9, 11))):
+        for name, (a, b, offs) in forms(sizes, M, N, K).items():
+            y = tilekit.grouped_mm(a, b, offs)
+            ref = loop(a.double(), b.double(), offs)
+            label = "%s, sizes %s" % (name, sizes)
+            assert y.shape == ref.shape, (label, y.shape, ref.shape)
+            if bool((ref != 0).any()):
+                close(y, ref, TOL_OP, label)
+            else:   # every group empty: zeros (K split) or nothing at all
+                assert bool((y == 0).all()), "%s: not zero" % label
+    a, b, offs = forms((4, 0, 6), 5, 3, 8)["2-D x 2-D (K)"]
+    assert bool((tilekit.grouped_mm(a, b, offs)[1] == 0).all()), "the empty group's product is not zero"
+    x, w = bf16(20, 8), bf16(2, 6, 8)
+    y = tilekit.grouped_mm(x, w.transpose(-2, -1), offsets([4, 10]))   # rows 14..19 belong to no group
+    close(y[:14], loop(x.double(), w.double().transpose(-2, -1), offsets([4, 10])), TOL_OP, "rows past offs[-1]")
+
+
+def test_grouped_mm_autograd():
+    """Each form's gradients (the op again on transposed views: 3 tilekit
+    calls) against float64 autograd through the loop; a weight leaf seen
+    transposed gets its gradient in its own layout; an fp32 out's."""
+    for name, (a, b, offs) in forms().items():
+        a = a.detach().requires_grad_()
+        b = b.detach().requires_grad_()
+        y = tilekit.grouped_mm(a, b, offs)
+        g = bf16(*y.shape)
+        with Counting(*GROUPED) as c:
+            y.backward(g)
+        assert c.n == 2, "%s: %d tilekit calls in backward" % (name, c.n)
+        a64 = a.detach().double().requires_grad_()
+        b64 = b.detach().double().requires_grad_()
+        loop(a64, b64, offs).backward(g.double())
+        close(a.grad, a64.grad, TOL_OP * 2, name + " da")
+        close(b.grad, b64.grad, TOL_OP * 2, name + " db")
+    w = bf16(5, 72, 40).requires_grad_()
+    x = bf16(153, 40).requires_grad_()
+    y = tilekit.grouped_mm(x, w.transpose(-2, -1), offsets([5, 0, 130, 17, 1]), out_dtype=torch.float32)
+    y.backward(torch.randn_like(y))
+    assert y.dtype == torch.float32 and w.grad.dtype == torch.bfloat16
+    assert w.grad.is_contiguous(), "the weight's gradient arrives with strides %s" % (w.grad.stride(),)
+
+
+def test_bmm():
+    """torch.bmm's semantics: values, an expanded operand (batch stride 0)
+    taken as it is, transposed matrices, fp32 out, and the gradients (two
+    bmm's; autograd sums the expanded operand's)."""
+    B, M, N, K = 6, 33, 40, 24
+    base = bf16(M, K).requires_grad_()
+    wt = bf16(B, N, K).requires_grad_()
+    a = base.unsqueeze(0).expand(B, M, K)
+    with Counting("gemm_batched") as c:
+        y = tilekit.bmm(a, wt.transpose(-2, -1))
+    assert c.n == 1 and c.calls[0][1][0].stride(0) == 0, "the expanded operand was copied"
+    ref = a.double() @ wt.double().transpose(-2, -1)
+    close(y, ref, TOL_OP, "bmm")
+    close(tilekit.bmm(a, wt.transpose(-2, -1), out_dtype=torch.float32), ref, 3e-5, "bmm fp32 out")
+    g = bf16(B, M, N)
+    y.backward(g)
+    b64 = base.detach().double().requires_grad_()
+    w64 = wt.detach().double().requires_grad_()
+    torch.bmm(b64.unsqueeze(0).expand(B, M, K), w64.transpose(-2, -1)).backward(g.double())
+    close(base.grad, b64.grad, TOL_OP * 2, "bmm d(expanded a)")
+    close(wt.grad, w64.grad, TOL_OP * 2, "bmm db")
+    assert wt.grad.is_contiguous()
+
+
+def test_grouped_errors():
+    x, w, offs = bf16(20, 8), bf16(3, 6, 8), offsets([5, 5, 10])
+    raises(TypeError, tilekit.grouped_mm, x.float(), w.transpose(-2, -1), offs, match=("a", "bfloat16"))
+    raises(TypeError, tilekit.grouped_mm, x, w.transpose(-2, -1), offs.long(), match=("offs", "torch.int32"))
+    raises(TypeError, tilekit.grouped_mm, x, w.transpose(-2, -1), offs.cpu(), match=("offs", "cpu"))
+    raises(ValueError, tilekit.grouped_mm, x, w.transpose(-2, -1), match=("offs", "required"))
+    raises(ValueError, tilekit.grouped_mm, x, w.transpose(-2, -1), offs[:2], match=("2 offsets", "3 matrices"))
+    raises(ValueError, tilekit.grouped_mm, x, w, offs, match="shape mismatch")
+    raises(ValueError, tilekit.grouped_mm, bf16(3, 4, 8), w.transpose(-2, -1), offs, match=("offs", "batched"))
+    raises(ValueError, tilekit.grouped_mm, x, w.transpose(-2, -1), offs.view(1, 3), match=("offs", "1-D"))
+    raises(TypeError, tilekit.grouped_mm, x, w.transpose(-2, -1), offs, torch.float16, match="out_dtype")
+    raises(ValueError, tilekit.bmm, x, w, match="3-D")
+    raises(ValueError, tilekit.bmm, bf16(2, 4, 8), w.transpose(-2, -1), match=("2 matrices", "3"))
+
+
+def route(tokens, experts, top_k, seed):
+    """A router's choice: top_k distinct experts per token, and weights."""
+    gen = torch.Generator(device=DEV).manual_seed(seed)
+    logits = torch.randn(tokens, experts, device=DEV, generator=gen)
+    w, idx = torch.topk(logits.softmax(-1), top_k, dim=-1)
+    return idx, w / w.sum(-1, keepdim=True)
+
+
+def moe(x, top_k_index, top_k_weights, w_gate_up, w_down, act=None):
+    """A sparse MoE layer's experts on tilekit (tilekit.nn.moe_experts'
+    docstring), device ops alone."""
+    order, offs = tilekit.nn.sort_by_expert(top_k_index, w_gate_up.shape[0])
+    token = order // top_k_index.shape[1]
+    y = tilekit.nn.moe_experts(x[token], offs, w_gate_up, w_down, act)
+    y = y * top_k_weights.reshape(-1)[order, None]
+    return torch.zeros_like(x).index_add_(0, token, y.to(x.dtype))
+
+
+def moe_loop(x, top_k_index, top_k_weights, w_gate_up, w_down):
+    """The same in float64, token by token (transformers' eager experts)."""
+    out = torch.zeros(x.shape, dtype=torch.float64, device=DEV)
+    for t, (experts, weights) in enumerate(zip(top_k_index.tolist(), top_k_weights.tolist())):
+        for e, wt in zip(experts, weights):
+            gate, up = (x[t].double() @ w_gate_up[e].double().t()).chunk(2)
+            out[t] += wt * ((torch.nn.functional.silu(gate) * up) @ w_down[e].double().t())
+    return out
+
+
+def test_grouped_compile_fullgraph():
+    """torch.compile(fullgraph=True) of a MoE layer (routing by device ops,
+    grouped_mm twice), a GroupedLinear with bias and a bmm: no graph break,
+    tilekit called from the compiled graph, forward and gradients as eager."""
+    E, H, I, top_k, T = 4, 64, 96, 2, 40
+    lin = tilekit.nn.GroupedLinear(E, H, 48, bias=True, device=DEV, dtype=torch.bfloat16)
+    w_gate_up = (bf16(E, 2 * I, H) * 0.2).requires_grad_()
+    w_down = (bf16(E, H, I) * 0.2).requires_grad_()
+    idx, wts = route(T, E, top_k, seed=5)
+
+    def layer(x, b3):
+        y = moe(x, idx, wts, w_gate_up, w_down)
+        order, offs = tilekit.nn.sort_by_expert(idx[:, :1], E)
+        z = lin(x[order], offs)
+        return y.float().sum() + z.float().square().sum() + tilekit.bmm(b3, b3.mT).float().sum()
+
+    x, b3 = bf16(T, H).requires_grad_(), bf16(3, 16, 8).requires_grad_()
+    eager = layer(x, b3)
+    eager.backward()
+    grads = [t.grad.clone() for t in (x, w_gate_up, w_down, lin.weight, lin.bias, b3)]
+    for t in (x, w_gate_up, w_down, lin.weight, lin.bias, b3):
+        t.grad = None
+    torch._dynamo.reset()
+    comp = torch.compile(layer, fullgraph=True)
+    comp(x, b3)   # compiles
+    with Counting(*GROUPED) as c:
+        out = comp(x, b3)
+    assert c.n == 4, "%d tilekit calls from the compiled forward, expected 4" % c.n
+    close(out, eager, TOL_LOGITS, "compiled forward")
+    out.backward()
+    for t, ref, label in zip((x, w_gate_up, w_down, lin.weight, lin.bias, b3), grads,
+                             ("dx", "d w_gate_up", "d w_down", "d lin.weight", "d lin.bias", "d b3")):
+        close(t.grad, ref, TOL_GRAD, "compiled " + label)
+
+
+def test_grouped_cuda_graph():
+    """A MoE layer (sort_by_expert's routing and two grouped products)
+    captured into a CUDA graph, which fails on any host sync, and replayed
+    on new tokens and a new routing: offs is never read on the host."""
+    E, H, I, top_k, T = 4, 64, 96, 2, 48
+    w_gate_up, w_down = bf16(E, 2 * I, H) * 0.2, bf16(E, H, I) * 0.2
+    static_x = bf16(T, H)
+    static_idx, static_w = route(T, E, top_k, seed=1)
+    with torch.no_grad():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                moe(static_x, static_idx, static_w, w_gate_up, w_down)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with Counting(*GROUPED) as c:
+            with torch.cuda.graph(g):
+                static_y = moe(static_x, static_idx, static_w, w_gate_up, w_down)
+        assert c.n == 2, c.n
+        for i in range(3):
+            idx, wts = route(T, E, top_k, seed=10 + i)
+            static_x.copy_(bf16(T, H))
+            static_idx.copy_(idx)
+            static_w.copy_(wts)
+            g.replay()
+            close(static_y, moe_loop(static_x, idx, wts, w_gate_up, w_down), TOL_LOGITS, "replay %d" % i)
+
+
+def _moe_blocks():
+    """(name, block) for the sparse MoE blocks of transformers that keep
+    their experts as 3-D gate_up_proj (E x 2I x H) and down_proj (E x H x I)
+    tensors, tiny and randomly initialized; [] without transformers."""
+    try:
+        import transformers
+    except ImportError:
+        return []
+    blocks = []
+    for cfg_name, block_path, kw in (
+            ("MixtralConfig", "models.mixtral.modeling_mixtral.MixtralSparseMoeBlock",
+             dict(num_local_experts=4, intermediate_size=96)),
+            ("Qwen3MoeConfig", "models.qwen3_moe.modeling_qwen3_moe.Qwen3MoeSparseMoeBlock",
+             dict(num_experts=4, moe_intermediate_size=96, norm_topk_prob=True))):
+        cfg_cls = getattr(transformers, cfg_name, None)
+        module, _, cls_name = block_path.rpartition(".")
+        try:
+            block_cls = getattr(__import__("transformers." + module, fromlist=[cls_name]), cls_name)
+        except (ImportError, AttributeError):
+            continue
+        if cfg_cls is None:
+            continue
+        cfg = cfg_cls(hidden_size=64, num_experts_per_tok=2, num_attention_heads=4, num_key_value_heads=4,
+                      num_hidden_layers=1, vocab_size=100, hidden_act="silu", **kw)
+        if hasattr(cfg, "_experts_implementation"):   # a standalone block has none set: the stock loop
+            cfg._experts_implementation = "eager"
+        torch.manual_seed(7)
+        block = block_cls(cfg).to(DEV, torch.bfloat16)
+        with torch.no_grad():
+            for p in block.parameters():
+                p.normal_(0, 0.1)
+        experts = getattr(block, "experts", None)
+        gu, down = getattr(experts, "gate_up_proj", None), getattr(experts, "down_proj", None)
+        if not (isinstance(gu, torch.Tensor) and isinstance(down, torch.Tensor) and gu.dim() == 3
+                and gu.shape[1:] == (2 * 96, 64) and down.shape[1:] == (64, 96)):
+            print("     (%s keeps its experts another way in transformers %s: not compared)"
+                  % (block_cls.__name__, transformers.__version__))
+            continue
+        blocks.append((block_cls.__name__, block))
+    return blocks
+
+
+def tilekit_experts(experts):
+    """A forward for transformers' experts module (hidden_states, top_k_index,
+    top_k_weights), its loop over experts replaced by two grouped products."""
+    def forward(hidden_states, top_k_index, top_k_weights):
+        return moe(hidden_states, top_k_index, top_k_weights, experts.gate_up_proj, experts.down_proj,
+                   getattr(experts, "act_fn", None))
+    return forward
+
+
+def test_moe_block_transformers():
+    """transformers' MixtralSparseMoeBlock and Qwen3MoeSparseMoeBlock (tiny,
+    random weights) with their experts' loop replaced by tilekit's grouped
+    products: the block's output and the gradients of its input, router
+    and experts match the stock block's."""
+    blocks = _moe_blocks()
+    if not blocks:
+        print("     (transformers is not installed, or has neither block: not run)")
+        return
+    for name, ref in blocks:
+        pat = copy.deepcopy(ref)
+        pat.experts.forward = tilekit_experts(pat.experts)
+        x = (torch.randn(2, 24, 64, device=DEV) * 0.5).to(torch.bfloat16)
+        x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+        out_ref = ref(x1)
+        with Counting(*GROUPED) as c:
+            out = pat(x2)
+        out_ref, out = (o[0] if isinstance(o, tuple) else o for o in (out_ref, out))
+        assert c.n == 2, "%s: %d tilekit calls, expected 2" % (name, c.n)
+        close(out, out_ref, TOL_LOGITS, name + " output")
+        g = bf16(*out.shape)
+        out_ref.backward(g)
+        out.backward(g)
+        close(x2.grad, x1.grad, TOL_GRAD, name + " d input")
+        for (k, p_ref), (_, p) in zip(ref.named_parameters(), pat.named_parameters()):
+            want = p_ref.grad if p_ref.grad is not None else torch.zeros_like(p_ref)
+            close(p.grad, want, TOL_GRAD, "%s d %s" % (name, k))
 
 
 # ---- other producers ----

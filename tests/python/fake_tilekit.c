@@ -3,7 +3,8 @@
  * wrapper binds and the CUDA runtime functions it calls through the library,
  * each of which succeeds and appends one line to a log ("create 0x..",
  * "gemm handle=0x.. stream=0x..", "wait stream=0x.. event=0x..", ... and
- * the calling thread), kept in memory (fake_log(), read through ctypes) and,
+ * the calling thread; a batched or grouped product logs every argument it
+ * was given, the problem's fields too), kept in memory (fake_log(), read through ctypes) and,
  * when $FAKE_TILEKIT_LOG names a file, appended to it as well, so a test
  * also sees what ran while the interpreter shut down. The stream
  * FAKE_CAPTURING reports itself as being captured into a CUDA graph. */
@@ -33,13 +34,13 @@ static unsigned long addr(const void *p)
 
 static void note(const char *fmt, ...)
 {
-    char line[256];
+    char line[640];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, 200, fmt, ap);
+    int n = vsnprintf(line, 580, fmt, ap);
     va_end(ap);
-    if (n < 0 || n >= 200)
-        n = 199;
+    if (n < 0 || n >= 580)
+        n = 579;
     snprintf(line + n, sizeof line - (size_t)n, " thread=%lu\n", (unsigned long)pthread_self());
     size_t len = strlen(line);
     pthread_mutex_lock(&mu);
@@ -111,6 +112,43 @@ tk_status tk_gemm(tk_handle h, tk_layout layout, tk_op op_a, tk_op op_b, int64_t
         .a = a, .lda = lda, .b = b, .ldb = ldb, .c = c, .ldc = ldc, .c_type = c_type,
     };
     return tk_gemm_ex(h, &p, kernel, stream);
+}
+
+/* A problem's fields as "layout=.. op_a=.. .. c_type=.." (the pointers in hex). */
+static void problem_text(char *buf, size_t len, const tk_gemm_problem *p)
+{
+    snprintf(buf, len,
+             "layout=%d op_a=%d op_b=%d m=%lld n=%lld k=%lld alpha=%g beta=%g a=%#lx lda=%lld b=%#lx ldb=%lld "
+             "c=%#lx ldc=%lld c_type=%d",
+             (int)p->layout, (int)p->op_a, (int)p->op_b, (long long)p->m, (long long)p->n, (long long)p->k,
+             (double)p->alpha, (double)p->beta, addr(p->a), (long long)p->lda, addr(p->b), (long long)p->ldb,
+             addr(p->c), (long long)p->ldc, (int)p->c_type);
+}
+
+/* Issue 38: logged with every argument; they run nothing (the fake's
+ * pointers are no memory). */
+tk_status tk_gemm_batched(tk_handle h, const tk_gemm_problem *p, int64_t count, int64_t stride_a, int64_t stride_b,
+                          int64_t stride_c, const char *kernel, void *stream)
+{
+    char prob[320];
+    problem_text(prob, sizeof prob, p);
+    note("gemm_batched handle=%#lx stream=%#lx %s count=%lld stride_a=%lld stride_b=%lld stride_c=%lld kernel=%s",
+         addr(h), addr(stream), prob, (long long)count, (long long)stride_a, (long long)stride_b, (long long)stride_c,
+         kernel ? kernel : "auto");
+    return TK_SUCCESS;
+}
+
+tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind kind, int count, const int32_t *offs,
+                          int64_t stride_a, int64_t stride_b, int64_t stride_c, int32_t *group_error,
+                          const char *kernel, void *stream)
+{
+    char prob[320];
+    problem_text(prob, sizeof prob, p);
+    note("gemm_grouped handle=%#lx stream=%#lx %s kind=%d count=%d offs=%#lx stride_a=%lld stride_b=%lld "
+         "stride_c=%lld group_error=%#lx kernel=%s",
+         addr(h), addr(stream), prob, (int)kind, count, addr(offs), (long long)stride_a, (long long)stride_b,
+         (long long)stride_c, addr(group_error), kernel ? kernel : "auto");
+    return TK_SUCCESS;
 }
 
 int tk_kernel_count(void)

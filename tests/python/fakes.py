@@ -72,7 +72,12 @@ def fake_torch(missing=()):
                 ptr = next_ptr[0]
                 next_ptr[0] += 1 << 24
             self.shape, self.dtype, self.device = tuple(shape), dtype, t.device("cuda", device)
-            self._strides = tuple(strides) if strides else (shape[1], 1)
+            if not strides:   # C-contiguous, of any rank
+                strides, step = [], 1
+                for d in reversed(self.shape):
+                    strides.insert(0, step)
+                    step *= d
+            self._strides = tuple(strides)
             self._ptr = ptr
             self.layout = t.strided
 
@@ -132,7 +137,7 @@ def fake_torch(missing=()):
     cuda.current_device = lambda: 0
     cuda.device = _device_ctx
     t.dtype, t.device, t.Tensor, t.empty, t.cuda = dtype, device, Tensor, empty, cuda
-    t.bfloat16, t.float32, t.float16 = dtype("bfloat16"), dtype("float32"), dtype("float16")
+    t.bfloat16, t.float32, t.float16, t.int32 = dtype("bfloat16"), dtype("float32"), dtype("float16"), dtype("int32")
     t.strided = layout()
     t._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: current.get(d, 0))
     t.current = current          # tests set and read the current streams here

@@ -17,7 +17,7 @@ from test_wrapper import BF16, F32, Fake, _random_fake, raises
 
 EXT = _lib.EXT
 FIELDS = ("m", "n", "k", "layout", "op_a", "op_b", "lda", "ldb", "ldc", "c_dtype", "alpha", "beta", "kernel",
-          "stream", "joins")
+          "stream", "joins", "form", "kind", "count", "stride_a", "stride_b", "stride_c", "offs_ptr", "error_ptr")
 
 
 def outcome(fn, *args, **kw):
@@ -44,6 +44,16 @@ def test_extension_is_used():
     assert EXT is not None and tilekit.backend() == "extension", \
         "the C extension was not found (build it with make; TILEKIT_EXT names its file)"
     assert tilekit.gemm is EXT.gemm
+    assert tilekit.gemm_batched is EXT.gemm_batched and tilekit.gemm_grouped is EXT.gemm_grouped
+
+
+def test_signatures_match():
+    """The extension's text signatures are the fallback's (issue 38's
+    functions bind their own order: offs third, group_error by name)."""
+    import inspect
+    for name in ("gemm", "gemm_batched", "gemm_grouped", "plan"):
+        ext, py = inspect.signature(getattr(EXT, name)), inspect.signature(getattr(_fallback, name))
+        assert ext == py, "%s: extension %s, fallback %s" % (name, ext, py)
 
 
 def test_plans_match_fuzz():
@@ -79,6 +89,61 @@ def test_plans_match_fuzz():
         kinds[r[0] if r[0] == "ok" else r[1]] = kinds.get(r[0] if r[0] == "ok" else r[1], 0) + 1
     # the fuzz reached acceptance and both kinds of refusal
     assert kinds.get("ok", 0) > 100 and kinds.get("TypeError", 0) > 100 and kinds.get("ValueError", 0) > 100, kinds
+
+
+def _random_array(rng, shape, typestr):
+    """A device array of `shape` (any rank), often with a field mangled."""
+    shape = tuple(shape)
+    f = Fake(shape, typestr, strides=rng.choice([None] * 4 + [tuple(range(len(shape), 0, -1))]))
+    cai = f.__cuda_array_interface__
+    r = rng.random()
+    if r < 0.1:
+        cai["shape"] = rng.choice([shape[1:], (1,) + shape, shape[:-1] + (-1,), shape[:-1] + (2 ** 63,), ()])
+    elif r < 0.2:
+        cai["typestr"] = rng.choice([BF16, F32, "<i4", "<i8", "<f2", "|V2"])
+    elif r < 0.3:
+        cai["strides"] = rng.choice([(0,) * len(shape), tuple(-2 for _ in shape), (2,) * (len(shape) + 1), None])
+    elif r < 0.35:
+        cai["data"] = (rng.choice([0, 2, 2 ** 64]), False)
+    elif r < 0.4:
+        cai["stream"] = rng.choice([5, 7, 1])
+    return f
+
+
+def test_grouped_plans_match_fuzz():
+    """Issue 38's forms through both backends: 3-D stacks and offsets, valid
+    (every kind, transposed views, broadcast strides) and hostile."""
+    rng = random.Random(38)
+    kinds = {}
+    for i in range(3000):
+        g, m, n, k = (rng.choice([0, 1, 3, 8]) for _ in range(4))
+        form = rng.choice(["batched", "grouped"])
+        ra, rb = (3, 3) if form == "batched" else rng.choice([(2, 3), (2, 2), (3, 3), (3, 2)])
+        ta, tb = rng.random() < 0.3, rng.random() < 0.3
+        ashape = ((g,) if ra == 3 else ()) + ((k, m) if ta else (m, k))
+        bshape = ((g,) if rb == 3 else ()) + ((n, k) if tb else (k, n))
+        A = _random_array(rng, ashape, BF16) if rng.random() < 0.3 else Fake(ashape)
+        B = _random_array(rng, bshape, BF16) if rng.random() < 0.3 else Fake(bshape, strides=rng.choice(
+            [None, (0,) * (rb - 2) + ((1, k) if not tb else (1, n))]) if rb == 3 or rng.random() < 0.5 else None)
+        oshape = (m, n) if (ra, rb) == (2, 3) and form == "grouped" else (g, m, n)
+        C = rng.choice([Fake(oshape, F32)] * 4 + [Fake(oshape), None, _random_array(rng, oshape, F32),
+                                                   Fake((m, n) if len(oshape) == 3 else (g, m, n), F32)])
+        offs = rng.choice([Fake((g,), "<i4")] * 4 + [Fake((g,), "<i4", stream=9), None,
+                                                     _random_array(rng, (g,), "<i4"), Fake((g + 1,), "<i4")]) \
+            if form == "grouped" else None
+        err = rng.choice([None, None, Fake((1,), "<i4"), Fake((0,), "<i4")]) if form == "grouped" else None
+        kw = dict(alpha=rng.choice([1.0] * 8 + [0.5, "x"]), beta=rng.choice([0.0, 1.0]), trans_a=ta, trans_b=tb,
+                  out_dtype=rng.choice([None] * 8 + ["bf16", "fp16"]),
+                  kernel=rng.choice([None] * 8 + ["k01_naive", 3]),
+                  stream=rng.choice([None, None, 5]), offs=offs, group_error=err, query=rng.random() < 0.2,
+                  form=form)
+        r = same((A, B, C), kw, "call %d" % i)
+        key = r[0] if r[0] == "ok" else r[1]
+        kinds[key] = kinds.get(key, 0) + 1
+        if r[0] == "ok":
+            kinds[("kind", r[1][FIELDS.index("kind")])] = kinds.get(("kind", r[1][FIELDS.index("kind")]), 0) + 1
+    assert kinds.get("ok", 0) > 300 and kinds.get("TypeError", 0) > 100 and kinds.get("ValueError", 0) > 100, kinds
+    assert all(kinds.get(("kind", kind), 0) > 30 for kind in (1, 2, 3, 4)), kinds
 
 
 def test_library_statuses_match():
@@ -247,7 +312,7 @@ def test_torch_lookup_keeps_nothing_on_failure():
         import tilekit
         from test_wrapper import Fake
         A, B, C = Fake((8, 4)), Fake((4, 6)), Fake((8, 6), "<f4")
-        held = (torch.dtype, torch.strided, torch.bfloat16, torch.float32, torch.empty, torch.cuda,
+        held = (torch.dtype, torch.strided, torch.bfloat16, torch.float32, torch.int32, torch.empty, torch.cuda,
                 torch.cuda.current_stream, torch._C._cuda_getCurrentRawStream)
         before = [sys.getrefcount(x) for x in held]
         for _ in range(200):

@@ -1,6 +1,7 @@
 """Without PyTorch: tilekit.matmul, tilekit.patch and tilekit.nn used to end
 in a bare `ModuleNotFoundError: No module named 'torch'`. Each now says it
-needs PyTorch and that tilekit.gemm works without it. Run in a fresh
+needs PyTorch and that tilekit.gemm works without it (so do issue 38's
+tilekit.grouped_mm and tilekit.bmm). Run in a fresh
 interpreter with torch made unimportable (sys.modules["torch"] = None), so
 the answer is the same on a machine that has torch.
 """
@@ -28,7 +29,8 @@ def test_torch_parts_say_they_need_pytorch():
         from tilekit.nn import Linear
     def from_matmul():
         from tilekit import matmul
-    cases += [("tilekit.nn", import_nn), ("tilekit.nn", from_nn), ("tilekit.matmul", from_matmul)]
+    cases += [("tilekit.nn", import_nn), ("tilekit.nn", from_nn), ("tilekit.matmul", from_matmul),
+              ("tilekit.grouped_mm", lambda: tilekit.grouped_mm), ("tilekit.bmm", lambda: tilekit.bmm)]
     for what, fn in cases:
         try:
             fn()
@@ -37,14 +39,14 @@ def test_torch_parts_say_they_need_pytorch():
             print("MSG", what, "|", e)
         else:
             raise AssertionError(what + ": no error without torch")
-    assert callable(tilekit.gemm) and tilekit.kernels()   # the rest of the package still works
+    assert callable(tilekit.gemm) and callable(tilekit.gemm_grouped) and tilekit.kernels()   # the rest still works
     print("OK")
 """
     for name, ext in fakes.backends():
         rc, out = fakes.run(code, ext)
         assert rc == 0 and out.rstrip().endswith("OK"), "%s backend:\n%s" % (name, out)
         lines = [l[4:] for l in out.splitlines() if l.startswith("MSG ")]
-        assert len(lines) == 7, out
+        assert len(lines) == 9, out
         for line in lines:
             what, msg = line.split(" | ", 1)
             check(what, msg)
