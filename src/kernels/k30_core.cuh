@@ -679,21 +679,23 @@ static __device__ __forceinline__ uint32_t k30_pack_bf16x2(float lo, float hi)
  * p->c_pairs, else one element per store: then ldc may be odd and C only
  * element-aligned (a view into a larger tensor, a vocabulary of 50257).
  * Thread (warp w, lane l) holds rows r0 + 16w + l/4 (+8) and column pairs
- * c0 + 8j + 2(l%4). */
-template <int BN>
-static __device__ __forceinline__ void k30_epilogue_direct_at(const k30_params *p, const float *acc, int r0, int c0,
-                                                              int warp, int lane, void *c, int m_end)
+ * c0 + 8j + 2(l%4). GRP (k43): C of the unit's product at c_at, rows below
+ * m_end (p->c and p->m are read in place otherwise: the one product's
+ * machine code stays as it was). */
+template <int BN, int GRP = 0>
+static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, const float *acc, int r0, int c0,
+                                                           int warp, int lane, void *c_at = nullptr, int m_end = 0)
 {
     const int row = r0 + 16 * warp + (lane >> 2);
     const int col = c0 + 2 * (lane & 3);
     const bool pairs = p->c_pairs;
-    const bool interior = pairs && r0 + 64 <= m_end && c0 + BN <= p->n;
+    const bool interior = pairs && r0 + 64 <= (GRP ? m_end : p->m) && c0 + BN <= p->n;
     const float alpha = p->alpha, beta = p->beta;
     const tk_dtype ct = p->c_bf16 ? TK_BF16 : TK_F32;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int r = row + 8 * h;
-        const bool row_ok = interior || r < m_end;
+        const bool row_ok = interior || r < (GRP ? m_end : p->m);
         const int64_t base = (int64_t)r * p->ldc + col;
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
@@ -701,7 +703,7 @@ static __device__ __forceinline__ void k30_epilogue_direct_at(const k30_params *
             const int cc = col + 8 * j;
             if (interior || (pairs && row_ok && cc + 1 < p->n)) {
                 if (p->c_bf16) {
-                    uint32_t *q = (uint32_t *)((uint16_t *)c + base + 8 * j);
+                    uint32_t *q = (uint32_t *)((uint16_t *)(GRP ? c_at : p->c) + base + 8 * j);
                     float v0 = alpha * a0, v1 = alpha * a1;
                     if (beta != 0.0f) {
                         uint32_t old = *q;
@@ -710,7 +712,7 @@ static __device__ __forceinline__ void k30_epilogue_direct_at(const k30_params *
                     }
                     *q = k30_pack_bf16x2(v0, v1);
                 } else {
-                    float2 *q = (float2 *)((float *)c + base + 8 * j);
+                    float2 *q = (float2 *)((float *)(GRP ? c_at : p->c) + base + 8 * j);
                     float2 v = make_float2(alpha * a0, alpha * a1);
                     if (beta != 0.0f) {
                         float2 old = *q;
@@ -721,21 +723,14 @@ static __device__ __forceinline__ void k30_epilogue_direct_at(const k30_params *
                 }
             } else if (row_ok) {
                 if (cc < p->n)
-                    tk_epilogue_store(c, base + 8 * j, ct, a0, alpha, beta);
+                    tk_epilogue_store(GRP ? c_at : p->c, base + 8 * j, ct, a0, alpha, beta);
                 if (cc + 1 < p->n)
-                    tk_epilogue_store(c, base + 8 * j + 1, ct, a1, alpha, beta);
+                    tk_epilogue_store(GRP ? c_at : p->c, base + 8 * j + 1, ct, a1, alpha, beta);
             }
         }
     }
 }
 
-/* The direct epilogue of a tile of the one product: C at p->c, M rows. */
-template <int BN>
-static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, const float *acc, int r0, int c0,
-                                                           int warp, int lane)
-{
-    k30_epilogue_direct_at<BN>(p, acc, r0, c0, warp, lane, p->c, p->m);
-}
 
 /* A swapped tile's accumulators (k36_swap_*, k38) as quads of C: acc
  * holds the consumer's 64 x BM tile of C^T, thread (warp w, lane l) C

@@ -127,7 +127,7 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
                 if (SWAP)
                     k30_epilogue_swap_at<BM>(&p, acc, u.m0, u.n0 + 64 * c, warp, lane, u.c, u.m_end);
                 else
-                    k30_epilogue_direct_at<BN>(&p, acc, u.m0 + 64 * c, u.n0, warp, lane, u.c, u.m_end);
+                    k30_epilogue_direct<BN, 1>(&p, acc, u.m0 + 64 * c, u.n0, warp, lane, u.c, u.m_end);
             }
         }
         while (!GRP && k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
