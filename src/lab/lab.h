@@ -79,6 +79,111 @@ void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc
  * " offset N" when c->offset */
 void tk_lab_case_name(const tk_lab_case *c, char *buf, size_t len);
 
+/* ---- batched and grouped problems (lab_group.c), pure host code ----
+ * The lab's view of tilekit.h's many products in one call (tk_group_kind):
+ * a case (layout, ops, out, alpha, beta, seed, pad) plus the form, the
+ * count and, for the grouped kinds, each group's size. The lab makes the
+ * sizes on the host, so it knows every group's range where the library
+ * reads them from device memory: the reference, the cuBLAS loops and the
+ * check of what no group owns all go group by group on the host. Matrices
+ * of a kind that has one per product or group are packed: a stride is one
+ * stored matrix (lines x ld), or 0 for BATCHED's broadcast A or B. */
+#define TK_LAB_GROUPS_MAX 1024      /* groups of one grouped case at most */
+#define TK_LAB_BATCH_MAX 65536      /* products of one batched case at most */
+#define TK_LAB_SIZE_MAX (INT64_C(1) << 24)   /* M, N, K and a groups' TOTAL at most, as --m */
+
+/* How --groups gives the sizes. */
+typedef enum tk_lab_dist {
+    TK_LAB_DIST_LIST = 0,       /* one by one: "0,7,128,1,300" */
+    TK_LAB_DIST_BALANCED,       /* "G:TOTAL:balanced": equal as possible */
+    TK_LAB_DIST_SKEWED,         /* "G:TOTAL:skewed": G/4 groups (at least one) empty, the others Zipf-like
+                                   (the r-th largest gets a share 1/r^1.5), in an order drawn from the seed */
+    TK_LAB_DIST_EMPTY,          /* "G:TOTAL:empty": every 4th group (3, 7, ...) empty, the others balanced */
+} tk_lab_dist;
+
+typedef struct tk_lab_group_spec {
+    tk_lab_dist dist;
+    int count;                  /* groups: 1..TK_LAB_GROUPS_MAX */
+    int64_t total;              /* the sizes' sum: 1..TK_LAB_SIZE_MAX */
+    int64_t list[TK_LAB_GROUPS_MAX];    /* TK_LAB_DIST_LIST: the sizes (0..TK_LAB_SIZE_MAX each) */
+} tk_lab_group_spec;
+
+/* Parses a --groups SPEC: "SIZE[,SIZE..]" or "G:TOTAL:balanced|skewed|empty".
+ * 0, or -1 with why saying what is wrong and what was expected, quoting
+ * the text, without naming an option (the caller adds "--groups: " or
+ * "FILE:LINE: "). skewed needs G >= 2, empty G >= 4 (they promise empty
+ * groups). */
+int tk_lab_group_spec_parse(const char *text, tk_lab_group_spec *s, char *why, size_t len);
+/* The spec back as text ("8:4096:skewed"; a list as given, cut to len
+ * with ".." when longer). */
+void tk_lab_group_spec_str(const tk_lab_group_spec *s, char *buf, size_t len);
+/* sizes[0..count) of s: the list, or the distribution, deterministic from
+ * seed (skewed's order), summing to s->total. */
+void tk_lab_group_sizes(const tk_lab_group_spec *s, uint64_t seed, int64_t *sizes);
+
+/* "batch", "rows", "k", "masked" for TK_GROUP_BATCHED .. _MASKED ("dense" for 0). */
+const char *tk_lab_group_kind_name(int kind);
+/* --group-kind's words rows, k, masked: the kind, or 0. */
+int tk_lab_group_kind_parse(const char *word);
+
+typedef struct tk_lab_gcase {
+    tk_lab_case c;              /* offset 0. BATCHED, MASKED: each product's M x N x K (MASKED: M the most
+                                   rows of one); ROWS: M the rows of A and C, at least the sizes' sum
+                                   (rows past it belong to no group); K: K at least the sizes' sum */
+    int kind;                   /* TK_GROUP_BATCHED, _ROWS, _K, _MASKED */
+    int count;                  /* products (BATCHED: 1..TK_LAB_BATCH_MAX) or groups (1..TK_LAB_GROUPS_MAX) */
+    const int64_t *sizes;       /* count sizes (ROWS, MASKED: rows; K: K); NULL for BATCHED */
+    int broadcast_a, broadcast_b;   /* BATCHED: one A (B) for every product: stride 0 */
+    char label[64];             /* the sizes as given ("8:4096:skewed"), shown in names; "" for BATCHED */
+} tk_lab_gcase;
+
+/* One group (or product) of a case as a dense product: its sizes and the
+ * element offsets of its A, B and C from the buffers' starts. */
+typedef struct tk_lab_gpart {
+    int64_t m, n, k;
+    int64_t a_off, b_off, c_off;
+} tk_lab_gpart;
+
+/* d = the case over device (or host) buffers a, b, c: the problem (leading
+ * dimensions tk_lab_ld of the stored lines, c.pad), kind, count and strides
+ * (offs and group_error NULL: the caller's); *na, *nb, *nc (may be NULL):
+ * the elements each buffer spans. */
+void tk_lab_gcase_desc(const tk_lab_gcase *g, const void *a, const void *b, void *c, tk_gemm_desc *d, size_t *na,
+                       size_t *nb, size_t *nc);
+/* Group i's part, with d from tk_lab_gcase_desc. */
+void tk_lab_gcase_part(const tk_lab_gcase *g, const tk_gemm_desc *d, int i, tk_lab_gpart *pt);
+/* The part as a problem of d's ops, scalars and leading dimensions over
+ * buffers a, b, c (d's own or others of the same shape: host copies, |A|). */
+void tk_lab_gpart_problem(const tk_gemm_desc *d, const tk_lab_gpart *pt, const void *a, const void *b, void *c,
+                          tk_gemm_problem *p);
+/* offs[0..count): cumulative ends (ROWS, K) or row counts (MASKED), the
+ * device array tilekit.h asks for; nothing for BATCHED. */
+void tk_lab_gcase_offs(const tk_lab_gcase *g, int32_t *offs);
+/* The flops the call does: 2 * sum over groups of m_g * n * k_g. */
+double tk_lab_gcase_flop(const tk_lab_gcase *g);
+/* The bytes of A and B the call must read: the parts of A and B that
+ * groups with work (m_g, k_g > 0) multiply, each once (a broadcast A or B
+ * once for all products; an empty group's B is not needed). The DRAM read
+ * rate's numerator. */
+double tk_lab_gcase_read_bytes(const tk_lab_gcase *g);
+/* Whether element e of C's buffer (d's layout and strides) belongs to a
+ * group's or product's C: what no group owns (rows past the groups, each
+ * line's padding, BATCHED's and MASKED's rows past a product's) must not
+ * be written. */
+int tk_lab_gcase_owned(const tk_lab_gcase *g, const tk_gemm_desc *d, int64_t e);
+/* Elements of C's buffer (nc of them, of d's type) that no group owns and
+ * whose bits differ between got and img; the first at *first (-1 if none). */
+int64_t tk_lab_gcase_untouched(const tk_lab_gcase *g, const tk_gemm_desc *d, const void *got, const void *img,
+                               size_t nc, int64_t *first);
+/* Where element e of C's buffer is, in words: "row 437 col 3 (past the
+ * groups' 436 rows)", "product 2 row 9 col 0 (past its 8 rows)". */
+void tk_lab_gcase_where(const tk_lab_gcase *g, const tk_gemm_desc *d, int64_t e, char *buf, size_t len);
+/* "rows 8:4096:skewed 4096x28672x4096 row NT fp32 a=1 b=0" (M the rows of
+ * all groups; K's case K the total); "batch 16 bcast-b 128x128x64 ...". */
+void tk_lab_gcase_name(const tk_lab_gcase *g, char *buf, size_t len);
+/* The form alone: "rows 8:4096:skewed", "batch 16 bcast-b". */
+void tk_lab_gcase_form(const tk_lab_gcase *g, char *buf, size_t len);
+
 /* ---- C's padding (lab_num.c) ----
  * With ldc > the logical line length, each line of C has padding (columns
  * n..ldc-1 of a row-major C, rows m..ldc-1 of a column-major one) that no
