@@ -383,6 +383,91 @@ void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *
 /* One summary line, then (on failure) the maps and bad entries. */
 void tk_lab_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_verify_result *r);
 
+/* ---- cuBLAS yardsticks of batched and grouped cases (lab_cublas.c) ---- */
+typedef struct tk_lab_cublas tk_lab_cublas;
+
+/* A cuBLAS handle of the lab's own, on stream. 0, or -1 with why. */
+int tk_lab_cublas_open(tk_lab_cublas **out, void *stream, char *why, size_t len);
+void tk_lab_cublas_close(tk_lab_cublas *x);
+/* Takes the case's calls from d (tk_lab_gcase_desc over device buffers;
+ * its pointers, scalars and type of C): a product per group or product
+ * with rows and columns (K = 0 stays: C = beta * C), and the device arrays
+ * of pointers cublasGemmGroupedBatchedEx reads. Synchronizes the stream.
+ * 0, or -1 with why. */
+int tk_lab_cublas_prepare(tk_lab_cublas *x, const tk_lab_gcase *g, const tk_gemm_desc *d, char *why, size_t len);
+/* The prepared products as a host loop of cublasGemmEx on the stream. 0,
+ * or -1 with why. */
+int tk_lab_cublas_loop(tk_lab_cublas *x, char *why, size_t len);
+/* The same as one cublasGemmGroupedBatchedEx (a cuBLAS group per product;
+ * BATCHED: one of all). 0; -1 with why when cuBLAS refuses; 1 with why
+ * when this cuBLAS has no such function (before 12.5). */
+int tk_lab_cublas_grouped(tk_lab_cublas *x, char *why, size_t len);
+
+/* ---- verify of batched and grouped cases (lab_gverify.c) ----
+ * One call of the kernel on the whole case, C poisoned (NaN where beta is
+ * 0, else random values inside the groups' C and NaN outside), then group
+ * by group: the fp64 reference (every element of a group's C up to 65536
+ * elements, else sampled), the cuBLAS loop (every element, with S = the
+ * loop on |A| and |B|) and cublasGemmGroupedBatchedEx (every element),
+ * each cuBLAS judging the groups where it agrees with the fp64 reference
+ * itself; every element of C's buffer that no group owns must keep its
+ * bits, and the library's group_error flag must stay 0 (the offsets are
+ * valid). */
+typedef struct tk_lab_gstat {   /* one yardstick's comparison, over the groups */
+    int ran;                    /* 1: it ran (the figures below mean something) */
+    int64_t checked, over, nonfinite;
+    double max_abs, max_rel;
+    int off;                    /* groups where this cuBLAS itself is off the fp64 reference (it then does not judge) */
+} tk_lab_gstat;
+
+typedef struct tk_lab_gverdict {    /* one group's or product's */
+    int64_t m, n, k;
+    int outcome;                /* 0 passed, 1 failed, 2 nothing to check (no rows) */
+    int64_t checked;            /* elements compared with the fp64 reference */
+    int64_t over, nonfinite;    /* over tolerance or not finite against a yardstick that judges */
+    double max_abs, max_rel;    /* against the fp64 reference */
+    double max_rel_loop;        /* against the cuBLAS loop; NaN when it did not run */
+} tk_lab_gverdict;
+
+typedef struct tk_lab_gverify_result {
+    int outcome;                /* 0 passed, 1 failed, 2 skipped (the kernel refuses), -1 error */
+    char msg[TK_LAB_MSG_LEN];   /* the refusal or error */
+    int count;
+    tk_lab_gverdict *group;     /* count verdicts; tk_lab_gverify_free */
+    int failed, empty;          /* groups that failed, groups with nothing to check */
+    int ref_full;               /* every owned element was checked against the fp64 reference */
+    tk_lab_gstat vs_ref, vs_loop, vs_grouped;
+    char grouped_why[TK_LAB_MSG_LEN];   /* why cublasGemmGroupedBatchedEx did not run; "" if it did */
+    int64_t untouched_writes;   /* elements no group owns whose bits changed */
+    char first_write[128];      /* where the first of them is (tk_lab_gcase_where) */
+    int group_error;            /* the library set group_error for valid offsets */
+    int worst;                  /* the first failed group; -1 */
+    tk_lab_report worst_report; /* its comparison with the fp64 reference (the cuBLAS loop when only that failed) */
+} tk_lab_gverify_result;
+
+/* Runs the case on kernel ("auto" or a registry name; a refusal is a skip)
+ * and judges it as above. cuBLAS is left out (the fp64 reference alone)
+ * when the context says so (tk_lab_verify_set_cublas). r->group is
+ * allocated: free it with tk_lab_gverify_free. */
+void tk_lab_gverify_run(tk_lab_verify *v, const char *kernel, const tk_lab_gcase *g, tk_lab_gverify_result *r);
+void tk_lab_gverify_free(tk_lab_gverify_result *r);
+/* The case's line, a line per group (every group when there are at most
+ * 16, else the failed ones, at most 16), then the failed group's map. */
+void tk_lab_gverify_print(FILE *f, const char *kernel, const tk_lab_gcase *g, const tk_lab_gverify_result *r);
+/* The verify context's parts that lab_gverify.c uses: its handle, stream,
+ * whether cuBLAS runs, and its cuBLAS yardsticks (opened on first use; NULL
+ * with why when they cannot be). */
+tk_handle tk_lab_verify_handle(const tk_lab_verify *v);
+void *tk_lab_verify_stream(const tk_lab_verify *v);
+int tk_lab_verify_cublas_on(const tk_lab_verify *v);
+tk_lab_cublas *tk_lab_verify_baselines(tk_lab_verify *v, char *why, size_t len);
+/* The last batched or grouped case's buffers and cuBLAS results, kept in
+ * the context for the next kernel on the same case (lab_gverify.c owns
+ * what the slot holds; tk_lab_verify_close frees it). */
+typedef struct tk_lab_gcache tk_lab_gcache;
+tk_lab_gcache **tk_lab_verify_gcache(tk_lab_verify *v);
+void tk_lab_gcache_free(tk_lab_gcache *c);
+
 /* ---- bench (lab_bench.c; the table, JSON and CSV in lab_report.c) ---- */
 typedef struct tk_lab_bench tk_lab_bench;
 

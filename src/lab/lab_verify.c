@@ -31,7 +31,22 @@ struct tk_lab_verify {
     double *pwant, *ps;
     int no_cublas;              /* tk_lab_verify_set_cublas(v, 0): the fp64 reference alone */
     int64_t plant_row, plant_col;   /* tk_lab_verify_set_plant; row < 0: none */
+    tk_lab_cublas *baselines;   /* batched and grouped cases' cuBLAS (lab_gverify.c); opened on first use */
+    tk_lab_gcache *gcache;      /* the last batched or grouped case (lab_gverify.c) */
 };
+
+tk_lab_gcache **tk_lab_verify_gcache(tk_lab_verify *v) { return &v->gcache; }
+
+tk_handle tk_lab_verify_handle(const tk_lab_verify *v) { return v->h; }
+void *tk_lab_verify_stream(const tk_lab_verify *v) { return v->stream; }
+int tk_lab_verify_cublas_on(const tk_lab_verify *v) { return !v->no_cublas; }
+
+tk_lab_cublas *tk_lab_verify_baselines(tk_lab_verify *v, char *why, size_t len)
+{
+    if (!v->baselines && tk_lab_cublas_open(&v->baselines, v->stream, why, len))
+        v->baselines = NULL;
+    return v->baselines;
+}
 
 void tk_lab_verify_set_cublas(tk_lab_verify *v, int on)
 {
@@ -104,6 +119,8 @@ void tk_lab_verify_close(tk_lab_verify *v)
     free_inputs(v);
     free_c(v);
     free(v->prow); free(v->pcol); free(v->pwant); free(v->ps);
+    tk_lab_gcache_free(v->gcache);
+    tk_lab_cublas_close(v->baselines);
     if (v->stream)
         cudaStreamDestroy(v->stream);
     tk_destroy(v->h);
