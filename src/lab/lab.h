@@ -490,6 +490,14 @@ typedef struct tk_lab_bench_row {
     char status[TK_LAB_MSG_LEN];    /* "ok" or why there is no timing */
     char chosen[64];            /* kernel "auto": the kernel auto-dispatch ran ("" if none) */
     char suite[32];             /* the shape's suite (set by the caller; "" outside a suite) */
+    /* Batched and grouped rows (lab_gbench.c); form[0] == '\0' in a dense row. c is then the
+     * gcase's (tk_lab_gcase.c), ratio_cublas against the cuBLAS loop of the same case. */
+    char form[80];              /* "rows 8:4096:skewed", "k 0,7,128", "batch 16 bcast-b" */
+    double flop;                /* the call's flops (tk_lab_gcase_flop): tflops = flop / time */
+    double read_bytes;          /* A and B it must read (tk_lab_gcase_read_bytes) */
+    double read_gbs;            /* read_bytes / ms_median, GB/s */
+    double ratio_grouped;       /* cublasGemmGroupedBatchedEx median / this row's; NaN: not measured */
+    double ratio_dense;         /* the loop of dense tilekit calls' median / this row's; NaN: not measured */
 } tk_lab_bench_row;
 
 typedef struct tk_lab_bench_info {
@@ -514,6 +522,20 @@ void tk_lab_bench_close(tk_lab_bench *b);
 const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b);
 /* Times one case; row->status says "ok" or why not. Returns 0 when timed. */
 int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *c, tk_lab_bench_row *row);
+/* One call of something timed, on b's stream (tk_lab_bench_stream): 0, or
+ * -1 with why when it is refused. */
+typedef int (*tk_lab_call)(tk_lab_bench *b, void *ctx, char *why, size_t len);
+/* Times call as tk_lab_bench_run times a kernel: warm-up calls, then
+ * samples with L2 flushed before each until the median is stable or the
+ * budget is spent, timed again when unstable; fills row's times, samples,
+ * attempts and clock, status "ok". 0, or -1 with row->status saying why. */
+int tk_lab_bench_time(tk_lab_bench *b, tk_lab_call call, void *ctx, tk_lab_bench_row *row);
+/* The context's handle and stream, for the lab's other timed calls (lab_gbench.c). */
+tk_handle tk_lab_bench_handle(const tk_lab_bench *b);
+void *tk_lab_bench_stream(const tk_lab_bench *b);
+/* Its cuBLAS yardsticks of batched and grouped cases, opened on first use
+ * (NULL with why when they cannot be). */
+tk_lab_cublas *tk_lab_bench_baselines(tk_lab_bench *b, char *why, size_t len);
 void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *info);
 void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *row);
 /* After the table of a suite run (rows with a suite name): for each kernel
@@ -523,6 +545,48 @@ void tk_lab_bench_print_summary(FILE *f, const tk_lab_bench_row *rows, int n);
 /* After it: auto-dispatch's decode rows (M <= 16, B of at least 64 MB) as
  * bytes of A + B + C per second against info->dram_read_gbs. */
 void tk_lab_bench_print_decode_bw(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
+/* The header of the batched and grouped rows' table (printed before the
+ * first of them: their columns differ from the dense rows'). */
+void tk_lab_bench_print_gheader(FILE *f);
+
+/* ---- bench of batched and grouped cases (lab_gbench.c) ----
+ * A case is timed as one call of tilekit (tk_gemm_run of the whole case,
+ * per kernel name or "auto") against yardsticks timed in the same run, on
+ * the same buffers (random, never zero): the rows named below. */
+#define TK_LAB_CUBLAS_LOOP "cublas-loop"        /* a host loop of cublasGemmEx, one per group with rows */
+#define TK_LAB_CUBLAS_GROUPED "cublas-grouped"  /* one cublasGemmGroupedBatchedEx (cuBLAS 12.5 and newer) */
+#define TK_LAB_DENSE_LOOP "dense-loop"          /* a host loop of tk_gemm_ex (auto), one per group */
+#define TK_LAB_GBENCH_ROWS 64                   /* rows of one case at most: yardsticks and kernels */
+
+typedef struct tk_lab_gbench_opts {
+    int no_cublas;              /* 1: neither cuBLAS row */
+    int no_grouped;             /* 1: no cublasGemmGroupedBatchedEx row */
+    int vs_dense;               /* 1: the dense-loop row */
+} tk_lab_gbench_opts;
+
+/* Times the case: the yardsticks first (cuBLAS loop, cuBLAS grouped, dense
+ * loop, as o asks), then each of kernels[0..nkernels). rows gets one entry
+ * per row (at most nkernels + 3), each with status "ok" or why not, its
+ * flops, bytes, TFLOP/s and ratios (tk_lab_gbench_ratios); each is printed
+ * on out (NULL: nowhere) as soon as it is timed. Returns the rows written. */
+int tk_lab_gbench_case(tk_lab_bench *b, const tk_lab_gcase *g, const char *const *kernels, int nkernels,
+                       const tk_lab_gbench_opts *o, FILE *out, tk_lab_bench_row *rows);
+/* The ratios of the rows of one case, rows[0..n): ratio_cublas against its
+ * TK_LAB_CUBLAS_LOOP row, ratio_grouped against TK_LAB_CUBLAS_GROUPED,
+ * ratio_dense against TK_LAB_DENSE_LOOP (each yardstick_ms / row_ms; NaN
+ * where that row is missing or was not timed, and in the yardstick's own
+ * row). Pure host code. */
+void tk_lab_gbench_ratios(tk_lab_bench_row *rows, int n);
+/* Whether a row's kernel is a yardstick ("cublas" and the three above):
+ * the suite summary leaves them out. */
+int tk_lab_is_yardstick(const char *kernel);
+
+/* After a table of batched and grouped rows: each timed row's rate of
+ * reading A and B (read_gbs) against info->dram_read_gbs, the figure that
+ * matters where groups are tiny (decode: each expert's weights read for a
+ * few tokens). */
+void tk_lab_bench_print_read_rate(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
+
 /* The current GPU's DRAM read bandwidth in GB/s: the median of 10 reads
  * of a 1 GiB buffer (512 MiB if that cannot be had) after 2 warm-ups. 0 on
  * failure (why filled). */

@@ -3,10 +3,12 @@
  * summing to TOTAL, empty groups where promised); where each group's A, B
  * and C lie, checked by computing every group's product through them
  * against loops written from tilekit.h's words; the flops and bytes
- * counted; and what no group owns. */
+ * counted; what no group owns; and the bench's ratios between the rows of
+ * one case. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "lab/lab.h"
 #include "check.h"
 
@@ -447,6 +449,93 @@ static void test_untouched(void)
     free(got);
 }
 
+/* ---- bench: the ratios between the rows of one case ---- */
+
+static void row(tk_lab_bench_row *r, const char *kernel, double ms)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
+    snprintf(r->status, sizeof r->status, "%s", ms > 0 ? "ok" : "refused");
+    snprintf(r->form, sizeof r->form, "rows 8:4096:skewed");
+    r->ms_median = ms;
+}
+
+static void test_gbench_ratios(void)
+{
+    tk_lab_bench_row r[5];
+    row(&r[0], TK_LAB_CUBLAS_LOOP, 2.0);
+    row(&r[1], TK_LAB_CUBLAS_GROUPED, 1.0);
+    row(&r[2], TK_LAB_DENSE_LOOP, 4.0);
+    row(&r[3], "auto", 0.5);
+    row(&r[4], "k01_naive", 0);   /* not timed */
+    tk_lab_gbench_ratios(r, 5);
+    CHECK(r[3].ratio_cublas == 4.0 && r[3].ratio_grouped == 2.0 && r[3].ratio_dense == 8.0, "auto: %g %g %g",
+          r[3].ratio_cublas, r[3].ratio_grouped, r[3].ratio_dense);
+    CHECK(isnan(r[0].ratio_cublas) && r[0].ratio_grouped == 0.5 && r[0].ratio_dense == 2.0,
+          "the loop against itself: %g", r[0].ratio_cublas);
+    CHECK(r[1].ratio_cublas == 2.0 && isnan(r[1].ratio_grouped), "cuBLAS grouped against the loop: %g",
+          r[1].ratio_cublas);
+    CHECK(isnan(r[4].ratio_cublas) && isnan(r[4].ratio_grouped) && isnan(r[4].ratio_dense), "an untimed row");
+    /* without the loop (--no-cublas): no ratio_cublas */
+    tk_lab_gbench_ratios(r + 2, 3);
+    CHECK(isnan(r[3].ratio_cublas) && isnan(r[3].ratio_grouped) && r[3].ratio_dense == 8.0, "no cuBLAS rows");
+    CHECK(tk_lab_is_yardstick("cublas") && tk_lab_is_yardstick(TK_LAB_CUBLAS_LOOP) &&
+              tk_lab_is_yardstick(TK_LAB_DENSE_LOOP) && !tk_lab_is_yardstick("auto"),
+          "yardsticks");
+}
+
+/* The files of a grouped run: the form, flops, bytes and ratios in the
+ * JSON (checked by python3's json module) and the CSV; the suite summary
+ * leaves the yardsticks out. */
+static void test_gbench_files(void)
+{
+    tk_lab_bench_row r[3];
+    row(&r[0], TK_LAB_CUBLAS_LOOP, 2.0);
+    row(&r[1], "auto", 1.0);
+    row(&r[2], "k01_naive", 0);
+    for (int i = 0; i < 3; i++) {
+        r[i].flop = 1e9;
+        r[i].read_bytes = 2e6;
+        r[i].read_gbs = r[i].ms_median > 0 ? 2e6 / (r[i].ms_median * 1e6) : NAN;
+        r[i].tflops = r[i].ms_median > 0 ? 1e9 / (r[i].ms_median * 1e9) : NAN;
+        snprintf(r[i].suite, sizeof r[i].suite, "moe");
+    }
+    tk_lab_gbench_ratios(r, 3);
+    tk_lab_bench_info info = { .name = "test", .sm = 90, .sm_count = 132, .dram_read_gbs = 3000 };
+    char path[] = "/tmp/tk_gbench_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0)
+        return;
+    FILE *f = fdopen(fd, "w+");
+    CHECK(tk_lab_bench_write_json(f, &info, r, 3) == 0, "json write");
+    fclose(f);
+    char cmd[512], out[512];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json, sys\n"
+             "d = json.load(open(sys.argv[1])); r = d[\"results\"]\n"
+             "print(r[1][\"form\"], r[1][\"ratio_cublas\"], r[1][\"flop\"], r[1][\"read_gbs\"], r[2][\"read_gbs\"],"
+             " r[0][\"ratio_cublas\"], [k[\"kernel\"] for k in d[\"summary\"][\"kernels\"]])' %s 2>&1",
+             path);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = '\0';
+    if (p)
+        pclose(p);
+    CHECK(!strcmp(out, "rows 8:4096:skewed 2 1000000000 2 None None ['auto', 'k01_naive']\n"), "json: %s", out);
+    f = fopen(path, "w");
+    CHECK(tk_lab_bench_write_csv(f, &info, r, 3) == 0, "csv write");
+    fclose(f);
+    f = fopen(path, "r");
+    char line[1024] = "";
+    CHECK(f && fgets(line, sizeof line, f), "csv read");
+    CHECK(strstr(line, ",suite,chosen,form,flop,read_bytes,read_gbs,ratio_cublas_grouped,ratio_dense\n") != NULL,
+          "csv header: %s", line);
+    if (f)
+        fclose(f);
+    unlink(path);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_spec_parse);
@@ -457,4 +546,6 @@ void tk_tests(void)
     TK_TEST(test_desc_strides);
     TK_TEST(test_flop_and_bytes);
     TK_TEST(test_untouched);
+    TK_TEST(test_gbench_ratios);
+    TK_TEST(test_gbench_files);
 }
