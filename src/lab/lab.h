@@ -608,14 +608,24 @@ int tk_lab_nvml_sm_clock(int cuda_device);
  * stored N x K like a torch.nn.Linear weight). '#' starts a comment (whole
  * line or trailing); blank lines are skipped; `include NAME` reads NAME.txt
  * of the including file's folder, whose shapes keep their own suite name.
+ * Many products in one call are lines that start with their form, the
+ * dimension the groups split written as a --groups SPEC (SIZE[,SIZE..] or
+ * G:TOTAL:balanced|skewed|empty):
+ *   rows SPEC N K opA opB        TK_GROUP_ROWS: M = the sizes' sum
+ *   k M N SPEC opA opB           TK_GROUP_K: K = the sizes' sum
+ *   masked SPEC M N K opA opB    TK_GROUP_MASKED: row counts, each <= M
+ *   batch COUNT M N K opA opB    TK_GROUP_BATCHED: COUNT products of M x N x K
  * Pure host code: no GPU. */
 #define TK_LAB_SUITE_DEPTH 8        /* include nesting at most */
 #define TK_LAB_SUITE_MAX 65536      /* shapes in one suite at most */
 #define TK_LAB_SUITE_BELOW 0.9      /* the summary counts shapes below this x cuBLAS */
 
 typedef struct tk_lab_shape {
-    int64_t m, n, k;            /* 1 .. 2^24 each, as the CLI's sizes */
+    int64_t m, n, k;            /* 1 .. 2^24 each, as the CLI's sizes (ROWS: m the sizes' sum; K: k) */
     tk_op op_a, op_b;
+    int kind;                   /* 0: one product; else the line's tk_group_kind */
+    int count;                  /* BATCHED: the products */
+    char groups[128];           /* ROWS, K, MASKED: the SPEC as written (tk_lab_group_spec_parse) */
     char suite[32];             /* the stem of the file the line is in ("odd") */
     int line;                   /* its line number there */
 } tk_lab_shape;
@@ -630,8 +640,8 @@ int tk_lab_suite_find(const char *name, char *path, size_t len, char *why, size_
  * into *out (malloc'ed, the caller frees it) and *n >= 1 shapes, in file
  * order. Returns 0, or -1 with *out = NULL and why = "FILE:LINE: what is
  * wrong" (a malformed line, a size out of 1..2^24, an op other than n or t,
- * an extra field, an include that is missing, cyclic or nested deeper than
- * TK_LAB_SUITE_DEPTH, a file without shapes). */
+ * an extra field, a bad groups SPEC or COUNT, an include that is missing,
+ * cyclic or nested deeper than TK_LAB_SUITE_DEPTH, a file without shapes). */
 int tk_lab_suite_load(const char *name_or_path, tk_lab_shape **out, int *n, char *why, size_t len);
 
 typedef struct tk_lab_suite_stat {
