@@ -144,6 +144,36 @@ static void test_bad_arguments_exit_2(void)
         { "verify --smem-limit 0", "--smem-limit" },
         { "verify --smem-limit lots", "--smem-limit" },
         { "bench --smem-limit 1024", "--smem-limit" },
+        /* many products in one call */
+        { "verify --groups 8:4096:zipf", "--groups: '8:4096:zipf': 'zipf' is not balanced, skewed or empty" },
+        { "bench --groups 0,,7", "--groups: '0,,7': size 2 is empty" },
+        { "verify --groups 8:4096", "--groups: '8:4096' is not G:TOTAL:balanced|skewed|empty" },
+        { "verify --groups 0,0", "--groups: '0,0': the sizes sum to 0" },
+        { "verify --groups 2:64:empty", "--groups: '2:64:empty': empty needs G >= 4" },
+        { "verify --groups 2000:64:balanced", "--groups: '2000:64:balanced': G 2000 is out of range" },
+        { "verify --group-kind k", "--group-kind: needs --groups" },
+        { "verify --groups 3,4 --group-kind diag", "--group-kind: 'diag' is not rows, k or masked" },
+        { "verify --groups 3,4 --m 5", "--m: 5 is less than the groups' 7 rows" },
+        { "verify --groups 3,4 --group-kind k --k 6", "--k: 6 is less than the groups' K 7" },
+        { "verify --groups 3,4 --group-kind masked --m 3", "--m: 3 is less than the largest group's 4 rows" },
+        { "bench --batch 0", "--batch: 0 is out of range (expected 1..65536)" },
+        { "bench --batch 2 --groups 3", "--batch and --groups: give one or the other" },
+        { "bench --stride-b 0", "--stride-b: needs --batch" },
+        { "bench --batch 2 --stride-a 3", "--stride-a: '3' is not 0" },
+        { "bench --vs-dense", "--vs-dense: needs --batch or --groups" },
+        { "verify --batch 2 --vs-dense", "--vs-dense: unknown option for 'verify'" },
+        { "verify --groups 3,4 --layout col", "--layout: col is for dense and --batch problems" },
+        { "verify --groups 3,4 --shapes 8x8x8", "--groups: takes one problem" },
+        { "verify --batch 2 --offset 1", "--offset: dense problems only" },
+        { "verify --batch 2 --plant 0,0", "--plant: dense problems only" },
+        { "verify --groups 3 --png x.png --kernel cublas", "--png: dense problems only" },
+        { "bench --groups 3 --groups 4", "--groups: given twice" },
+        { "bench --suite moe --batch 4", "--batch: --suite gives the shapes" },
+        { "bench --groups 3 --suite moe", "--groups: --suite gives the shapes" },
+        { "tune --suite moe", "a rows line: tune takes single products" },
+        { "info --groups 3", "--groups: unknown option for 'info'" },
+        { "fuzz --batch 3", "--batch: unknown option for 'fuzz'" },
+        { "profile --kernel auto --groups 3", "--groups: unknown option for 'profile'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_exit_2(".", cases[i].args, cases[i].says);
@@ -246,6 +276,25 @@ static void test_output_check_leaves_files_alone(void)
     unlink(path);
 }
 
+/* A suite's masked line whose groups (skewed: in --seed's order) have more
+ * rows than its M: exit 2 before any GPU work, naming the line. */
+static void test_masked_suite_line_exit_2(void)
+{
+    char path[] = "/tmp/tk_cli_masked_XXXXXX.txt", args[128], out[4096];
+    int fd = mkstemps(path, 4);
+    CHECK(fd >= 0, "mkstemps failed");
+    if (fd < 0)
+        return;
+    static const char text[] = "masked 4:40:balanced 10 8 8 n n\nmasked 8:400:skewed 100 8 8 n t\n";
+    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write failed");
+    close(fd);
+    snprintf(args, sizeof args, "bench --suite %s", path);
+    int rc = run(args, out, sizeof out);
+    CHECK(rc == 2 && strstr(out, ".txt:2: masked: group") && strstr(out, "rows, more than M 100"),
+          "'tilekit %s' exited %d: %s", args, rc, out);
+    unlink(path);
+}
+
 /* A suite file with a bad line ends the CLI with exit 2 and the file:line
  * message before any GPU work (this machine may have none). */
 static void test_bad_suite_file_exit_2(void)
@@ -289,6 +338,12 @@ static void test_help_exits_0(void)
     rc = run("--help", out, sizeof out);
     CHECK(rc == 0 && strstr(out, "profile") && strstr(out, "launch"), "'tilekit --help' lacks profile, launch: %s",
           out);
+    for (int v = 0; v < 2; v++) {
+        rc = run(v ? "verify --help" : "bench --help", out, sizeof out);
+        CHECK(rc == 0 && strstr(out, "--batch N") && strstr(out, "--groups SPEC") && strstr(out, "--group-kind") &&
+                  strstr(out, "--stride-a 0") && (v || strstr(out, "--vs-dense")),
+              "'tilekit %s --help' does not document the grouped options: %s", v ? "verify" : "bench", out);
+    }
     rc = run("fuzz --help", out, sizeof out);
     CHECK(rc == 0 && strstr(out, "--case I") && strstr(out, "--budget") && strstr(out, "--max-size"),
           "'tilekit fuzz --help' does not document --case, --budget and --max-size: %s", out);
@@ -561,6 +616,7 @@ void tk_tests(void)
     TK_TEST(test_unwritable_output_exit_2);
     TK_TEST(test_output_check_leaves_files_alone);
     TK_TEST(test_bad_suite_file_exit_2);
+    TK_TEST(test_masked_suite_line_exit_2);
     TK_TEST(test_help_exits_0);
     TK_TEST(test_fuzz_without_gpu_fails_cleanly);
     TK_TEST(test_info_without_gpu_exits_0);
