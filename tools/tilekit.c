@@ -66,6 +66,7 @@ typedef struct opts {
     int group_kind_given;
     int vs_dense;               /* bench --vs-dense */
     int64_t *sizes;             /* the groups' sizes (--seed decides skewed's order) */
+    const char *forms;          /* fuzz --forms LIST as given */
 } opts;
 
 static const char *usage =
@@ -126,6 +127,7 @@ static void print_help(const char *cmd)
                "                               cublas, the yardstick of verify)\n"
                "  --max-size N                 M, N and K at most (1..%d, default %d)\n"
                "  --max-volume V               M*N*K at most (default %lld)\n"
+               "  --forms LIST                 which cases run: dense,batched,grouped (default all three)\n"
                "  --json FILE                  also write the counts and the first failures there\n"
                "Each case draws M, N, K (tile multiples and one off them, primes, small values; most\n"
                "small or medium), ops, layout, type of C, alpha and beta (0 included: C then starts as\n"
@@ -136,6 +138,13 @@ static void print_help(const char *cmd)
                "k1* kernels are left out of cases above M*N*K = 2^28 (too slow). Each failure prints\n"
                "one line that ends with the command replaying it, e.g.\n"
                "  tilekit fuzz --seed 1 --case 17 --kernel k30_wgmma_tma\n"
+               "Batched and grouped cases come from a stream of their own, so the dense cases are the\n"
+               "ones they always were: after dense case 3, 7, 11, ... runs batched/grouped case gI (I =\n"
+               "the dense index / 4; without dense in --forms, case gI in dense case I's place): up to 16\n"
+               "groups, empty ones and odd sizes often, rows or K past the groups at times, or up to 8\n"
+               "batched products; random inputs against the fp64 reference per group, and C where no\n"
+               "group owns it must keep its poison. Its replay is --case gI, e.g.\n"
+               "  tilekit fuzz --seed 1 --case g4 --kernel auto\n"
                "exit status: 0 no failures, 1 a failure or no GPU, 2 bad arguments\n",
                TK_LAB_FUZZ_CASES, TK_LAB_FUZZ_MAX_SIZE, TK_LAB_FUZZ_MAX_SIZE, (long long)TK_LAB_FUZZ_MAX_VOLUME);
         return;
@@ -496,6 +505,7 @@ static const struct flag { const char *name; int group, has_val; } flags[] = {
     { "--vs", F_PROFILE, 1 }, { "--metrics", F_PROFILE, 0 }, { "--calls", F_LAUNCH, 1 },
     { "--batch", F_GROUP, 1 }, { "--groups", F_GROUP, 1 }, { "--group-kind", F_GROUP, 1 },
     { "--stride-a", F_GROUP, 1 }, { "--stride-b", F_GROUP, 1 }, { "--vs-dense", F_BENCH, 0 },
+    { "--forms", F_FUZZ, 1 },
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 
@@ -531,8 +541,8 @@ static int next_flag(int argc, char **argv, int *i, int allowed, const char *cmd
     return 0;
 }
 
-/* The options of many products in one call. Returns 0, or 2 after a
- * message. */
+/* The options of many products in one call (and fuzz's --forms, checked
+ * by fuzz_args). Returns 0, or 2 after a message. */
 static int apply_group_flag(opts *o, const char *name, const char *val)
 {
     char why[TK_LAB_MSG_LEN];
@@ -561,6 +571,8 @@ static int apply_group_flag(opts *o, const char *name, const char *val)
     }
     if (!strcmp(name, "--vs-dense"))
         o->vs_dense = 1;
+    else if (!strcmp(name, "--forms"))
+        o->forms = val;
     return 0;
 }
 
@@ -614,7 +626,10 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
         rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.cases);
         o->cases_given = 1;
     } else if (!strcmp(name, "--case")) {
-        rc = parse_range(name, val, 0, INT64_C(1) << 62, &o->fuzz.only_case);
+        /* gI: batched or grouped case I (their own stream) */
+        o->fuzz.only_many = val[0] == 'g';
+        rc = parse_range(o->fuzz.only_many ? "--case (after g)" : name, val + o->fuzz.only_many, 0,
+                         INT64_C(1) << 62, &o->fuzz.only_case);
         o->case_given = 1;
     } else if (!strcmp(name, "--max-size"))
         rc = parse_range(name, val, 1, TK_LAB_FUZZ_MAX_SIZE, &o->fuzz.gen.max_size);
@@ -660,6 +675,8 @@ static int fuzz_args(opts *o)
     f->seed = o->c.seed;
     f->kernels = o->kernels_all ? NULL : o->kernels;
     char why[TK_LAB_MSG_LEN];
+    if (o->forms && tk_lab_fuzz_parse_forms(o->forms, &f->forms, why, sizeof why))
+        return bad("%s", why);
     if (tk_lab_fuzz_check(f, why, sizeof why))
         return bad("%s", why);
     return 0;

@@ -672,7 +672,19 @@ int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, d
  * value rounded to nearest even); the others are random and judged with
  * tk_lab_tolerance. C sits between guard bands of TK_LAB_FUZZ_GUARD_BYTES
  * holding the padding sentinel; the bands, C's padding and the elements
- * before C's offset must keep it. The generator is pure host code. */
+ * before C's offset must keep it. The generator is pure host code.
+ *
+ * Batched and grouped cases ("many" cases: --forms batched,grouped, on by
+ * default) come from a stream of their own, so the dense cases of a run
+ * are the ones they always were: after every 4th dense case (index 3, 7,
+ * ...) many case index / 4 runs (with dense left out of the forms, many
+ * case i runs in dense case i's place). A many case has up to
+ * TK_LAB_FUZZ_GROUPS groups (empty ones and sizes one off tile multiples
+ * drawn often; rows or K past the groups at times) or up to 8 batched
+ * products, every op, type of C and (batched) layout, random inputs; it
+ * runs through verify's grouped path (tk_lab_gverify_run) judged by the
+ * fp64 reference alone, with what no group owns checked untouched. Its
+ * replay is --case gI. */
 #define TK_LAB_FUZZ_MAX_SIZE 6000                   /* M, N, K at most: --max-size's default and limit */
 #define TK_LAB_FUZZ_MAX_VOLUME (INT64_C(1) << 30)   /* M*N*K at most: --max-volume's default */
 #define TK_LAB_FUZZ_SLOW_VOLUME (INT64_C(1) << 28)  /* k0* and k1* kernels skipped above this M*N*K */
@@ -680,6 +692,11 @@ int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, d
 #define TK_LAB_FUZZ_GUARD_BYTES 4096
 #define TK_LAB_FUZZ_KERNELS 64                      /* subjects of one run at most */
 #define TK_LAB_FUZZ_KEEP 32                         /* failures kept in the summary (the JSON's) */
+#define TK_LAB_FUZZ_GROUPS 16                       /* groups of a many case at most */
+#define TK_LAB_FUZZ_MANY_VOLUME (INT64_C(1) << 26)  /* flops / 2 of a many case at most (the reference is on the CPU) */
+
+/* --forms: which kinds of case run. */
+enum { TK_LAB_FORM_DENSE = 1, TK_LAB_FORM_BATCHED = 2, TK_LAB_FORM_GROUPED = 4, TK_LAB_FORM_ALL = 7 };
 
 typedef struct tk_lab_fuzz_params {
     int64_t max_size;           /* 1..TK_LAB_FUZZ_MAX_SIZE */
@@ -702,6 +719,18 @@ typedef struct tk_lab_fuzz_case {
 
 typedef enum tk_lab_fuzz_operand { TK_LAB_FUZZ_A, TK_LAB_FUZZ_B, TK_LAB_FUZZ_C } tk_lab_fuzz_operand;
 
+/* A batched or grouped case of the fuzzer (tk_lab_fuzz_gcase_view makes
+ * the tk_lab_gcase it stands for). */
+typedef struct tk_lab_fuzz_gcase {
+    uint64_t seed;              /* the run's seed and the case's index in the many stream */
+    int64_t index;
+    tk_lab_case c;              /* c.seed: the inputs' stream */
+    int kind;                   /* TK_GROUP_BATCHED, _ROWS, _K, _MASKED */
+    int count;
+    int broadcast_a, broadcast_b;
+    int64_t sizes[TK_LAB_FUZZ_GROUPS];
+} tk_lab_fuzz_gcase;
+
 /* Case `index` of stream `seed`: M, N, K in 1..max_size (small values,
  * multiples of 8..256 and one off them, primes, log-uniform), M*N*K <=
  * max_volume; every op, layout and type of C; alpha, beta from {0, 1, -1,
@@ -716,6 +745,18 @@ void tk_lab_fuzz_extent(const tk_lab_fuzz_case *c, tk_lab_fuzz_operand x, int64_
 void tk_lab_fuzz_problem(const tk_lab_fuzz_case *c, const void *a, const void *b, void *cc, tk_gemm_problem *p);
 /* "517x256x63 row TN bf16 exact a=2 b=0 lda=64 ldb=256 ldc=259 off=0,0,3" */
 void tk_lab_fuzz_case_name(const tk_lab_fuzz_case *c, char *buf, size_t len);
+/* Many case `index` of stream `seed` with the kinds `forms` allows (its
+ * batched and grouped bits; at least one): each group's size and each
+ * dimension the groups leave whole within max_size and 1024 (the one they
+ * split is their sum, plus a tail at times), flops / 2 within max_volume
+ * and TK_LAB_FUZZ_MANY_VOLUME. */
+void tk_lab_fuzz_gcase_gen(const tk_lab_fuzz_params *p, unsigned forms, uint64_t seed, int64_t index,
+                           tk_lab_fuzz_gcase *g);
+/* g's case as verify takes it; g->sizes point into f, which must outlive it. */
+void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g);
+/* --forms LIST ("dense,batched,grouped", any of them, comma-separated)
+ * into TK_LAB_FORM_* bits. 0, or -1 with why naming --forms. */
+int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t len);
 
 typedef struct tk_lab_fuzz_opts {
     uint64_t seed;
@@ -725,6 +766,8 @@ typedef struct tk_lab_fuzz_opts {
     const char *const *kernels; /* NULL-terminated: "auto" and registry names but cublas; NULL: all of them */
     tk_lab_fuzz_params gen;
     FILE *log;                  /* failure lines go here (NULL: nowhere) */
+    unsigned forms;             /* TK_LAB_FORM_* bits (default all): which kinds of case run */
+    int only_many;              /* with only_case >= 0: replay many case only_case (--case gI) */
 } tk_lab_fuzz_opts;
 
 typedef struct tk_lab_fuzz_stat {
@@ -738,12 +781,15 @@ typedef struct tk_lab_fuzz_stat {
 
 typedef struct tk_lab_fuzz_failure {
     char kernel[80];            /* "auto -> k30_wgmma_tma" for auto-dispatch */
+    int many;                   /* 1: a batched or grouped case (g), else the dense case c */
     tk_lab_fuzz_case c;
+    tk_lab_fuzz_gcase g;
     char what[TK_LAB_MSG_LEN];
 } tk_lab_fuzz_failure;
 
 typedef struct tk_lab_fuzz_summary {
-    int64_t cases;
+    int64_t cases;              /* dense cases run */
+    int64_t many;               /* batched and grouped cases run */
     tk_lab_fuzz_stat total;     /* name "" */
     int nkernels;
     tk_lab_fuzz_stat kernel[TK_LAB_FUZZ_KERNELS];
@@ -762,8 +808,9 @@ void tk_lab_fuzz_defaults(tk_lab_fuzz_opts *o);
 int tk_lab_fuzz_check(const tk_lab_fuzz_opts *o, char *why, size_t len);
 /* The command that replays one kernel-case of a run of o:
  * "tilekit fuzz --seed S --case I --kernel NAME" (plus the size options
- * where they are not the defaults). */
+ * and --forms where they are not the defaults); many: "--case gI". */
 void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
+void tk_lab_fuzz_replay_many(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 /* Runs the cases of o; each failure is one line on o->log with its replay
  * command. TK_SUCCESS when the cases ran (failures or not: see s); the
  * check's TK_ERR_INVALID_VALUE, TK_ERR_NO_DEVICE and the like with why
