@@ -382,6 +382,10 @@ void tk_lab_map_dims(const char *kernel, tk_layout layout, int *tile_rows, int *
 void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *c, tk_lab_verify_result *r);
 /* One summary line, then (on failure) the maps and bad entries. */
 void tk_lab_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_verify_result *r);
+/* The start of a verdict's line: "ok  |FAIL KERNEL NAME", or the whole
+ * line of an error ("ERR  KERNEL NAME: msg") or a skip ("skip ...: msg"),
+ * for which it returns 1 (0: the caller goes on with the figures). */
+int tk_lab_verdict_head(FILE *f, const char *kernel, const char *name, int outcome, const char *msg);
 
 /* ---- cuBLAS yardsticks of batched and grouped cases (lab_cublas.c) ---- */
 typedef struct tk_lab_cublas tk_lab_cublas;

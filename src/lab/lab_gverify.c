@@ -434,16 +434,8 @@ void tk_lab_gverify_print(FILE *f, const char *kernel, const tk_lab_gcase *g, co
 {
     char name[256];
     tk_lab_gcase_name(g, name, sizeof name);
-    static const char *tag[] = { "ok  ", "FAIL", "skip" };
-    if (r->outcome < 0) {
-        fprintf(f, "ERR  %s %s: %s\n", kernel, name, r->msg);
+    if (tk_lab_verdict_head(f, kernel, name, r->outcome, r->msg))
         return;
-    }
-    fprintf(f, "%s %s %s", tag[r->outcome], kernel, name);
-    if (r->outcome == 2) {
-        fprintf(f, ": %s\n", r->msg);
-        return;
-    }
     const char *unit = g->kind == TK_GROUP_ROWS || g->kind == TK_GROUP_K ? "group" : "product";
     if (r->vs_loop.ran)
         print_stat(f, " | vs cuBLAS loop:", &r->vs_loop);

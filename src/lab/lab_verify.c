@@ -426,20 +426,25 @@ static void print_summary(FILE *f, const char *what, const tk_lab_report *r)
             r->similarity, (long long)r->over, (long long)r->nonfinite);
 }
 
+int tk_lab_verdict_head(FILE *f, const char *kernel, const char *name, int outcome, const char *msg)
+{
+    static const char *tag[] = { "ok  ", "FAIL", "skip" };
+    if (outcome < 0) {
+        fprintf(f, "ERR  %s %s: %s\n", kernel, name, msg);
+        return 1;
+    }
+    fprintf(f, "%s %s %s", tag[outcome], kernel, name);
+    if (outcome == 2)
+        fprintf(f, ": %s\n", msg);
+    return outcome == 2;
+}
+
 void tk_lab_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_verify_result *r)
 {
     char name[128];
     tk_lab_case_name(c, name, sizeof name);
-    static const char *tag[] = { "ok  ", "FAIL", "skip" };
-    if (r->outcome < 0) {
-        fprintf(f, "ERR  %s %s: %s\n", kernel, name, r->msg);
+    if (tk_lab_verdict_head(f, kernel, name, r->outcome, r->msg))
         return;
-    }
-    fprintf(f, "%s %s %s", tag[r->outcome], kernel, name);
-    if (r->outcome == 2) {
-        fprintf(f, ": %s\n", r->msg);
-        return;
-    }
     if (r->no_cublas)
         fprintf(f, " | vs cuBLAS: not run");
     else
