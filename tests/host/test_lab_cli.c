@@ -248,18 +248,28 @@ static void test_unwritable_output_exit_2(void)
     expect_exit_2("/proc", "tune --suite odd", "--file: cannot create 'tilekit-tune.txt'");
 }
 
+/* A new file made from the template path (mkstemps: XXXXXX, then suffix
+ * characters) holding text. 0, or -1 after a failed check. */
+static int temp_file(char *path, int suffix, const char *text)
+{
+    int fd = mkstemps(path, suffix);
+    CHECK(fd >= 0, "mkstemps %s failed", path);
+    if (fd < 0)
+        return -1;
+    const ssize_t n = (ssize_t)strlen(text);
+    CHECK(write(fd, text, (size_t)n) == n, "write to %s failed", path);
+    close(fd);
+    return 0;
+}
+
 /* The check of an output file leaves no trace: a new file is removed again
  * and an existing one keeps its contents (here the run stops at --m abc). */
 static void test_output_check_leaves_files_alone(void)
 {
     char path[] = "/tmp/tk_cli_out_XXXXXX", args[128];
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp failed");
-    if (fd < 0)
-        return;
     static const char text[] = "earlier results\n";
-    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write failed");
-    close(fd);
+    if (temp_file(path, 0, text))
+        return;
     snprintf(args, sizeof args, "bench --json %s --m abc", path);
     expect_exit_2(".", args, "--m: 'abc' is not an integer");
     char got[64] = "";
@@ -281,13 +291,8 @@ static void test_output_check_leaves_files_alone(void)
 static void test_masked_suite_line_exit_2(void)
 {
     char path[] = "/tmp/tk_cli_masked_XXXXXX.txt", args[128], out[4096];
-    int fd = mkstemps(path, 4);
-    CHECK(fd >= 0, "mkstemps failed");
-    if (fd < 0)
+    if (temp_file(path, 4, "masked 4:40:balanced 10 8 8 n n\nmasked 8:400:skewed 100 8 8 n t\n"))
         return;
-    static const char text[] = "masked 4:40:balanced 10 8 8 n n\nmasked 8:400:skewed 100 8 8 n t\n";
-    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write failed");
-    close(fd);
     snprintf(args, sizeof args, "bench --suite %s", path);
     int rc = run(args, out, sizeof out);
     CHECK(rc == 2 && strstr(out, ".txt:2: masked: group") && strstr(out, "rows, more than M 100"),
@@ -300,13 +305,8 @@ static void test_masked_suite_line_exit_2(void)
 static void test_bad_suite_file_exit_2(void)
 {
     char path[] = "/tmp/tk_cli_suite_XXXXXX", args[64], out[4096], want[64];
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp failed");
-    if (fd < 0)
+    if (temp_file(path, 0, "# fine\n128 128 128 n n\n4096 x 4096\n"))
         return;
-    static const char text[] = "# fine\n128 128 128 n n\n4096 x 4096\n";
-    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write failed");
-    close(fd);
     snprintf(args, sizeof args, "bench --suite %s", path);
     snprintf(want, sizeof want, "%s:3: 'M N K opA opB' expected, got '4096 x 4096'", path);
     int rc = run(args, out, sizeof out);

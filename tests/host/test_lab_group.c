@@ -330,14 +330,22 @@ static void test_parts_follow_tilekit_h(void)
         }
 }
 
+/* A rows-grouped case of the given sizes, row-major, alpha 1, beta 0. */
+static tk_lab_gcase rows_case(const int64_t *sizes, int count, int64_t m, int64_t n, int64_t k, tk_op op_b,
+                              tk_dtype out, int pad)
+{
+    tk_lab_gcase g = { 0 };
+    g.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, op_b, m, n, k, 1.0f, 0.0f, out, 1, pad, 0 };
+    g.kind = TK_GROUP_ROWS;
+    g.count = count;
+    g.sizes = sizes;
+    return g;
+}
+
 static void test_desc_strides(void)
 {
     static const int64_t sizes[] = { 4, 0, 4 };
-    tk_lab_gcase g = { 0 };
-    g.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, 8, 16, 32, 1.0f, 0.0f, TK_BF16, 1, 0, 0 };
-    g.kind = TK_GROUP_ROWS;
-    g.count = 3;
-    g.sizes = sizes;
+    tk_lab_gcase g = rows_case(sizes, 3, 8, 16, 32, TK_OP_T, TK_BF16, 0);
     tk_gemm_desc d;
     size_t na, nb, nc;
     tk_lab_gcase_desc(&g, NULL, NULL, NULL, &d, &na, &nb, &nc);
@@ -374,11 +382,7 @@ static void test_desc_strides(void)
 static void test_flop_and_bytes(void)
 {
     static const int64_t sizes[] = { 0, 7, 128, 1, 300 };
-    tk_lab_gcase g = { 0 };
-    g.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, 436, 256, 128, 1.0f, 0.0f, TK_F32, 1, 0, 0 };
-    g.kind = TK_GROUP_ROWS;
-    g.count = 5;
-    g.sizes = sizes;
+    tk_lab_gcase g = rows_case(sizes, 5, 436, 256, 128, TK_OP_T, TK_F32, 0);
     CHECK(tk_lab_gcase_flop(&g) == 2.0 * 436 * 256 * 128, "rows flop %g", tk_lab_gcase_flop(&g));
     /* A's 436 rows once, B of the 4 groups with rows (not the empty one's) */
     CHECK(tk_lab_gcase_read_bytes(&g) == 2.0 * (436.0 * 128 + 4.0 * 128 * 256), "rows bytes %g",
@@ -408,11 +412,7 @@ static void test_flop_and_bytes(void)
 static void test_untouched(void)
 {
     static const int64_t sizes[] = { 2, 0, 3 };
-    tk_lab_gcase g = { 0 };
-    g.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 7, 5, 4, 1.0f, 0.0f, TK_F32, 1, 1, 0 };
-    g.kind = TK_GROUP_ROWS;
-    g.count = 3;
-    g.sizes = sizes;
+    tk_lab_gcase g = rows_case(sizes, 3, 7, 5, 4, TK_OP_N, TK_F32, 1);
     tk_gemm_desc d;
     size_t nc;
     tk_lab_gcase_desc(&g, NULL, NULL, NULL, &d, NULL, NULL, &nc);

@@ -37,17 +37,26 @@ static int load_tmp(const char *name, tk_lab_shape **s, char *why, size_t len)
     return tk_lab_suite_load(path, s, &n, why, len) ? -1 : n;
 }
 
-static int count_of(const char *name)
+/* Loads the repository's bench/shapes/NAME.txt into *s; returns the
+ * shape count, or -1 after a failed check. */
+static int load_real(const char *name, tk_lab_shape **s)
 {
     char path[PATH_MAX + 64], why[1024];
     snprintf(path, sizeof path, "%s/%s.txt", shapes, name);
-    tk_lab_shape *s;
     int n = 0;
-    if (tk_lab_suite_load(path, &s, &n, why, sizeof why)) {
+    if (tk_lab_suite_load(path, s, &n, why, sizeof why)) {
         CHECK(0, "%s: %s", name, why);
         return -1;
     }
-    free(s);
+    return n;
+}
+
+static int count_of(const char *name)
+{
+    tk_lab_shape *s;
+    int n = load_real(name, &s);
+    if (n >= 0)
+        free(s);
     return n;
 }
 
@@ -60,14 +69,11 @@ static void test_real_suites_parse(void)
     CHECK(odd >= 25 && odd <= 30, "odd.txt: %d shapes (expected about 25-30)", odd);
     CHECK(all == square + llm + odd, "all.txt: %d shapes, not square + llm + odd = %d", all, square + llm + odd);
 
-    char path[PATH_MAX + 64], why[1024];
-    snprintf(path, sizeof path, "%s/all.txt", shapes);
+    char why[1024];
     tk_lab_shape *s;
-    int n = 0;
-    if (tk_lab_suite_load(path, &s, &n, why, sizeof why)) {
-        CHECK(0, "all: %s", why);
+    int n = load_real("all", &s);
+    if (n < 0)
         return;
-    }
     int vocab16k = 0, bad_ops = 0;
     for (int i = 0; i < n; i++) {
         const char *want = i < square ? "square" : i < square + llm ? "llm" : "odd";
@@ -184,14 +190,10 @@ static void test_grouped_lines(void)
  * counts, balanced and skewed, with the published sizes. */
 static void test_moe_suite(void)
 {
-    char path[PATH_MAX + 64], why[1024];
-    snprintf(path, sizeof path, "%s/moe.txt", shapes);
     tk_lab_shape *s;
-    int n = 0;
-    if (tk_lab_suite_load(path, &s, &n, why, sizeof why)) {
-        CHECK(0, "moe: %s", why);
+    int n = load_real("moe", &s);
+    if (n < 0)
         return;
-    }
     CHECK(n == 3 * 4 * 5 * 2, "moe.txt: %d shapes (expected 3 models x 4 products x 5 token counts x 2)", n);
     static const struct { int experts; int64_t hidden, ffn; } models[] = { { 8, 4096, 14336 }, { 256, 7168, 2048 },
                                                                           { 128, 2048, 768 } };
