@@ -183,6 +183,8 @@ void tk_lab_gcase_where(const tk_lab_gcase *g, const tk_gemm_desc *d, int64_t e,
 void tk_lab_gcase_name(const tk_lab_gcase *g, char *buf, size_t len);
 /* The form alone: "rows 8:4096:skewed", "batch 16 bcast-b". */
 void tk_lab_gcase_form(const tk_lab_gcase *g, char *buf, size_t len);
+/* g->label = g's sizes as a --groups list ("0,7,128"; cut with ".." past the label's room). */
+void tk_lab_gcase_list_label(tk_lab_gcase *g);
 
 /* ---- C's padding (lab_num.c) ----
  * With ldc > the logical line length, each line of C has padding (columns
@@ -723,15 +725,12 @@ typedef struct tk_lab_fuzz_case {
 
 typedef enum tk_lab_fuzz_operand { TK_LAB_FUZZ_A, TK_LAB_FUZZ_B, TK_LAB_FUZZ_C } tk_lab_fuzz_operand;
 
-/* A batched or grouped case of the fuzzer (tk_lab_fuzz_gcase_view makes
- * the tk_lab_gcase it stands for). */
+/* A batched or grouped case of the fuzzer, copyable: g.sizes is NULL
+ * here, tk_lab_fuzz_gcase_view points a copy of g at sizes. */
 typedef struct tk_lab_fuzz_gcase {
     uint64_t seed;              /* the run's seed and the case's index in the many stream */
     int64_t index;
-    tk_lab_case c;              /* c.seed: the inputs' stream */
-    int kind;                   /* TK_GROUP_BATCHED, _ROWS, _K, _MASKED */
-    int count;
-    int broadcast_a, broadcast_b;
+    tk_lab_gcase g;             /* g.c.seed: the inputs' stream; g.label: the sizes, listed */
     int64_t sizes[TK_LAB_FUZZ_GROUPS];
 } tk_lab_fuzz_gcase;
 

@@ -281,13 +281,14 @@ static void fit(int64_t *x, int64_t *y, int64_t budget)
 }
 
 void tk_lab_fuzz_gcase_gen(const tk_lab_fuzz_params *p, unsigned forms, uint64_t seed, int64_t index,
-                           tk_lab_fuzz_gcase *g)
+                           tk_lab_fuzz_gcase *f)
 {
     /* a stream of its own ("many"): the dense cases' draws stay as they were */
     fuzz_rng r = { tk_lab_mix64(tk_lab_mix64(seed ^ 0x6d616e79ull) + (uint64_t)index) };
-    memset(g, 0, sizeof *g);
-    g->seed = seed;
-    g->index = index;
+    memset(f, 0, sizeof *f);
+    f->seed = seed;
+    f->index = index;
+    tk_lab_gcase *g = &f->g;
     g->kind = draw_kind(&r, forms);
     tk_lab_case *c = &g->c;
     /* the grouped kinds are row-major (tilekit.h) */
@@ -316,9 +317,9 @@ void tk_lab_fuzz_gcase_gen(const tk_lab_fuzz_params *p, unsigned forms, uint64_t
         g->count = (int)(1 + rng_below(&r, TK_LAB_FUZZ_GROUPS));
         int64_t total = 0, most = 0;
         for (int i = 0; i < g->count; i++) {
-            g->sizes[i] = rng_below(&r, 4) == 0 ? 0 : draw_dim(&r, bound);
-            total += g->sizes[i];
-            most = g->sizes[i] > most ? g->sizes[i] : most;
+            f->sizes[i] = rng_below(&r, 4) == 0 ? 0 : draw_dim(&r, bound);
+            total += f->sizes[i];
+            most = f->sizes[i] > most ? f->sizes[i] : most;
         }
         /* the two dimensions the groups leave whole, and at times rows
          * (ROWS, MASKED) or K (K) that no group owns past the groups' */
@@ -329,27 +330,18 @@ void tk_lab_fuzz_gcase_gen(const tk_lab_fuzz_params *p, unsigned forms, uint64_t
         c->m = g->kind == TK_GROUP_K ? x : split > 0 ? split : 1;
         c->n = g->kind == TK_GROUP_K ? y : x;
         c->k = g->kind == TK_GROUP_K ? (split > 0 ? split : 1) : y;
+        g->sizes = f->sizes;
+        tk_lab_gcase_list_label(g);
+        g->sizes = NULL;   /* f is copied: tk_lab_fuzz_gcase_view points a copy at its sizes */
     }
     c->seed = rng_next(&r);
 }
 
 void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g)
 {
-    memset(g, 0, sizeof *g);
-    g->c = f->c;
-    g->kind = f->kind;
-    g->count = f->count;
-    g->broadcast_a = f->broadcast_a;
-    g->broadcast_b = f->broadcast_b;
-    if (f->kind == TK_GROUP_BATCHED)
-        return;
-    g->sizes = f->sizes;
-    /* the label: the sizes, as --groups would take them */
-    size_t used = 0;
-    for (int i = 0; i < f->count && used + 1 < sizeof g->label; i++) {
-        int n = snprintf(g->label + used, sizeof g->label - used, "%s%lld", i ? "," : "", (long long)f->sizes[i]);
-        used += n > 0 ? (size_t)n : 0;
-    }
+    *g = f->g;
+    if (g->kind != TK_GROUP_BATCHED)
+        g->sizes = f->sizes;
 }
 
 static const char *const form_names[] = { "dense", "batched", "grouped" };
@@ -1155,7 +1147,7 @@ static void json_gcase(FILE *f, const tk_lab_fuzz_gcase *x)
     tk_lab_fuzz_gcase_view(x, &g);
     tk_lab_gcase_name(&g, name, sizeof name);
     fprintf(f, "\"case\":%lld,\"many\":true,\"m\":%lld,\"n\":%lld,\"k\":%lld,\"problem\":", (long long)x->index,
-            (long long)x->c.m, (long long)x->c.n, (long long)x->c.k);
+            (long long)g.c.m, (long long)g.c.n, (long long)g.c.k);
     tk_lab_json_str(f, name);
 }
 

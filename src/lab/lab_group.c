@@ -442,6 +442,15 @@ void tk_lab_gcase_form(const tk_lab_gcase *g, char *buf, size_t len)
         snprintf(buf, len, "%s %s", tk_lab_group_kind_name(g->kind), g->label);
 }
 
+void tk_lab_gcase_list_label(tk_lab_gcase *g)
+{
+    tk_lab_group_spec s;
+    s.dist = TK_LAB_DIST_LIST;
+    s.count = g->count;
+    memcpy(s.list, g->sizes, (size_t)g->count * sizeof *g->sizes);
+    tk_lab_group_spec_str(&s, g->label, sizeof g->label);
+}
+
 void tk_lab_gcase_name(const tk_lab_gcase *g, char *buf, size_t len)
 {
     char form[96], dense[160];

@@ -48,11 +48,8 @@ static tk_lab_gcase make(int kind, int count, const int64_t *sizes, int64_t m, i
     g.kind = kind;
     g.count = count;
     g.sizes = sizes;
-    if (sizes) {
-        tk_lab_group_spec s = { .dist = TK_LAB_DIST_LIST, .count = count };
-        memcpy(s.list, sizes, (size_t)count * sizeof *sizes);
-        tk_lab_group_spec_str(&s, g.label, sizeof g.label);
-    }
+    if (sizes)
+        tk_lab_gcase_list_label(&g);
     return g;
 }
 

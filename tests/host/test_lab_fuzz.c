@@ -293,10 +293,10 @@ static void test_dense_stream_unchanged(void)
     CHECK(h == DENSE_DIGEST, "seed 1's dense cases changed: digest %#llx", (unsigned long long)h);
 }
 
-static int64_t sum_sizes(const tk_lab_fuzz_gcase *g)
+static int64_t sum_sizes(const tk_lab_gcase *g)
 {
     int64_t t = 0;
-    for (int i = 0; g->kind != TK_GROUP_BATCHED && i < g->count; i++)
+    for (int i = 0; g->sizes && i < g->count; i++)
         t += g->sizes[i];
     return t;
 }
@@ -310,18 +310,18 @@ static void test_many_cases(void)
     const tk_lab_fuzz_params small = { 300, 1 << 20 };
     int kinds[5] = { 0 }, empty = 0, odd = 0, tail = 0, bcast = 0, col = 0, bad = 0;
     for (int64_t i = 0; i < NCASES; i++) {
-        tk_lab_fuzz_gcase g, h;
-        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_ALL, 3, i, &g);
+        tk_lab_fuzz_gcase f, h;
+        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_ALL, 3, i, &f);
         tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_ALL, 3, i + 5000, &h);
         tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_ALL, 3, i, &h);
-        CHECK(!memcmp(&g, &h, sizeof g), "many case %lld differs between two draws", (long long)i);
+        CHECK(!memcmp(&f, &h, sizeof f), "many case %lld differs between two draws", (long long)i);
+        tk_lab_gcase g;
+        tk_lab_fuzz_gcase_view(&f, &g);
         kinds[g.kind]++;
-        tk_lab_gcase v;
-        tk_lab_fuzz_gcase_view(&g, &v);
-        const double work = tk_lab_gcase_flop(&v) / 2;
+        const double work = tk_lab_gcase_flop(&g) / 2;
         const int64_t total = sum_sizes(&g);
         int64_t most = 0;
-        for (int j = 0; g.kind != TK_GROUP_BATCHED && j < g.count; j++) {
+        for (int j = 0; g.sizes && j < g.count; j++) {
             empty += g.sizes[j] == 0;
             odd += g.sizes[j] % 8 != 0;
             most = g.sizes[j] > most ? g.sizes[j] : most;
@@ -329,7 +329,7 @@ static void test_many_cases(void)
         }
         bad += work > (double)TK_LAB_FUZZ_MANY_VOLUME || g.c.m < 1 || g.c.n < 1 || g.c.k < 1 || g.c.n > 1024;
         bad += g.count < 1 || g.count > (g.kind == TK_GROUP_BATCHED ? 8 : TK_LAB_FUZZ_GROUPS);
-        bad += g.kind != TK_GROUP_BATCHED && g.c.layout != TK_ROW_MAJOR;
+        bad += g.kind != TK_GROUP_BATCHED && (g.c.layout != TK_ROW_MAJOR || !g.label[0]);
         bad += (g.kind == TK_GROUP_ROWS && g.c.m < total) || (g.kind == TK_GROUP_K && g.c.k < total) ||
                (g.kind == TK_GROUP_MASKED && g.c.m < most);
         tail += (g.kind == TK_GROUP_ROWS && g.c.m > total) || (g.kind == TK_GROUP_K && g.c.k > total);
@@ -340,23 +340,24 @@ static void test_many_cases(void)
         bad = 0;
         /* max_size bounds each size and the dimensions the groups leave whole */
         tk_lab_fuzz_gcase_gen(&small, TK_LAB_FORM_ALL, 3, i, &h);
-        int over = h.c.n > 300 || (h.kind != TK_GROUP_ROWS && h.kind != TK_GROUP_MASKED && h.c.m > 300) ||
-                   (h.kind != TK_GROUP_K && h.c.k > 300);
-        for (int j = 0; h.kind != TK_GROUP_BATCHED && j < h.count; j++)
-            over += h.sizes[j] > 300;
+        tk_lab_fuzz_gcase_view(&h, &g);
+        int over = g.c.n > 300 || (g.kind != TK_GROUP_ROWS && g.kind != TK_GROUP_MASKED && g.c.m > 300) ||
+                   (g.kind != TK_GROUP_K && g.c.k > 300);
+        for (int j = 0; g.sizes && j < g.count; j++)
+            over += g.sizes[j] > 300;
         CHECK(!over, "many case %lld ignores max_size: %s %lldx%lldx%lld", (long long)i,
-              tk_lab_group_kind_name(h.kind), (long long)h.c.m, (long long)h.c.n, (long long)h.c.k);
+              tk_lab_group_kind_name(g.kind), (long long)g.c.m, (long long)g.c.n, (long long)g.c.k);
     }
     for (int k = TK_GROUP_BATCHED; k <= TK_GROUP_MASKED; k++)
         CHECK(kinds[k] > NCASES / 8, "kind %s drawn %d times of %d", tk_lab_group_kind_name(k), kinds[k], NCASES);
     CHECK(empty > NCASES / 4 && odd > NCASES && tail > NCASES / 20 && bcast > NCASES / 20 && col > NCASES / 20,
           "%d empty groups, %d odd sizes, %d tails, %d broadcasts, %d column-major", empty, odd, tail, bcast, col);
     for (int64_t i = 0; i < 200; i++) {
-        tk_lab_fuzz_gcase g;
-        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_BATCHED, 3, i, &g);
-        CHECK(g.kind == TK_GROUP_BATCHED, "--forms batched drew %s", tk_lab_group_kind_name(g.kind));
-        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_GROUPED | TK_LAB_FORM_DENSE, 3, i, &g);
-        CHECK(g.kind != TK_GROUP_BATCHED, "--forms dense,grouped drew a batch");
+        tk_lab_fuzz_gcase f;
+        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_BATCHED, 3, i, &f);
+        CHECK(f.g.kind == TK_GROUP_BATCHED, "--forms batched drew %s", tk_lab_group_kind_name(f.g.kind));
+        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_GROUPED | TK_LAB_FORM_DENSE, 3, i, &f);
+        CHECK(f.g.kind != TK_GROUP_BATCHED, "--forms dense,grouped drew a batch");
     }
 }
 

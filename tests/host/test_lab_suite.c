@@ -51,6 +51,19 @@ static int load_real(const char *name, tk_lab_shape **s)
     return n;
 }
 
+/* text written to tmp/name and loaded into *s: want shapes, else -1 after
+ * a failed check. */
+static int load_text(const char *name, const char *text, int want, tk_lab_shape **s)
+{
+    char why[1024];
+    write_file(name, text);
+    int n = load_tmp(name, s, why, sizeof why);
+    CHECK(n == want, "%s: %d shapes (expected %d): %s", name, n, want, why);
+    if (n >= 0 && n != want)
+        free(*s);
+    return n == want ? n : -1;
+}
+
 static int count_of(const char *name)
 {
     tk_lab_shape *s;
@@ -159,16 +172,14 @@ static void test_malformed_lines(void)
  * sum standing for the dimension the groups split. */
 static void test_grouped_lines(void)
 {
-    write_file("g.txt", "rows 0,7,128,1,300 256 128 n t   # a list\n"
-                        "k 64 32 8:4096:skewed t n\n"
-                        "masked 4:100:empty 64 48 16 n n\n"
-                        "batch 16 128 64 32 t t\n"
-                        "512 512 512 n n                  # a dense line among them\n");
     tk_lab_shape *s;
-    char why[1024];
-    int n = load_tmp("g.txt", &s, why, sizeof why);
-    CHECK(n == 5, "%d shapes: %s", n, why);
-    if (n != 5)
+    if (load_text("g.txt",
+                  "rows 0,7,128,1,300 256 128 n t   # a list\n"
+                  "k 64 32 8:4096:skewed t n\n"
+                  "masked 4:100:empty 64 48 16 n n\n"
+                  "batch 16 128 64 32 t t\n"
+                  "512 512 512 n n                  # a dense line among them\n",
+                  5, &s) < 0)
         return;
     CHECK(s[0].kind == TK_GROUP_ROWS && s[0].count == 5 && s[0].m == 436 && s[0].n == 256 && s[0].k == 128 &&
               s[0].op_a == TK_OP_N && s[0].op_b == TK_OP_T && !strcmp(s[0].groups, "0,7,128,1,300"),
@@ -225,12 +236,8 @@ static void test_moe_suite(void)
 
 static void test_comments_blanks_crlf(void)
 {
-    write_file("ok.txt", "# head\n\n  1 2 3 t n   # trailing\r\n\t4\t5\t6 n t\n#\n16777216 1 1 t t");
     tk_lab_shape *s;
-    char why[1024];
-    int n = load_tmp("ok.txt", &s, why, sizeof why);
-    CHECK(n == 3, "%d shapes: %s", n, why);
-    if (n != 3)
+    if (load_text("ok.txt", "# head\n\n  1 2 3 t n   # trailing\r\n\t4\t5\t6 n t\n#\n16777216 1 1 t t", 3, &s) < 0)
         return;
     CHECK(s[0].m == 1 && s[0].n == 2 && s[0].k == 3 && s[0].op_a == TK_OP_T && s[0].op_b == TK_OP_N &&
           s[0].line == 3, "shape 0: %lld %lld %lld line %d", (long long)s[0].m, (long long)s[0].n,
