@@ -752,7 +752,7 @@ void tk_lab_fuzz_case_name(const tk_lab_fuzz_case *c, char *buf, size_t len);
  * batched and grouped bits; at least one): each group's size and each
  * dimension the groups leave whole within max_size and 1024 (the one they
  * split is their sum, plus a tail at times), flops / 2 within max_volume
- * and TK_LAB_FUZZ_MANY_VOLUME. */
+ * and TK_LAB_FUZZ_MANY_VOLUME (where the sizes alone do not exceed it). */
 void tk_lab_fuzz_gcase_gen(const tk_lab_fuzz_params *p, unsigned forms, uint64_t seed, int64_t index,
                            tk_lab_fuzz_gcase *g);
 /* g's case as verify takes it; g->sizes point into f, which must outlive it. */

@@ -324,7 +324,8 @@ void tk_lab_fuzz_gcase_gen(const tk_lab_fuzz_params *p, unsigned forms, uint64_t
         /* the two dimensions the groups leave whole, and at times rows
          * (ROWS, MASKED) or K (K) that no group owns past the groups' */
         int64_t x = draw_dim(&r, bound), y = draw_dim(&r, bound);
-        fit(&x, &y, budget / (total > 0 ? total : 1));
+        const int64_t each = budget / (total > 0 ? total : 1);   /* the groups themselves may take it all */
+        fit(&x, &y, each > 0 ? each : 1);
         const int64_t tail = rng_below(&r, 4) == 0 ? 1 + rng_below(&r, 16) : 0;
         const int64_t split = (g->kind == TK_GROUP_MASKED ? most : total) + tail;
         c->m = g->kind == TK_GROUP_K ? x : split > 0 ? split : 1;

@@ -352,6 +352,14 @@ static void test_many_cases(void)
         CHECK(kinds[k] > NCASES / 8, "kind %s drawn %d times of %d", tk_lab_group_kind_name(k), kinds[k], NCASES);
     CHECK(empty > NCASES / 4 && odd > NCASES && tail > NCASES / 20 && bcast > NCASES / 20 && col > NCASES / 20,
           "%d empty groups, %d odd sizes, %d tails, %d broadcasts, %d column-major", empty, odd, tail, bcast, col);
+    /* the smallest limits still make cases of sizes >= 1 */
+    const tk_lab_fuzz_params tiny = { 1, 1 };
+    for (int64_t i = 0; i < 200; i++) {
+        tk_lab_fuzz_gcase f;
+        tk_lab_fuzz_gcase_gen(&tiny, TK_LAB_FORM_ALL, 3, i, &f);
+        CHECK(f.g.c.m >= 1 && f.g.c.n == 1 && f.g.c.k >= 1, "max-size 1, max-volume 1: %lldx%lldx%lld",
+              (long long)f.g.c.m, (long long)f.g.c.n, (long long)f.g.c.k);
+    }
     for (int64_t i = 0; i < 200; i++) {
         tk_lab_fuzz_gcase f;
         tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_BATCHED, 3, i, &f);
