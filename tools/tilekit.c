@@ -1389,5 +1389,7 @@ int main(int argc, char **argv)
              : !strcmp(o.cmd, "launch")  ? cmd_launch(&o)
                                          : cmd_bench(&o);
     free(o.suite_shapes);
+    free(o.gspec);
+    free(o.sizes);
     return rc;
 }
