@@ -26,7 +26,7 @@
 
 enum {
     F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32, F_TUNE = 64, F_FUZZ = 128,
-    F_PROFILE = 256, F_LAUNCH = 512
+    F_PROFILE = 256, F_LAUNCH = 512, F_GROUP = 1024
 };
 
 typedef struct shape { int64_t m, n, k; } shape;
@@ -56,6 +56,17 @@ typedef struct opts {
     const char *vs;             /* profile: --vs NAME */
     int list_metrics;           /* profile: --metrics */
     int64_t calls;              /* launch: --calls N */
+    int m_given, k_given;       /* --m, --k given (grouped cases check them against the groups) */
+    /* verify and bench: many products in one call */
+    int64_t batch;              /* --batch N; 0: none */
+    int bcast_a, bcast_b;       /* --stride-a 0, --stride-b 0 */
+    const char *groups;         /* --groups SPEC as given; NULL: none */
+    tk_lab_group_spec *gspec;   /* parsed (malloc'ed) */
+    int group_kind;             /* --group-kind (default rows) */
+    int group_kind_given;
+    int vs_dense;               /* bench --vs-dense */
+    int64_t *sizes;             /* the groups' sizes (--seed decides skewed's order) */
+    const char *forms;          /* fuzz --forms LIST as given */
 } opts;
 
 static const char *usage =
@@ -91,7 +102,17 @@ static const char *help_problem =
     "  --alpha X --beta X           C = alpha*op(A)op(B) + beta*C (default 1, 0)\n"
     "  --seed S                     inputs' random seed (default 1)\n"
     "  --offset E                   start A, B and C E elements (0..7) into their buffers:\n"
-    "                               views off the 16-byte alignment\n";
+    "                               views off the 16-byte alignment\n"
+    "many products in one call (tilekit.h, tk_group_kind), the fp64 reference and cuBLAS per group:\n"
+    "  --batch N                    N products of the --m/--n/--k shape, packed (TK_GROUP_BATCHED)\n"
+    "  --stride-a 0 --stride-b 0    with --batch: one A (or B) for every product\n"
+    "  --groups SPEC                groups of sizes SIZE[,SIZE..] (the offsets are their cumulative\n"
+    "                               sums), or G:TOTAL:balanced|skewed|empty: G groups sharing TOTAL\n"
+    "                               (skewed: a quarter empty, the others 1/r^1.5 shares in an order\n"
+    "                               drawn from --seed; empty: every 4th group empty)\n"
+    "  --group-kind rows|k|masked   what the groups split (default rows): the rows of A and C (M =\n"
+    "                               the sizes' sum; a larger --m leaves rows no group owns), K\n"
+    "                               (likewise), or masked row counts (each at most --m)\n";
 
 static void print_help(const char *cmd)
 {
@@ -106,6 +127,7 @@ static void print_help(const char *cmd)
                "                               cublas, the yardstick of verify)\n"
                "  --max-size N                 M, N and K at most (1..%d, default %d)\n"
                "  --max-volume V               M*N*K at most (default %lld)\n"
+               "  --forms LIST                 which cases run: dense,batched,grouped (default all three)\n"
                "  --json FILE                  also write the counts and the first failures there\n"
                "Each case draws M, N, K (tile multiples and one off them, primes, small values; most\n"
                "small or medium), ops, layout, type of C, alpha and beta (0 included: C then starts as\n"
@@ -116,6 +138,13 @@ static void print_help(const char *cmd)
                "k1* kernels are left out of cases above M*N*K = 2^28 (too slow). Each failure prints\n"
                "one line that ends with the command replaying it, e.g.\n"
                "  tilekit fuzz --seed 1 --case 17 --kernel k30_wgmma_tma\n"
+               "Batched and grouped cases come from a stream of their own, so the dense cases are the\n"
+               "ones they always were: after dense case 3, 7, 11, ... runs batched/grouped case gI (I =\n"
+               "the dense index / 4; without dense in --forms, case gI in dense case I's place): up to 16\n"
+               "groups, empty ones and odd sizes often, rows or K past the groups at times, or up to 8\n"
+               "batched products; random inputs against the fp64 reference per group, and C where no\n"
+               "group owns it must keep its poison. Its replay is --case gI, e.g.\n"
+               "  tilekit fuzz --seed 1 --case g4 --kernel auto\n"
                "exit status: 0 no failures, 1 a failure or no GPU, 2 bad arguments\n",
                TK_LAB_FUZZ_CASES, TK_LAB_FUZZ_MAX_SIZE, TK_LAB_FUZZ_MAX_SIZE, (long long)TK_LAB_FUZZ_MAX_VOLUME);
         return;
@@ -168,12 +197,19 @@ static void print_help(const char *cmd)
                "  --no-cublas                  do not time cuBLAS (no ratio column)\n"
                "  --budget SECONDS             sampling time per case (default 2; 0.25 with --suite)\n"
                "  --suite NAME|FILE            every shape of a suite (bench/shapes/NAME.txt: square, llm,\n"
-               "                               odd, all; or a file), with its ops: cuBLAS and auto-dispatch\n"
+               "                               odd, all, moe; or a file), with its ops: cuBLAS and auto-dispatch\n"
                "                               (plus the --kernel ones) timed on each, at most 100 samples,\n"
                "                               then x cuBLAS per suite: geomean, min, count below 0.9x\n"
                "  --pad                        padded leading dimensions (each tight ld rounded up to\n"
                "                               a multiple of 8, plus 8), e.g. for TMA kernels at odd K\n"
-               "  --json FILE --csv FILE       also write the results there\n", help_problem);
+               "  --vs-dense                   with --batch or --groups: also time the loop of dense\n"
+               "                               tk_gemm_ex calls over the groups\n"
+               "  --json FILE --csv FILE       also write the results there\n"
+               "With --batch or --groups each case is one tilekit call, timed against a host loop of\n"
+               "cublasGemmEx over the groups and one cublasGemmGroupedBatchedEx (cuBLAS >= 12.5) in the\n"
+               "same run: TFLOP/s from the groups' flops, x loop, x grouped (and x dense), and the rate\n"
+               "at which the A and B the groups multiply were read (GB/s; the figure for tiny groups).\n"
+               "--suite moe: the expert layers of three MoE models, auto against the cuBLAS loop\n", help_problem);
     else if (!strcmp(cmd, "verify"))
         printf("usage: tilekit verify [options]\n%s"
                "  --pad                        padded leading dimensions: each ld is the tight one\n"
@@ -190,6 +226,10 @@ static void print_help(const char *cmd)
                "                               so the maps show one failing tile\n"
                "  --smem-limit BYTES           model a GPU offering at most BYTES of shared memory per\n"
                "                               block: kernels needing more are refused before launch\n"
+               "With --batch or --groups: one call of each kernel on the whole case, C poisoned, then per\n"
+               "group the fp64 reference and the cuBLAS loop (and cublasGemmGroupedBatchedEx), and what\n"
+               "no group owns (rows past the groups, padding) must keep its poison; --kernel all (the\n"
+               "default) means auto and the kernels whose family takes the form.\n"
                "exit status: 0 all passed (or skipped), 1 a case failed, 2 bad arguments\n", help_problem);
     else
         printf("usage: tilekit info [--kernel NAME[,NAME..]|all] [--json FILE]\n"
@@ -368,10 +408,55 @@ static int parse_pick(const char *flag, const char *v, const char *w0, const cha
 /* The options a suite decides itself: its shapes, its ops, the ratio. */
 static int suite_clash(const char *name)
 {
-    static const char *const taken[] = { "--m", "--n", "--k", "--shapes", "--op-a", "--op-b", "--no-cublas" };
+    static const char *const taken[] = { "--m", "--n", "--k", "--shapes", "--op-a", "--op-b", "--no-cublas",
+                                         "--batch", "--groups", "--group-kind", "--stride-a", "--stride-b" };
     for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
         if (!strcmp(name, taken[i]))
             return 1;
+    return 0;
+}
+
+/* The case of a suite's grouped line sh: o's type of C, scalars and seed
+ * (skewed's order) with the line's form; sizes holds the groups' sizes. */
+static void suite_gcase(const opts *o, const tk_lab_shape *sh, tk_lab_gcase *g, int64_t *sizes)
+{
+    memset(g, 0, sizeof *g);
+    g->c = o->c;
+    g->c.layout = TK_ROW_MAJOR;
+    g->c.m = sh->m;
+    g->c.n = sh->n;
+    g->c.k = sh->k;
+    g->c.op_a = sh->op_a;
+    g->c.op_b = sh->op_b;
+    g->kind = sh->kind;
+    g->count = sh->count;
+    if (sh->kind == TK_GROUP_BATCHED)
+        return;
+    tk_lab_group_spec spec;
+    char why[TK_LAB_MSG_LEN];
+    if (tk_lab_group_spec_parse(sh->groups, &spec, why, sizeof why) == 0) {   /* the loader parsed it already */
+        tk_lab_group_sizes(&spec, o->c.seed, sizes);
+        tk_lab_group_spec_str(&spec, g->label, sizeof g->label);
+    }
+    g->sizes = sizes;
+}
+
+/* A suite's masked lines: no group may have more rows than M (with
+ * --seed's order of skewed sizes, known only now). 0, or 2 after a message. */
+static int check_suite_groups(const opts *o)
+{
+    for (int s = 0; s < o->nsuite; s++) {
+        const tk_lab_shape *sh = &o->suite_shapes[s];
+        if (sh->kind != TK_GROUP_MASKED)
+            continue;
+        tk_lab_gcase g;
+        int64_t sizes[TK_LAB_GROUPS_MAX];
+        suite_gcase(o, sh, &g, sizes);
+        for (int i = 0; i < g.count; i++)
+            if (sizes[i] > sh->m)
+                return bad("--suite: %s.txt:%d: masked: group %d has %lld rows, more than M %lld", sh->suite, sh->line,
+                           i, (long long)sizes[i], (long long)sh->m);
+    }
     return 0;
 }
 
@@ -402,7 +487,7 @@ static int suite_args(opts *o, const char *clash, int kernel_given)
     char why[1024];
     if (tk_lab_suite_load(o->suite, &o->suite_shapes, &o->nsuite, why, sizeof why))
         return bad("--suite: %s", why);
-    return 0;
+    return check_suite_groups(o);
 }
 
 static const struct flag { const char *name; int group, has_val; } flags[] = {
@@ -418,6 +503,9 @@ static const struct flag { const char *name; int group, has_val; } flags[] = {
     { "--max-size", F_FUZZ, 1 }, { "--max-volume", F_FUZZ, 1 },
     { "--png", F_VERIFY, 1 }, { "--plant", F_VERIFY, 1 }, { "--smem-limit", F_VERIFY, 1 },
     { "--vs", F_PROFILE, 1 }, { "--metrics", F_PROFILE, 0 }, { "--calls", F_LAUNCH, 1 },
+    { "--batch", F_GROUP, 1 }, { "--groups", F_GROUP, 1 }, { "--group-kind", F_GROUP, 1 },
+    { "--stride-a", F_GROUP, 1 }, { "--stride-b", F_GROUP, 1 }, { "--vs-dense", F_BENCH, 0 },
+    { "--forms", F_FUZZ, 1 },
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 
@@ -453,6 +541,41 @@ static int next_flag(int argc, char **argv, int *i, int allowed, const char *cmd
     return 0;
 }
 
+/* The options of many products in one call (and fuzz's --forms, checked
+ * by fuzz_args). Returns 0, or 2 after a message. */
+static int apply_group_flag(opts *o, const char *name, const char *val)
+{
+    char why[TK_LAB_MSG_LEN];
+    if (!strcmp(name, "--batch"))
+        return parse_range(name, val, 1, TK_LAB_BATCH_MAX, &o->batch);
+    if (!strcmp(name, "--groups")) {
+        o->groups = val;
+        if (!(o->gspec = malloc(sizeof *o->gspec)))
+            return bad("--groups: out of host memory");
+        if (tk_lab_group_spec_parse(val, o->gspec, why, sizeof why))
+            return bad("--groups: %s", why);
+        return 0;
+    }
+    if (!strcmp(name, "--group-kind")) {
+        o->group_kind_given = 1;
+        if (!(o->group_kind = tk_lab_group_kind_parse(val)))
+            return bad("--group-kind: '%s' is not rows, k or masked", val);
+        return 0;
+    }
+    if (!strcmp(name, "--stride-a") || !strcmp(name, "--stride-b")) {
+        if (strcmp(val, "0"))
+            return bad("%s: '%s' is not 0 (0: one %c for every batched product; leave the option out for packed "
+                       "matrices)", name, val, name[9] == 'a' ? 'A' : 'B');
+        *(name[9] == 'a' ? &o->bcast_a : &o->bcast_b) = 1;
+        return 0;
+    }
+    if (!strcmp(name, "--vs-dense"))
+        o->vs_dense = 1;
+    else if (!strcmp(name, "--forms"))
+        o->forms = val;
+    return 0;
+}
+
 /* Applies option `name` with its value val (NULL for a switch) to o; --m,
  * --n and --k go to *mnk. Returns 0, or 2 after a message. */
 static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
@@ -461,9 +584,9 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
     double d = 0;
     if (!strcmp(name, "--help")) { print_help(o->cmd); exit(0); }
     else if (!strcmp(name, "--kernel")) rc = parse_kernels(o, val);
-    else if (!strcmp(name, "--m")) { rc = parse_i64(name, val, &mnk->m); o->mnk_set = 1; }
+    else if (!strcmp(name, "--m")) { rc = parse_i64(name, val, &mnk->m); o->mnk_set = o->m_given = 1; }
     else if (!strcmp(name, "--n")) { rc = parse_i64(name, val, &mnk->n); o->mnk_set = 1; }
-    else if (!strcmp(name, "--k")) { rc = parse_i64(name, val, &mnk->k); o->mnk_set = 1; }
+    else if (!strcmp(name, "--k")) { rc = parse_i64(name, val, &mnk->k); o->mnk_set = o->k_given = 1; }
     else if (!strcmp(name, "--shapes")) rc = parse_shapes(o, val);
     else if (!strcmp(name, "--layout")) { rc = parse_pick(name, val, "row", "col", &pick); o->c.layout = (tk_layout)pick; }
     else if (!strcmp(name, "--op-a")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_a = (tk_op)pick; }
@@ -503,7 +626,10 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
         rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.cases);
         o->cases_given = 1;
     } else if (!strcmp(name, "--case")) {
-        rc = parse_range(name, val, 0, INT64_C(1) << 62, &o->fuzz.only_case);
+        /* gI: batched or grouped case I (their own stream) */
+        o->fuzz.only_many = val[0] == 'g';
+        rc = parse_range(o->fuzz.only_many ? "--case (after g)" : name, val + o->fuzz.only_many, 0,
+                         INT64_C(1) << 62, &o->fuzz.only_case);
         o->case_given = 1;
     } else if (!strcmp(name, "--max-size"))
         rc = parse_range(name, val, 1, TK_LAB_FUZZ_MAX_SIZE, &o->fuzz.gen.max_size);
@@ -528,6 +654,8 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
     } else if (!strcmp(name, "--metrics")) o->list_metrics = 1;
     else if (!strcmp(name, "--calls"))
         rc = parse_range(name, val, 1, 1000, &o->calls);
+    else
+        rc = apply_group_flag(o, name, val);
     return rc ? 2 : 0;
 }
 
@@ -547,6 +675,8 @@ static int fuzz_args(opts *o)
     f->seed = o->c.seed;
     f->kernels = o->kernels_all ? NULL : o->kernels;
     char why[TK_LAB_MSG_LEN];
+    if (o->forms && tk_lab_fuzz_parse_forms(o->forms, &f->forms, why, sizeof why))
+        return bad("%s", why);
     if (tk_lab_fuzz_check(f, why, sizeof why))
         return bad("%s", why);
     return 0;
@@ -562,6 +692,63 @@ static int one_kernel_args(opts *o)
         return bad("%s: --kernel NAME is required, one kernel (a registry name, cublas or auto)", o->cmd);
     if (o->nshapes > 1)
         return bad("--shapes: %s takes one problem", o->cmd);
+    return 0;
+}
+
+/* --batch and --groups: checked against each other and the other options,
+ * the groups' sizes made (skewed's order from --seed) and M (rows,
+ * masked) or K (k) taken from them where not given. */
+static int group_args(opts *o, int shapes_given)
+{
+    if (o->group_kind_given && !o->groups)
+        return bad("--group-kind: needs --groups (the sizes the kind splits the problem by)");
+    if ((o->bcast_a || o->bcast_b) && !o->batch)
+        return bad("%s: needs --batch (a broadcast operand is one matrix for every batched product)",
+                   o->bcast_a ? "--stride-a" : "--stride-b");
+    if (o->vs_dense && !o->batch && !o->groups)
+        return bad("--vs-dense: needs --batch or --groups (it times their products one tk_gemm_ex at a time)");
+    if (!o->batch && !o->groups)
+        return 0;
+    const char *form = o->batch ? "--batch" : "--groups";
+    if (o->batch && o->groups)
+        return bad("--batch and --groups: give one or the other");
+    if (o->c.offset)
+        return bad("--offset: dense problems only (%s's matrices start at their buffers)", form);
+    if (o->png || o->plant_row >= 0)
+        return bad("%s: dense problems only (with %s, verify prints each group's verdict)", o->png ? "--png" : "--plant",
+                   form);
+    if (!o->groups)
+        return 0;
+    if (shapes_given)
+        return bad("--groups: takes one problem (--m, --n, --k), not --shapes");
+    if (o->c.layout == TK_COL_MAJOR)
+        return bad("--layout: col is for dense and --batch problems (the grouped kinds are row-major, tilekit.h)");
+    if (!o->group_kind)
+        o->group_kind = TK_GROUP_ROWS;
+    const tk_lab_group_spec *g = o->gspec;
+    if (!(o->sizes = malloc((size_t)g->count * sizeof *o->sizes)))
+        return bad("--groups: out of host memory");
+    tk_lab_group_sizes(g, o->c.seed, o->sizes);
+    int64_t most = 0;
+    for (int i = 0; i < g->count; i++)
+        most = o->sizes[i] > most ? o->sizes[i] : most;
+    shape *sh = &o->shapes[0];
+    if (o->group_kind == TK_GROUP_K) {
+        if (o->k_given && sh->k < g->total)
+            return bad("--k: %lld is less than the groups' K %lld (expected at least the sizes' sum; leave --k out "
+                       "to use it)", (long long)sh->k, (long long)g->total);
+        sh->k = o->k_given ? sh->k : g->total;
+        return 0;
+    }
+    const int64_t need = o->group_kind == TK_GROUP_ROWS ? g->total : most;
+    if (o->m_given && sh->m < need)
+        return bad(o->group_kind == TK_GROUP_ROWS
+                       ? "--m: %lld is less than the groups' %lld rows (expected at least the sizes' sum; leave --m "
+                         "out to use it)"
+                       : "--m: %lld is less than the largest group's %lld rows (masked: each group has at most M "
+                         "rows; leave --m out to use the largest)",
+                   (long long)sh->m, (long long)need);
+    sh->m = o->m_given ? sh->m : need;
     return 0;
 }
 
@@ -584,8 +771,8 @@ static int verify_args(const opts *o)
 static int parse_args(int argc, char **argv, opts *o)
 {
     int allowed = F_KERNEL;
-    if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES;
-    if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY;
+    if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES | F_GROUP;
+    if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY | F_GROUP;
     if (!strcmp(o->cmd, "tune")) allowed = F_TUNE;
     if (!strcmp(o->cmd, "fuzz")) allowed |= F_FUZZ;
     if (!strcmp(o->cmd, "profile")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_PROFILE;
@@ -614,15 +801,25 @@ static int parse_args(int argc, char **argv, opts *o)
         /* the default file too must be writable before the timings */
         if (!o->tune_file && check_writable("--file", o->tune_file = TUNE_FILE_DEFAULT))
             return 2;
-        return suite_args(o, NULL, 0);
+        if (suite_args(o, NULL, 0))
+            return 2;
+        for (int s = 0; s < o->nsuite; s++)
+            if (o->suite_shapes[s].kind)
+                return bad("--suite: %s.txt:%d: a %s line: tune takes single products (M N K opA opB lines)",
+                           o->suite_shapes[s].suite, o->suite_shapes[s].line,
+                           tk_lab_group_kind_name(o->suite_shapes[s].kind));
+        return 0;
     }
     if (o->suite)
         return suite_args(o, clash, kernel_given);
     if (o->nshapes && o->mnk_set)
         return bad("use either --shapes or --m/--n/--k, not both");
+    const int shapes_given = o->nshapes > 0;
     if (!o->nshapes)
         o->shapes[o->nshapes++] = mnk;
     o->kernel_given = kernel_given;
+    if (group_args(o, shapes_given))
+        return 2;
     if (!strcmp(o->cmd, "profile") || !strcmp(o->cmd, "launch"))
         return one_kernel_args(o);
     if (!strcmp(o->cmd, "verify"))
@@ -653,6 +850,98 @@ static int draw_map(const char *path, const char *kernel, const tk_lab_case *c, 
     return 0;
 }
 
+/* The batched or grouped case of shape sh: o's problem options with
+ * --batch's or --groups' form (the sizes group_args made). */
+static void gcase_of(const opts *o, const shape *sh, tk_lab_gcase *g)
+{
+    memset(g, 0, sizeof *g);
+    g->c = o->c;
+    g->c.m = sh->m;
+    g->c.n = sh->n;
+    g->c.k = sh->k;
+    if (o->batch) {
+        g->kind = TK_GROUP_BATCHED;
+        g->count = (int)o->batch;
+        g->broadcast_a = o->bcast_a;
+        g->broadcast_b = o->bcast_b;
+        return;
+    }
+    g->kind = o->group_kind;
+    g->count = o->gspec->count;
+    g->sizes = o->sizes;
+    tk_lab_group_spec_str(o->gspec, g->label, sizeof g->label);
+}
+
+/* The kernels a batched or grouped case runs: those --kernel names, or
+ * (--kernel all, the default) auto and every kernel whose family takes the
+ * form (the table's accept bits). Returns their number. */
+static int form_kernels(const opts *o, int kind, const char **out)
+{
+    int n = 0;
+    if (!o->kernels_all) {
+        for (; n < o->nkernels; n++)
+            out[n] = o->kernels[n];
+        return n;
+    }
+    const unsigned bit = kind == TK_GROUP_BATCHED ? TK_ACCEPT_BATCHED : TK_ACCEPT_GROUPED;
+    out[n++] = "auto";
+    for (int i = 0; i < tk_registry_count() && n < MAX_LIST; i++)
+        if (tk_registry_at(i)->family->accepts & bit)
+            out[n++] = tk_registry_at(i)->name;
+    return n;
+}
+
+/* verify --batch/--groups: each kernel on each case, judged group by
+ * group; the counts go to *passed, *failed, *skipped, a row each to jf. */
+static void verify_groups(const opts *o, tk_lab_verify *v, FILE *jf, int *passed, int *failed, int *skipped)
+{
+    static const char *outcome[] = { "error", "ok", "fail", "skip" };
+    tk_lab_gverify_result *r = malloc(sizeof *r);
+    if (!r) {
+        fprintf(stderr, "tilekit verify: out of host memory\n");
+        (*failed)++;
+        return;
+    }
+    const char *kernels[MAX_LIST + 1];
+    for (int s = 0, rows = 0; s < o->nshapes; s++) {
+        tk_lab_gcase g;
+        gcase_of(o, &o->shapes[s], &g);
+        const int nk = form_kernels(o, g.kind, kernels);
+        for (int i = 0; i < nk; i++) {
+            tk_lab_gverify_run(v, kernels[i], &g, r);
+            tk_lab_gverify_print(stdout, kernels[i], &g, r);
+            fflush(stdout);
+            *passed += r->outcome == 0;
+            *failed += r->outcome == 1 || r->outcome < 0;
+            *skipped += r->outcome == 2;
+            if (jf) {
+                char form[96];
+                tk_lab_gcase_form(&g, form, sizeof form);
+                fprintf(jf, "%s\n {\"kernel\":", rows++ ? "," : "");
+                tk_lab_json_str(jf, kernels[i]);
+                fputs(",\"form\":", jf);
+                tk_lab_json_str(jf, form);
+                fprintf(jf, ",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"layout\":\"%s\",\"op_a\":\"%s\",\"op_b\":\"%s\","
+                            "\"out\":\"%s\",\"alpha\":%.9g,\"beta\":%.9g,\"pad\":%d,\"status\":\"%s\",\"count\":%d,"
+                            "\"failed_groups\":%d,\"empty_groups\":%d,\"max_abs\":%.6g,\"max_rel\":%.6g,\"over\":%lld,"
+                            "\"nan\":%lld,\"untouched_writes\":%lld,\"group_error\":%d,\"cublas_loop\":%s,"
+                            "\"cublas_grouped\":%s}",
+                        (long long)g.c.m, (long long)g.c.n, (long long)g.c.k, g.c.layout == TK_ROW_MAJOR ? "row" : "col",
+                        g.c.op_a == TK_OP_N ? "n" : "t", g.c.op_b == TK_OP_N ? "n" : "t",
+                        g.c.out == TK_F32 ? "fp32" : "bf16", (double)g.c.alpha, (double)g.c.beta, g.c.pad,
+                        outcome[r->outcome + 1], r->count, r->failed, r->empty,
+                        fmax(r->vs_ref.max_abs, r->vs_loop.max_abs), fmax(r->vs_ref.max_rel, r->vs_loop.max_rel),
+                        (long long)(r->vs_ref.over + r->vs_loop.over + r->vs_grouped.over),
+                        (long long)(r->vs_ref.nonfinite + r->vs_loop.nonfinite + r->vs_grouped.nonfinite),
+                        (long long)r->untouched_writes, r->group_error, r->vs_loop.ran ? "true" : "false",
+                        r->vs_grouped.ran ? "true" : "false");
+            }
+            tk_lab_gverify_free(r);
+        }
+    }
+    free(r);
+}
+
 static int cmd_verify(const opts *o)
 {
     char why[TK_LAB_MSG_LEN];
@@ -674,7 +963,9 @@ static int cmd_verify(const opts *o)
                 TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH);
     int passed = 0, failed = 0, skipped = 0, rows = 0;
     static const char *outcome[] = { "error", "ok", "fail", "skip" };
-    for (int s = 0; s < o->nshapes; s++)
+    if (o->batch || o->groups)
+        verify_groups(o, v, jf, &passed, &failed, &skipped);
+    for (int s = 0; !o->batch && !o->groups && s < o->nshapes; s++)
         for (int i = 0; i < o->nkernels; i++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
@@ -748,9 +1039,27 @@ static int cmd_fuzz(const opts *o)
  * after the other (cuBLAS first, for the ratio). Returns the rows written. */
 static int bench_suite(tk_lab_bench *b, const opts *o, const char *const *order, int norder, tk_lab_bench_row *rows)
 {
-    int nrows = 0;
+    int nrows = 0, gheader = 0;
     for (int s = 0; s < o->nsuite; s++) {
         const tk_lab_shape *sh = &o->suite_shapes[s];
+        if (sh->kind) {   /* a grouped line: auto (and --kernel's) against the cuBLAS loop */
+            tk_lab_gcase g;
+            int64_t sizes[TK_LAB_GROUPS_MAX];
+            char form[96];
+            suite_gcase(o, sh, &g, sizes);
+            tk_lab_gcase_form(&g, form, sizeof form);
+            fprintf(stderr, "suite: [%d/%d] %s %s %lldx%lldx%lld %c %c\n", s + 1, o->nsuite, sh->suite, form,
+                    (long long)g.c.m, (long long)g.c.n, (long long)g.c.k, g.c.op_a == TK_OP_N ? 'n' : 't',
+                    g.c.op_b == TK_OP_N ? 'n' : 't');
+            if (!gheader++)
+                tk_lab_bench_print_gheader(stdout);
+            const tk_lab_gbench_opts go = { 0, 1, o->vs_dense };
+            const int n = tk_lab_gbench_case(b, &g, o->kernels, o->nkernels, &go, stdout, rows + nrows);
+            for (int i = 0; i < n; i++)
+                snprintf(rows[nrows + i].suite, sizeof rows[nrows + i].suite, "%s", sh->suite);
+            nrows += n;
+            continue;
+        }
         tk_lab_case c = o->c;
         c.m = sh->m; c.n = sh->n; c.k = sh->k;
         c.op_a = sh->op_a; c.op_b = sh->op_b;
@@ -796,14 +1105,32 @@ static int cmd_bench(const opts *o)
     for (int i = 0; i < o->nkernels; i++)
         if (strcmp(o->kernels[i], "cublas"))
             order[norder++] = o->kernels[i];
-    int total = norder * (o->nshapes + o->nsuite), nrows = 0;
+    /* a batched or grouped case's rows: its kernels after up to 3 yardsticks */
+    const char *kernels[MAX_LIST + 1];
+    const int many = o->batch || o->groups;
+    const int nk = many ? form_kernels(o, o->batch ? TK_GROUP_BATCHED : o->group_kind, kernels) : o->nkernels;
+    const int per = (norder > nk ? norder : nk) + 3;
+    int total = per * (o->nshapes + o->nsuite), nrows = 0;
     tk_lab_bench_row *rows = calloc((size_t)total, sizeof *rows);
     if (!rows) {
         tk_lab_bench_close(b);
         return 1;
     }
     nrows = bench_suite(b, o, order, norder, rows);     /* --suite (then o->nshapes is 0) */
-    for (int s = 0; s < o->nshapes; s++)
+    if (many)
+        tk_lab_bench_print_gheader(stdout);
+    for (int s = 0; many && s < o->nshapes; s++) {
+        tk_lab_gcase g;
+        char name[256];
+        gcase_of(o, &o->shapes[s], &g);
+        tk_lab_gcase_name(&g, name, sizeof name);
+        fprintf(stderr, "bench: [%d/%d] %s\n", s + 1, o->nshapes, name);
+        const tk_lab_gbench_opts go = { o->no_cublas, 0, o->vs_dense };
+        nrows += tk_lab_gbench_case(b, &g, kernels, nk, &go, stdout, rows + nrows);
+    }
+    if (many)
+        tk_lab_bench_print_read_rate(stdout, info, rows, nrows);
+    for (int s = 0; !many && s < o->nshapes; s++)
         for (int i = 0; i < norder; i++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
@@ -1062,5 +1389,7 @@ int main(int argc, char **argv)
              : !strcmp(o.cmd, "launch")  ? cmd_launch(&o)
                                          : cmd_bench(&o);
     free(o.suite_shapes);
+    free(o.gspec);
+    free(o.sizes);
     return rc;
 }

@@ -79,6 +79,113 @@ void tk_lab_problem(const tk_lab_case *c, const void *a, const void *b, void *cc
  * " offset N" when c->offset */
 void tk_lab_case_name(const tk_lab_case *c, char *buf, size_t len);
 
+/* ---- batched and grouped problems (lab_group.c), pure host code ----
+ * The lab's view of tilekit.h's many products in one call (tk_group_kind):
+ * a case (layout, ops, out, alpha, beta, seed, pad) plus the form, the
+ * count and, for the grouped kinds, each group's size. The lab makes the
+ * sizes on the host, so it knows every group's range where the library
+ * reads them from device memory: the reference, the cuBLAS loops and the
+ * check of what no group owns all go group by group on the host. Matrices
+ * of a kind that has one per product or group are packed: a stride is one
+ * stored matrix (lines x ld), or 0 for BATCHED's broadcast A or B. */
+#define TK_LAB_GROUPS_MAX 1024      /* groups of one grouped case at most */
+#define TK_LAB_BATCH_MAX 65536      /* products of one batched case at most */
+#define TK_LAB_SIZE_MAX (INT64_C(1) << 24)   /* M, N, K and a groups' TOTAL at most, as --m */
+
+/* How --groups gives the sizes. */
+typedef enum tk_lab_dist {
+    TK_LAB_DIST_LIST = 0,       /* one by one: "0,7,128,1,300" */
+    TK_LAB_DIST_BALANCED,       /* "G:TOTAL:balanced": equal as possible */
+    TK_LAB_DIST_SKEWED,         /* "G:TOTAL:skewed": G/4 groups (at least one) empty, the others Zipf-like
+                                   (the r-th largest gets a share 1/r^1.5), in an order drawn from the seed */
+    TK_LAB_DIST_EMPTY,          /* "G:TOTAL:empty": every 4th group (3, 7, ...) empty, the others balanced */
+} tk_lab_dist;
+
+typedef struct tk_lab_group_spec {
+    tk_lab_dist dist;
+    int count;                  /* groups: 1..TK_LAB_GROUPS_MAX */
+    int64_t total;              /* the sizes' sum: 1..TK_LAB_SIZE_MAX */
+    int64_t list[TK_LAB_GROUPS_MAX];    /* TK_LAB_DIST_LIST: the sizes (0..TK_LAB_SIZE_MAX each) */
+} tk_lab_group_spec;
+
+/* Parses a --groups SPEC: "SIZE[,SIZE..]" or "G:TOTAL:balanced|skewed|empty".
+ * 0, or -1 with why saying what is wrong and what was expected, quoting
+ * the text, without naming an option (the caller adds "--groups: " or
+ * "FILE:LINE: "). skewed needs G >= 2, empty G >= 4 (they promise empty
+ * groups). */
+int tk_lab_group_spec_parse(const char *text, tk_lab_group_spec *s, char *why, size_t len);
+/* The spec back as text ("8:4096:skewed"; a list as given, cut to len
+ * with ".." when longer). */
+void tk_lab_group_spec_str(const tk_lab_group_spec *s, char *buf, size_t len);
+/* sizes[0..count) of s: the list, or the distribution, deterministic from
+ * seed (skewed's order), summing to s->total. */
+void tk_lab_group_sizes(const tk_lab_group_spec *s, uint64_t seed, int64_t *sizes);
+
+/* "batch", "rows", "k", "masked" for TK_GROUP_BATCHED .. _MASKED ("dense" for 0). */
+const char *tk_lab_group_kind_name(int kind);
+/* --group-kind's words rows, k, masked: the kind, or 0. */
+int tk_lab_group_kind_parse(const char *word);
+
+typedef struct tk_lab_gcase {
+    tk_lab_case c;              /* offset 0. BATCHED, MASKED: each product's M x N x K (MASKED: M the most
+                                   rows of one); ROWS: M the rows of A and C, at least the sizes' sum
+                                   (rows past it belong to no group); K: K at least the sizes' sum */
+    int kind;                   /* TK_GROUP_BATCHED, _ROWS, _K, _MASKED */
+    int count;                  /* products (BATCHED: 1..TK_LAB_BATCH_MAX) or groups (1..TK_LAB_GROUPS_MAX) */
+    const int64_t *sizes;       /* count sizes (ROWS, MASKED: rows; K: K); NULL for BATCHED */
+    int broadcast_a, broadcast_b;   /* BATCHED: one A (B) for every product: stride 0 */
+    char label[64];             /* the sizes as given ("8:4096:skewed"), shown in names; "" for BATCHED */
+} tk_lab_gcase;
+
+/* One group (or product) of a case as a dense product: its sizes and the
+ * element offsets of its A, B and C from the buffers' starts. */
+typedef struct tk_lab_gpart {
+    int64_t m, n, k;
+    int64_t a_off, b_off, c_off;
+} tk_lab_gpart;
+
+/* d = the case over device (or host) buffers a, b, c: the problem (leading
+ * dimensions tk_lab_ld of the stored lines, c.pad), kind, count and strides
+ * (offs and group_error NULL: the caller's); *na, *nb, *nc (may be NULL):
+ * the elements each buffer spans. */
+void tk_lab_gcase_desc(const tk_lab_gcase *g, const void *a, const void *b, void *c, tk_gemm_desc *d, size_t *na,
+                       size_t *nb, size_t *nc);
+/* Group i's part, with d from tk_lab_gcase_desc. */
+void tk_lab_gcase_part(const tk_lab_gcase *g, const tk_gemm_desc *d, int i, tk_lab_gpart *pt);
+/* The part as a problem of d's ops, scalars and leading dimensions over
+ * buffers a, b, c (d's own or others of the same shape: host copies, |A|). */
+void tk_lab_gpart_problem(const tk_gemm_desc *d, const tk_lab_gpart *pt, const void *a, const void *b, void *c,
+                          tk_gemm_problem *p);
+/* offs[0..count): cumulative ends (ROWS, K) or row counts (MASKED), the
+ * device array tilekit.h asks for; nothing for BATCHED. */
+void tk_lab_gcase_offs(const tk_lab_gcase *g, int32_t *offs);
+/* The flops the call does: 2 * sum over groups of m_g * n * k_g. */
+double tk_lab_gcase_flop(const tk_lab_gcase *g);
+/* The bytes of A and B the call must read: the parts of A and B that
+ * groups with work (m_g, k_g > 0) multiply, each once (a broadcast A or B
+ * once for all products; an empty group's B is not needed). The DRAM read
+ * rate's numerator. */
+double tk_lab_gcase_read_bytes(const tk_lab_gcase *g);
+/* Whether element e of C's buffer (d's layout and strides) belongs to a
+ * group's or product's C: what no group owns (rows past the groups, each
+ * line's padding, BATCHED's and MASKED's rows past a product's) must not
+ * be written. */
+int tk_lab_gcase_owned(const tk_lab_gcase *g, const tk_gemm_desc *d, int64_t e);
+/* Elements of C's buffer (nc of them, of d's type) that no group owns and
+ * whose bits differ between got and img; the first at *first (-1 if none). */
+int64_t tk_lab_gcase_untouched(const tk_lab_gcase *g, const tk_gemm_desc *d, const void *got, const void *img,
+                               size_t nc, int64_t *first);
+/* Where element e of C's buffer is, in words: "row 437 col 3 (past the
+ * groups' 436 rows)", "product 2 row 9 col 0 (past its 8 rows)". */
+void tk_lab_gcase_where(const tk_lab_gcase *g, const tk_gemm_desc *d, int64_t e, char *buf, size_t len);
+/* "rows 8:4096:skewed 4096x28672x4096 row NT fp32 a=1 b=0" (M the rows of
+ * all groups; K's case K the total); "batch 16 bcast-b 128x128x64 ...". */
+void tk_lab_gcase_name(const tk_lab_gcase *g, char *buf, size_t len);
+/* The form alone: "rows 8:4096:skewed", "batch 16 bcast-b". */
+void tk_lab_gcase_form(const tk_lab_gcase *g, char *buf, size_t len);
+/* g->label = g's sizes as a --groups list ("0,7,128"; cut with ".." past the label's room). */
+void tk_lab_gcase_list_label(tk_lab_gcase *g);
+
 /* ---- C's padding (lab_num.c) ----
  * With ldc > the logical line length, each line of C has padding (columns
  * n..ldc-1 of a row-major C, rows m..ldc-1 of a column-major one) that no
@@ -277,6 +384,95 @@ void tk_lab_map_dims(const char *kernel, tk_layout layout, int *tile_rows, int *
 void tk_lab_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *c, tk_lab_verify_result *r);
 /* One summary line, then (on failure) the maps and bad entries. */
 void tk_lab_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_verify_result *r);
+/* The start of a verdict's line: "ok  |FAIL KERNEL NAME", or the whole
+ * line of an error ("ERR  KERNEL NAME: msg") or a skip ("skip ...: msg"),
+ * for which it returns 1 (0: the caller goes on with the figures). */
+int tk_lab_verdict_head(FILE *f, const char *kernel, const char *name, int outcome, const char *msg);
+
+/* ---- cuBLAS yardsticks of batched and grouped cases (lab_cublas.c) ---- */
+typedef struct tk_lab_cublas tk_lab_cublas;
+
+/* A cuBLAS handle of the lab's own, on stream. 0, or -1 with why. */
+int tk_lab_cublas_open(tk_lab_cublas **out, void *stream, char *why, size_t len);
+void tk_lab_cublas_close(tk_lab_cublas *x);
+/* Takes the case's calls from d (tk_lab_gcase_desc over device buffers;
+ * its pointers, scalars and type of C): a product per group or product
+ * with rows and columns (K = 0 stays: C = beta * C), and the device arrays
+ * of pointers cublasGemmGroupedBatchedEx reads. Synchronizes the stream.
+ * 0, or -1 with why. */
+int tk_lab_cublas_prepare(tk_lab_cublas *x, const tk_lab_gcase *g, const tk_gemm_desc *d, char *why, size_t len);
+/* The prepared products as a host loop of cublasGemmEx on the stream. 0,
+ * or -1 with why. */
+int tk_lab_cublas_loop(tk_lab_cublas *x, char *why, size_t len);
+/* The same as one cublasGemmGroupedBatchedEx (a cuBLAS group per product;
+ * BATCHED: one of all). 0; -1 with why when cuBLAS refuses; 1 with why
+ * when this cuBLAS has no such function (before 12.5). */
+int tk_lab_cublas_grouped(tk_lab_cublas *x, char *why, size_t len);
+
+/* ---- verify of batched and grouped cases (lab_gverify.c) ----
+ * One call of the kernel on the whole case, C poisoned (NaN where beta is
+ * 0, else random values inside the groups' C and NaN outside), then group
+ * by group: the fp64 reference (every element of a group's C up to 65536
+ * elements, else sampled), the cuBLAS loop (every element, with S = the
+ * loop on |A| and |B|) and cublasGemmGroupedBatchedEx (every element),
+ * each cuBLAS judging the groups where it agrees with the fp64 reference
+ * itself; every element of C's buffer that no group owns must keep its
+ * bits, and the library's group_error flag must stay 0 (the offsets are
+ * valid). */
+typedef struct tk_lab_gstat {   /* one yardstick's comparison, over the groups */
+    int ran;                    /* 1: it ran (the figures below mean something) */
+    int64_t checked, over, nonfinite;
+    double max_abs, max_rel;
+    int off;                    /* groups where this cuBLAS itself is off the fp64 reference (it then does not judge) */
+} tk_lab_gstat;
+
+typedef struct tk_lab_gverdict {    /* one group's or product's */
+    int64_t m, n, k;
+    int outcome;                /* 0 passed, 1 failed, 2 nothing to check (no rows) */
+    int64_t checked;            /* elements compared with the fp64 reference */
+    int64_t over, nonfinite;    /* over tolerance or not finite against a yardstick that judges */
+    double max_abs, max_rel;    /* against the fp64 reference */
+    double max_rel_loop;        /* against the cuBLAS loop; NaN when it did not run */
+} tk_lab_gverdict;
+
+typedef struct tk_lab_gverify_result {
+    int outcome;                /* 0 passed, 1 failed, 2 skipped (the kernel refuses), -1 error */
+    char msg[TK_LAB_MSG_LEN];   /* the refusal or error */
+    int count;
+    tk_lab_gverdict *group;     /* count verdicts; tk_lab_gverify_free */
+    int failed, empty;          /* groups that failed, groups with nothing to check */
+    int ref_full;               /* every owned element was checked against the fp64 reference */
+    tk_lab_gstat vs_ref, vs_loop, vs_grouped;
+    char grouped_why[TK_LAB_MSG_LEN];   /* why cublasGemmGroupedBatchedEx did not run; "" if it did */
+    int64_t untouched_writes;   /* elements no group owns whose bits changed */
+    char first_write[128];      /* where the first of them is (tk_lab_gcase_where) */
+    int group_error;            /* the library set group_error for valid offsets */
+    int worst;                  /* the first failed group; -1 */
+    tk_lab_report worst_report; /* its comparison with the fp64 reference (the cuBLAS loop when only that failed) */
+} tk_lab_gverify_result;
+
+/* Runs the case on kernel ("auto" or a registry name; a refusal is a skip)
+ * and judges it as above. cuBLAS is left out (the fp64 reference alone)
+ * when the context says so (tk_lab_verify_set_cublas). r->group is
+ * allocated: free it with tk_lab_gverify_free. */
+void tk_lab_gverify_run(tk_lab_verify *v, const char *kernel, const tk_lab_gcase *g, tk_lab_gverify_result *r);
+void tk_lab_gverify_free(tk_lab_gverify_result *r);
+/* The case's line, a line per group (every group when there are at most
+ * 16, else the failed ones, at most 16), then the failed group's map. */
+void tk_lab_gverify_print(FILE *f, const char *kernel, const tk_lab_gcase *g, const tk_lab_gverify_result *r);
+/* The verify context's parts that lab_gverify.c uses: its handle, stream,
+ * whether cuBLAS runs, and its cuBLAS yardsticks (opened on first use; NULL
+ * with why when they cannot be). */
+tk_handle tk_lab_verify_handle(const tk_lab_verify *v);
+void *tk_lab_verify_stream(const tk_lab_verify *v);
+int tk_lab_verify_cublas_on(const tk_lab_verify *v);
+tk_lab_cublas *tk_lab_verify_baselines(tk_lab_verify *v, char *why, size_t len);
+/* The last batched or grouped case's buffers and cuBLAS results, kept in
+ * the context for the next kernel on the same case (lab_gverify.c owns
+ * what the slot holds; tk_lab_verify_close frees it). */
+typedef struct tk_lab_gcache tk_lab_gcache;
+tk_lab_gcache **tk_lab_verify_gcache(tk_lab_verify *v);
+void tk_lab_gcache_free(tk_lab_gcache *c);
 
 /* ---- bench (lab_bench.c; the table, JSON and CSV in lab_report.c) ---- */
 typedef struct tk_lab_bench tk_lab_bench;
@@ -300,6 +496,14 @@ typedef struct tk_lab_bench_row {
     char status[TK_LAB_MSG_LEN];    /* "ok" or why there is no timing */
     char chosen[64];            /* kernel "auto": the kernel auto-dispatch ran ("" if none) */
     char suite[32];             /* the shape's suite (set by the caller; "" outside a suite) */
+    /* Batched and grouped rows (lab_gbench.c); form[0] == '\0' in a dense row. c is then the
+     * gcase's (tk_lab_gcase.c), ratio_cublas against the cuBLAS loop of the same case. */
+    char form[80];              /* "rows 8:4096:skewed", "k 0,7,128", "batch 16 bcast-b" */
+    double flop;                /* the call's flops (tk_lab_gcase_flop): tflops = flop / time */
+    double read_bytes;          /* A and B it must read (tk_lab_gcase_read_bytes) */
+    double read_gbs;            /* read_bytes / ms_median, GB/s */
+    double ratio_grouped;       /* cublasGemmGroupedBatchedEx median / this row's; NaN: not measured */
+    double ratio_dense;         /* the loop of dense tilekit calls' median / this row's; NaN: not measured */
 } tk_lab_bench_row;
 
 typedef struct tk_lab_bench_info {
@@ -324,6 +528,20 @@ void tk_lab_bench_close(tk_lab_bench *b);
 const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b);
 /* Times one case; row->status says "ok" or why not. Returns 0 when timed. */
 int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *c, tk_lab_bench_row *row);
+/* One call of something timed, on b's stream (tk_lab_bench_stream): 0, or
+ * -1 with why when it is refused. */
+typedef int (*tk_lab_call)(tk_lab_bench *b, void *ctx, char *why, size_t len);
+/* Times call as tk_lab_bench_run times a kernel: warm-up calls, then
+ * samples with L2 flushed before each until the median is stable or the
+ * budget is spent, timed again when unstable; fills row's times, samples,
+ * attempts and clock, status "ok". 0, or -1 with row->status saying why. */
+int tk_lab_bench_time(tk_lab_bench *b, tk_lab_call call, void *ctx, tk_lab_bench_row *row);
+/* The context's handle and stream, for the lab's other timed calls (lab_gbench.c). */
+tk_handle tk_lab_bench_handle(const tk_lab_bench *b);
+void *tk_lab_bench_stream(const tk_lab_bench *b);
+/* Its cuBLAS yardsticks of batched and grouped cases, opened on first use
+ * (NULL with why when they cannot be). */
+tk_lab_cublas *tk_lab_bench_baselines(tk_lab_bench *b, char *why, size_t len);
 void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *info);
 void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *row);
 /* After the table of a suite run (rows with a suite name): for each kernel
@@ -333,6 +551,48 @@ void tk_lab_bench_print_summary(FILE *f, const tk_lab_bench_row *rows, int n);
 /* After it: auto-dispatch's decode rows (M <= 16, B of at least 64 MB) as
  * bytes of A + B + C per second against info->dram_read_gbs. */
 void tk_lab_bench_print_decode_bw(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
+/* The header of the batched and grouped rows' table (printed before the
+ * first of them: their columns differ from the dense rows'). */
+void tk_lab_bench_print_gheader(FILE *f);
+
+/* ---- bench of batched and grouped cases (lab_gbench.c) ----
+ * A case is timed as one call of tilekit (tk_gemm_run of the whole case,
+ * per kernel name or "auto") against yardsticks timed in the same run, on
+ * the same buffers (random, never zero): the rows named below. */
+#define TK_LAB_CUBLAS_LOOP "cublas-loop"        /* a host loop of cublasGemmEx, one per group with rows */
+#define TK_LAB_CUBLAS_GROUPED "cublas-grouped"  /* one cublasGemmGroupedBatchedEx (cuBLAS 12.5 and newer) */
+#define TK_LAB_DENSE_LOOP "dense-loop"          /* a host loop of tk_gemm_ex (auto), one per group */
+#define TK_LAB_GBENCH_ROWS 64                   /* rows of one case at most: yardsticks and kernels */
+
+typedef struct tk_lab_gbench_opts {
+    int no_cublas;              /* 1: neither cuBLAS row */
+    int no_grouped;             /* 1: no cublasGemmGroupedBatchedEx row */
+    int vs_dense;               /* 1: the dense-loop row */
+} tk_lab_gbench_opts;
+
+/* Times the case: the yardsticks first (cuBLAS loop, cuBLAS grouped, dense
+ * loop, as o asks), then each of kernels[0..nkernels). rows gets one entry
+ * per row (at most nkernels + 3), each with status "ok" or why not, its
+ * flops, bytes, TFLOP/s and ratios (tk_lab_gbench_ratios); each is printed
+ * on out (NULL: nowhere) as soon as it is timed. Returns the rows written. */
+int tk_lab_gbench_case(tk_lab_bench *b, const tk_lab_gcase *g, const char *const *kernels, int nkernels,
+                       const tk_lab_gbench_opts *o, FILE *out, tk_lab_bench_row *rows);
+/* The ratios of the rows of one case, rows[0..n): ratio_cublas against its
+ * TK_LAB_CUBLAS_LOOP row, ratio_grouped against TK_LAB_CUBLAS_GROUPED,
+ * ratio_dense against TK_LAB_DENSE_LOOP (each yardstick_ms / row_ms; NaN
+ * where that row is missing or was not timed, and in the yardstick's own
+ * row). Pure host code. */
+void tk_lab_gbench_ratios(tk_lab_bench_row *rows, int n);
+/* Whether a row's kernel is a yardstick ("cublas" and the three above):
+ * the suite summary leaves them out. */
+int tk_lab_is_yardstick(const char *kernel);
+
+/* After a table of batched and grouped rows: each timed row's rate of
+ * reading A and B (read_gbs) against info->dram_read_gbs, the figure that
+ * matters where groups are tiny (decode: each expert's weights read for a
+ * few tokens). */
+void tk_lab_bench_print_read_rate(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n);
+
 /* The current GPU's DRAM read bandwidth in GB/s: the median of 10 reads
  * of a 1 GiB buffer (512 MiB if that cannot be had) after 2 warm-ups. 0 on
  * failure (why filled). */
@@ -354,14 +614,24 @@ int tk_lab_nvml_sm_clock(int cuda_device);
  * stored N x K like a torch.nn.Linear weight). '#' starts a comment (whole
  * line or trailing); blank lines are skipped; `include NAME` reads NAME.txt
  * of the including file's folder, whose shapes keep their own suite name.
+ * Many products in one call are lines that start with their form, the
+ * dimension the groups split written as a --groups SPEC (SIZE[,SIZE..] or
+ * G:TOTAL:balanced|skewed|empty):
+ *   rows SPEC N K opA opB        TK_GROUP_ROWS: M = the sizes' sum
+ *   k M N SPEC opA opB           TK_GROUP_K: K = the sizes' sum
+ *   masked SPEC M N K opA opB    TK_GROUP_MASKED: row counts, each <= M
+ *   batch COUNT M N K opA opB    TK_GROUP_BATCHED: COUNT products of M x N x K
  * Pure host code: no GPU. */
 #define TK_LAB_SUITE_DEPTH 8        /* include nesting at most */
 #define TK_LAB_SUITE_MAX 65536      /* shapes in one suite at most */
 #define TK_LAB_SUITE_BELOW 0.9      /* the summary counts shapes below this x cuBLAS */
 
 typedef struct tk_lab_shape {
-    int64_t m, n, k;            /* 1 .. 2^24 each, as the CLI's sizes */
+    int64_t m, n, k;            /* 1 .. 2^24 each, as the CLI's sizes (ROWS: m the sizes' sum; K: k) */
     tk_op op_a, op_b;
+    int kind;                   /* 0: one product; else the line's tk_group_kind */
+    int count;                  /* BATCHED: the products */
+    char groups[128];           /* ROWS, K, MASKED: the SPEC as written (tk_lab_group_spec_parse) */
     char suite[32];             /* the stem of the file the line is in ("odd") */
     int line;                   /* its line number there */
 } tk_lab_shape;
@@ -376,8 +646,8 @@ int tk_lab_suite_find(const char *name, char *path, size_t len, char *why, size_
  * into *out (malloc'ed, the caller frees it) and *n >= 1 shapes, in file
  * order. Returns 0, or -1 with *out = NULL and why = "FILE:LINE: what is
  * wrong" (a malformed line, a size out of 1..2^24, an op other than n or t,
- * an extra field, an include that is missing, cyclic or nested deeper than
- * TK_LAB_SUITE_DEPTH, a file without shapes). */
+ * an extra field, a bad groups SPEC or COUNT, an include that is missing,
+ * cyclic or nested deeper than TK_LAB_SUITE_DEPTH, a file without shapes). */
 int tk_lab_suite_load(const char *name_or_path, tk_lab_shape **out, int *n, char *why, size_t len);
 
 typedef struct tk_lab_suite_stat {
@@ -408,7 +678,19 @@ int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, d
  * value rounded to nearest even); the others are random and judged with
  * tk_lab_tolerance. C sits between guard bands of TK_LAB_FUZZ_GUARD_BYTES
  * holding the padding sentinel; the bands, C's padding and the elements
- * before C's offset must keep it. The generator is pure host code. */
+ * before C's offset must keep it. The generator is pure host code.
+ *
+ * Batched and grouped cases ("many" cases: --forms batched,grouped, on by
+ * default) come from a stream of their own, so the dense cases of a run
+ * are the ones they always were: after every 4th dense case (index 3, 7,
+ * ...) many case index / 4 runs (with dense left out of the forms, many
+ * case i runs in dense case i's place). A many case has up to
+ * TK_LAB_FUZZ_GROUPS groups (empty ones and sizes one off tile multiples
+ * drawn often; rows or K past the groups at times) or up to 8 batched
+ * products, every op, type of C and (batched) layout, random inputs; it
+ * runs through verify's grouped path (tk_lab_gverify_run) judged by the
+ * fp64 reference alone, with what no group owns checked untouched. Its
+ * replay is --case gI. */
 #define TK_LAB_FUZZ_MAX_SIZE 6000                   /* M, N, K at most: --max-size's default and limit */
 #define TK_LAB_FUZZ_MAX_VOLUME (INT64_C(1) << 30)   /* M*N*K at most: --max-volume's default */
 #define TK_LAB_FUZZ_SLOW_VOLUME (INT64_C(1) << 28)  /* k0* and k1* kernels skipped above this M*N*K */
@@ -416,6 +698,11 @@ int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, d
 #define TK_LAB_FUZZ_GUARD_BYTES 4096
 #define TK_LAB_FUZZ_KERNELS 64                      /* subjects of one run at most */
 #define TK_LAB_FUZZ_KEEP 32                         /* failures kept in the summary (the JSON's) */
+#define TK_LAB_FUZZ_GROUPS 16                       /* groups of a many case at most */
+#define TK_LAB_FUZZ_MANY_VOLUME (INT64_C(1) << 26)  /* flops / 2 of a many case at most (the reference is on the CPU) */
+
+/* --forms: which kinds of case run. */
+enum { TK_LAB_FORM_DENSE = 1, TK_LAB_FORM_BATCHED = 2, TK_LAB_FORM_GROUPED = 4, TK_LAB_FORM_ALL = 7 };
 
 typedef struct tk_lab_fuzz_params {
     int64_t max_size;           /* 1..TK_LAB_FUZZ_MAX_SIZE */
@@ -438,6 +725,15 @@ typedef struct tk_lab_fuzz_case {
 
 typedef enum tk_lab_fuzz_operand { TK_LAB_FUZZ_A, TK_LAB_FUZZ_B, TK_LAB_FUZZ_C } tk_lab_fuzz_operand;
 
+/* A batched or grouped case of the fuzzer, copyable: g.sizes is NULL
+ * here, tk_lab_fuzz_gcase_view points a copy of g at sizes. */
+typedef struct tk_lab_fuzz_gcase {
+    uint64_t seed;              /* the run's seed and the case's index in the many stream */
+    int64_t index;
+    tk_lab_gcase g;             /* g.c.seed: the inputs' stream; g.label: the sizes, listed */
+    int64_t sizes[TK_LAB_FUZZ_GROUPS];
+} tk_lab_fuzz_gcase;
+
 /* Case `index` of stream `seed`: M, N, K in 1..max_size (small values,
  * multiples of 8..256 and one off them, primes, log-uniform), M*N*K <=
  * max_volume; every op, layout and type of C; alpha, beta from {0, 1, -1,
@@ -452,6 +748,18 @@ void tk_lab_fuzz_extent(const tk_lab_fuzz_case *c, tk_lab_fuzz_operand x, int64_
 void tk_lab_fuzz_problem(const tk_lab_fuzz_case *c, const void *a, const void *b, void *cc, tk_gemm_problem *p);
 /* "517x256x63 row TN bf16 exact a=2 b=0 lda=64 ldb=256 ldc=259 off=0,0,3" */
 void tk_lab_fuzz_case_name(const tk_lab_fuzz_case *c, char *buf, size_t len);
+/* Many case `index` of stream `seed` with the kinds `forms` allows (its
+ * batched and grouped bits; at least one): each group's size and each
+ * dimension the groups leave whole within max_size and 1024 (the one they
+ * split is their sum, plus a tail at times), flops / 2 within max_volume
+ * and TK_LAB_FUZZ_MANY_VOLUME (where the sizes alone do not exceed it). */
+void tk_lab_fuzz_gcase_gen(const tk_lab_fuzz_params *p, unsigned forms, uint64_t seed, int64_t index,
+                           tk_lab_fuzz_gcase *g);
+/* g's case as verify takes it; g->sizes point into f, which must outlive it. */
+void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g);
+/* --forms LIST ("dense,batched,grouped", any of them, comma-separated)
+ * into TK_LAB_FORM_* bits. 0, or -1 with why naming --forms. */
+int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t len);
 
 typedef struct tk_lab_fuzz_opts {
     uint64_t seed;
@@ -461,6 +769,8 @@ typedef struct tk_lab_fuzz_opts {
     const char *const *kernels; /* NULL-terminated: "auto" and registry names but cublas; NULL: all of them */
     tk_lab_fuzz_params gen;
     FILE *log;                  /* failure lines go here (NULL: nowhere) */
+    unsigned forms;             /* TK_LAB_FORM_* bits (default all): which kinds of case run */
+    int only_many;              /* with only_case >= 0: replay many case only_case (--case gI) */
 } tk_lab_fuzz_opts;
 
 typedef struct tk_lab_fuzz_stat {
@@ -474,12 +784,15 @@ typedef struct tk_lab_fuzz_stat {
 
 typedef struct tk_lab_fuzz_failure {
     char kernel[80];            /* "auto -> k30_wgmma_tma" for auto-dispatch */
+    int many;                   /* 1: a batched or grouped case (g), else the dense case c */
     tk_lab_fuzz_case c;
+    tk_lab_fuzz_gcase g;
     char what[TK_LAB_MSG_LEN];
 } tk_lab_fuzz_failure;
 
 typedef struct tk_lab_fuzz_summary {
-    int64_t cases;
+    int64_t cases;              /* dense cases run */
+    int64_t many;               /* batched and grouped cases run */
     tk_lab_fuzz_stat total;     /* name "" */
     int nkernels;
     tk_lab_fuzz_stat kernel[TK_LAB_FUZZ_KERNELS];
@@ -498,8 +811,9 @@ void tk_lab_fuzz_defaults(tk_lab_fuzz_opts *o);
 int tk_lab_fuzz_check(const tk_lab_fuzz_opts *o, char *why, size_t len);
 /* The command that replays one kernel-case of a run of o:
  * "tilekit fuzz --seed S --case I --kernel NAME" (plus the size options
- * where they are not the defaults). */
+ * and --forms where they are not the defaults); many: "--case gI". */
 void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
+void tk_lab_fuzz_replay_many(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 /* Runs the cases of o; each failure is one line on o->log with its replay
  * command. TK_SUCCESS when the cases ran (failures or not: see s); the
  * check's TK_ERR_INVALID_VALUE, TK_ERR_NO_DEVICE and the like with why

@@ -31,6 +31,7 @@ struct tk_lab_bench {
     tk_lab_case cublas_case;    /* the last cuBLAS case timed, for the ratio */
     double cublas_ms;           /* its median; 0 = none */
     double *samples;
+    tk_lab_cublas *baselines;   /* batched and grouped cases' cuBLAS (lab_gbench.c); opened on first use */
 };
 
 /* The SM clock through NVML, loaded at run time so tilekit neither links
@@ -67,6 +68,7 @@ void tk_lab_bench_close(tk_lab_bench *b)
 {
     if (!b)
         return;
+    tk_lab_cublas_close(b->baselines);
     cudaFree(b->flush); cudaFree(b->sink); cudaFree(b->da); cudaFree(b->db); cudaFree(b->dc);
     if (b->ev0) cudaEventDestroy(b->ev0);
     if (b->ev1) cudaEventDestroy(b->ev1);
@@ -179,6 +181,15 @@ double tk_lab_dram_read(int sm_count, char *why, size_t len)
 }
 
 const tk_lab_bench_info *tk_lab_bench_get_info(const tk_lab_bench *b) { return &b->info; }
+tk_handle tk_lab_bench_handle(const tk_lab_bench *b) { return b->h; }
+void *tk_lab_bench_stream(const tk_lab_bench *b) { return b->stream; }
+
+tk_lab_cublas *tk_lab_bench_baselines(tk_lab_bench *b, char *why, size_t len)
+{
+    if (!b->baselines && tk_lab_cublas_open(&b->baselines, b->stream, why, len))
+        b->baselines = NULL;
+    return b->baselines;
+}
 
 /* Random (never zero) A, B and C for the case, kept while the shape lasts;
  * made on the GPU (the values tk_lab_fill would make), so a suite's large
@@ -251,11 +262,11 @@ static int same_case(const tk_lab_case *x, const tk_lab_case *y)
 /* Rows timed again when tk_lab_row_unstable (tk_lab_bench_run). */
 #define UNSTABLE_RETRIES 2
 
-/* Samples of one kernel on problem p into b->samples (*n of them) until
- * the median is stable or the budget is spent; -1 (row->status set) when
- * tilekit refuses a call, *e a CUDA error. */
-static int take_samples(tk_lab_bench *b, const tk_gemm_problem *p, const char *kernel, tk_lab_bench_row *row,
-                        int *n_out, cudaError_t *e_out)
+/* Samples of call into b->samples (*n of them) until the median is
+ * stable or the budget is spent; -1 (row->status set) when a call is
+ * refused, *e a CUDA error. */
+static int take_samples(tk_lab_bench *b, tk_lab_call call, void *ctx, tk_lab_bench_row *row, int *n_out,
+                        cudaError_t *e_out)
 {
     double t0 = now_s();
     int n = 0;
@@ -270,10 +281,8 @@ static int take_samples(tk_lab_bench *b, const tk_gemm_problem *p, const char *k
         if (b->flush)
             e = (cudaError_t)tk_lab_flush_read_device(b->flush, b->flush_bytes, b->sink, b->info.sm_count, b->stream);
         if (!e) e = cudaEventRecord(b->ev0, b->stream);
-        if (!e && tk_gemm_ex(b->h, p, kernel, b->stream) != TK_SUCCESS) {
-            snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));
+        if (!e && call(b, ctx, row->status, sizeof row->status))
             return -1;
-        }
         if (!e) e = cudaEventRecord(b->ev1, b->stream);
         if (!e) e = cudaEventSynchronize(b->ev1);
         float ms = 0.0f;
@@ -290,6 +299,57 @@ static int take_samples(tk_lab_bench *b, const tk_gemm_problem *p, const char *k
     *n_out = n;
     *e_out = e;
     return 0;
+}
+
+int tk_lab_bench_time(tk_lab_bench *b, tk_lab_call call, void *ctx, tk_lab_bench_row *row)
+{
+    cudaError_t e = cudaSuccess;
+    for (int w = 0; w < WARMUP; w++)
+        if (call(b, ctx, row->status, sizeof row->status))
+            return -1;
+    /* A row whose samples spread widely was timed through a slow phase of
+     * the machine (seen on the H100: medians 3-6x too long, cuBLAS and
+     * tilekit alike, a row at a time); it is timed again, up to
+     * UNSTABLE_RETRIES times, and the attempt with the smallest relative
+     * spread is kept (not the fastest), the same rule for every kernel. */
+    tk_lab_bench_row best = *row;
+    for (int attempt = 0; attempt <= UNSTABLE_RETRIES; attempt++) {
+        int n = 0;
+        if (take_samples(b, call, ctx, row, &n, &e))
+            return -1;
+        if (e)
+            break;
+        summarize(b, n, row);
+        row->attempts = attempt + 1;
+        if (attempt == 0 || tk_lab_attempt_better(row, &best))
+            best = *row;
+        if (!tk_lab_row_unstable(row))
+            break;
+    }
+    if (e) {
+        snprintf(row->status, sizeof row->status, "CUDA: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    best.attempts = row->attempts;
+    *row = best;
+    row->nvml_mhz = tk_lab_nvml_sm_clock(b->h->dev.id);
+    snprintf(row->status, sizeof row->status, "ok");
+    return 0;
+}
+
+/* A dense case's call: tk_gemm_ex of the kernel. */
+typedef struct dense_call {
+    const tk_gemm_problem *p;
+    const char *kernel;
+} dense_call;
+
+static int run_dense(tk_lab_bench *b, void *ctx, char *why, size_t len)
+{
+    const dense_call *d = ctx;
+    if (tk_gemm_ex(b->h, d->p, d->kernel, b->stream) == TK_SUCCESS)
+        return 0;
+    snprintf(why, len, "%s", tk_last_error(b->h));
+    return -1;
 }
 
 int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *cin, tk_lab_bench_row *row)
@@ -312,38 +372,9 @@ int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *cin
         snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));
         return -1;
     }
-    cudaError_t e = cudaSuccess;
-    for (int w = 0; w < WARMUP; w++)
-        if (tk_gemm_ex(b->h, &p, kernel, b->stream) != TK_SUCCESS) {
-            snprintf(row->status, sizeof row->status, "%s", tk_last_error(b->h));
-            return -1;
-        }
-    /* A row whose samples spread widely was timed through a slow phase of
-     * the machine (seen on the H100: medians 3-6x too long, cuBLAS and
-     * tilekit alike, a row at a time); it is timed again, up to
-     * UNSTABLE_RETRIES times, and the attempt with the smallest relative
-     * spread is kept (not the fastest), the same rule for every kernel. */
-    tk_lab_bench_row best = *row;
-    for (int attempt = 0; attempt <= UNSTABLE_RETRIES; attempt++) {
-        int n = 0;
-        if (take_samples(b, &p, kernel, row, &n, &e))
-            return -1;
-        if (e)
-            break;
-        summarize(b, n, row);
-        row->attempts = attempt + 1;
-        if (attempt == 0 || tk_lab_attempt_better(row, &best))
-            best = *row;
-        if (!tk_lab_row_unstable(row))
-            break;
-    }
-    if (e) {
-        snprintf(row->status, sizeof row->status, "CUDA: %s", cudaGetErrorString(e));
+    dense_call dc = { &p, kernel };
+    if (tk_lab_bench_time(b, run_dense, &dc, row))
         return -1;
-    }
-    best.attempts = row->attempts;
-    *row = best;
-    row->nvml_mhz = tk_lab_nvml_sm_clock(b->h->dev.id);
     row->tflops = tk_lab_tflops(c->m, c->n, c->k, row->ms_median);
     row->pct_peak = b->info.peak_tflops > 0 ? 100.0 * row->tflops / b->info.peak_tflops : NAN;
     if (!strcmp(kernel, "cublas")) {
@@ -352,7 +383,6 @@ int tk_lab_bench_run(tk_lab_bench *b, const char *kernel, const tk_lab_case *cin
     }
     if (b->cublas_ms > 0 && same_case(&b->cublas_case, c))
         row->ratio_cublas = b->cublas_ms / row->ms_median;
-    snprintf(row->status, sizeof row->status, "ok");
     return 0;
 }
 

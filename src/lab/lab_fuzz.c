@@ -255,6 +255,119 @@ void tk_lab_fuzz_case_name(const tk_lab_fuzz_case *c, char *buf, size_t len)
              (long long)c->ldc, c->off_a, c->off_b, c->off_c);
 }
 
+/* ---- batched and grouped cases ---- */
+
+/* One of the kinds forms allows, in a fixed order. */
+static int draw_kind(fuzz_rng *r, unsigned forms)
+{
+    int kinds[4], n = 0;
+    if (forms & TK_LAB_FORM_BATCHED)
+        kinds[n++] = TK_GROUP_BATCHED;
+    if (forms & TK_LAB_FORM_GROUPED) {
+        kinds[n++] = TK_GROUP_ROWS;
+        kinds[n++] = TK_GROUP_K;
+        kinds[n++] = TK_GROUP_MASKED;
+    }
+    if (!n)   /* forms without either: the callers never ask */
+        kinds[n++] = TK_GROUP_BATCHED;
+    return kinds[rng_below(r, n)];
+}
+
+/* x * y within budget (>= 1): the larger halved until it fits. */
+static void fit(int64_t *x, int64_t *y, int64_t budget)
+{
+    while (*x * *y > budget)
+        *(*x >= *y ? x : y) = (*x >= *y ? *x : *y) / 2;
+}
+
+void tk_lab_fuzz_gcase_gen(const tk_lab_fuzz_params *p, unsigned forms, uint64_t seed, int64_t index,
+                           tk_lab_fuzz_gcase *f)
+{
+    /* a stream of its own ("many"): the dense cases' draws stay as they were */
+    fuzz_rng r = { tk_lab_mix64(tk_lab_mix64(seed ^ 0x6d616e79ull) + (uint64_t)index) };
+    memset(f, 0, sizeof *f);
+    f->seed = seed;
+    f->index = index;
+    tk_lab_gcase *g = &f->g;
+    g->kind = draw_kind(&r, forms);
+    tk_lab_case *c = &g->c;
+    /* the grouped kinds are row-major (tilekit.h) */
+    c->layout = g->kind == TK_GROUP_BATCHED ? (tk_layout)rng_below(&r, 2) : TK_ROW_MAJOR;
+    c->op_a = (tk_op)rng_below(&r, 2);
+    c->op_b = (tk_op)rng_below(&r, 2);
+    c->out = (tk_dtype)rng_below(&r, 2);
+    c->pad = (int)rng_below(&r, 2);
+    c->alpha = draw_alpha(&r, 0);
+    c->beta = draw_beta(&r, 0);
+    const int64_t bound = p->max_size < 1024 ? p->max_size : 1024;
+    const int64_t budget = p->max_volume < TK_LAB_FUZZ_MANY_VOLUME ? p->max_volume : TK_LAB_FUZZ_MANY_VOLUME;
+    if (g->kind == TK_GROUP_BATCHED) {
+        g->count = (int)(1 + rng_below(&r, 8));
+        g->broadcast_a = rng_below(&r, 4) == 0;
+        g->broadcast_b = rng_below(&r, 4) == 0;
+        const tk_lab_fuzz_params each = { bound, budget / g->count > 0 ? budget / g->count : 1 };
+        int64_t dim[3];
+        draw_dims(&r, &each, dim);
+        c->m = dim[0];
+        c->n = dim[1];
+        c->k = dim[2];
+    } else {
+        /* sizes of every kind draw_dim makes (one off tile multiples, primes,
+         * small), a quarter of them empty */
+        g->count = (int)(1 + rng_below(&r, TK_LAB_FUZZ_GROUPS));
+        int64_t total = 0, most = 0;
+        for (int i = 0; i < g->count; i++) {
+            f->sizes[i] = rng_below(&r, 4) == 0 ? 0 : draw_dim(&r, bound);
+            total += f->sizes[i];
+            most = f->sizes[i] > most ? f->sizes[i] : most;
+        }
+        /* the two dimensions the groups leave whole, and at times rows
+         * (ROWS, MASKED) or K (K) that no group owns past the groups' */
+        int64_t x = draw_dim(&r, bound), y = draw_dim(&r, bound);
+        const int64_t each = budget / (total > 0 ? total : 1);   /* the groups themselves may take it all */
+        fit(&x, &y, each > 0 ? each : 1);
+        const int64_t tail = rng_below(&r, 4) == 0 ? 1 + rng_below(&r, 16) : 0;
+        const int64_t split = (g->kind == TK_GROUP_MASKED ? most : total) + tail;
+        c->m = g->kind == TK_GROUP_K ? x : split > 0 ? split : 1;
+        c->n = g->kind == TK_GROUP_K ? y : x;
+        c->k = g->kind == TK_GROUP_K ? (split > 0 ? split : 1) : y;
+        g->sizes = f->sizes;
+        tk_lab_gcase_list_label(g);
+        g->sizes = NULL;   /* f is copied: tk_lab_fuzz_gcase_view points a copy at its sizes */
+    }
+    c->seed = rng_next(&r);
+}
+
+void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g)
+{
+    *g = f->g;
+    if (g->kind != TK_GROUP_BATCHED)
+        g->sizes = f->sizes;
+}
+
+static const char *const form_names[] = { "dense", "batched", "grouped" };
+
+int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t len)
+{
+    *forms = 0;
+    for (const char *at = list;; at++) {
+        const size_t n = strcspn(at, ",");
+        unsigned bit = 0;
+        for (int i = 0; i < 3; i++)
+            if (n == strlen(form_names[i]) && !strncmp(at, form_names[i], n))
+                bit = 1u << i;
+        if (!bit) {
+            snprintf(why, len, "--forms: '%.*s' in '%s' is not dense, batched or grouped (expected a comma-separated "
+                     "list of them)", (int)n, at, list);
+            return -1;
+        }
+        *forms |= bit;
+        at += n;
+        if (!*at)
+            return 0;
+    }
+}
+
 /* ---- options ---- */
 
 void tk_lab_fuzz_defaults(tk_lab_fuzz_opts *o)
@@ -266,6 +379,7 @@ void tk_lab_fuzz_defaults(tk_lab_fuzz_opts *o)
     o->gen.max_size = TK_LAB_FUZZ_MAX_SIZE;
     o->gen.max_volume = TK_LAB_FUZZ_MAX_VOLUME;
     o->log = stdout;
+    o->forms = TK_LAB_FORM_ALL;
 }
 
 static int in_registry(const char *name)
@@ -312,6 +426,20 @@ int tk_lab_fuzz_check(const tk_lab_fuzz_opts *o, char *why, size_t len)
         snprintf(why, len, "--case: %lld is negative", (long long)o->only_case);
         return -1;
     }
+    if (!o->forms || (o->forms & ~(unsigned)TK_LAB_FORM_ALL)) {
+        snprintf(why, len, "--forms: no form (expected dense, batched or grouped)");
+        return -1;
+    }
+    if (o->only_case >= 0 && !o->only_many && !(o->forms & TK_LAB_FORM_DENSE)) {
+        snprintf(why, len, "--case %lld replays a dense case, which --forms leaves out (a batched or grouped case "
+                 "is --case g%lld)", (long long)o->only_case, (long long)o->only_case);
+        return -1;
+    }
+    if (o->only_many && !(o->forms & (TK_LAB_FORM_BATCHED | TK_LAB_FORM_GROUPED))) {
+        snprintf(why, len, "--case g%lld replays a batched or grouped case, which --forms leaves out",
+                 (long long)o->only_case);
+        return -1;
+    }
     if (o->only_case == -1) {
         if (!isfinite(o->budget_s) || o->budget_s < 0) {
             snprintf(why, len, "--budget: %g is not a number of seconds > 0", o->budget_s);
@@ -342,15 +470,33 @@ static void appendf(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len)
+static void replay(const tk_lab_fuzz_opts *o, const char *prefix, int64_t index, const char *kernel, char *buf,
+                   size_t len)
 {
-    snprintf(buf, len, "tilekit fuzz --seed %llu --case %lld --kernel %s", (unsigned long long)o->seed,
+    snprintf(buf, len, "tilekit fuzz --seed %llu --case %s%lld --kernel %s", (unsigned long long)o->seed, prefix,
              (long long)index, kernel);
-    /* the sizes shape every case: a replay must draw with the same ones */
+    /* the sizes shape every case, the forms a many case's kind: a replay
+     * must draw with the same ones */
     if (o->gen.max_size != TK_LAB_FUZZ_MAX_SIZE)
         appendf(buf, len, " --max-size %lld", (long long)o->gen.max_size);
     if (o->gen.max_volume != TK_LAB_FUZZ_MAX_VOLUME)
         appendf(buf, len, " --max-volume %lld", (long long)o->gen.max_volume);
+    if (o->forms != TK_LAB_FORM_ALL) {
+        appendf(buf, len, " --forms ");
+        for (int i = 0, n = 0; i < 3; i++)
+            if (o->forms & (1u << i))
+                appendf(buf, len, "%s%s", n++ ? "," : "", form_names[i]);
+    }
+}
+
+void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len)
+{
+    replay(o, "", index, kernel, buf, len);
+}
+
+void tk_lab_fuzz_replay_many(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len)
+{
+    replay(o, "g", index, kernel, buf, len);
 }
 
 /* ---- the engine ---- */
@@ -373,6 +519,8 @@ typedef struct fuzz_ctx {
     double *pwant, *ps;
     const char *names[TK_LAB_FUZZ_KERNELS];
     int nnames;
+    tk_lab_verify *v;                   /* the batched and grouped cases' (opened on the first) */
+    tk_lab_gverify_result *gr;
 } fuzz_ctx;
 
 /* A case's buffers, in elements: A's and B's from their start; C's region
@@ -424,6 +572,8 @@ static void ctx_close(fuzz_ctx *x)
     if (x->stream)
         cudaStreamDestroy(x->stream);
     tk_destroy(x->h);
+    tk_lab_verify_close(x->v);
+    free(x->gr);
 }
 
 static tk_status ctx_open(fuzz_ctx *x, char *why, size_t len)
@@ -668,11 +818,32 @@ static void describe(const tk_lab_fuzz_case *c, size_t np, int full, const verdi
 }
 
 /* One failure line, with the command that replays just this kernel-case. */
+/* A failure of subject ki on case `id` ("17", "g4"): the counts, its line
+ * on the log, and the entry kept for the summary (NULL once
+ * TK_LAB_FUZZ_KEEP are), which the caller completes with the case. */
+static tk_lab_fuzz_failure *note_failure(const tk_lab_fuzz_opts *o, tk_lab_fuzz_summary *s, int ki, const char *shown,
+                                         const char *id, const char *cname, const char *what, const char *replay)
+{
+    s->kernel[ki].failed++;
+    s->total.failed++;
+    if (o->log) {
+        fprintf(o->log, "FAIL %s case %s: %s: %s | replay: %s\n", shown, id, cname, what, replay);
+        fflush(o->log);
+    }
+    if (s->nkept >= TK_LAB_FUZZ_KEEP)
+        return NULL;
+    tk_lab_fuzz_failure *f = &s->kept[s->nkept++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->kernel, sizeof f->kernel, "%s", shown);
+    snprintf(f->what, sizeof f->what, "%s", what);
+    return f;
+}
+
 static void record_failure(fuzz_ctx *x, const tk_lab_fuzz_opts *o, tk_lab_fuzz_summary *s, const tk_lab_fuzz_case *c,
                            int ki, const tk_gemm_problem *p, const char *what)
 {
     const char *name = x->names[ki];
-    char shown[80], cname[192], replay[256];
+    char shown[80], cname[192], replay[256], id[32];
     /* auto-dispatch's failure is the kernel's it ran */
     const char *ran = strcmp(name, "auto") ? NULL : tk_select_kernel(x->h, p);
     if (ran)
@@ -681,18 +852,10 @@ static void record_failure(fuzz_ctx *x, const tk_lab_fuzz_opts *o, tk_lab_fuzz_s
         snprintf(shown, sizeof shown, "%s", name);
     tk_lab_fuzz_case_name(c, cname, sizeof cname);
     tk_lab_fuzz_replay(o, c->index, name, replay, sizeof replay);
-    s->kernel[ki].failed++;
-    s->total.failed++;
-    if (o->log) {
-        fprintf(o->log, "FAIL %s case %lld: %s: %s | replay: %s\n", shown, (long long)c->index, cname, what, replay);
-        fflush(o->log);
-    }
-    if (s->nkept < TK_LAB_FUZZ_KEEP) {
-        tk_lab_fuzz_failure *f = &s->kept[s->nkept++];
-        snprintf(f->kernel, sizeof f->kernel, "%s", shown);
+    snprintf(id, sizeof id, "%lld", (long long)c->index);
+    tk_lab_fuzz_failure *f = note_failure(o, s, ki, shown, id, cname, what, replay);
+    if (f)
         f->c = *c;
-        snprintf(f->what, sizeof f->what, "%s", what);
-    }
 }
 
 /* Kernels named k0* and k1* are the seeds' simple ones (k01_naive: 4.7
@@ -793,6 +956,96 @@ static tk_status run_case(fuzz_ctx *x, const tk_lab_fuzz_opts *o, const tk_lab_f
     return TK_SUCCESS;
 }
 
+/* What a batched or grouped verdict found wrong, in words ("" if nothing). */
+static void describe_many(const tk_lab_gcase *g, const tk_lab_gverify_result *r, char *buf, size_t len)
+{
+    const char *unit = g->kind == TK_GROUP_ROWS || g->kind == TK_GROUP_K ? "group" : "product";
+    buf[0] = '\0';
+    if (r->outcome < 0 || r->outcome == 2) {   /* an error, or auto-dispatch refusing */
+        appendf(buf, len, "%s: %s", r->outcome < 0 ? "error" : "refused", r->msg);
+        return;
+    }
+    if (r->failed) {
+        const tk_lab_gverdict *v = &r->group[r->worst];
+        appendf(buf, len, "%d of %d %ss wrong, first %s %d (%lldx%lldx%lld): %lld of %lld checked off the fp64 "
+                "reference (%lld non-finite), max_rel %.3g", r->failed, r->count, unit, unit, r->worst,
+                (long long)v->m, (long long)v->n, (long long)v->k, (long long)(v->over + v->nonfinite),
+                (long long)v->checked, (long long)v->nonfinite, v->max_rel);
+    }
+    if (r->untouched_writes)
+        appendf(buf, len, "%s%lld writes where no %s owns C, first at %s", *buf ? "; " : "",
+                (long long)r->untouched_writes, unit, r->first_write);
+    if (r->group_error)
+        appendf(buf, len, "%sgroup_error set, yet every offset is valid", *buf ? "; " : "");
+}
+
+/* The verify context of the batched and grouped cases: cuBLAS off, the
+ * fp64 reference judges (as the dense cases are judged). */
+static tk_status open_many(fuzz_ctx *x, char *why, size_t len)
+{
+    if (x->v)
+        return TK_SUCCESS;
+    tk_status st = tk_lab_verify_open(&x->v, why, len);
+    if (st != TK_SUCCESS)
+        return st;
+    tk_lab_verify_set_cublas(x->v, 0);
+    if (!(x->gr = malloc(sizeof *x->gr))) {
+        snprintf(why, len, "out of host memory");
+        return TK_ERR_ALLOC;
+    }
+    return TK_SUCCESS;
+}
+
+/* Batched or grouped case `index` on every subject. A status other than
+ * TK_SUCCESS ends the run, with s->error saying why. */
+static tk_status run_many(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index, tk_lab_fuzz_summary *s)
+{
+    tk_lab_fuzz_gcase f;
+    tk_lab_gcase g;
+    tk_lab_fuzz_gcase_gen(&o->gen, o->forms, o->seed, index, &f);
+    tk_lab_fuzz_gcase_view(&f, &g);
+    char why[TK_LAB_MSG_LEN / 2], what[TK_LAB_MSG_LEN], cname[256], replay[256], id[32];
+    tk_status st = open_many(x, why, sizeof why);
+    if (st != TK_SUCCESS) {
+        snprintf(s->error, sizeof s->error, "case g%lld: %s", (long long)index, why);
+        return st;
+    }
+    s->many++;
+    tk_lab_gcase_name(&g, cname, sizeof cname);
+    snprintf(id, sizeof id, "g%lld", (long long)index);
+    for (int ki = 0; ki < x->nnames; ki++) {
+        const char *name = x->names[ki];
+        tk_lab_gverify_run(x->v, name, &g, x->gr);
+        /* a kernel may refuse a form; auto-dispatch runs every one (k01_naive at least) */
+        if (x->gr->outcome == 2 && strcmp(name, "auto")) {
+            s->kernel[ki].skipped++;
+            s->total.skipped++;
+            tk_lab_gverify_free(x->gr);
+            continue;
+        }
+        s->kernel[ki].checked++;
+        s->total.checked++;
+        describe_many(&g, x->gr, what, sizeof what);
+        tk_lab_gverify_free(x->gr);
+        if (!what[0])
+            continue;
+        tk_lab_fuzz_replay_many(o, index, name, replay, sizeof replay);
+        tk_lab_fuzz_failure *kept = note_failure(o, s, ki, name, id, cname, what, replay);
+        if (kept) {
+            kept->many = 1;
+            kept->g = f;
+        }
+        /* after a CUDA error the context may be lost: the run stops, as for a dense case */
+        cudaError_t e = cudaDeviceSynchronize();
+        if (e != cudaSuccess) {
+            snprintf(s->error, sizeof s->error, "case g%lld, kernel %s: CUDA error: %s", (long long)index, name,
+                     cudaGetErrorString(e));
+            return TK_ERR_CUDA;
+        }
+    }
+    return TK_SUCCESS;
+}
+
 static double now_s(void)
 {
     struct timespec t;
@@ -823,10 +1076,19 @@ tk_status tk_lab_fuzz_run(const tk_lab_fuzz_opts *o, tk_lab_fuzz_summary *s, cha
     if (st != TK_SUCCESS)
         snprintf(s->error, sizeof s->error, "%s", why);
     const double t0 = now_s();
+    const int dense = o->forms & TK_LAB_FORM_DENSE, many = o->forms & (TK_LAB_FORM_BATCHED | TK_LAB_FORM_GROUPED);
     for (int64_t i = o->only_case >= 0 ? o->only_case : 0; st == TK_SUCCESS && more_cases(o, i, t0); i++) {
         tk_lab_fuzz_case c;
-        tk_lab_fuzz_case_gen(&o->gen, o->seed, i, &c);
-        if ((st = run_case(&x, o, &c, s)) != TK_SUCCESS)
+        if (o->only_case >= 0 && o->only_many) {   /* --case gI */
+            st = run_many(&x, o, i, s);
+        } else if (dense) {
+            tk_lab_fuzz_case_gen(&o->gen, o->seed, i, &c);
+            st = run_case(&x, o, &c, s);
+        }
+        /* many case i / 4 after dense case i = 3, 7, ... (case i without dense cases) */
+        if (st == TK_SUCCESS && many && o->only_case < 0 && (!dense || i % 4 == 3))
+            st = run_many(&x, o, dense ? i / 4 : i, s);
+        if (st != TK_SUCCESS)
             snprintf(why, len, "%s", s->error);
     }
     s->seconds = now_s() - t0;
@@ -853,10 +1115,13 @@ void tk_lab_fuzz_print_summary(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_
         snprintf(largest, sizeof largest, "%lldx%lldx%lld (case %lld)", (long long)s->largest.m,
                  (long long)s->largest.n, (long long)s->largest.k, (long long)s->largest.index);
     const tk_lab_fuzz_stat *t = &s->total;
-    fprintf(f, "fuzz: seed %llu, %lld cases in %.1f s: %lld kernel-cases checked (%lld exact), %lld skipped "
+    char many[64] = "";
+    if (s->many)
+        snprintf(many, sizeof many, " + %lld batched/grouped", (long long)s->many);
+    fprintf(f, "fuzz: seed %llu, %lld cases%s in %.1f s: %lld kernel-cases checked (%lld exact), %lld skipped "
                "(refused), %lld capped (slow), %lld failures; largest problem %s\n",
-            (unsigned long long)o->seed, (long long)s->cases, s->seconds, (long long)t->checked, (long long)t->exact,
-            (long long)t->skipped, (long long)t->capped, (long long)t->failed, largest);
+            (unsigned long long)o->seed, (long long)s->cases, many, s->seconds, (long long)t->checked,
+            (long long)t->exact, (long long)t->skipped, (long long)t->capped, (long long)t->failed, largest);
 }
 
 static void json_stat(FILE *f, const tk_lab_fuzz_stat *k)
@@ -875,12 +1140,25 @@ static void json_case(FILE *f, const tk_lab_fuzz_case *c)
     tk_lab_json_str(f, name);
 }
 
+/* A batched or grouped case: "many":true, its index in the many stream. */
+static void json_gcase(FILE *f, const tk_lab_fuzz_gcase *x)
+{
+    char name[256];
+    tk_lab_gcase g;
+    tk_lab_fuzz_gcase_view(x, &g);
+    tk_lab_gcase_name(&g, name, sizeof name);
+    fprintf(f, "\"case\":%lld,\"many\":true,\"m\":%lld,\"n\":%lld,\"k\":%lld,\"problem\":", (long long)x->index,
+            (long long)g.c.m, (long long)g.c.n, (long long)g.c.k);
+    tk_lab_json_str(f, name);
+}
+
 int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz_summary *s)
 {
     fprintf(f, "{\"tool\":\"tilekit fuzz\",\"version\":\"%d.%d.%d\",\"seed\":%llu,\"max_size\":%lld,"
-               "\"max_volume\":%lld,\"cases\":%lld,\"seconds\":%.3f,",
+               "\"max_volume\":%lld,\"cases\":%lld,\"many_cases\":%lld,\"seconds\":%.3f,",
             TILEKIT_VERSION_MAJOR, TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH, (unsigned long long)o->seed,
-            (long long)o->gen.max_size, (long long)o->gen.max_volume, (long long)s->cases, s->seconds);
+            (long long)o->gen.max_size, (long long)o->gen.max_volume, (long long)s->cases, (long long)s->many,
+            s->seconds);
     json_stat(f, &s->total);
     fputs(",\"largest\":", f);
     if (s->largest.index >= 0) {
@@ -910,11 +1188,17 @@ int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz
         /* the replay names the subject, "auto" for "auto -> kNN" */
         snprintf(subject, sizeof subject, "%s", x->kernel);
         subject[strcspn(subject, " ")] = '\0';
-        tk_lab_fuzz_replay(o, x->c.index, subject, replay, sizeof replay);
+        if (x->many)
+            tk_lab_fuzz_replay_many(o, x->g.index, subject, replay, sizeof replay);
+        else
+            tk_lab_fuzz_replay(o, x->c.index, subject, replay, sizeof replay);
         fprintf(f, "%s\n {\"kernel\":", i ? "," : "");
         tk_lab_json_str(f, x->kernel);
         fputc(',', f);
-        json_case(f, &x->c);
+        if (x->many)
+            json_gcase(f, &x->g);
+        else
+            json_case(f, &x->c);
         fputs(",\"what\":", f);
         tk_lab_json_str(f, x->what);
         fputs(",\"replay\":", f);

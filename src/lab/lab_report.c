@@ -36,11 +36,55 @@ void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *in)
             "TFLOP/s", "%peak", "xcuBLAS", "MHz");
 }
 
+/* Wide enough for "rows 256:16384:skewed". */
+#define FORM_W 24
+
+void tk_lab_bench_print_gheader(FILE *f)
+{
+    fprintf(f, "%-*s %-*s %-20s %-3s %-4s %7s %9s %9s %9s %8s %6s %8s %8s %8s %9s %5s\n", KERNEL_W, "kernel", FORM_W,
+            "form", "m x n x k", "op", "out", "samples", "median_ms", "p20_ms", "p80_ms", "TFLOP/s", "%peak", "xloop",
+            "xgrouped", "xdense", "read_GB/s", "MHz");
+}
+
+/* A number, or "-" where there is none. */
+static void print_opt(FILE *f, int width, int prec, double x)
+{
+    if (isfinite(x))
+        fprintf(f, " %*.*f", width, prec, x);
+    else
+        fprintf(f, " %*s", width, "-");
+}
+
+/* A batched or grouped row: the form, the real flops' TFLOP/s, the ratios
+ * to each yardstick of the case and the rate at which A and B were read. */
+static void print_grow(FILE *f, const tk_lab_bench_row *r, const char *kernel, const char *shape)
+{
+    fprintf(f, "%-*s %-*s %-20s %c%c  %-4s", KERNEL_W, kernel, FORM_W, r->form, shape, r->c.op_a == TK_OP_N ? 'N' : 'T',
+            r->c.op_b == TK_OP_N ? 'N' : 'T', r->c.out == TK_F32 ? "fp32" : "bf16");
+    if (strcmp(r->status, "ok")) {
+        fprintf(f, "  %s\n", r->status);
+        return;
+    }
+    fprintf(f, " %7d %9.4f %9.4f %9.4f", r->samples, r->ms_median, r->ms_p20, r->ms_p80);
+    print_opt(f, 8, 1, r->tflops);
+    print_opt(f, 6, 1, r->pct_peak);
+    print_opt(f, 8, 3, r->ratio_cublas);
+    print_opt(f, 8, 3, r->ratio_grouped);
+    print_opt(f, 8, 3, r->ratio_dense);
+    print_opt(f, 9, 0, r->read_gbs);
+    if (r->nvml_mhz) fprintf(f, " %5d\n", r->nvml_mhz);
+    else fprintf(f, " %5s\n", "-");
+}
+
 void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *r)
 {
     char shape[64], kernel[sizeof r->kernel + sizeof r->chosen + 4];
     snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)r->c.m, (long long)r->c.n, (long long)r->c.k);
     snprintf(kernel, sizeof kernel, "%s%s%s", r->kernel, r->chosen[0] ? " -> " : "", r->chosen);
+    if (r->form[0]) {
+        print_grow(f, r, kernel, shape);
+        return;
+    }
     fprintf(f, "%-*s %-20s %-4s %c%c  %-4s %6g %6g", KERNEL_W, kernel, shape,
             r->c.layout == TK_ROW_MAJOR ? "row" : "col", r->c.op_a == TK_OP_N ? 'N' : 'T',
             r->c.op_b == TK_OP_N ? 'N' : 'T', r->c.out == TK_F32 ? "fp32" : "bf16", (double)r->c.alpha,
@@ -95,6 +139,16 @@ static int has_suite_fields(const tk_lab_bench_row *rows, int n)
     return 0;
 }
 
+/* Whether the files get the batched and grouped fields: only when some
+ * row is of such a case, so the files of dense runs stay as they were. */
+static int has_group_fields(const tk_lab_bench_row *rows, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].form[0])
+            return 1;
+    return 0;
+}
+
 /* ",key":"s", or null when s is "" (no suite, not "auto"). */
 static void json_opt_str(FILE *f, const char *key, const char *s)
 {
@@ -105,11 +159,11 @@ static void json_opt_str(FILE *f, const char *key, const char *s)
         fputs("null", f);
 }
 
-/* "4096x4097x4096 n n" */
+/* "4096x4097x4096 n n"; a grouped row's led by its form ("rows 8:4096:skewed 4096x28672x4096 n t") */
 static void shape_str(const tk_lab_bench_row *r, char *buf, size_t len)
 {
-    snprintf(buf, len, "%lldx%lldx%lld %s %s", (long long)r->c.m, (long long)r->c.n, (long long)r->c.k,
-             r->c.op_a == TK_OP_N ? "n" : "t", r->c.op_b == TK_OP_N ? "n" : "t");
+    snprintf(buf, len, "%s%s%lldx%lldx%lld %s %s", r->form, r->form[0] ? " " : "", (long long)r->c.m,
+             (long long)r->c.n, (long long)r->c.k, r->c.op_a == TK_OP_N ? "n" : "t", r->c.op_b == TK_OP_N ? "n" : "t");
 }
 
 /* The suite summary of one kernel: its suite rows' ratios to cuBLAS (a row
@@ -140,13 +194,13 @@ static int kernel_summary(const tk_lab_bench_row *rows, int n, const char *kerne
     return ns;
 }
 
-/* The kernels with suite rows, cuBLAS (the reference) excepted, in row
+/* The kernels with suite rows, the yardsticks (cuBLAS, its loop) excepted, in row
  * order: kernels[i] points into rows. Returns their number. */
 static int suite_kernels(const tk_lab_bench_row *rows, int n, const char **kernels)
 {
     int nk = 0;
     for (int i = 0; i < n; i++) {
-        if (!rows[i].suite[0] || !strcmp(rows[i].kernel, "cublas"))
+        if (!rows[i].suite[0] || tk_lab_is_yardstick(rows[i].kernel))
             continue;
         int j = 0;
         while (j < nk && strcmp(kernels[j], rows[i].kernel))
@@ -164,21 +218,24 @@ void tk_lab_bench_print_summary(FILE *f, const tk_lab_bench_row *rows, int n)
     int nk = kernels && st ? suite_kernels(rows, n, kernels) : 0;
     char below[32];
     snprintf(below, sizeof below, "below %gx", TK_LAB_SUITE_BELOW);
+    /* grouped rows' shapes lead with their form: a wider column */
+    const int shape_w = has_group_fields(rows, n) ? 48 : 28;
     if (nk)
-        fprintf(f, "\nsummary: x cuBLAS = cuBLAS median / kernel median, same shape, same run (> 1: faster)\n"
-                   "%-*s %-10s %6s %16s %8s  %-28s %10s %12s\n", KERNEL_W, "kernel", "suite", "shapes",
-                "geomean x cuBLAS", "min", "(shape)", below, "not measured");
+        fprintf(f, "\nsummary: x cuBLAS = cuBLAS median / kernel median, same shape, same run (> 1: faster)%s\n"
+                   "%-*s %-10s %6s %16s %8s  %-*s %10s %12s\n",
+                has_group_fields(rows, n) ? "; grouped and batched rows: against the cuBLAS loop" : "", KERNEL_W,
+                "kernel", "suite", "shapes", "geomean x cuBLAS", "min", shape_w, "(shape)", below, "not measured");
     for (int k = 0; k < nk; k++) {
         int ns = kernel_summary(rows, n, kernels[k], st);
         for (int j = 0; j < ns; j++) {
-            char shape[64] = "-";
+            char shape[160] = "-";
             if (st[j].min_index >= 0)
                 shape_str(&rows[st[j].min_index], shape, sizeof shape);
             fprintf(f, "%-*s %-10s %6d", KERNEL_W, kernels[k], j == ns - 1 ? "overall" : st[j].suite, st[j].shapes);
             if (st[j].measured)
-                fprintf(f, " %16.3f %8.3f  %-28s", st[j].geomean, st[j].min, shape);
+                fprintf(f, " %16.3f %8.3f  %-*s", st[j].geomean, st[j].min, shape_w, shape);
             else
-                fprintf(f, " %16s %8s  %-28s", "-", "-", "-");
+                fprintf(f, " %16s %8s  %-*s", "-", "-", shape_w, "-");
             fprintf(f, " %10d %12d\n", st[j].below, st[j].not_measured);
         }
     }
@@ -199,7 +256,7 @@ static void json_stat(FILE *f, const tk_lab_bench_row *rows, const tk_lab_suite_
     json_num(f, "min", s->min, s->measured);
     fputs(",\"min_shape\":", f);
     if (s->min_index >= 0) {
-        char shape[64];
+        char shape[160];
         shape_str(&rows[s->min_index], shape, sizeof shape);
         tk_lab_json_str(f, shape);
     } else
@@ -239,7 +296,7 @@ static void json_summary(FILE *f, const tk_lab_bench_row *rows, int n)
 
 int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_bench_row *rows, int n)
 {
-    int extra = has_suite_fields(rows, n);
+    int extra = has_suite_fields(rows, n), group = has_group_fields(rows, n);
     fprintf(f, "{\"tool\":\"tilekit bench\",\"version\":\"%d.%d.%d\",\"device\":{\"name\":", TILEKIT_VERSION_MAJOR,
             TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH);
     tk_lab_json_str(f, in->name);
@@ -271,6 +328,15 @@ int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_b
             json_opt_str(f, "suite", r->suite);
             json_opt_str(f, "chosen", r->chosen);
         }
+        if (group) {
+            json_opt_str(f, "form", r->form);
+            /* whole numbers, written whole (%.6g would round them) */
+            fprintf(f, r->form[0] ? ",\"flop\":%.0f,\"read_bytes\":%.0f" : ",\"flop\":null,\"read_bytes\":null",
+                    r->flop, r->read_bytes);
+            json_num(f, "read_gbs", r->read_gbs, ok);
+            json_num(f, "ratio_cublas_grouped", r->ratio_grouped, ok);
+            json_num(f, "ratio_dense", r->ratio_dense, ok);
+        }
         fputc('}', f);
     }
     fputs("\n ]", f);
@@ -301,10 +367,11 @@ static void csv_num(FILE *f, double x, int ok)
 
 int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *in, const tk_lab_bench_row *rows, int n)
 {
-    int extra = has_suite_fields(rows, n);
+    int extra = has_suite_fields(rows, n), group = has_group_fields(rows, n);
     fputs("device,kernel,m,n,k,layout,op_a,op_b,out,alpha,beta,samples,ms_min,ms_median,ms_p20,ms_p80,tflops,"
           "pct_peak,ratio_cublas,status", f);
-    fputs(extra ? ",suite,chosen\n" : "\n", f);
+    fputs(extra ? ",suite,chosen" : "", f);
+    fputs(group ? ",form,flop,read_bytes,read_gbs,ratio_cublas_grouped,ratio_dense\n" : "\n", f);
     for (int i = 0; i < n; i++) {
         const tk_lab_bench_row *r = &rows[i];
         int ok = !strcmp(r->status, "ok");
@@ -330,6 +397,14 @@ int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *in, const tk_lab_be
             fputc(',', f);
             csv_str(f, r->chosen);
         }
+        if (group) {
+            fputc(',', f);
+            csv_str(f, r->form);
+            fprintf(f, r->form[0] ? ",%.0f,%.0f" : ",,", r->flop, r->read_bytes);
+            csv_num(f, r->read_gbs, ok);
+            csv_num(f, r->ratio_grouped, ok);
+            csv_num(f, r->ratio_dense, ok);
+        }
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
@@ -343,7 +418,7 @@ void tk_lab_bench_print_decode_bw(FILE *f, const tk_lab_bench_info *info, const 
     for (int i = 0; i < n; i++) {
         const tk_lab_bench_row *r = &rows[i];
         const double b_bytes = 2.0 * (double)r->c.n * (double)r->c.k;
-        if (strcmp(r->kernel, "auto") || strcmp(r->status, "ok") || r->c.m > 16 || b_bytes < 64e6 ||
+        if (strcmp(r->kernel, "auto") || strcmp(r->status, "ok") || r->form[0] || r->c.m > 16 || b_bytes < 64e6 ||
             !(r->ms_median > 0))
             continue;
         const double bytes = b_bytes + 2.0 * (double)r->c.m * (double)r->c.k +
@@ -366,4 +441,24 @@ void tk_lab_bench_print_decode_bw(FILE *f, const tk_lab_bench_info *info, const 
                "read bandwidth (%.0f GB/s) on average, min %.1f%% (%lldx%lldx%lld)\n",
             count, sum_pct / count, info->dram_read_gbs, min_pct, (long long)worst->c.m, (long long)worst->c.n,
             (long long)worst->c.k);
+}
+
+void tk_lab_bench_print_read_rate(FILE *f, const tk_lab_bench_info *info, const tk_lab_bench_row *rows, int n)
+{
+    int header = 0;
+    for (int i = 0; i < n; i++) {
+        const tk_lab_bench_row *r = &rows[i];
+        if (!r->form[0] || strcmp(r->status, "ok") || !isfinite(r->read_gbs))
+            continue;
+        if (!header++)
+            fprintf(f, "\nread rate: bytes of A and B the groups multiply (%.3g MB) / median time", r->read_bytes / 1e6);
+        if (header == 1 && info->dram_read_gbs > 0)
+            fprintf(f, ", against the measured DRAM read bandwidth (%.0f GB/s)", info->dram_read_gbs);
+        if (header == 1)
+            fputc('\n', f);
+        fprintf(f, "  %-*s %-*s %8.0f GB/s", KERNEL_W, r->kernel, FORM_W, r->form, r->read_gbs);
+        if (info->dram_read_gbs > 0)
+            fprintf(f, " = %5.1f%%", 100.0 * r->read_gbs / info->dram_read_gbs);
+        fputc('\n', f);
+    }
 }

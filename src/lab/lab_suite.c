@@ -129,6 +129,61 @@ static int parse_op(loader *L, const char *at, const char *field, const char *s,
 }
 
 static int load_file(loader *L, const char *path);
+static int add_shape(loader *L, const char *at, int lineno, const char *stem, tk_lab_shape *sp);
+
+/* A grouped line's fields after its form (tok[1..nt)) into s: the form
+ * says where the groups' SPEC (BATCHED: the COUNT), M, N and K are; -1:
+ * the SPEC gives that size. */
+static int parse_grouped(loader *L, const char *at, const char *shown, char **tok, int nt, tk_lab_shape *s)
+{
+    static const struct { const char *form; int kind, fields, spec, m, n, k; const char *usage; } forms[] = {
+        { "rows", TK_GROUP_ROWS, 5, 0, -1, 1, 2, "rows SPEC N K opA opB" },
+        { "k", TK_GROUP_K, 5, 2, 0, 1, -1, "k M N SPEC opA opB" },
+        { "masked", TK_GROUP_MASKED, 6, 0, 1, 2, 3, "masked SPEC M N K opA opB" },
+        { "batch", TK_GROUP_BATCHED, 6, 0, 1, 2, 3, "batch COUNT M N K opA opB" },
+    };
+    int f = 0;
+    while (strcmp(tok[0], forms[f].form))
+        f++;
+    if (nt - 1 != forms[f].fields) {
+        snprintf(L->why, L->len, "%s: '%s' expected, got '%s'", at, forms[f].usage, shown);
+        return -1;
+    }
+    char **x = tok + 1, why[512];
+    s->kind = forms[f].kind;
+    if (s->kind == TK_GROUP_BATCHED) {
+        int64_t count;
+        if (parse_size(L, at, "COUNT", x[0], &count))
+            return -1;
+        if (count > TK_LAB_BATCH_MAX) {
+            snprintf(L->why, L->len, "%s: COUNT: %s is out of range (expected 1..%d)", at, x[0], TK_LAB_BATCH_MAX);
+            return -1;
+        }
+        s->count = (int)count;
+    } else {
+        const char *spec = x[forms[f].spec];
+        tk_lab_group_spec gs;
+        if (strlen(spec) >= sizeof s->groups) {
+            snprintf(L->why, L->len, "%s: groups: '%.40s..' is longer than %zu characters", at, spec,
+                     sizeof s->groups - 1);
+            return -1;
+        }
+        if (tk_lab_group_spec_parse(spec, &gs, why, sizeof why)) {
+            snprintf(L->why, L->len, "%s: groups: %s", at, why);
+            return -1;
+        }
+        snprintf(s->groups, sizeof s->groups, "%s", spec);
+        s->count = gs.count;
+        s->m = gs.total;    /* ROWS' M, K's K: the sizes' sum */
+        s->k = gs.total;
+    }
+    if ((forms[f].m >= 0 && parse_size(L, at, "M", x[forms[f].m], &s->m)) ||
+        parse_size(L, at, "N", x[forms[f].n], &s->n) ||
+        (forms[f].k >= 0 && parse_size(L, at, "K", x[forms[f].k], &s->k)))
+        return -1;
+    return parse_op(L, at, "opA", x[forms[f].fields - 2], &s->op_a) ||
+           parse_op(L, at, "opB", x[forms[f].fields - 1], &s->op_b);
+}
 
 /* `include NAME` on line `at` of `from`: NAME.txt in from's folder. */
 static int include(loader *L, const char *from, const char *at, const char *name)
@@ -171,9 +226,9 @@ static int parse_line(loader *L, const char *path, const char *at, int lineno, c
     while (e > b && strchr(SEP, text[e - 1]))
         e--;
     snprintf(shown, sizeof shown, "%.*s", (int)(e - b), text + b);
-    char *tok[6], *save = NULL;
+    char *tok[8], *save = NULL;
     int nt = 0;
-    for (char *t = strtok_r(text, SEP, &save); t && nt < 6; t = strtok_r(NULL, SEP, &save))
+    for (char *t = strtok_r(text, SEP, &save); t && nt < 8; t = strtok_r(NULL, SEP, &save))
         tok[nt++] = t;
     if (nt == 0)
         return 0;
@@ -184,6 +239,18 @@ static int parse_line(loader *L, const char *path, const char *at, int lineno, c
         }
         return include(L, path, at, tok[1]);
     }
+    tk_lab_shape s = { 0 };
+    const int grouped = !strcmp(tok[0], "rows") || !strcmp(tok[0], "k") || !strcmp(tok[0], "masked") ||
+                        !strcmp(tok[0], "batch");
+    if (grouped) {
+        if (parse_grouped(L, at, shown, tok, nt, &s))
+            return -1;
+        return add_shape(L, at, lineno, stem, &s);
+    }
+    if (!strchr("0123456789+-", tok[0][0])) {
+        snprintf(L->why, L->len, "%s: '%s' is neither M (an integer) nor a form (rows, k, masked, batch)", at, tok[0]);
+        return -1;
+    }
     if (nt < 5) {
         snprintf(L->why, L->len, "%s: 'M N K opA opB' expected, got '%s'", at, shown);
         return -1;
@@ -193,11 +260,17 @@ static int parse_line(loader *L, const char *path, const char *at, int lineno, c
                  tok[5]);
         return -1;
     }
-    tk_lab_shape s = { 0 };
     if (parse_size(L, at, "M", tok[0], &s.m) || parse_size(L, at, "N", tok[1], &s.n) ||
         parse_size(L, at, "K", tok[2], &s.k) || parse_op(L, at, "opA", tok[3], &s.op_a) ||
         parse_op(L, at, "opB", tok[4], &s.op_b))
         return -1;
+    return add_shape(L, at, lineno, stem, &s);
+}
+
+/* Appends shape s, read at line lineno of suite stem. */
+static int add_shape(loader *L, const char *at, int lineno, const char *stem, tk_lab_shape *sp)
+{
+    tk_lab_shape s = *sp;
     snprintf(s.suite, sizeof s.suite, "%s", stem);
     s.line = lineno;
     if (L->n == TK_LAB_SUITE_MAX) {

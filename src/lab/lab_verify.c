@@ -31,7 +31,22 @@ struct tk_lab_verify {
     double *pwant, *ps;
     int no_cublas;              /* tk_lab_verify_set_cublas(v, 0): the fp64 reference alone */
     int64_t plant_row, plant_col;   /* tk_lab_verify_set_plant; row < 0: none */
+    tk_lab_cublas *baselines;   /* batched and grouped cases' cuBLAS (lab_gverify.c); opened on first use */
+    tk_lab_gcache *gcache;      /* the last batched or grouped case (lab_gverify.c) */
 };
+
+tk_lab_gcache **tk_lab_verify_gcache(tk_lab_verify *v) { return &v->gcache; }
+
+tk_handle tk_lab_verify_handle(const tk_lab_verify *v) { return v->h; }
+void *tk_lab_verify_stream(const tk_lab_verify *v) { return v->stream; }
+int tk_lab_verify_cublas_on(const tk_lab_verify *v) { return !v->no_cublas; }
+
+tk_lab_cublas *tk_lab_verify_baselines(tk_lab_verify *v, char *why, size_t len)
+{
+    if (!v->baselines && tk_lab_cublas_open(&v->baselines, v->stream, why, len))
+        v->baselines = NULL;
+    return v->baselines;
+}
 
 void tk_lab_verify_set_cublas(tk_lab_verify *v, int on)
 {
@@ -104,6 +119,8 @@ void tk_lab_verify_close(tk_lab_verify *v)
     free_inputs(v);
     free_c(v);
     free(v->prow); free(v->pcol); free(v->pwant); free(v->ps);
+    tk_lab_gcache_free(v->gcache);
+    tk_lab_cublas_close(v->baselines);
     if (v->stream)
         cudaStreamDestroy(v->stream);
     tk_destroy(v->h);
@@ -409,20 +426,25 @@ static void print_summary(FILE *f, const char *what, const tk_lab_report *r)
             r->similarity, (long long)r->over, (long long)r->nonfinite);
 }
 
+int tk_lab_verdict_head(FILE *f, const char *kernel, const char *name, int outcome, const char *msg)
+{
+    static const char *tag[] = { "ok  ", "FAIL", "skip" };
+    if (outcome < 0) {
+        fprintf(f, "ERR  %s %s: %s\n", kernel, name, msg);
+        return 1;
+    }
+    fprintf(f, "%s %s %s", tag[outcome], kernel, name);
+    if (outcome == 2)
+        fprintf(f, ": %s\n", msg);
+    return outcome == 2;
+}
+
 void tk_lab_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_verify_result *r)
 {
     char name[128];
     tk_lab_case_name(c, name, sizeof name);
-    static const char *tag[] = { "ok  ", "FAIL", "skip" };
-    if (r->outcome < 0) {
-        fprintf(f, "ERR  %s %s: %s\n", kernel, name, r->msg);
+    if (tk_lab_verdict_head(f, kernel, name, r->outcome, r->msg))
         return;
-    }
-    fprintf(f, "%s %s %s", tag[r->outcome], kernel, name);
-    if (r->outcome == 2) {
-        fprintf(f, ": %s\n", r->msg);
-        return;
-    }
     if (r->no_cublas)
         fprintf(f, " | vs cuBLAS: not run");
     else

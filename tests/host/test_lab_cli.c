@@ -144,6 +144,36 @@ static void test_bad_arguments_exit_2(void)
         { "verify --smem-limit 0", "--smem-limit" },
         { "verify --smem-limit lots", "--smem-limit" },
         { "bench --smem-limit 1024", "--smem-limit" },
+        /* many products in one call */
+        { "verify --groups 8:4096:zipf", "--groups: '8:4096:zipf': 'zipf' is not balanced, skewed or empty" },
+        { "bench --groups 0,,7", "--groups: '0,,7': size 2 is empty" },
+        { "verify --groups 8:4096", "--groups: '8:4096' is not G:TOTAL:balanced|skewed|empty" },
+        { "verify --groups 0,0", "--groups: '0,0': the sizes sum to 0" },
+        { "verify --groups 2:64:empty", "--groups: '2:64:empty': empty needs G >= 4" },
+        { "verify --groups 2000:64:balanced", "--groups: '2000:64:balanced': G 2000 is out of range" },
+        { "verify --group-kind k", "--group-kind: needs --groups" },
+        { "verify --groups 3,4 --group-kind diag", "--group-kind: 'diag' is not rows, k or masked" },
+        { "verify --groups 3,4 --m 5", "--m: 5 is less than the groups' 7 rows" },
+        { "verify --groups 3,4 --group-kind k --k 6", "--k: 6 is less than the groups' K 7" },
+        { "verify --groups 3,4 --group-kind masked --m 3", "--m: 3 is less than the largest group's 4 rows" },
+        { "bench --batch 0", "--batch: 0 is out of range (expected 1..65536)" },
+        { "bench --batch 2 --groups 3", "--batch and --groups: give one or the other" },
+        { "bench --stride-b 0", "--stride-b: needs --batch" },
+        { "bench --batch 2 --stride-a 3", "--stride-a: '3' is not 0" },
+        { "bench --vs-dense", "--vs-dense: needs --batch or --groups" },
+        { "verify --batch 2 --vs-dense", "--vs-dense: unknown option for 'verify'" },
+        { "verify --groups 3,4 --layout col", "--layout: col is for dense and --batch problems" },
+        { "verify --groups 3,4 --shapes 8x8x8", "--groups: takes one problem" },
+        { "verify --batch 2 --offset 1", "--offset: dense problems only" },
+        { "verify --batch 2 --plant 0,0", "--plant: dense problems only" },
+        { "verify --groups 3 --png x.png --kernel cublas", "--png: dense problems only" },
+        { "bench --groups 3 --groups 4", "--groups: given twice" },
+        { "bench --suite moe --batch 4", "--batch: --suite gives the shapes" },
+        { "bench --groups 3 --suite moe", "--groups: --suite gives the shapes" },
+        { "tune --suite moe", "a rows line: tune takes single products" },
+        { "info --groups 3", "--groups: unknown option for 'info'" },
+        { "fuzz --batch 3", "--batch: unknown option for 'fuzz'" },
+        { "profile --kernel auto --groups 3", "--groups: unknown option for 'profile'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_exit_2(".", cases[i].args, cases[i].says);
@@ -218,18 +248,28 @@ static void test_unwritable_output_exit_2(void)
     expect_exit_2("/proc", "tune --suite odd", "--file: cannot create 'tilekit-tune.txt'");
 }
 
+/* A new file made from the template path (mkstemps: XXXXXX, then suffix
+ * characters) holding text. 0, or -1 after a failed check. */
+static int temp_file(char *path, int suffix, const char *text)
+{
+    int fd = mkstemps(path, suffix);
+    CHECK(fd >= 0, "mkstemps %s failed", path);
+    if (fd < 0)
+        return -1;
+    const ssize_t n = (ssize_t)strlen(text);
+    CHECK(write(fd, text, (size_t)n) == n, "write to %s failed", path);
+    close(fd);
+    return 0;
+}
+
 /* The check of an output file leaves no trace: a new file is removed again
  * and an existing one keeps its contents (here the run stops at --m abc). */
 static void test_output_check_leaves_files_alone(void)
 {
     char path[] = "/tmp/tk_cli_out_XXXXXX", args[128];
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp failed");
-    if (fd < 0)
-        return;
     static const char text[] = "earlier results\n";
-    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write failed");
-    close(fd);
+    if (temp_file(path, 0, text))
+        return;
     snprintf(args, sizeof args, "bench --json %s --m abc", path);
     expect_exit_2(".", args, "--m: 'abc' is not an integer");
     char got[64] = "";
@@ -246,18 +286,27 @@ static void test_output_check_leaves_files_alone(void)
     unlink(path);
 }
 
+/* A suite's masked line whose groups (skewed: in --seed's order) have more
+ * rows than its M: exit 2 before any GPU work, naming the line. */
+static void test_masked_suite_line_exit_2(void)
+{
+    char path[] = "/tmp/tk_cli_masked_XXXXXX.txt", args[128], out[4096];
+    if (temp_file(path, 4, "masked 4:40:balanced 10 8 8 n n\nmasked 8:400:skewed 100 8 8 n t\n"))
+        return;
+    snprintf(args, sizeof args, "bench --suite %s", path);
+    int rc = run(args, out, sizeof out);
+    CHECK(rc == 2 && strstr(out, ".txt:2: masked: group") && strstr(out, "rows, more than M 100"),
+          "'tilekit %s' exited %d: %s", args, rc, out);
+    unlink(path);
+}
+
 /* A suite file with a bad line ends the CLI with exit 2 and the file:line
  * message before any GPU work (this machine may have none). */
 static void test_bad_suite_file_exit_2(void)
 {
     char path[] = "/tmp/tk_cli_suite_XXXXXX", args[64], out[4096], want[64];
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp failed");
-    if (fd < 0)
+    if (temp_file(path, 0, "# fine\n128 128 128 n n\n4096 x 4096\n"))
         return;
-    static const char text[] = "# fine\n128 128 128 n n\n4096 x 4096\n";
-    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1), "write failed");
-    close(fd);
     snprintf(args, sizeof args, "bench --suite %s", path);
     snprintf(want, sizeof want, "%s:3: 'M N K opA opB' expected, got '4096 x 4096'", path);
     int rc = run(args, out, sizeof out);
@@ -289,6 +338,12 @@ static void test_help_exits_0(void)
     rc = run("--help", out, sizeof out);
     CHECK(rc == 0 && strstr(out, "profile") && strstr(out, "launch"), "'tilekit --help' lacks profile, launch: %s",
           out);
+    for (int v = 0; v < 2; v++) {
+        rc = run(v ? "verify --help" : "bench --help", out, sizeof out);
+        CHECK(rc == 0 && strstr(out, "--batch N") && strstr(out, "--groups SPEC") && strstr(out, "--group-kind") &&
+                  strstr(out, "--stride-a 0") && (v || strstr(out, "--vs-dense")),
+              "'tilekit %s --help' does not document the grouped options: %s", v ? "verify" : "bench", out);
+    }
     rc = run("fuzz --help", out, sizeof out);
     CHECK(rc == 0 && strstr(out, "--case I") && strstr(out, "--budget") && strstr(out, "--max-size"),
           "'tilekit fuzz --help' does not document --case, --budget and --max-size: %s", out);
@@ -561,6 +616,7 @@ void tk_tests(void)
     TK_TEST(test_unwritable_output_exit_2);
     TK_TEST(test_output_check_leaves_files_alone);
     TK_TEST(test_bad_suite_file_exit_2);
+    TK_TEST(test_masked_suite_line_exit_2);
     TK_TEST(test_help_exits_0);
     TK_TEST(test_fuzz_without_gpu_fails_cleanly);
     TK_TEST(test_info_without_gpu_exits_0);

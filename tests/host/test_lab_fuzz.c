@@ -9,6 +9,7 @@
 #include "check.h"
 
 #define NCASES 2000
+#define DENSE_DIGEST 0xa8383dac1e610634ull   /* test_dense_stream_unchanged: seed 1, cases 0..199 */
 
 static const tk_lab_fuzz_params defaults = { TK_LAB_FUZZ_MAX_SIZE, TK_LAB_FUZZ_MAX_VOLUME };
 
@@ -272,6 +273,137 @@ static void test_replay_command(void)
           "replay with sizes '%s'", buf);
 }
 
+/* The dense stream is the one it was before batched and grouped cases
+ * came (they draw from their own): a digest of seed 1's first 200 cases,
+ * taken from the generator of issue 37. A change here breaks every replay
+ * command printed before it. */
+static void test_dense_stream_unchanged(void)
+{
+    uint64_t h = 0;
+    for (int64_t i = 0; i < 200; i++) {
+        tk_lab_fuzz_case c;
+        tk_lab_fuzz_case_gen(&defaults, 1, i, &c);
+        const uint64_t v[] = { (uint64_t)c.m, (uint64_t)c.n, (uint64_t)c.k, (uint64_t)c.lda, (uint64_t)c.ldb,
+                               (uint64_t)c.ldc, (uint64_t)c.layout, (uint64_t)c.op_a, (uint64_t)c.op_b,
+                               (uint64_t)c.out, (uint64_t)c.exact, (uint64_t)c.off_a, (uint64_t)c.off_c,
+                               c.data_seed };
+        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++)
+            h = tk_lab_mix64(h ^ v[j]);
+    }
+    CHECK(h == DENSE_DIGEST, "seed 1's dense cases changed: digest %#llx", (unsigned long long)h);
+}
+
+static int64_t sum_sizes(const tk_lab_gcase *g)
+{
+    int64_t t = 0;
+    for (int i = 0; g->sizes && i < g->count; i++)
+        t += g->sizes[i];
+    return t;
+}
+
+/* Batched and grouped cases: deterministic, within their bounds, the
+ * grouped kinds row-major with M (K) covering the groups, and over many
+ * draws every kind, empty groups, odd sizes, rows past the groups and
+ * broadcasts; --forms picks the kinds. */
+static void test_many_cases(void)
+{
+    const tk_lab_fuzz_params small = { 300, 1 << 20 };
+    int kinds[5] = { 0 }, empty = 0, odd = 0, tail = 0, bcast = 0, col = 0, bad = 0;
+    for (int64_t i = 0; i < NCASES; i++) {
+        tk_lab_fuzz_gcase f, h;
+        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_ALL, 3, i, &f);
+        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_ALL, 3, i + 5000, &h);
+        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_ALL, 3, i, &h);
+        CHECK(!memcmp(&f, &h, sizeof f), "many case %lld differs between two draws", (long long)i);
+        tk_lab_gcase g;
+        tk_lab_fuzz_gcase_view(&f, &g);
+        kinds[g.kind]++;
+        const double work = tk_lab_gcase_flop(&g) / 2;
+        const int64_t total = sum_sizes(&g);
+        int64_t most = 0;
+        for (int j = 0; g.sizes && j < g.count; j++) {
+            empty += g.sizes[j] == 0;
+            odd += g.sizes[j] % 8 != 0;
+            most = g.sizes[j] > most ? g.sizes[j] : most;
+            bad += g.sizes[j] < 0 || g.sizes[j] > 1024;
+        }
+        bad += work > (double)TK_LAB_FUZZ_MANY_VOLUME || g.c.m < 1 || g.c.n < 1 || g.c.k < 1 || g.c.n > 1024;
+        bad += g.count < 1 || g.count > (g.kind == TK_GROUP_BATCHED ? 8 : TK_LAB_FUZZ_GROUPS);
+        bad += g.kind != TK_GROUP_BATCHED && (g.c.layout != TK_ROW_MAJOR || !g.label[0]);
+        bad += (g.kind == TK_GROUP_ROWS && g.c.m < total) || (g.kind == TK_GROUP_K && g.c.k < total) ||
+               (g.kind == TK_GROUP_MASKED && g.c.m < most);
+        tail += (g.kind == TK_GROUP_ROWS && g.c.m > total) || (g.kind == TK_GROUP_K && g.c.k > total);
+        bcast += g.broadcast_a || g.broadcast_b;
+        col += g.c.layout == TK_COL_MAJOR;
+        CHECK(!bad, "many case %lld out of bounds (%s count %d, %lldx%lldx%lld, work %g)", (long long)i,
+              tk_lab_group_kind_name(g.kind), g.count, (long long)g.c.m, (long long)g.c.n, (long long)g.c.k, work);
+        bad = 0;
+        /* max_size bounds each size and the dimensions the groups leave whole */
+        tk_lab_fuzz_gcase_gen(&small, TK_LAB_FORM_ALL, 3, i, &h);
+        tk_lab_fuzz_gcase_view(&h, &g);
+        int over = g.c.n > 300 || (g.kind != TK_GROUP_ROWS && g.kind != TK_GROUP_MASKED && g.c.m > 300) ||
+                   (g.kind != TK_GROUP_K && g.c.k > 300);
+        for (int j = 0; g.sizes && j < g.count; j++)
+            over += g.sizes[j] > 300;
+        CHECK(!over, "many case %lld ignores max_size: %s %lldx%lldx%lld", (long long)i,
+              tk_lab_group_kind_name(g.kind), (long long)g.c.m, (long long)g.c.n, (long long)g.c.k);
+    }
+    for (int k = TK_GROUP_BATCHED; k <= TK_GROUP_MASKED; k++)
+        CHECK(kinds[k] > NCASES / 8, "kind %s drawn %d times of %d", tk_lab_group_kind_name(k), kinds[k], NCASES);
+    CHECK(empty > NCASES / 4 && odd > NCASES && tail > NCASES / 20 && bcast > NCASES / 20 && col > NCASES / 20,
+          "%d empty groups, %d odd sizes, %d tails, %d broadcasts, %d column-major", empty, odd, tail, bcast, col);
+    /* the smallest limits still make cases of sizes >= 1 */
+    const tk_lab_fuzz_params tiny = { 1, 1 };
+    for (int64_t i = 0; i < 200; i++) {
+        tk_lab_fuzz_gcase f;
+        tk_lab_fuzz_gcase_gen(&tiny, TK_LAB_FORM_ALL, 3, i, &f);
+        CHECK(f.g.c.m >= 1 && f.g.c.n == 1 && f.g.c.k >= 1, "max-size 1, max-volume 1: %lldx%lldx%lld",
+              (long long)f.g.c.m, (long long)f.g.c.n, (long long)f.g.c.k);
+    }
+    for (int64_t i = 0; i < 200; i++) {
+        tk_lab_fuzz_gcase f;
+        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_BATCHED, 3, i, &f);
+        CHECK(f.g.kind == TK_GROUP_BATCHED, "--forms batched drew %s", tk_lab_group_kind_name(f.g.kind));
+        tk_lab_fuzz_gcase_gen(&defaults, TK_LAB_FORM_GROUPED | TK_LAB_FORM_DENSE, 3, i, &f);
+        CHECK(f.g.kind != TK_GROUP_BATCHED, "--forms dense,grouped drew a batch");
+    }
+}
+
+static void test_forms(void)
+{
+    char why[TK_LAB_MSG_LEN];
+    unsigned f = 0;
+    CHECK(!tk_lab_fuzz_parse_forms("dense,batched,grouped", &f, why, sizeof why) && f == TK_LAB_FORM_ALL, "all");
+    CHECK(!tk_lab_fuzz_parse_forms("grouped", &f, why, sizeof why) && f == TK_LAB_FORM_GROUPED, "grouped");
+    static const char *const bad[] = { "", "dense,", ",dense", "dense,,grouped", "Dense", "batch", "dense grouped" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(tk_lab_fuzz_parse_forms(bad[i], &f, why, sizeof why) == -1 && strstr(why, "--forms:") &&
+                  strstr(why, "is not dense, batched or grouped"),
+              "'%s': %s", bad[i], why);
+    tk_lab_fuzz_opts o;
+    tk_lab_fuzz_defaults(&o);
+    CHECK(o.forms == TK_LAB_FORM_ALL, "default forms %u", o.forms);
+    o.only_case = 3;
+    o.forms = TK_LAB_FORM_GROUPED;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, "--case 3 replays a dense case"), "%s", why);
+    o.only_many = 1;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == 0, "--case g3 --forms grouped: %s", why);
+    o.forms = TK_LAB_FORM_DENSE;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, "--case g3 replays a batched or grouped"),
+          "%s", why);
+    o.forms = 0;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, "--forms"), "no forms: %s", why);
+    char buf[256];
+    tk_lab_fuzz_defaults(&o);
+    o.seed = 9;
+    tk_lab_fuzz_replay_many(&o, 4, "auto", buf, sizeof buf);
+    CHECK(!strcmp(buf, "tilekit fuzz --seed 9 --case g4 --kernel auto"), "replay '%s'", buf);
+    o.forms = TK_LAB_FORM_DENSE | TK_LAB_FORM_GROUPED;
+    tk_lab_fuzz_replay_many(&o, 4, "k01_naive", buf, sizeof buf);
+    CHECK(!strcmp(buf, "tilekit fuzz --seed 9 --case g4 --kernel k01_naive --forms dense,grouped"), "replay '%s'",
+          buf);
+}
+
 /* Without a GPU the run fails cleanly (no case, TK_ERR_NO_DEVICE); with one,
  * a single small case of auto-dispatch passes. */
 static void test_run_without_gpu_fails_cleanly(void)
@@ -298,6 +430,9 @@ static void test_run_without_gpu_fails_cleanly(void)
 void tk_tests(void)
 {
     TK_TEST(test_same_seed_and_index_same_case);
+    TK_TEST(test_dense_stream_unchanged);
+    TK_TEST(test_many_cases);
+    TK_TEST(test_forms);
     TK_TEST(test_cases_within_bounds);
     TK_TEST(test_everything_occurs);
     TK_TEST(test_exact_cases_stay_exact);

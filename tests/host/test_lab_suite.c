@@ -37,17 +37,39 @@ static int load_tmp(const char *name, tk_lab_shape **s, char *why, size_t len)
     return tk_lab_suite_load(path, s, &n, why, len) ? -1 : n;
 }
 
-static int count_of(const char *name)
+/* Loads the repository's bench/shapes/NAME.txt into *s; returns the
+ * shape count, or -1 after a failed check. */
+static int load_real(const char *name, tk_lab_shape **s)
 {
     char path[PATH_MAX + 64], why[1024];
     snprintf(path, sizeof path, "%s/%s.txt", shapes, name);
-    tk_lab_shape *s;
     int n = 0;
-    if (tk_lab_suite_load(path, &s, &n, why, sizeof why)) {
+    if (tk_lab_suite_load(path, s, &n, why, sizeof why)) {
         CHECK(0, "%s: %s", name, why);
         return -1;
     }
-    free(s);
+    return n;
+}
+
+/* text written to tmp/name and loaded into *s: want shapes, else -1 after
+ * a failed check. */
+static int load_text(const char *name, const char *text, int want, tk_lab_shape **s)
+{
+    char why[1024];
+    write_file(name, text);
+    int n = load_tmp(name, s, why, sizeof why);
+    CHECK(n == want, "%s: %d shapes (expected %d): %s", name, n, want, why);
+    if (n >= 0 && n != want)
+        free(*s);
+    return n == want ? n : -1;
+}
+
+static int count_of(const char *name)
+{
+    tk_lab_shape *s;
+    int n = load_real(name, &s);
+    if (n >= 0)
+        free(s);
     return n;
 }
 
@@ -60,14 +82,11 @@ static void test_real_suites_parse(void)
     CHECK(odd >= 25 && odd <= 30, "odd.txt: %d shapes (expected about 25-30)", odd);
     CHECK(all == square + llm + odd, "all.txt: %d shapes, not square + llm + odd = %d", all, square + llm + odd);
 
-    char path[PATH_MAX + 64], why[1024];
-    snprintf(path, sizeof path, "%s/all.txt", shapes);
+    char why[1024];
     tk_lab_shape *s;
-    int n = 0;
-    if (tk_lab_suite_load(path, &s, &n, why, sizeof why)) {
-        CHECK(0, "all: %s", why);
+    int n = load_real("all", &s);
+    if (n < 0)
         return;
-    }
     int vocab16k = 0, bad_ops = 0;
     for (int i = 0; i < n; i++) {
         const char *want = i < square ? "square" : i < square + llm ? "llm" : "odd";
@@ -113,6 +132,20 @@ static void test_malformed_lines(void)
         { "include ../bad\n", 1, "no '/'" },
         { "", 0, "end of file without a shape" },
         { "# only comments\n\n", 2, "end of file without a shape" },
+        /* grouped lines */
+        { "rows 8:64:balanced 128 n t\n", 1, "'rows SPEC N K opA opB' expected, got 'rows 8:64:balanced 128 n t'" },
+        { "k 64 128 8:64:skewed t n n\n", 1, "'k M N SPEC opA opB' expected" },
+        { "masked 4:64:balanced 64 32 n t\n", 1, "'masked SPEC M N K opA opB' expected" },
+        { "batch 16 8 8 n n\n", 1, "'batch COUNT M N K opA opB' expected" },
+        { "rows 8:64:zipf 128 64 n t\n", 1, "groups: '8:64:zipf': 'zipf' is not balanced, skewed or empty" },
+        { "rows 0,,3 128 64 n t\n", 1, "groups: '0,,3': size 2 is empty" },
+        { "k 64 128 2:64:empty t n\n", 1, "groups: '2:64:empty': empty needs G >= 4" },
+        { "rows 8:64:balanced 0 64 n t\n", 1, "N: 0 is out of range" },
+        { "k 0 128 8:64:balanced t n\n", 1, "M: 0 is out of range" },
+        { "rows 8:64:balanced 128 64 n x\n", 1, "opB: 'x' is not n or t" },
+        { "batch 65537 8 8 8 n n\n", 1, "COUNT: 65537 is out of range (expected 1..65536)" },
+        { "batch x 8 8 8 n n\n", 1, "COUNT: 'x' is not an integer" },
+        { "Rows 8:64:balanced 128 64 n t\n", 1, "'Rows' is neither M (an integer) nor a form (rows, k, masked, batch)" },
     };
     char why[1024], want[PATH_MAX + 64];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -135,14 +168,76 @@ static void test_malformed_lines(void)
     CHECK(load_tmp("bad.txt", &s, why, sizeof why) == -1 && strstr(why, "bad.txt:1: line longer than"), "%s", why);
 }
 
+/* Grouped lines: each form's fields where the format puts them, the sizes'
+ * sum standing for the dimension the groups split. */
+static void test_grouped_lines(void)
+{
+    tk_lab_shape *s;
+    if (load_text("g.txt",
+                  "rows 0,7,128,1,300 256 128 n t   # a list\n"
+                  "k 64 32 8:4096:skewed t n\n"
+                  "masked 4:100:empty 64 48 16 n n\n"
+                  "batch 16 128 64 32 t t\n"
+                  "512 512 512 n n                  # a dense line among them\n",
+                  5, &s) < 0)
+        return;
+    CHECK(s[0].kind == TK_GROUP_ROWS && s[0].count == 5 && s[0].m == 436 && s[0].n == 256 && s[0].k == 128 &&
+              s[0].op_a == TK_OP_N && s[0].op_b == TK_OP_T && !strcmp(s[0].groups, "0,7,128,1,300"),
+          "rows: kind %d count %d %lldx%lldx%lld '%s'", s[0].kind, s[0].count, (long long)s[0].m, (long long)s[0].n,
+          (long long)s[0].k, s[0].groups);
+    CHECK(s[1].kind == TK_GROUP_K && s[1].count == 8 && s[1].m == 64 && s[1].n == 32 && s[1].k == 4096 &&
+              s[1].op_a == TK_OP_T && s[1].op_b == TK_OP_N && !strcmp(s[1].groups, "8:4096:skewed"),
+          "k: %lldx%lldx%lld", (long long)s[1].m, (long long)s[1].n, (long long)s[1].k);
+    CHECK(s[2].kind == TK_GROUP_MASKED && s[2].count == 4 && s[2].m == 64 && s[2].n == 48 && s[2].k == 16,
+          "masked: %lldx%lldx%lld", (long long)s[2].m, (long long)s[2].n, (long long)s[2].k);
+    CHECK(s[3].kind == TK_GROUP_BATCHED && s[3].count == 16 && s[3].m == 128 && s[3].n == 64 && s[3].k == 32 &&
+              s[3].op_a == TK_OP_T && !s[3].groups[0],
+          "batch: count %d", s[3].count);
+    CHECK(s[4].kind == 0 && s[4].m == 512 && s[4].line == 5, "the dense line: kind %d", s[4].kind);
+    free(s);
+}
+
+/* bench/shapes/moe.txt: three models' four expert products at five token
+ * counts, balanced and skewed, with the published sizes. */
+static void test_moe_suite(void)
+{
+    tk_lab_shape *s;
+    int n = load_real("moe", &s);
+    if (n < 0)
+        return;
+    CHECK(n == 3 * 4 * 5 * 2, "moe.txt: %d shapes (expected 3 models x 4 products x 5 token counts x 2)", n);
+    static const struct { int experts; int64_t hidden, ffn; } models[] = { { 8, 4096, 14336 }, { 256, 7168, 2048 },
+                                                                          { 128, 2048, 768 } };
+    static const int64_t tokens[] = { 16, 128, 1024, 4096, 16384 };
+    int bad = 0;
+    double flop = 0;
+    for (int i = 0; i < n; i++) {
+        const int model = i / 40, product = i / 10 % 4, skewed = i / 5 % 2;
+        const int64_t t = tokens[i % 5], h = models[model].hidden, f = models[model].ffn;
+        /* gate_up, down: rows-grouped x @ W^T; dW_up, dW_down: K-grouped dY^T X */
+        const int64_t want_m = product < 2 ? t : product == 2 ? 2 * f : h;
+        const int64_t want_n = product == 0 ? 2 * f : product == 1 ? h : product == 2 ? h : f;
+        const int64_t want_k = product == 0 ? h : product == 1 ? f : t;
+        char spec[64];
+        snprintf(spec, sizeof spec, "%d:%lld:%s", models[model].experts, (long long)t, skewed ? "skewed" : "balanced");
+        const int ok = s[i].kind == (product < 2 ? TK_GROUP_ROWS : TK_GROUP_K) && s[i].m == want_m &&
+                       s[i].n == want_n && s[i].k == want_k && s[i].count == models[model].experts &&
+                       !strcmp(s[i].groups, spec) && s[i].op_a == (product < 2 ? TK_OP_N : TK_OP_T) &&
+                       s[i].op_b == (product < 2 ? TK_OP_T : TK_OP_N) && !strcmp(s[i].suite, "moe");
+        CHECK(ok || bad++, "moe.txt line %d: kind %d %lldx%lldx%lld '%s' (expected %lldx%lldx%lld '%s')", s[i].line,
+              s[i].kind, (long long)s[i].m, (long long)s[i].n, (long long)s[i].k, s[i].groups, (long long)want_m,
+              (long long)want_n, (long long)want_k, spec);
+        flop += 2.0 * (double)s[i].m * (double)s[i].n * (double)s[i].k;
+    }
+    /* the figure the file's header gives for its run time */
+    CHECK(flop > 38.9e12 && flop < 39.0e12, "moe.txt: %.4g flop per pass (the header says about 39 TFLOP)", flop);
+    free(s);
+}
+
 static void test_comments_blanks_crlf(void)
 {
-    write_file("ok.txt", "# head\n\n  1 2 3 t n   # trailing\r\n\t4\t5\t6 n t\n#\n16777216 1 1 t t");
     tk_lab_shape *s;
-    char why[1024];
-    int n = load_tmp("ok.txt", &s, why, sizeof why);
-    CHECK(n == 3, "%d shapes: %s", n, why);
-    if (n != 3)
+    if (load_text("ok.txt", "# head\n\n  1 2 3 t n   # trailing\r\n\t4\t5\t6 n t\n#\n16777216 1 1 t t", 3, &s) < 0)
         return;
     CHECK(s[0].m == 1 && s[0].n == 2 && s[0].k == 3 && s[0].op_a == TK_OP_T && s[0].op_b == TK_OP_N &&
           s[0].line == 3, "shape 0: %lld %lld %lld line %d", (long long)s[0].m, (long long)s[0].n,
@@ -428,6 +523,8 @@ void tk_tests(void)
     TK_TEST(test_real_suites_parse);
     TK_TEST(test_malformed_lines);
     TK_TEST(test_comments_blanks_crlf);
+    TK_TEST(test_grouped_lines);
+    TK_TEST(test_moe_suite);
     TK_TEST(test_includes);
     TK_TEST(test_summary_arithmetic);
     TK_TEST(test_report_suite_fields);
