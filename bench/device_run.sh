@@ -28,6 +28,12 @@
 # verify --smem-limit 32768` (the pre-launch refusal) and `--plant ... --png`
 # (the error map); bench/profile_docs.py turns them into docs/seeds.md's
 # sections (the command is printed last).
+# PART=grouped (not in all): the batched and grouped calls (issue 38): their
+# GPU tests (test_grouped, test_lab_grouped, the fuzz's grouped cases, the
+# Python and torch tests), compute-sanitizer memcheck and racecheck on the
+# k43 kernels (skewed groups and bad offsets: test_grouped's cases), then
+# GROUPED_BENCH lines (tilekit bench --groups ...) and `bench --suite moe`;
+# each step stopped after GROUPED_TIMEOUT seconds (default 240).
 # PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
 # test_concurrency, test_graph, test_isolation), compute-sanitizer memcheck
 # and racecheck on test_handle's flag and capture tests, and the host time
@@ -109,6 +115,40 @@ if [ "$PART" = check ]; then
     t0=$(date +%s)
     SAN_KERNELS=$ck timeout "$lim" bash bench/sanitize.sh "$BUILD" "$out" > "$out/check-sanitize.txt" 2>&1
     summary+=("sanitize ($ck): exit $? in $(( $(date +%s) - t0 )) s, $(tail -n 1 "$out/check-sanitize.txt")")
+fi
+if [ "$PART" = grouped ]; then
+    lim=${GROUPED_TIMEOUT:-240}
+    step() {   # step NAME CMD...: one step, its log OUTDIR/NAME.log, its last line in the summary
+        local name=$1 t0; shift
+        t0=$(date +%s)
+        timeout "$lim" "$@" > "$out/$name.log" 2>&1
+        summary+=("$name: exit $?, $(tail -n 1 "$out/$name.log") in $(( $(date +%s) - t0 )) s")
+        grep -E '^FAIL|^ +\(' "$out/$name.log" | head -n 20
+    }
+    step test_grouped "$BUILD/tests/gpu_test_grouped"
+    step test_lab_grouped "$BUILD/tests/gpu_test_lab_grouped"
+    step test_fuzz "$BUILD/tests/gpu_test_fuzz"
+    k43=$("$tk" info 2>/dev/null | awk '$1 ~ /^k43_/ { print $1 }' | paste -sd,)
+    for tool in memcheck racecheck; do
+        TK_GROUPED_KERNELS=$k43 step "sanitize-grouped-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
+            "$BUILD/tests/gpu_test_grouped"
+        summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-grouped-$tool.log" | tail -n 1)")
+    done
+    suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+    TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+        step test_python python3 tests/gpu/test_python.py
+    TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+        step test_torch python3 tests/gpu/test_torch.py
+    IFS=';' read -ra gb <<< "${GROUPED_BENCH:-}"
+    for i in "${!gb[@]}"; do
+        # shellcheck disable=SC2086
+        step "grouped_bench_$i" "$tk" bench ${gb[$i]} --json "$out/grouped_bench_$i.json"
+        cat "$out/grouped_bench_$i.log"
+    done
+    if [ -z "${NO_MOE:-}" ]; then
+        step suite_moe "$tk" bench --suite moe --json "$out/suite_moe.json"
+        sed -n '/^summary/,$p' "$out/suite_moe.log"
+    fi
 fi
 if [ "$PART" = handle ]; then
     for t in gpu_test_handle gpu_test_concurrency gpu_test_graph gpu_test_isolation; do

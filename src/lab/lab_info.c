@@ -52,12 +52,17 @@ static void print_registry(FILE *f, const char *const *kernels)
 {
     /* the table's families (src/kernels/table.def), then its configurations */
     const int fw = family_width(6), kw = kernel_width(kernels, 6);
-    fprintf(f, "%-*s %6s %-22s %s\n", fw, "family", "min_sm", "accepts", "description");
+    int aw = 7;   /* the accepts column: as wide as its longest entry */
+    char acc[64];
+    for (int i = 0; i < tk_family_count(); i++) {
+        accepts_str(tk_family_at(i)->accepts, acc, sizeof acc);
+        aw = (int)strlen(acc) > aw ? (int)strlen(acc) : aw;
+    }
+    fprintf(f, "%-*s %6s %-*s %s\n", fw, "family", "min_sm", aw, "accepts", "description");
     for (int i = 0; i < tk_family_count(); i++) {
         const tk_family *fam = tk_family_at(i);
-        char acc[64];
         accepts_str(fam->accepts, acc, sizeof acc);
-        fprintf(f, "%-*s %6d %-22s %s\n", fw, fam->name, fam->min_sm, acc, fam->description);
+        fprintf(f, "%-*s %6d %-*s %s\n", fw, fam->name, fam->min_sm, aw, acc, fam->description);
     }
     fprintf(f, "\n%-*s %-*s %6s %11s %4s %5s  %s\n", kw, "kernel", fw, "family", "min_sm", "BMxBNxBK", "swap", "rank",
             "description");
