@@ -174,6 +174,7 @@ typedef struct k30_params {
     int k;
     int grp_units;
     int grp_za, grp_zb;                /* A, B one matrix per product or group (else z = 0: shared) */
+    int grp_kalign;                    /* TK_GROUP_K with a K-major operand: k-tiles start 16-byte aligned */
 } k30_params;
 
 /* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
@@ -217,12 +218,13 @@ static __device__ __forceinline__ void k30_tile_coords(int t, int rows_total, in
 
 /* One unit of a grouped launch (GRP, k43): a tile of one product or
  * group. Rows m0.. of A (and C, at c), at most up to m_end; k-tiles of K
- * from element k0 (a group of TK_GROUP_K: its tokens), of which the last
- * has k_valid elements of the group (the rest of it, the next group's, is
- * zeroed in shared memory before use); za and zb: A's and B's matrix. */
+ * from element k0 (a group of TK_GROUP_K: its tokens), of which the first
+ * begins with k_head elements before the group and the last has k_valid
+ * elements of it (the others, the neighbours', are zeroed in shared
+ * memory before use); za and zb: A's and B's matrix. */
 typedef struct k30_unit {
     int m0, n0, m_end;
-    int k0, k_tiles, k_valid;
+    int k0, k_tiles, k_valid, k_head;
     int za, zb;
     char *c;
 } k30_unit;
@@ -299,6 +301,7 @@ static __device__ __forceinline__ int k30_gwalk_next(const k30_params *p, k30_gw
         u->k0 = 0;
         u->k_tiles = p->k_tiles;
         u->k_valid = K30_BK;
+        u->k_head = 0;
         if (p->grp_kind == TK_GROUP_ROWS) {
             int lo, hi, local;
             if (!k30_rows_find<BM>(p, w, t, lane, &lo, &hi, &local))
@@ -329,9 +332,14 @@ static __device__ __forceinline__ int k30_gwalk_next(const k30_params *p, k30_gw
             u->zb = p->grp_zb ? z : 0;
             u->c = (char *)p->c + (int64_t)z * p->grp_stride_c * esz;
             if (p->grp_kind == TK_GROUP_K) {
-                u->k0 = (int)lo;
-                u->k_tiles = (int)((hi - lo + K30_BK - 1) / K30_BK);
-                u->k_valid = (int)(hi - lo) - (u->k_tiles - 1) * K30_BK;
+                /* A K-major box must start on a 16-byte boundary of K (a
+                 * group at an odd token faulted: illegal instruction, H200):
+                 * from the 8-element boundary below, the head zeroed */
+                const int64_t from = p->grp_kalign ? lo & ~(int64_t)7 : lo;
+                u->k0 = (int)from;
+                u->k_head = (int)(lo - from);
+                u->k_tiles = hi == lo ? 0 : (int)((hi - from + K30_BK - 1) / K30_BK);
+                u->k_valid = (int)(hi - from) - (u->k_tiles - 1) * K30_BK;
             }
         }
         u->n0 = tn * BN;
@@ -576,22 +584,24 @@ static __device__ __forceinline__ void k30_release(const uint32_t *empty, int cl
     }
 }
 
-/* A TK_GROUP_K unit's last k-tile holds k_valid elements of its group,
- * then the next group's: consumer c zeroes them in its 64 rows of A (rows
- * of 128 bytes: M-major A's K rows k_valid..63; K-major A's elements
- * k_valid..63 of each row, 16-byte units placed by the 128B swizzle, unit
- * u of row r at (u ^ r % 8) * 16), so they add nothing; then makes the
- * writes visible to wgmma (the async proxy) and waits for its warpgroup. */
+/* A TK_GROUP_K unit's k-tile holds its group's elements k_from..k_to-1
+ * and its neighbours' around them: consumer c zeroes those in its 64 rows
+ * of A (rows of 128 bytes: M-major A's K rows; K-major A's elements of each
+ * row, 16-byte units placed by the 128B swizzle, unit u of row r at
+ * (u ^ r % 8) * 16), so they add nothing; then makes the writes visible to
+ * wgmma (the async proxy) and waits for its warpgroup. */
 template <int A_MN>
-static __device__ __forceinline__ void k30_zero_k_tail(uint32_t sa, int k_valid, int tid, int c)
+static __device__ __forceinline__ void k30_zero_k_outside(uint32_t sa, int k_from, int k_to, int tid, int c)
 {
-    const int gone = K30_BK - k_valid;
+    const int gone = K30_BK - (k_to - k_from);
     if (A_MN) {
-        for (int i = tid; i < gone * 8; i += 128)
-            tk_st_shared_zero16(sa + (k_valid + i / 8) * 128 + (i % 8) * 16);
+        for (int i = tid; i < gone * 8; i += 128) {
+            const int j = i / 8, k = j < k_from ? j : k_to + j - k_from;
+            tk_st_shared_zero16(sa + k * 128 + (i % 8) * 16);
+        }
     } else {
         for (int i = tid; i < 64 * gone; i += 128) {
-            const int r = i / gone, k = k_valid + i % gone;
+            const int r = i / gone, j = i % gone, k = j < k_from ? j : k_to + j - k_from;
             tk_st_shared_zero2(sa + r * 128 + ((((k >> 3) ^ (r & 7)) << 4) | ((k & 7) << 1)));
         }
     }
@@ -611,7 +621,7 @@ template <int A_MN, int B_MN, int BM, int BN, int SWAP, int KA, int GRP = 0>
 static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t ring, uint32_t full_bar,
                                                         const uint32_t *empty, int cluster, int k_tiles, int c,
                                                         int lane, int *s, uint32_t *phase, int k_valid = K30_BK,
-                                                        int tid = 0)
+                                                        int tid = 0, int k_head = 0)
 {
     /* K-major tiles: row r (M or N) at 128r, K steps of 16 = 32 bytes inside
      * the row. MN-major tiles: K row k at 128k within 64-wide boxes 8 KB apart
@@ -628,8 +638,8 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
         const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + (SWAP ? 0 : c * K30_BOX);
         const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA) + KA * K30_A_BYTES_M(BM) + (SWAP ? c * K30_BOX : 0);
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
-        if (GRP && kt == k_tiles - 1 && k_valid < K30_BK)
-            k30_zero_k_tail<A_MN>(sa, k_valid, tid, c);
+        if (GRP && ((kt == 0 && k_head > 0) || (kt == k_tiles - 1 && k_valid < K30_BK)))
+            k30_zero_k_outside<A_MN>(sa, kt == 0 ? k_head : 0, kt == k_tiles - 1 ? k_valid : K30_BK, tid, c);
 #ifdef K30_DIAG_LOADS_ONLY
         /* Timing diagnostic (wrong results): the stage goes back unread. */
         k30_release(empty, cluster, *s, lane);

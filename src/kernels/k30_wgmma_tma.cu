@@ -118,7 +118,8 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
             while (k30_gwalk_next<BM, BN>(&p, &gw, &u, lane, K30_GROUP_M)) {
                 if (u.k_tiles > 0) {
                     k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP), 1>(acc, ring, full_bar, empty, 1, u.k_tiles,
-                                                                                c, lane, &s, &phase, u.k_valid, tid);
+                                                                                c, lane, &s, &phase, u.k_valid, tid,
+                                                                                u.k_head);
                 } else {   /* an empty group of TK_GROUP_K: C = beta * C */
 #pragma unroll
                     for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
@@ -417,6 +418,7 @@ static tk_status k43_launch(const tk_kernel *k, const tk_args *a, const tk_devic
     p.grp_stride_c = g->kind == TK_GROUP_ROWS ? 0 : g->stride_c;
     p.grp_za = batched && g->stride_a != 0;
     p.grp_zb = g->kind != TK_GROUP_K && g->stride_b != 0;
+    p.grp_kalign = g->kind == TK_GROUP_K && (a->op_a == TK_OP_N || a->op_b == TK_OP_T);
     const long long units = g->kind == TK_GROUP_ROWS ? (long long)(p.tiles_m + g->count) * p.tiles_n
                                                      : (long long)g->count * p.tiles_m * p.tiles_n;
     p.grp_units = (int)units;
