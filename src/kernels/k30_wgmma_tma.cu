@@ -328,6 +328,14 @@ static tk_status k43_supports(const tk_kernel *k, const tk_args *a, const tk_dev
         snprintf(why, len, "K = 0 (C = beta * C) runs on k01_naive");
         return TK_ERR_NOT_SUPPORTED;
     }
+    if (g->kind == TK_GROUP_ROWS && a->op_a == TK_OP_T) {
+        /* a group starts at any row, and an M-major box must start on a
+         * 16-byte boundary of M (a group at an odd row faulted: illegal
+         * instruction, H200) */
+        snprintf(why, len, "groups of rows take op_a N (A stored rows x K): an M-major A's groups start off TMA's "
+                           "16-byte boundaries");
+        return TK_ERR_NOT_SUPPORTED;
+    }
     tk_status st = k30_supports_common(a, dev, k->bm, why, len);
     if (st)
         return st;
