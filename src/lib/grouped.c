@@ -158,41 +158,11 @@ tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel,
     return tk_run_args(h, &a, k, (cudaStream_t)stream);
 }
 
-tk_status tk_gemm_batched(tk_handle h, const tk_gemm_problem *p, int64_t count, int64_t stride_a, int64_t stride_b,
-                          int64_t stride_c, const char *kernel, void *stream)
-{
-    if (!h)
-        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
-    tk_call_begin(h);
-    if (!p)
-        return tk_fail(h, TK_ERR_INVALID_VALUE, "problem: pointer is NULL");
-    if (count < 0 || count > INT32_MAX)
-        return tk_fail(h, TK_ERR_INVALID_VALUE, "count: %" PRId64 " is not a batch count (expected 0 .. 2^31 - 1)",
-                       count);
-    tk_gemm_desc d = TK_GEMM_DESC_INIT;
-    d.problem = *p;
-    d.group_kind = TK_GROUP_BATCHED;
-    d.count = (int32_t)count;
-    d.stride_a = stride_a;
-    d.stride_b = stride_b;
-    d.stride_c = stride_c;
-    return tk_grouped_run(h, &d, kernel, stream);
-}
-
-tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind kind, int count, const int32_t *offs,
+/* The entry points' common part: h and p checked, the descriptor filled and run. */
+static tk_status run_form(tk_handle h, const tk_gemm_problem *p, int kind, int count, const int32_t *offs,
                           int64_t stride_a, int64_t stride_b, int64_t stride_c, int32_t *group_error,
                           const char *kernel, void *stream)
 {
-    if (!h)
-        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
-    tk_call_begin(h);
-    if (!p)
-        return tk_fail(h, TK_ERR_INVALID_VALUE, "problem: pointer is NULL");
-    if (kind != TK_GROUP_ROWS && kind != TK_GROUP_K && kind != TK_GROUP_MASKED)
-        return tk_fail(h, TK_ERR_INVALID_VALUE,
-                       "kind: %d is not TK_GROUP_ROWS (2), TK_GROUP_K (3) or TK_GROUP_MASKED (4) (batched products: "
-                       "tk_gemm_batched)",
-                       (int)kind);
     tk_gemm_desc d = TK_GEMM_DESC_INIT;
     d.problem = *p;
     d.group_kind = kind;
@@ -203,4 +173,40 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
     d.stride_c = stride_c;
     d.group_error = group_error;
     return tk_grouped_run(h, &d, kernel, stream);
+}
+
+/* h and p present (h's last error cleared first). */
+static tk_status check_call(tk_handle h, const tk_gemm_problem *p)
+{
+    if (!h)
+        return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
+    tk_call_begin(h);
+    return p ? TK_SUCCESS : tk_fail(h, TK_ERR_INVALID_VALUE, "problem: pointer is NULL");
+}
+
+tk_status tk_gemm_batched(tk_handle h, const tk_gemm_problem *p, int64_t count, int64_t stride_a, int64_t stride_b,
+                          int64_t stride_c, const char *kernel, void *stream)
+{
+    tk_status st = check_call(h, p);
+    if (st)
+        return st;
+    if (count < 0 || count > INT32_MAX)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "count: %" PRId64 " is not a batch count (expected 0 .. 2^31 - 1)",
+                       count);
+    return run_form(h, p, TK_GROUP_BATCHED, (int)count, NULL, stride_a, stride_b, stride_c, NULL, kernel, stream);
+}
+
+tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind kind, int count, const int32_t *offs,
+                          int64_t stride_a, int64_t stride_b, int64_t stride_c, int32_t *group_error,
+                          const char *kernel, void *stream)
+{
+    tk_status st = check_call(h, p);
+    if (st)
+        return st;
+    if (kind != TK_GROUP_ROWS && kind != TK_GROUP_K && kind != TK_GROUP_MASKED)
+        return tk_fail(h, TK_ERR_INVALID_VALUE,
+                       "kind: %d is not TK_GROUP_ROWS (2), TK_GROUP_K (3) or TK_GROUP_MASKED (4) (batched products: "
+                       "tk_gemm_batched)",
+                       (int)kind);
+    return run_form(h, p, kind, count, offs, stride_a, stride_b, stride_c, group_error, kernel, stream);
 }
