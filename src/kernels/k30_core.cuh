@@ -223,6 +223,7 @@ static __device__ __forceinline__ void k30_tile_coords(int t, int rows_total, in
  * elements of it (the others, the neighbours', are zeroed in shared
  * memory before use); za and zb: A's and B's matrix. */
 typedef struct k30_unit {
+    int z;                             /* the product or group: C's matrix in a 3-D C map */
     int m0, n0, m_end;
     int k0, k_tiles, k_valid, k_head;
     int za, zb;
@@ -309,6 +310,7 @@ static __device__ __forceinline__ int k30_gwalk_next(const k30_params *p, k30_gw
             const int rows = (hi - lo + BM - 1) / BM;
             tr = local % rows;
             tn = local / rows;
+            u->z = w->g;
             u->m0 = lo + tr * BM;
             u->m_end = hi;
             u->za = 0;
@@ -328,6 +330,7 @@ static __device__ __forceinline__ int k30_gwalk_next(const k30_params *p, k30_gw
             u->m_end = p->grp_kind == TK_GROUP_MASKED ? (int)hi : p->m;
             if (u->m0 >= u->m_end)
                 continue;
+            u->z = z;
             u->za = p->grp_za ? z : 0;
             u->zb = p->grp_zb ? z : 0;
             u->c = (char *)p->c + (int64_t)z * p->grp_stride_c * esz;
@@ -926,8 +929,9 @@ static __device__ __forceinline__ void k30_chunk_acquire(int tid, int bar_id)
  * where the direct epilogue's covered 8 rows (with it 4096 x 4097 x 4096 NT
  * took 0.288 ms, with this 0.234, against 0.204 for 4096 x 4104 x 4096).
  * The logical 16-byte unit u of staged row r sits at r * 128 + (u ^ r % 8) * 16. */
+template <int GRP = 0>
 static __device__ __forceinline__ void k30_chunk_store_rows(const k30_params *p, const uint8_t *bp, int col0,
-                                                              int row0, int tid)
+                                                              int row0, int tid, void *c_at = nullptr, int m_end = 0)
 {
     const int warp = tid >> 5, lane = tid & 31;
     /* Few live values (the 128 accumulators are still live here): a row
@@ -935,8 +939,8 @@ static __device__ __forceinline__ void k30_chunk_store_rows(const k30_params *p,
     const int bf16 = p->c_bf16, esz = bf16 ? 2 : 4;
     const int gc = col0 + (bf16 ? 2 * lane : lane);
     const int cols_left = p->n - gc;   /* > 0: column gc exists; > 1: gc + 1 too */
-    const int rows = min(64, p->m - row0);
-    char *q = (char *)p->c + ((int64_t)(row0 + warp) * p->ldc + gc) * esz;
+    const int rows = min(64, (GRP ? m_end : p->m) - row0);
+    char *q = (char *)(GRP ? c_at : p->c) + ((int64_t)(row0 + warp) * p->ldc + gc) * esz;
     const int64_t step = (int64_t)4 * p->ldc * esz;
     const uint8_t *src = bp + (lane & 3) * 4;
 #pragma unroll 1
@@ -959,20 +963,26 @@ static __device__ __forceinline__ void k30_chunk_store_rows(const k30_params *p,
 
 /* After writing a chunk: meet, then store it, either by one thread's TMA
  * store of the 64 x 128-byte box (after making the generic-proxy writes
- * visible to the copy engine) or row by row. */
+ * visible to the copy engine) or row by row. GRP (k43): into matrix z of
+ * a 3-D map of C, or row by row into C at c_at, rows below m_end. */
+template <int GRP = 0>
 static __device__ __forceinline__ void k30_chunk_release(const k30_params *p, int tid, int bar_id, uint32_t buf,
-                                                           const uint8_t *bp, int col, int row)
+                                                           const uint8_t *bp, int col, int row, int z = 0,
+                                                           void *c_at = nullptr, int m_end = 0)
 {
     if (p->c_tma) {
         tk_fence_proxy_async_shared();
         tk_bar_sync(bar_id, 128);
         if (tid == 0) {
-            tk_tma_store_2d(&p->map_c, buf, col, row);
+            if (GRP)
+                tk_tma_store_3d(&p->map_c, buf, col, row, z);
+            else
+                tk_tma_store_2d(&p->map_c, buf, col, row);
             tk_tma_store_commit();
         }
     } else {
         tk_bar_sync(bar_id, 128);
-        k30_chunk_store_rows(p, bp, col, row, tid);
+        k30_chunk_store_rows<GRP>(p, bp, col, row, tid, c_at, m_end);
     }
 }
 
@@ -987,10 +997,10 @@ static __device__ __forceinline__ void k30_chunk_release(const k30_params *p, in
  * TMA store could still be reading; found by `tilekit fuzz`). Columns past
  * the last whole chunk (BN 144: 16) go straight from the accumulators
  * (k30_epilogue_direct): a chunk's TMA box would write into the next tile. */
-template <int BN>
+template <int BN, int GRP = 0>
 static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, const float *acc, int r0, int c0,
                                                           int warp, int lane, uint32_t ebuf, uint8_t *epp, int bar_id,
-                                                          int *nchunk)
+                                                          int *nchunk, int z = 0, void *c_at = nullptr, int m_end = 0)
 {
 #ifdef K30_DIAG_NO_EPI
     return;
@@ -1018,10 +1028,10 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
                                k30_pack_bf16x2(alpha * acc[4 * j + 4], alpha * acc[4 * j + 5]),
                                k30_pack_bf16x2(alpha * acc[4 * j + 6], alpha * acc[4 * j + 7]));
             }
-            k30_chunk_release(p, tid, bar_id, buf, bp, c0 + 64 * q, r0);
+            k30_chunk_release<GRP>(p, tid, bar_id, buf, bp, c0 + 64 * q, r0, z, c_at, m_end);
         }
         if (BN % 64)
-            k30_epilogue_direct<BN % 64>(p, acc + BN / 64 * 32, r0, c0 + BN / 64 * 64, warp, lane);
+            k30_epilogue_direct<BN % 64, GRP>(p, acc + BN / 64 * 32, r0, c0 + BN / 64 * 64, warp, lane, c_at, m_end);
     } else {
         /* BN / 32 chunks of 32 columns; each thread writes 8-byte pairs. */
 #pragma unroll
@@ -1041,10 +1051,10 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
                     *dst = make_float2(alpha * acc[4 * j + 2 * h], alpha * acc[4 * j + 2 * h + 1]);
                 }
             }
-            k30_chunk_release(p, tid, bar_id, buf, bp, c0 + 32 * q, r0);
+            k30_chunk_release<GRP>(p, tid, bar_id, buf, bp, c0 + 32 * q, r0, z, c_at, m_end);
         }
         if (BN % 32)
-            k30_epilogue_direct<BN % 32>(p, acc + BN / 32 * 16, r0, c0 + BN / 32 * 32, warp, lane);
+            k30_epilogue_direct<BN % 32, GRP>(p, acc + BN / 32 * 16, r0, c0 + BN / 32 * 32, warp, lane, c_at, m_end);
     }
 }
 #endif

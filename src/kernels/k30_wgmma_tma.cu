@@ -127,6 +127,9 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
                 }
                 if (SWAP)
                     k30_epilogue_swap_at<BM>(&p, acc, u.m0, u.n0 + 64 * c, warp, lane, u.c, u.m_end);
+                else if (p.c_staged)   /* beta 0: TMA stores into the 3-D map of C, or row by row */
+                    k30_epilogue_staged<BN, 1>(&p, acc, u.m0 + 64 * c, u.n0, warp, lane, ebuf, epp, 1 + c, &nchunk,
+                                               u.z, u.c, u.m_end);
                 else
                     k30_epilogue_direct<BN, 1>(&p, acc, u.m0 + 64 * c, u.n0, warp, lane, u.c, u.m_end);
             }
@@ -427,6 +430,25 @@ static tk_status k43_launch(const tk_kernel *k, const tk_args *a, const tk_devic
     p.grp_za = batched && g->stride_a != 0;
     p.grp_zb = g->kind != TK_GROUP_K && g->stride_b != 0;
     p.grp_kalign = g->kind == TK_GROUP_K && (a->op_a == TK_OP_N || a->op_b == TK_OP_T);
+    /* beta 0: C staged in shared memory (the dense kernels' epilogue), then
+     * for whole products (BATCHED, K) stored by TMA through a 3-D map of C,
+     * else (rows bounded by a group or a mask, C off TMA's alignment) row by
+     * row, 128 bytes of a row a warp store; beta != 0: the direct epilogue. */
+    p.c_staged = !k->swap && a->beta == 0.0f;
+    char ignore[TK_MSG_LEN];
+    const int64_t sc = g->stride_c ? g->stride_c : a->m * a->ldc;
+    if (!k->swap && (g->kind == TK_GROUP_BATCHED || g->kind == TK_GROUP_K) && a->beta == 0.0f &&
+        (a->n * (int64_t)cs) % 16 == 0 && (sc * (int64_t)cs) % 16 == 0 && (uint64_t)(sc * cs) < TK_TMA_MAX_STRIDE &&
+        tk_tma_check("C", a->c, a->ldc, cs, ignore, sizeof ignore) == TK_SUCCESS) {
+        st = tk_tma_map_3d(a->lc, &p.map_c, a->c_type == TK_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                                 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                           cs, a->c, (uint64_t)g->count, (uint64_t)sc, (uint64_t)a->m, (uint64_t)a->n,
+                           (uint64_t)a->ldc, 64, (uint32_t)(128 / cs), CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+        if (st)
+            return st;
+        p.c_tma = 1;
+        p.c_staged = 1;
+    }
     const long long units = g->kind == TK_GROUP_ROWS ? (long long)(p.tiles_m + g->count) * p.tiles_n
                                                      : (long long)g->count * p.tiles_m * p.tiles_n;
     p.grp_units = (int)units;

@@ -71,6 +71,16 @@ static __device__ __forceinline__ void tk_tma_store_2d(const CUtensorMap *map, u
                  : "memory");
 }
 
+/* The same into a 3-D map (tk_tma_map_3d): c2 picks the matrix. */
+static __device__ __forceinline__ void tk_tma_store_3d(const CUtensorMap *map, uint32_t src, int32_t c0, int32_t c1,
+                                                       int32_t c2)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                     (uint64_t)(uintptr_t)map),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(src)
+                 : "memory");
+}
+
 static __device__ __forceinline__ void tk_tma_store_commit(void)
 {
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
