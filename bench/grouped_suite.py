@@ -265,4 +265,5 @@ def table_row(r):
     t, k = r["torch"], r["tilekit"]
     return "| %s | %s | %s | %s | %s | %s | %s |" % (r["label"], r["groups_cell"], _fmt(t.get("tflops"), "%.1f"),
                                                    _fmt(k.get("tflops"), "%.1f"), _fmt(r["ratio_torch"], "%.3f"),
-                                                   _fmt(r["max_rel_err"], "%.1e"), r["note"] or "")
+                                                   _fmt(r["max_rel_err"], "%.1e"),
+                                                   (r["note"] or "").replace("|", "\\|"))

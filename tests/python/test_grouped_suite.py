@@ -146,5 +146,7 @@ def test_table_row():
                               "| 3.1e-03 |  |", gs.table_row(r)
     r.update(torch={"tflops": None}, ratio_torch=None, note="torch refused: expected ...")
     assert gs.table_row(r).endswith("| - | 20.0 | - | 3.1e-03 | torch refused: expected ... |"), gs.table_row(r)
+    r["note"] = "tilekit failed: a | b"     # a refusal's words keep the table's columns
+    assert gs.table_row(r).endswith("| tilekit failed: a \\| b |"), gs.table_row(r)
     assert gs.groups_cell({"form": "batch", "count": 32}, None) == "batch 32"
     assert gs.groups_cell({"form": "k"}, [5, 5]) == "2"
