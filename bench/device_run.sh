@@ -32,8 +32,10 @@
 # GPU tests (test_grouped, test_lab_grouped, the fuzz's grouped cases, the
 # Python and torch tests), compute-sanitizer memcheck and racecheck on the
 # k43 kernels (skewed groups and bad offsets: test_grouped's cases), then
-# GROUPED_BENCH lines (tilekit bench --groups ...) and `bench --suite moe`;
-# each step stopped after GROUPED_TIMEOUT seconds (default 240).
+# GROUPED_BENCH lines (tilekit bench --groups ...), `bench --suite moe`
+# (NO_MOE=1: not), then bench/torch_bench.py's grouped (the moe suite against
+# torch._grouped_mm) and bmm (against torch.bmm) modes; each step stopped
+# after GROUPED_TIMEOUT seconds (default 240).
 # PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
 # test_concurrency, test_graph, test_isolation), compute-sanitizer memcheck
 # and racecheck on test_handle's flag and capture tests, and the host time
@@ -149,6 +151,12 @@ if [ "$PART" = grouped ]; then
         step suite_moe "$tk" bench --suite moe --json "$out/suite_moe.json"
         sed -n '/^summary/,$p' "$out/suite_moe.log"
     fi
+    # the same suite against torch._grouped_mm, and attention-like bmm's against torch.bmm (bench/torch_bench.py)
+    for w in grouped bmm; do
+        TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+            step "torch_$w" python3 bench/torch_bench.py $w --json "$out/torch_$w.json"
+        cat "$out/torch_$w.log"
+    done
 fi
 if [ "$PART" = handle ]; then
     for t in gpu_test_handle gpu_test_concurrency gpu_test_graph gpu_test_isolation; do

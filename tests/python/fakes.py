@@ -5,7 +5,8 @@ devices, the current stream per device, torch.empty), with a log of the
 allocations and of the stream changes. fake_lib() builds fake_tilekit.c, a
 libtilekit.so whose calls succeed and are logged (handles created and
 destroyed, the stream of each GEMM, events recorded and waited for), and
-log() reads that log. run() runs a script in a fresh interpreter on one
+log() reads that log; build_c() builds other C helpers (tests/python/*.c,
+the lab's host sources). run() runs a script in a fresh interpreter on one
 backend, so a fake torch or library never reaches the test process.
 """
 import atexit
@@ -178,19 +179,27 @@ def run(code, ext, lib=None, env=None, timeout=120):
 _built = {}
 
 
-def fake_lib():
-    """fake_tilekit.c built (once per process, with $CC or cc, against the
-    checkout's include/tilekit.h) into a temporary directory: its path."""
-    if "lib" not in _built:
-        d = tempfile.mkdtemp(prefix="tilekit-fake-")
-        atexit.register(shutil.rmtree, d, True)
-        path = os.path.join(d, "libtilekit_fake.so")
-        cmd = [os.environ.get("CC", "cc"), "-shared", "-fPIC", "-std=c11", "-Wall", "-Wextra", "-Werror",
-               "-I" + os.path.join(ROOT, "include"), "-o", path, os.path.join(HERE, "fake_tilekit.c"), "-lpthread"]
+def build_c(name, args):
+    """A C build (once per process, with $CC or cc, -std=c11 -Wall -Wextra
+    -Werror, the checkout's include/ and src/ on the include path) of args
+    (sources and flags) into a temporary directory as name: its path."""
+    if name not in _built:
+        if "dir" not in _built:
+            _built["dir"] = tempfile.mkdtemp(prefix="tilekit-fake-")
+            atexit.register(shutil.rmtree, _built["dir"], True)
+        path = os.path.join(_built["dir"], name)
+        cmd = [os.environ.get("CC", "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror",
+               "-I" + os.path.join(ROOT, "include"), "-I" + os.path.join(ROOT, "src"), "-o", path] + list(args)
         out = subprocess.run(cmd, capture_output=True, text=True)
-        assert out.returncode == 0, "building the fake library failed: %s\n%s" % (" ".join(cmd), out.stderr)
-        _built["lib"] = path
-    return _built["lib"]
+        assert out.returncode == 0, "building %s failed: %s\n%s" % (name, " ".join(cmd), out.stderr)
+        _built[name] = path
+    return _built[name]
+
+
+def fake_lib():
+    """fake_tilekit.c built against the checkout's include/tilekit.h: the
+    path of the library."""
+    return build_c("libtilekit_fake.so", ["-shared", "-fPIC", os.path.join(HERE, "fake_tilekit.c"), "-lpthread"])
 
 
 def log(text):
