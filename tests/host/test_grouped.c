@@ -623,6 +623,96 @@ static void test_named_kernels_refuse(void)
           "k01_naive, the fallback, must take every form");
 }
 
+/* Auto-dispatch among k43's configurations on a modeled H100 (the family's
+ * support and rank functions, no GPU): the swapped 16- and 32-row tiles for
+ * a few tokens an expert, 64 x 128 up to 64 rows, 128 x 256 for large
+ * groups, 128 x 128 for weight gradients of few output tiles; refusals: a
+ * rows split of an M-major A (its groups start off TMA's 16-byte
+ * boundaries), the swapped tiles for K splits, K = 0, a dense problem. */
+static const char *k43_pick(const tk_args *a, const tk_device *dev)
+{
+    const tk_kernel *best = NULL;
+    int best_rank = 0;
+    char why[TK_MSG_LEN];
+    for (int i = 0; i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (strcmp(k->family->name, "k43") || tk_kernel_supports_args(k, a, dev, why, sizeof why))
+            continue;
+        const int r = tk_kernel_rank(k, a, dev);
+        if (r > best_rank) {
+            best = k;
+            best_rank = r;
+        }
+    }
+    return best ? best->name : "(none)";
+}
+
+/* A row-major problem of kind over `count` products or groups, its
+ * operands at aligned stand-ins (support checks read their alignment only). */
+static tk_args k43_args(tk_group_args *g, int kind, int count, int64_t m, int64_t n, int64_t k, tk_op op_a, tk_op op_b)
+{
+    static uint16_t buf[64] __attribute__((aligned(256)));
+    memset(g, 0, sizeof *g);
+    g->kind = kind;
+    g->count = count;
+    g->offs = kind == TK_GROUP_BATCHED ? NULL : (const int32_t *)buf;
+    g->stride_a = kind == TK_GROUP_BATCHED ? m * k : 0;
+    g->stride_b = kind == TK_GROUP_K ? 0 : n * k;
+    g->stride_c = kind == TK_GROUP_ROWS ? 0 : m * n;
+    tk_args a;
+    memset(&a, 0, sizeof a);
+    a.m = m;
+    a.n = n;
+    a.k = k;
+    a.op_a = op_a;
+    a.op_b = op_b;
+    a.lda = op_a == TK_OP_N ? k : m;
+    a.ldb = op_b == TK_OP_N ? n : k;
+    a.ldc = n;
+    a.a = a.b = a.c = buf;
+    a.c_type = TK_BF16;
+    a.alpha = 1.0f;
+    a.grp = g;
+    return a;
+}
+
+static void test_k43_picks(void)
+{
+    const tk_device dev = fh_device(90);
+    const struct { int kind, count; int64_t m, n, k; tk_op op_a, op_b; const char *want; } cases[] = {
+        { TK_GROUP_ROWS, 256, 128, 4096, 7168, TK_OP_N, TK_OP_T, "k43_swap_16x64" },       /* DeepSeek decode */
+        { TK_GROUP_ROWS, 8, 4096, 28672, 4096, TK_OP_N, TK_OP_T, "k43_grouped_128x256" },   /* Mixtral prefill */
+        { TK_GROUP_ROWS, 128, 4096, 1536, 2048, TK_OP_N, TK_OP_T, "k43_swap_32x64" },       /* 32 rows a group */
+        { TK_GROUP_ROWS, 8, 512, 4096, 4096, TK_OP_N, TK_OP_T, "k43_grouped_64x128" },      /* 64 rows a group */
+        { TK_GROUP_K, 8, 256, 128, 4096, TK_OP_T, TK_OP_N, "k43_grouped_128x128" },         /* few output tiles */
+        { TK_GROUP_BATCHED, 256, 512, 512, 128, TK_OP_N, TK_OP_T, "k43_grouped_128x256" },
+        { TK_GROUP_ROWS, 8, 4096, 4096, 4096, TK_OP_T, TK_OP_T, "(none)" },                 /* M-major A */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tk_group_args g;
+        const tk_args a = k43_args(&g, cases[i].kind, cases[i].count, cases[i].m, cases[i].n, cases[i].k,
+                                   cases[i].op_a, cases[i].op_b);
+        const char *got = k43_pick(&a, &dev);
+        CHECK(!strcmp(got, cases[i].want), "case %zu (kind %d, %d groups, %lld x %lld x %lld): k43 picks %s, want %s",
+              i, cases[i].kind, cases[i].count, (long long)a.m, (long long)a.n, (long long)a.k, got, cases[i].want);
+    }
+    const tk_kernel *swap = tk_registry_find("k43_swap_16x64"), *big = tk_registry_find("k43_grouped_128x256");
+    CHECK(swap && big, "k43 lines missing from the registry");
+    if (!swap || !big)
+        return;
+    char why[TK_MSG_LEN] = "";
+    tk_group_args g;
+    tk_args a = k43_args(&g, TK_GROUP_K, 4, 64, 64, 256, TK_OP_N, TK_OP_T);
+    CHECK(tk_kernel_supports_args(swap, &a, &dev, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "not K"),
+          "swapped tiles on a K split: %s", why);
+    a.k = 0;
+    CHECK(tk_kernel_supports_args(big, &a, &dev, why, sizeof why) == TK_ERR_NOT_SUPPORTED, "K = 0 taken");
+    a.k = 256;
+    a.grp = NULL;
+    CHECK(tk_kernel_supports_args(big, &a, &dev, why, sizeof why) == TK_ERR_NOT_SUPPORTED && strstr(why, "only"),
+          "a dense problem taken: %s", why);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_valid_descs);
@@ -640,4 +730,5 @@ void tk_tests(void)
     TK_TEST(test_kind_none);
     TK_TEST(test_first_version_desc);
     TK_TEST(test_named_kernels_refuse);
+    TK_TEST(test_k43_picks);
 }
