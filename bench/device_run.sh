@@ -30,7 +30,7 @@
 # sections (the command is printed last).
 # PART=grouped (not in all): the batched and grouped calls (issue 38): their
 # GPU tests (test_grouped, test_lab_grouped, the fuzz's grouped cases, the
-# Python and torch tests), compute-sanitizer memcheck and racecheck on the
+# Python and torch tests), compute-sanitizer's four tools on the
 # k43 kernels (skewed groups and bad offsets: test_grouped's cases), then
 # GROUPED_BENCH lines (tilekit bench --groups ...), `bench --suite moe`
 # (NO_MOE=1: not), then bench/torch_bench.py's grouped (the moe suite against
@@ -131,7 +131,7 @@ if [ "$PART" = grouped ]; then
     step test_lab_grouped "$BUILD/tests/gpu_test_lab_grouped"
     step test_fuzz "$BUILD/tests/gpu_test_fuzz"
     k43=$("$tk" info 2>/dev/null | awk '$1 ~ /^k43_/ { print $1 }' | paste -sd,)
-    for tool in memcheck racecheck; do
+    for tool in memcheck racecheck initcheck synccheck; do
         TK_GROUPED_KERNELS=$k43 step "sanitize-grouped-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
             "$BUILD/tests/gpu_test_grouped"
         summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-grouped-$tool.log" | tail -n 1)")

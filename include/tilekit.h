@@ -207,13 +207,14 @@ tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, vo
  * offs: `count` int32 in device memory, 4-byte aligned: cumulative end
  * offsets (ROWS, K; torch._grouped_mm's `offs`) or row counts (MASKED);
  * NULL for BATCHED. Groups may be empty and of any size. ROWS, K and
- * MASKED take TK_ROW_MAJOR alone. The fields a kind does not use must be 0.
+ * MASKED take TK_ROW_MAJOR alone. The fields a kind does not use must be 0
+ * (with TK_GROUP_NONE: all of them).
  * Bad offsets are only seen on the device: a group whose range is not
  * 0 <= offs[g-1] <= offs[g] <= M (ROWS; K for K; 0 <= offs[g] <= M for
  * MASKED) is skipped, its C not written, and if group_error is not NULL
  * *group_error is set to 1 (never cleared by the library). Nothing outside
- * the operands is read or written; where offsets decrease, rows that two
- * groups' ranges share get either group's result. */
+ * the operands is read or written; where offsets decrease, the values of
+ * rows that two groups' ranges share are undefined. */
 typedef enum tk_group_kind {
     TK_GROUP_NONE = 0,           /* one product (tk_gemm_ex) */
     TK_GROUP_BATCHED = 1,

@@ -72,8 +72,8 @@ static tk_status naive_supports(const tk_kernel *k, const tk_args *a, const tk_d
 
 static void naive_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
-    (void)k; (void)a; (void)dev;
-    r->func = (const void *)k01_naive_kernel;
+    (void)k; (void)dev;
+    r->func = a && a->grp ? (const void *)k01_grouped_kernel : (const void *)k01_naive_kernel;
     r->threads = NAIVE_BLOCK * NAIVE_BLOCK;
     r->dyn_smem = 0;
 }
