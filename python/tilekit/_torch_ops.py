@@ -346,6 +346,59 @@ grouped_mm_op.register_autograd(_grouped_mm_backward, setup_context=_saved_setup
 bmm_op.register_autograd(_bmm_backward, setup_context=_saved_setup)
 
 
+# The eager path, as for mm (_MMFunction): outside torch.compile the custom
+# op's dispatch costs more host time than a small grouped call takes on the
+# GPU, so grouped_mm and bmm call the body directly, through an
+# autograd.Function when a gradient will be needed (the same formulas as
+# the ops'). docs/NOTES.md session 25 has the host times.
+
+class _GroupedFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, offs, out_dtype):
+        ctx.save_for_backward(a, b, offs)
+        return _grouped_impl(a, b, offs, out_dtype, "tilekit.grouped_mm")
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, offs = ctx.saved_tensors
+        ga, gb = _grads(a, b, ctx.needs_input_grad, _bf16(grad), lambda x, y: _grouped_eager(x, y, offs, None))
+        return ga, gb, None, None
+
+
+class _BmmFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, out_dtype):
+        ctx.save_for_backward(a, b)
+        return _grouped_impl(a, b, None, out_dtype, "tilekit.bmm")
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga, gb = _grads(a, b, ctx.needs_input_grad, _bf16(grad), lambda x, y: _bmm_eager(x, y, None))
+        return ga, gb, None
+
+
+def _needs_grad(a, b):
+    return torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+
+
+def _grouped_eager(a, b, offs, out_dtype):
+    if torch.compiler.is_compiling():
+        return grouped_mm_op(a, b, offs, out_dtype)
+    if _needs_grad(a, b):
+        return _GroupedFunction.apply(a, b, offs, out_dtype)
+    return _grouped_impl(a, b, offs, out_dtype, "tilekit.grouped_mm")
+
+
+def _bmm_eager(a, b, out_dtype):
+    _bmm_check(a, b)
+    if torch.compiler.is_compiling():
+        return bmm_op(a, b, out_dtype)
+    if _needs_grad(a, b):
+        return _BmmFunction.apply(a, b, out_dtype)
+    return _grouped_impl(a, b, None, out_dtype, "tilekit.bmm")
+
+
 def grouped_mm(a, b, offs=None, out_dtype=None):
     """torch._grouped_mm on tilekit: many products in one call, a torch op
     (autograd, torch.compile(fullgraph=True), CUDA graphs: offs is never read
@@ -373,7 +426,7 @@ def grouped_mm(a, b, offs=None, out_dtype=None):
     transposed views (an fp32 out's gradient is rounded to bf16 first).
     TypeError for dtypes and devices, ValueError for shapes, naming the
     argument."""
-    return grouped_mm_op(a, b, offs, out_dtype)
+    return _grouped_eager(a, b, offs, out_dtype)
 
 
 def bmm(a, b, out_dtype=None):
@@ -383,4 +436,4 @@ def bmm(a, b, out_dtype=None):
     batch stride 0, is one matrix for all, not copied; transposed matrices
     are op T). Returns (B x M x N) of out_dtype, torch.bfloat16 (default) or
     torch.float32. The gradients are two bmm's."""
-    return bmm_op(a, b, out_dtype)
+    return _bmm_eager(a, b, out_dtype)

@@ -15,6 +15,7 @@ Prints "N passed, N failed" last; exits non-zero on any failure.
     python3 tests/gpu/test_torch.py [name-substring]
 """
 import copy
+import itertools
 import os
 import sys
 
@@ -392,11 +393,15 @@ def test_grouped_mm_empty_and_odd():
 def test_grouped_mm_autograd():
     """Each form's gradients (the op again on transposed views: 3 tilekit
     calls) against float64 autograd through the loop; a weight leaf seen
-    transposed gets its gradient in its own layout; an fp32 out's."""
-    for name, (a, b, offs) in forms().items():
+    transposed gets its gradient in its own layout; an fp32 out's. Both
+    eager paths: tilekit.grouped_mm (an autograd.Function) and the custom
+    op torch.ops.tilekit.grouped_mm (its registered autograd formula)."""
+    for (name, (a, b, offs)), fn in itertools.product(forms().items(),
+                                                      (tilekit.grouped_mm, torch.ops.tilekit.grouped_mm)):
+        name = "%s %s" % (name, "op" if fn is not tilekit.grouped_mm else "eager")
         a = a.detach().requires_grad_()
         b = b.detach().requires_grad_()
-        y = tilekit.grouped_mm(a, b, offs)
+        y = fn(a, b, offs)
         g = bf16(*y.shape)
         with Counting(*GROUPED) as c:
             y.backward(g)
@@ -436,6 +441,10 @@ def test_bmm():
     close(base.grad, b64.grad, TOL_OP * 2, "bmm d(expanded a)")
     close(wt.grad, w64.grad, TOL_OP * 2, "bmm db")
     assert wt.grad.is_contiguous()
+    base.grad = wt.grad = None   # the custom op's own autograd formula (tilekit.bmm skips its dispatch)
+    torch.ops.tilekit.bmm(a, wt.transpose(-2, -1)).backward(g)
+    close(base.grad, b64.grad, TOL_OP * 2, "op bmm d(expanded a)")
+    close(wt.grad, w64.grad, TOL_OP * 2, "op bmm db")
 
 
 def test_grouped_errors():
