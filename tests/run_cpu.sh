@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU test suite: every build/tests/test_* binary, the host-only part of
-# the Hopper check (k31's split-wave plan), the README's C program installed
+# the Hopper check (k31's split-wave plan), the kernels' register spills
+# (tests/check_spills.py, from the build's ptxas reports), the README's C program installed
 # and built with pkg-config (tests/install_app.sh) and the Python tests (on
 # the C extension, then the wrapper's again on the ctypes fallback).
 # Prints one "N passed, N failed" line last; exits non-zero on any failure.
@@ -33,6 +34,11 @@ count() {
     pass=$((pass + p)); fail=$((fail + f))
     [ "$3" -ne 0 ] && [ "$f" -eq 0 ] && { echo "   ($1: exit $3 with no failed test: counted as a failure)"; fail=$((fail + 1)); }
 }
+# Register spills in the kernels, from ptxas's reports of this build.
+echo "== tests/check_spills.py (ptxas -v of every kernel)"
+out=$(python3 tests/check_spills.py "$build" 2>&1); rc=$?
+echo "$out" | grep -v '^ok '
+count "tests/check_spills.py" "$out" $rc
 # The README's C program: make install into a temporary prefix, the example
 # app built with the README's pkg-config line and run (it must start and,
 # without a GPU, report TK_ERR_NO_DEVICE).

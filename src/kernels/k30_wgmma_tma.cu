@@ -116,15 +116,18 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kerne
             k30_gwalk gw = { (int)blockIdx.x, 0, 0 };
             k30_unit u;
             while (k30_gwalk_next<BM, BN>(&p, &gw, &u, lane, K30_GROUP_M)) {
-                if (u.k_tiles > 0) {
+                /* Zeroed every unit (an empty group of TK_GROUP_K stores
+                 * beta * C from them): the last unit's sums are dead during
+                 * the walk, which without this held all 128 accumulators of
+                 * a 128 x 256 tile and spilled 124 bytes a thread (ptxas -v;
+                 * local memory traffic in ncu, docs/NOTES.md session 25). */
+#pragma unroll
+                for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
+                    acc[i] = 0.0f;
+                if (u.k_tiles > 0)
                     k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP), 1>(acc, ring, full_bar, empty, 1, u.k_tiles,
                                                                                 c, lane, &s, &phase, u.k_valid, tid,
                                                                                 u.k_head);
-                } else {   /* an empty group of TK_GROUP_K: C = beta * C */
-#pragma unroll
-                    for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
-                        acc[i] = 0.0f;
-                }
                 if (SWAP)
                     k30_epilogue_swap_at<BM>(&p, acc, u.m0, u.n0 + 64 * c, warp, lane, u.c, u.m_end);
                 else if (p.c_staged)   /* beta 0: TMA stores into the 3-D map of C, or row by row */
