@@ -487,8 +487,11 @@ static int k43_pick_bm(const tk_args *a, const tk_device *dev, int *bn)
     *bn = 128;
     if (mean <= 64)
         return 64;
+    /* the narrowest tile that covers N up to 128 (a wider one multiplies
+     * zero-filled columns: P V at head size 64 took twice as long in 128 x
+     * 256 tiles, docs/NOTES.md session 25) */
     const long long tiles256 = (long long)g->count * ((mean + 127) / 128) * ((a->n + 255) / 256);
-    *bn = tiles256 >= 2 * dev->sm_count ? 256 : 128;
+    *bn = a->n <= 64 ? 64 : a->n <= 128 || tiles256 < 2 * dev->sm_count ? 128 : 256;
     return 128;
 }
 
