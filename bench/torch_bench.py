@@ -32,7 +32,13 @@ grouped: every rows and k line of a shape suite (default bench/shapes/moe.txt;
   each, then SAMPLES rounds of one call each between CUDA events, L2
   flushed before every call by reading a 256 MiB buffer (as lab_bench.c's
   flush: a read, since a write leaves L2 full of dirty lines whose
-  write-back the timed call would pay). Table: TFLOP/s of both (median),
+  write-back the timed call would pay), then the GPU held for about 100 us
+  (torch.cuda._sleep) so that the host has issued the call before the first
+  event is reached: the events time the GPU's work, not a gap while the host
+  is still issuing it (without it, tilekit's 10-30 us calls read up to 2.7x
+  slower in some runs and not in others, its Python call costing 30 us of
+  host time to torch's 20; docs/NOTES.md session 25; the host's cost is the
+  overhead mode's; --host-timed leaves the hold out). Table: TFLOP/s of both (median),
   x torch = torch median / tilekit median (> 1: tilekit faster), the max
   relative error; summary: the geometric mean of x torch over the lines
   both measured and agreed on, the min and its line, the lines below 0.9x.
@@ -45,7 +51,7 @@ bmm: attention-like batched products (batch x heads 8 to 256), for each
 
     python3 bench/torch_bench.py [overhead|llama|grouped|bmm|all] [--calls N] [--samples N] [--layers N]
                                  [--seq N] [--batch N] [--steps N] [--compile] [--suite FILE] [--seed S]
-                                 [--lines N] [--json FILE]
+                                 [--lines N] [--json FILE] [--host-timed]
 all: overhead and llama. --samples: 30 for overhead, 10 for grouped and bmm.
 Run from the repository root after `make` (or with tilekit installed).
 """
@@ -215,10 +221,15 @@ def flusher():
     return buf.sum
 
 
-def time_interleaved(calls, samples, flush):
+HOLD_CYCLES = 200000         # grouped, bmm: the GPU's hold after the flush (about 100 us at 2 GHz)
+
+
+def time_interleaved(calls, samples, flush, hold=True):
     """{name: [ms]} of calls [(name, fn)]: WARMUP calls of each, then
-    `samples` rounds timing each once between CUDA events after flush(),
-    the order turned every round so that neither always runs first."""
+    `samples` rounds timing each once between CUDA events after flush()
+    (and, with hold, HOLD_CYCLES of GPU sleep: the host is ahead when the
+    first event is reached), the order turned every round so that neither
+    always runs first."""
     for _, fn in calls:
         for _ in range(WARMUP):
             fn()
@@ -228,6 +239,8 @@ def time_interleaved(calls, samples, flush):
     for i in range(samples):
         for name, fn in (calls if i % 2 == 0 else calls[::-1]):
             flush()
+            if hold:
+                torch.cuda._sleep(HOLD_CYCLES)
             e0.record()
             fn()
             e1.record()
@@ -308,7 +321,7 @@ def case_calls(e, sizes, gen):
             lambda: tilekit.grouped_mm(a, b, offs=offs), loop)
 
 
-def measure(e, sizes, gen, flush, samples):
+def measure(e, sizes, gen, flush, samples, hold=True):
     """Line e's result: both calls checked against each other once, then
     timed interleaved (a mismatch, or tilekit refusing, fails the line
     and leaves it untimed)."""
@@ -350,7 +363,7 @@ def measure(e, sizes, gen, flush, samples):
     r["failed"] = bool(why_k) or r["check"] == "mismatch"
     calls = [(name, fn) for name, fn, ok in (("torch", yard, not why_t), ("tilekit", mine, not r["failed"])) if ok]
     if calls and not r["failed"]:
-        for name, ms in time_interleaved(calls, samples, flush).items():
+        for name, ms in time_interleaved(calls, samples, flush, hold).items():
             med = statistics.median(ms)
             r[name].update(ms_median=med, ms_p20=pct(ms, 20), ms_p80=pct(ms, 80), tflops=r["flop"] / med / 1e9)
         if len(calls) == 2:
@@ -365,8 +378,10 @@ def compare_table(title, yardstick, entries, args, skipped=(), extra=None):
     (written also when the run stops on a CUDA error). 1 if a line failed."""
     print("## %s" % title)
     print("(median of %d samples after %d warm-up calls, the two interleaved, L2 flushed by a %d MiB read before "
-          "each; x torch = torch median / tilekit median, > 1: tilekit faster)" % (args.samples, WARMUP,
-                                                                                 FLUSH_BYTES >> 20))
+          "each, %s; x torch = torch median / tilekit median, > 1: tilekit faster)"
+          % (args.samples, WARMUP, FLUSH_BYTES >> 20,
+             "no GPU hold: the host's issuing time can count" if args.host_timed
+             else "then the GPU held %d cycles so that the events time the GPU's work" % HOLD_CYCLES))
     for label, why in skipped:
         print("skipped: %s (%s)" % (label, why))
     print("| line | groups | torch TFLOP/s | tilekit TFLOP/s | x torch | max rel err | note |")
@@ -379,7 +394,7 @@ def compare_table(title, yardstick, entries, args, skipped=(), extra=None):
     try:
         with torch.no_grad():
             for e, sizes in entries:
-                r = measure(e, sizes, gen, flush, args.samples)
+                r = measure(e, sizes, gen, flush, args.samples, not args.host_timed)
                 results.append(r)
                 print(grouped_suite.table_row(r))
                 sys.stdout.flush()
@@ -396,6 +411,7 @@ def compare_table(title, yardstick, entries, args, skipped=(), extra=None):
             doc = {"tool": "torch_bench.py " + args.what, "device": torch.cuda.get_device_name(),
                    "torch": torch.__version__, "tilekit": tilekit.__version__, "backend": tilekit.backend(),
                    "seed": args.seed, "samples": args.samples, "warmup": WARMUP, "l2_flush_bytes": FLUSH_BYTES,
+                   "gpu_hold_cycles": 0 if args.host_timed else HOLD_CYCLES,
                    "tolerance": TOL, "skipped": [{"label": lab, "why": why} for lab, why in skipped],
                    "results": results, "summary": summary}
             doc.update(extra or {})
@@ -445,6 +461,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1, help="grouped: skewed's order of sizes, and the inputs")
     ap.add_argument("--lines", type=int, default=0, help="grouped: the first N lines only (0: all)")
     ap.add_argument("--json", help="grouped, bmm: every line, the summary")
+    ap.add_argument("--host-timed", action="store_true",
+                    help="grouped, bmm: no GPU hold before the first event (the host's issuing time can count)")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     print("%s, torch %s, tilekit %s (backend: %s, %s)\n" % (torch.cuda.get_device_name(), torch.__version__,

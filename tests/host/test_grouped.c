@@ -684,10 +684,11 @@ static void test_k43_picks(void)
         { TK_GROUP_ROWS, 8, 4096, 28672, 4096, TK_OP_N, TK_OP_T, "k43_grouped_128x256" },   /* Mixtral prefill */
         { TK_GROUP_ROWS, 128, 4096, 1536, 2048, TK_OP_N, TK_OP_T, "k43_swap_32x64" },       /* 32 rows a group */
         { TK_GROUP_ROWS, 8, 512, 4096, 4096, TK_OP_N, TK_OP_T, "k43_grouped_64x128" },      /* 64 rows a group */
-        { TK_GROUP_K, 8, 256, 128, 4096, TK_OP_T, TK_OP_N, "k43_grouped_128x128" },         /* few output tiles */
+        { TK_GROUP_K, 8, 256, 128, 4096, TK_OP_T, TK_OP_N, "k43_grouped_64x128" },          /* 16 tiles of 128: halved */
         { TK_GROUP_BATCHED, 256, 512, 512, 128, TK_OP_N, TK_OP_T, "k43_grouped_128x256" },
         { TK_GROUP_BATCHED, 256, 512, 128, 512, TK_OP_N, TK_OP_N, "k43_grouped_128x128" },   /* N 128: no wider */
         { TK_GROUP_BATCHED, 16, 4096, 64, 128, TK_OP_N, TK_OP_N, "k43_grouped_128x64" },      /* P V, head size 64 */
+        { TK_GROUP_BATCHED, 32, 128, 128, 4096, TK_OP_N, TK_OP_N, "k43_grouped_64x128" },     /* 32 tiles of 128 */
         { TK_GROUP_ROWS, 8, 4096, 4096, 4096, TK_OP_T, TK_OP_T, "(none)" },                 /* M-major A */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
