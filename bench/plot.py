@@ -22,7 +22,22 @@ for each file, the shapes, the geometric mean of x cuBLAS, the slowest shape,
 the shapes below 0.9x and those not measured (no ratio: excluded from the
 figures). --readme replaces what is between `<!-- suite:begin -->` and
 `<!-- suite:end -->` with that table, the image link and the lines naming
-device, date and command of each run. Every figure comes from the files.
+device, date and command of each run; --section NAME writes between
+`<!-- NAME:begin -->` and `<!-- NAME:end -->` instead (README's moe
+section). Every figure comes from the files.
+
+Grouped and batched lines (bench/shapes/moe.txt) are named as the C summary
+names them, led by their form ('rows 8:4096:balanced 4096x28672x4096 n t'),
+and their x cuBLAS is against the yardstick the lab timed for them: a host
+loop of cublasGemmEx over the groups, the `cublas-loop` rows of the file
+(lab_gbench.c). The table's wording follows the files: "x cuBLAS loop" and
+"lines" where every row shown is such a line, and a suite that mixes forms
+(rows and k) gets a row per form above its own. The plot labels each run
+of lines of one form and group count ('rows, G=8') under the axis.
+
+    build/tilekit bench --suite moe --json out/suite_moe.json
+    python3 bench/plot.py out/suite_moe.json --png docs/moe.png --readme README.md --section moe \
+        --command "build/tilekit bench --suite moe --json out/suite_moe.json" --table
 
 --kernel picks the rows (default auto, i.e. auto-dispatch: the kernel the
 suite run always times besides cuBLAS). The figures are computed here from
@@ -46,9 +61,13 @@ import datetime
 import json
 import math
 import os
+import shlex
 import sys
 
 BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
+CUBLAS, CUBLAS_LOOP = "cublas", "cublas-loop"   # the yardsticks of dense and of grouped lines (src/lab/lab.h)
+YARDSTICKS = (CUBLAS, CUBLAS_LOOP, "cublas-grouped", "dense-loop")   # tk_lab_is_yardstick
+FORM_NAMES = {"rows": "rows split", "k": "K split", "masked": "masked", "batch": "batched", "plain": "plain shapes"}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THRESHOLD = 0.9       # TK_LAB_SUITE_BELOW in src/lab/lab.h
 ALL = ("square", "llm", "odd")   # what bench/shapes/all.txt includes
@@ -68,9 +87,45 @@ def load_suite(path):
     return data
 
 
+def markers(section):
+    """The README markers of a section: ('<!-- NAME:begin -->', '<!-- NAME:end -->')."""
+    return "<!-- %s:begin -->" % section, "<!-- %s:end -->" % section
+
+
 def shape_of(r):
-    """'4096x4097x4096 n n', as the C summary names a shape."""
-    return "%dx%dx%d %s %s" % (r["m"], r["n"], r["k"], r["op_a"], r["op_b"])
+    """'4096x4097x4096 n n', as the C summary names a shape; a grouped or
+    batched line's led by its form: 'rows 8:4096:skewed 4096x28672x4096 n t'."""
+    form = r.get("form") or ""
+    return "%s%s%dx%dx%d %s %s" % (form, " " if form else "", r["m"], r["n"], r["k"], r["op_a"], r["op_b"])
+
+
+def form_kind(r):
+    """'rows', 'k', 'masked' or 'batch' for a grouped or batched line, None for a plain shape."""
+    form = r.get("form") or ""
+    return form.split(" ")[0] if form else None
+
+
+def form_block(r):
+    """The plot's label of a line's form and group count: 'rows, G=8', 'batch, 16'."""
+    kind, _, spec = (r.get("form") or "").partition(" ")
+    if kind == "batch":
+        return "batch, %s" % spec.split(" ")[0]
+    return "%s, G=%d" % (kind, len(spec.split(",")) if ":" not in spec else int(spec.split(":")[0]))
+
+
+def baseline_of(datasets):
+    """What x cuBLAS is against, as the files say: the yardstick rows they
+    hold. 'loop': only `cublas-loop` rows (every line grouped or batched:
+    its ratio is against that loop); 'cublas': only cuBLAS's (plain
+    shapes); 'mixed': both (each row against its own)."""
+    have = set(r["kernel"] for d in datasets for r in d["results"] if r.get("suite"))
+    if CUBLAS_LOOP in have:
+        return "mixed" if CUBLAS in have else "loop"
+    return "cublas"
+
+
+def against(baseline):
+    return "cuBLAS loop" if baseline == "loop" else "cuBLAS"
 
 
 def ratio_of(r):
@@ -96,6 +151,23 @@ def stat(rows, threshold=THRESHOLD):
         x, r = min(got, key=lambda p: p[0])     # the first of equal minima, as in C
         s["min"], s["min_shape"] = x, shape_of(r)
     return s
+
+
+def breakdown(rows, threshold=THRESHOLD):
+    """summarize's entries as (suite, form kind, stat), with before each suite
+    that mixes forms (moe: rows and k) an entry per form; kind None: the
+    whole suite (suite None: overall)."""
+    out = []
+    for suite, st in summarize(rows, threshold):
+        mine = [r for r in rows if suite is not None and r["suite"] == suite]
+        kinds = []
+        for r in mine:
+            if (form_kind(r) or "plain") not in kinds:
+                kinds.append(form_kind(r) or "plain")
+        if len(kinds) > 1:
+            out += [(suite, k, stat([r for r in mine if (form_kind(r) or "plain") == k], threshold)) for k in kinds]
+        out.append((suite, None, st))
+    return out
 
 
 def summarize(rows, threshold=THRESHOLD):
@@ -133,31 +205,55 @@ def fmt(x, spec=".3f"):
 
 
 def render_table(datasets, kernel="auto", threshold=THRESHOLD):
-    """The Markdown summary: per suite (then overall), one row per file."""
+    """The Markdown summary: per suite (a suite mixing forms: per form
+    first), then overall, one row per file."""
     labs = labels(datasets)
-    sums = [summarize(rows_of(d, kernel), threshold) for d in datasets]
+    sums = [breakdown(rows_of(d, kernel), threshold) for d in datasets]
     order = []
     for s in sums:
-        for suite, _ in s:
-            if suite is not None and suite not in order:
-                order.append(suite)
-    head = ["suite", "run", "shapes", "geomean x cuBLAS", "min x cuBLAS (shape)", "below %gx" % threshold,
-            "not measured"]
+        for suite, kind, _ in s:
+            if suite is not None and (suite, kind) not in order:
+                order.append((suite, kind))
+    base = against(baseline_of(datasets))
+    unit = "line" if all(form_kind(r) for d in datasets for r in rows_of(d, kernel)) else "shape"
+    head = ["suite", "run", unit + "s", "geomean x " + base, "min x %s (%s)" % (base, unit),
+            "below %gx" % threshold, "not measured"]
     lines = ["| " + " | ".join(head) + " |", "|---|---|--:|--:|---|--:|--:|"]
-    for suite in order + [None]:
+    # one suite: its row is the overall one
+    for key in order + ([(None, None)] if len(set(suite for suite, _ in order)) > 1 else []):
         for lab, s in zip(labs, sums):
-            st = dict(s).get(suite)
+            st = next((st for su, k, st in s if (su, k) == key), None)
             if st is None:
                 continue
+            suite, kind = key
+            name = "**overall**" if suite is None else suite if kind is None else "%s, %s" % (
+                suite, FORM_NAMES.get(kind, kind))
             mn = "-" if st["min"] is None else "%s (`%s`)" % (fmt(st["min"]), st["min_shape"])
-            lines.append("| " + " | ".join([suite if suite else "**overall**", lab, str(st["shapes"]),
-                                            fmt(st["geomean"]), mn, str(st["below"]), str(st["not_measured"])])
-                         + " |")
+            lines.append("| " + " | ".join([name, lab, str(st["shapes"]), fmt(st["geomean"]), mn, str(st["below"]),
+                                            str(st["not_measured"])]) + " |")
     what = "auto-dispatch" if kernel == "auto" else "`%s`" % kernel
+    baseline = baseline_of(datasets)
+    if baseline == "loop":
+        ratio = ("x cuBLAS loop = the median of a host loop of cublasGemmEx over the groups (one call per group "
+                 "with rows: `cublas-loop` in the JSON) / %s median of the line's one call, in the same run"
+                 % what)
+    elif baseline == "mixed":
+        ratio = ("x cuBLAS = cuBLAS median / %s median on the same shape in the same run, for a grouped or "
+                 "batched line a host loop of cublasGemmEx over its groups (`cublas-loop`) against its one call"
+                 % what)
+    else:
+        ratio = "x cuBLAS = cuBLAS median / %s median on the same shape in the same run" % what
+    forms = sorted(set(k for s in sums for _, k, _ in s if k in FORM_NAMES and k != "plain"),
+                   key=list(FORM_NAMES).index)
+    split = ""
+    if forms:
+        named = {"rows": "rows split: the groups split M (the tokens of an MoE layer's forward)",
+                 "k": "K split: the groups split K (its weight gradients)",
+                 "masked": "masked: row counts within one M", "batch": "batched: equal products"}
+        split = " " + "; ".join(named[k] for k in forms) + "."
     return "\n".join(lines) + (
-        "\n\nx cuBLAS = cuBLAS median / %s median on the same shape in the same run (> 1: tilekit is faster); "
-        "geomean and min over the measured shapes; not measured: no timing for the shape (a kernel refused it "
-        "or failed), left out of the figures." % what)
+        "\n\n%s (> 1: tilekit is faster); geomean and min over the measured %ss; not measured: no timing for "
+        "the %s (a kernel refused it or failed), left out of the figures.%s" % (ratio, unit, unit, split))
 
 
 def suite_arg(data):
@@ -176,7 +272,7 @@ def reconstructed_command(data, kernel):
     r0 = rs[0]
     extra = []
     for r in rs:
-        if r["kernel"] not in ("cublas", "auto") + tuple(extra):
+        if r["kernel"] not in YARDSTICKS + ("auto",) + tuple(extra):
             extra.append(r["kernel"])
     cmd = "build/tilekit bench --suite %s --out %s" % (suite_arg(data), r0["out"])
     if r0.get("layout", "row") != "row":
@@ -214,7 +310,9 @@ def render_section(datasets, png_link, generated_by, kernel="auto", commands=(),
     """The README section: table, image, the runs, how it was generated."""
     parts = [render_table(datasets, kernel, threshold)]
     if png_link:
-        parts.append("![x cuBLAS of every suite shape](%s)" % png_link)
+        grouped = all(form_kind(r) for d in datasets for r in rows_of(d, kernel))
+        parts.append("![x %s of every suite %s](%s)" % (against(baseline_of(datasets)),
+                                                        "line" if grouped else "shape", png_link))
     parts += device_lines(datasets, kernel, commands, date)
     parts.append("Generated by `%s`; do not edit by hand." % generated_by)
     return "\n\n".join(parts)
@@ -248,6 +346,22 @@ def plot(datasets, path, kernel="auto", threshold=THRESHOLD):
         for key in keys:
             xs[key] = x
             x += 1
+    # grouped lines: runs of one form and group count ('rows, G=8'), labelled under the axis
+    blocks = []
+    for d in datasets:
+        seen = {}
+        for r in rows_of(d, kernel):
+            key = (r["suite"], shape_of(r))
+            seen[key] = seen.get(key, 0) + 1
+            if not form_kind(r):
+                continue
+            at, name = xs[key + (seen[key],)], form_block(r)
+            if blocks and blocks[-1][0] == name and blocks[-1][2] == at:
+                blocks[-1][2] = at + 1
+            elif not any(b[1] <= at < b[2] for b in blocks):
+                blocks.append([name, at, at + 1])
+        if blocks:
+            break       # the first file with grouped lines names the blocks
     fig, ax = plt.subplots(figsize=(14, 5))
     markers = "osD^v<>ph"
     for i, (d, lab) in enumerate(zip(datasets, labels(datasets))):
@@ -274,12 +388,19 @@ def plot(datasets, path, kernel="auto", threshold=THRESHOLD):
             ax.axvline(a - 0.5, color="gray", linewidth=0.8)
         ax.text((a + b - 1) / 2.0, 1.01, suite, transform=ax.get_xaxis_transform(), ha="center", va="bottom")
     ax.set_xlim(-0.5, max(x, 1) - 0.5)
-    ax.set_xticks([])
-    ax.set_xlabel("shapes of each suite, in file order (bench/shapes/*.txt)")
-    ax.set_ylabel("x cuBLAS (cuBLAS ms / %s ms)" % kernel)
+    ax.set_xticks([(a + b - 1) / 2.0 for _, a, b in blocks])
+    ax.set_xticklabels([name for name, _, _ in blocks], fontsize="small")
+    ax.tick_params(axis="x", length=0)
+    for _, a, _ in blocks:
+        if all(a != start for _, start, _ in bounds):
+            ax.axvline(a - 0.5, color="gray", linewidth=0.6, linestyle=":")
+    base = against(baseline_of(datasets))
+    unit = "lines" if blocks else "shapes"
+    ax.set_xlabel("%s of each suite, in file order (bench/shapes/*.txt)" % unit)
+    ax.set_ylabel("x %s (%s ms / %s ms)" % (base, base, kernel))
     names = sorted(set(d["device"].get("name", "?") for d in datasets))
-    ax.set_title("tilekit %s vs cuBLAS per shape, %s" % ("auto-dispatch" if kernel == "auto" else kernel,
-                                                          ", ".join(names)), pad=22)
+    ax.set_title("tilekit %s vs %s per %s, %s" % ("auto-dispatch" if kernel == "auto" else kernel, base,
+                                                   unit[:-1], ", ".join(names)), pad=22)
     ax.legend(loc="lower right", fontsize="small")
     ax.grid(True, axis="y", which="both", alpha=0.3)
     fig.tight_layout()
@@ -358,8 +479,8 @@ def plot_kernels(datasets, path):
     plt.close(fig)
 
 
-def replace_section(text, body, what):
-    return _replace_section(text, body, BEGIN, END, what)
+def replace_section(text, body, what, section="suite"):
+    return _replace_section(text, body, *markers(section), what=what)
 
 
 def main(argv=None):
@@ -375,6 +496,9 @@ def main(argv=None):
     ap.add_argument("--table", nargs="?", const="-", metavar="FILE",
                     help="print the Markdown summary table (or write it to FILE)")
     ap.add_argument("--readme", help="rewrite the suite:begin/end section of this file (README.md)")
+    ap.add_argument("--section", default="suite",
+                    help="with --readme: the section between <!-- NAME:begin --> and <!-- NAME:end --> "
+                         "(default suite)")
     ap.add_argument("--kernel", default="auto", help="the kernel whose rows are shown (default auto)")
     ap.add_argument("--command", action="append", default=[],
                     help="the exact command that produced a file; once per file, in the files' order")
@@ -383,9 +507,9 @@ def main(argv=None):
     if a.png is None:
         a.png = os.path.join(ROOT, "docs", "kernels.png" if a.kernels else "suite.png")
     if a.kernels:
-        if a.table or a.readme or a.no_png or a.command or a.date or a.kernel != "auto":
-            print("plot: --kernels draws the kernel plot only (no --table, --readme, --no-png, --command, --date, "
-                  "--kernel)", file=sys.stderr)
+        if a.table or a.readme or a.no_png or a.command or a.date or a.kernel != "auto" or a.section != "suite":
+            print("plot: --kernels draws the kernel plot only (no --table, --readme, --section, --no-png, --command, "
+                  "--date, --kernel)", file=sys.stderr)
             return 2
         try:
             plot_kernels([load_bench(p) for p in a.suite_json], a.png)
@@ -405,9 +529,9 @@ def main(argv=None):
             with open(a.readme) as f:
                 text = f.read()
             link = os.path.relpath(os.path.abspath(a.png), os.path.dirname(os.path.abspath(a.readme)))
-            generated = "python3 bench/plot.py " + " ".join(argv)
+            generated = "python3 bench/plot.py " + shlex.join(argv)     # quoted: it can be pasted as it is
             new = replace_section(text, render_section(datasets, link, generated, a.kernel, a.command, a.date),
-                                  a.readme)
+                                  a.readme, a.section)
         if not a.no_png:            # drawn before any file is rewritten: a failure changes nothing
             plot(datasets, a.png, a.kernel)
             print("plot: wrote %s" % a.png)
@@ -418,7 +542,7 @@ def main(argv=None):
             print("plot: wrote the table into %s" % a.table)
         if new is not None:
             _write(a.readme, new)
-            print("plot: wrote the suite section of %s" % a.readme)
+            print("plot: wrote the %s section of %s" % (a.section, a.readme))
     except (InputError, OSError) as e:
         print("plot: %s" % e, file=sys.stderr)
         return 1
