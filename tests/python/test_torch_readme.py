@@ -156,3 +156,10 @@ def test_refusals():
     st, _, _, err = run_in_tmp(["DIR/x.json"], files={"x.json": doc("grouped", [{"label": "a"}])})
     assert st == 1 and "ratio_torch" in err, err
 
+
+def test_real_readme_has_markers():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    for name in ("moe", "torch-grouped"):
+        b, e = "<!-- %s:begin -->" % name, "<!-- %s:end -->" % name
+        assert text.count(b) == 1 and text.count(e) == 1 and text.index(b) < text.index(e), name
