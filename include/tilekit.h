@@ -171,6 +171,16 @@ typedef struct tk_gemm_desc {
     int64_t stride_a, stride_b, stride_c;   /* elements from one matrix to the next */
     const int32_t *offs;         /* device memory: the groups' offsets (tk_group_kind) */
     int32_t *group_error;        /* device memory or NULL: set to 1 when offs are bad */
+    /* version 3: work fused after the product (tk_epilogue_kind below; 0: none) */
+    int32_t epilogue;            /* tk_epilogue_kind */
+    int32_t activation;          /* tk_activation */
+    const void *bias;            /* device memory or NULL: the bias vector (bias_type) */
+    int32_t bias_type;           /* tk_dtype of bias: TK_F32 or TK_BF16 */
+    int32_t bias_along;          /* tk_bias_along: one value per column (0) or per row */
+    const void *b_up;            /* TK_EPI_GATED: the up projection's B, or NULL (B's right half) */
+    void *d; int64_t ldd;        /* the output D (c_type), or NULL: D is C (in place) */
+    void *aux; int64_t ldaux;    /* bf16: the pre-activation z, stored (forward) or read (backward) */
+    float *bias_grad;            /* fp32 device memory or NULL: D's column sums (backward kinds) */
     /* later versions append here */
 } tk_gemm_desc;
 
@@ -233,6 +243,67 @@ tk_status tk_gemm_batched(tk_handle h, const tk_gemm_problem *p, int64_t count, 
 tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind kind, int count,
                           const int32_t *offs, int64_t stride_a, int64_t stride_b, int64_t stride_c,
                           int32_t *group_error, const char *kernel, void *stream);
+
+/* ---- epilogues: work fused after the product ----
+ * tk_gemm_desc's version-3 fields apply a formula to each element of the
+ * fp32 product P = alpha * op(A) op(B) (M x N) before the one rounding to
+ * c_type, in the kernel's own epilogue (no extra pass over memory). D is
+ * the output: d with ldd, or C itself when d is NULL (ldd then ignored);
+ * C is read as the residual R when beta != 0 (cuBLASLt's C/D split: a
+ * residual stream is not overwritten). TK_ROW_MAJOR alone; one product
+ * (group_kind TK_GROUP_NONE). act(x) is the activation, act' its derivative:
+ *
+ * TK_EPI_BIAS_ACT: z = P + bias; D = act(z) + beta * C (M x N). bias may
+ *   be NULL (none) and act TK_ACT_NONE: a Linear's bias alone, or D != C.
+ *   aux (optional): z stored, bf16 (M x N), for the backward pass.
+ * TK_EPI_GATED (SwiGLU with TK_ACT_SILU, GeGLU with TK_ACT_GELU_*): the
+ *   product's N columns are a gate half and an up half: z = P + bias
+ *   (bias: N values, the gate's then the up's); D (M x N/2) = act(z[:, j])
+ *   * z[:, N/2 + j] + beta * C, C also M x N/2. The up half's columns are
+ *   B's columns N/2 .. N-1 (one weight holding both, gate first), or with
+ *   b_up set the first N/2 columns of op(b_up) (a second weight with B's op
+ *   and ldb: gate_proj and up_proj as they are, no copy; B then needs only
+ *   N/2 columns). N must be even. aux (optional): z (M x N) stored.
+ * TK_EPI_BACKWARD: the gradient through act: D = P * act'(aux) + beta * C,
+ *   aux (M x N, required) holding the forward's z (TK_ACT_RELU: 1 where
+ *   z > 0). bias_grad (optional): N fp32 column sums of D.
+ * TK_EPI_GATED_BACKWARD: P (M x N) is the gradient of a gated output h,
+ *   aux (M x 2N, required) the forward's z (gate half, then up half); D
+ *   (M x 2N) gets the gradient of z: D[:, j] = P * z_up * act'(z_gate),
+ *   D[:, N + j] = P * act(z_gate) (j < N; z_gate = aux[:, j], z_up =
+ *   aux[:, N + j]). beta must be 0. bias_grad (optional): 2N column sums.
+ *
+ * bias: one value per column of z (bias_along TK_BIAS_COLUMNS, length N:
+ * nn.Linear's bias) or per row (TK_BIAS_ROWS, length M), fp32 or bf16,
+ * element-aligned, in device memory. bias_grad: the column sums over the M
+ * rows of D's values before their rounding to c_type, summed in an order
+ * fixed for a given kernel and problem (the same bits every run); M == 0
+ * writes zeros. Columns of D are those of the formula: N, N/2 (GATED) or
+ * 2N (GATED_BACKWARD); ldd, ldaux and ldc count elements as ldc does.
+ * A bad combination is TK_ERR_INVALID_VALUE naming the field (an odd N for
+ * TK_EPI_GATED, a missing aux, bias_grad with a forward kind, a column-
+ * major problem), a kernel without epilogues TK_ERR_NOT_SUPPORTED; D, aux
+ * and bias_grad are then untouched. */
+typedef enum tk_epilogue_kind {
+    TK_EPI_NONE = 0,
+    TK_EPI_BIAS_ACT = 1,
+    TK_EPI_GATED = 2,
+    TK_EPI_BACKWARD = 3,
+    TK_EPI_GATED_BACKWARD = 4,
+} tk_epilogue_kind;
+
+typedef enum tk_activation {
+    TK_ACT_NONE = 0,
+    TK_ACT_RELU = 1,
+    TK_ACT_GELU_ERF = 2,         /* x * Phi(x), torch's F.gelu */
+    TK_ACT_GELU_TANH = 3,        /* F.gelu(approximate="tanh") */
+    TK_ACT_SILU = 4,             /* x * sigmoid(x) */
+} tk_activation;
+
+typedef enum tk_bias_along {
+    TK_BIAS_COLUMNS = 0,         /* bias[j] added to column j (length N) */
+    TK_BIAS_ROWS = 1,            /* bias[i] added to row i (length M) */
+} tk_bias_along;
 
 /* ---- registry introspection ---- */
 typedef struct tk_kernel_props {

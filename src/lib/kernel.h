@@ -66,7 +66,28 @@ typedef struct tk_args {
     struct tk_launch_cache *lc;
     /* Many products in one launch (tk_group_args); NULL: one. */
     const struct tk_group_args *grp;
+    /* Work fused after the product (tk_epi_args); NULL: none. */
+    const struct tk_epi_args *epi;
 } tk_args;
+
+/* An epilogue (tilekit.h, tk_epilogue_kind), checked by epilogue.c: the
+ * problem is row-major, so these are the public fields as they are. The
+ * kernel writes D (d, ldd: c_type; d == c, ldd == ldc for in place) with
+ * out_cols columns (N, N/2 for GATED, 2N for GATED_BACKWARD) and reads C
+ * (tk_args.c, ldc) as the residual when beta != 0. b_up: the up half's B
+ * (GATED; with B's op and ldb), resolved by epilogue.c: never NULL for
+ * GATED (B + N/2 columns when the caller gave none), so a kernel's op(B)
+ * gate half is B's first N/2 columns and its up half op(b_up)'s. */
+typedef struct tk_epi_args {
+    int kind;                    /* tk_epilogue_kind, not TK_EPI_NONE */
+    int act;                     /* tk_activation */
+    const void *bias; int bias_bf16; int bias_rows;   /* NULL: none; bf16 else fp32; per row else per column */
+    const void *b_up;
+    void *d; int64_t ldd;
+    void *aux; int64_t ldaux;    /* bf16; NULL: none (forward kinds only) */
+    float *bias_grad;            /* NULL: none */
+    int64_t out_cols;            /* D's columns */
+} tk_epi_args;
 
 /* The batched and grouped forms (tilekit.h, tk_group_kind), in the
  * row-major terms of tk_args: m, n, k are BATCHED's and MASKED's sizes of
@@ -96,14 +117,16 @@ typedef struct tk_resources {
  * (tk_family.accepts); auto-dispatch and named kernels refuse a problem
  * whose bits (tk_args_needs) it lacks before asking the family anything.
  * The next axes (grouped and batched forms, epilogues, FP8 operands) are new
- * bits here and new fields in tk_args, not new kernel names. */
+ * bits here and new fields in tk_args, not new kernel names. A problem
+ * with an epilogue needs TK_ACCEPT_EPILOGUE besides its form's bit. */
 enum {
     TK_ACCEPT_AB_BF16 = 1 << 0,  /* bf16 A and B */
     TK_ACCEPT_C_F32 = 1 << 1,    /* fp32 C */
     TK_ACCEPT_C_BF16 = 1 << 2,   /* bf16 C */
-    TK_ACCEPT_DENSE = 1 << 3,    /* one GEMM, no epilogue beyond alpha and beta */
+    TK_ACCEPT_DENSE = 1 << 3,    /* one GEMM */
     TK_ACCEPT_BATCHED = 1 << 4,  /* TK_GROUP_BATCHED: products of one shape, sizes known on the host */
     TK_ACCEPT_GROUPED = 1 << 5,  /* TK_GROUP_ROWS, _K, _MASKED: sizes in device memory */
+    TK_ACCEPT_EPILOGUE = 1 << 6, /* tk_epi_args: every tk_epilogue_kind and activation */
 };
 #define TK_ACCEPTS_BF16_GEMM (TK_ACCEPT_AB_BF16 | TK_ACCEPT_C_F32 | TK_ACCEPT_C_BF16 | TK_ACCEPT_DENSE)
 #define TK_ACCEPTS_ALL_FORMS (TK_ACCEPTS_BF16_GEMM | TK_ACCEPT_BATCHED | TK_ACCEPT_GROUPED)
@@ -111,7 +134,8 @@ enum {
 static inline unsigned tk_args_needs(const tk_args *a)
 {
     unsigned form = !a->grp ? TK_ACCEPT_DENSE : a->grp->kind == TK_GROUP_BATCHED ? TK_ACCEPT_BATCHED : TK_ACCEPT_GROUPED;
-    return TK_ACCEPT_AB_BF16 | form | (a->c_type == TK_F32 ? TK_ACCEPT_C_F32 : TK_ACCEPT_C_BF16);
+    return TK_ACCEPT_AB_BF16 | form | (a->c_type == TK_F32 ? TK_ACCEPT_C_F32 : TK_ACCEPT_C_BF16) |
+           (a->epi ? TK_ACCEPT_EPILOGUE : 0u);
 }
 
 typedef struct tk_kernel tk_kernel;
