@@ -81,6 +81,30 @@ static inline void fh_init(struct tk_handle_s *h, int sm)
     h->ws_limit = TK_WORKSPACE_UNLIMITED;
 }
 
+/* A handle of device 0 while device 1 is current: every call that passes
+ * the argument checks is refused after them, naming h, before any launch. */
+static inline void fh_other_device(struct tk_handle_s *h)
+{
+    fh_init(h, 90);
+    h->get_device = fh_current_is_1;
+}
+
+/* Checks one call's outcome: status want and, for an argument error, a
+ * message that starts with `arg` (the argument's name and a colon) and
+ * holds each of the NULL-terminated words; label and how (the call) name
+ * it in failures. */
+static inline void fh_check_outcome(tk_handle h, tk_status st, tk_status want, const char *label, const char *how,
+                                    const char *arg, const char *const *words)
+{
+    const char *msg = tk_last_error(h);
+    CHECK(st == want, "%s (%s): got %s, want %s (%s)", label, how, tk_status_string(st), tk_status_string(want), msg);
+    if (st != want || !arg)
+        return;
+    CHECK(starts(msg, arg), "%s (%s): message '%s' does not start with '%s'", label, how, msg, arg);
+    for (const char *const *w = words; *w; w++)
+        CHECK(contains(msg, *w), "%s (%s): message '%s' lacks '%s'", label, how, msg, *w);
+}
+
 /* Adds the attributes of the entry every kernel would launch for a (128
  * registers, 1024 threads: fits any configuration) to h's cache. */
 static inline void fh_attrs_args(struct tk_handle_s *h, const tk_args *a)

@@ -91,23 +91,8 @@ static tk_status own_call(tk_handle h, const tk_gemm_desc *d)
                            d->stride_c, d->group_error, NULL, NULL);
 }
 
-/* Checks one call's outcome: status want and, for an argument error, a
- * message that starts with `arg` (the argument's name and a colon) and
- * holds each of the NULL-terminated words. */
-static void check_outcome(tk_handle h, tk_status st, tk_status want, const char *label, const char *how,
-                          const char *arg, const char *const *words)
-{
-    const char *msg = tk_last_error(h);
-    CHECK(st == want, "%s (%s): got %s, want %s (%s)", label, how, tk_status_string(st), tk_status_string(want), msg);
-    if (st != want || !arg)
-        return;
-    CHECK(starts(msg, arg), "%s (%s): message '%s' does not start with '%s'", label, how, msg, arg);
-    for (const char *const *w = words; *w; w++)
-        CHECK(contains(msg, *w), "%s (%s): message '%s' lacks '%s'", label, how, msg, *w);
-}
-
 /* d through tk_gemm_run and, where it can say the same, the kind's own
- * function: each outcome checked as check_outcome does, words[0] the
+ * function: each outcome checked as fh_check_outcome does, words[0] the
  * argument (NULL: the status alone). `where` ends how the call is named. */
 static void expect(tk_handle h, const tk_gemm_desc *d, tk_status want, const char *what, const char *where,
                    const char *const *words)
@@ -115,11 +100,11 @@ static void expect(tk_handle h, const tk_gemm_desc *d, tk_status want, const cha
     char label[128], how[96];
     snprintf(label, sizeof label, "%s %s", kind_str(d->group_kind), what);
     snprintf(how, sizeof how, "tk_gemm_run%s", where);
-    check_outcome(h, tk_gemm_run(h, d, NULL, NULL), want, label, how, words[0], words + 1);
+    fh_check_outcome(h, tk_gemm_run(h, d, NULL, NULL), want, label, how, words[0], words + 1);
     if (!has_own_call(d))
         return;
     snprintf(how, sizeof how, "its own function%s", where);
-    check_outcome(h, own_call(h, d), want, label, how, words[0], words + 1);
+    fh_check_outcome(h, own_call(h, d), want, label, how, words[0], words + 1);
 }
 
 /* REFUSED(h, d, what, "arg:", words...): d refused with
@@ -147,14 +132,6 @@ static void refused_values(tk_handle h, tk_gemm_desc *d, int32_t *field, const i
     }
 }
 
-/* A hand-made handle of device 0 while device 1 is current: every call
- * that passes the argument checks is refused after them, naming h. */
-static void other_device(struct tk_handle_s *fake)
-{
-    fh_init(fake, 90);
-    fake->get_device = fh_current_is_1;
-}
-
 /* Expects d to pass every argument check: on a handle whose device is not
  * the current one, the refusal that comes after them all (naming h); on a
  * real handle without a GPU, TK_ERR_NO_DEVICE. */
@@ -162,7 +139,7 @@ static void accepted(tk_handle h, const tk_gemm_desc *d, const char *what)
 {
     const char *const h_arg[] = { "h:", NULL };
     struct tk_handle_s fake;
-    other_device(&fake);
+    fh_other_device(&fake);
     expect(&fake, d, TK_ERR_INVALID_VALUE, what, ", device 1 current", h_arg);
     if (!have_gpu())
         expect(h, d, TK_ERR_NO_DEVICE, what, ", no GPU", status_only);
@@ -174,7 +151,7 @@ static void accepted(tk_handle h, const tk_gemm_desc *d, const char *what)
 static void noop(tk_handle h, const tk_gemm_desc *d, const char *what)
 {
     struct tk_handle_s fake;
-    other_device(&fake);
+    fh_other_device(&fake);
     tk_handle hs[2] = { h, &fake };
     for (int i = 0; i < 2; i++) {
         expect(hs[i], d, TK_SUCCESS, what, "", status_only);
@@ -535,8 +512,8 @@ static void test_kind_none(void)
         d.group_error = f == 5 ? FAKE_ERR : NULL;
         static const char *const args[] = { "count:", "stride_a:", "stride_b:", "stride_c:", "offs:", "group_error:" };
         const char *const words[] = { args[f], "TK_GROUP_NONE", NULL };
-        check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "NONE with a group field", args[f],
-                      words[0], words + 1);
+        fh_check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "NONE with a group field", args[f],
+                         words[0], words + 1);
     }
     tk_gemm_desc d = desc_of(TK_GROUP_ROWS);
     d.group_kind = TK_GROUP_NONE;
@@ -544,9 +521,9 @@ static void test_kind_none(void)
     d.stride_b = 0;
     d.offs = NULL;
     struct tk_handle_s fake;
-    other_device(&fake);
-    check_outcome(&fake, tk_gemm_run(&fake, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "NONE, fields 0",
-                  "device 1 current", "h:", status_only);
+    fh_other_device(&fake);
+    fh_check_outcome(&fake, tk_gemm_run(&fake, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "NONE, fields 0",
+                     "device 1 current", "h:", status_only);
     tk_destroy(h);
 }
 
@@ -565,25 +542,25 @@ static void test_first_version_desc(void)
     d.group_error = (int32_t *)((uintptr_t)FAKE_ERR + 3);
     d.problem.m = COUNT;   /* a single product M x N x K */
     struct tk_handle_s fake;
-    other_device(&fake);
-    check_outcome(&fake, tk_gemm_run(&fake, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "first version", "device 1 current",
-                  "h:", status_only);
+    fh_other_device(&fake);
+    fh_check_outcome(&fake, tk_gemm_run(&fake, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "first version",
+                     "device 1 current", "h:", status_only);
     if (!have_gpu())
-        check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_ERR_NO_DEVICE, "first version", "no GPU", NULL,
-                      status_only);
+        fh_check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_ERR_NO_DEVICE, "first version", "no GPU", NULL,
+                         status_only);
     d.problem.lda = 1;
     const char *const lda[] = { ">= 16", NULL };
-    check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "first version, lda 1", "tk_gemm_run",
-                  "lda:", lda);
+    fh_check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "first version, lda 1", "tk_gemm_run",
+                     "lda:", lda);
     d.problem.lda = K;
     d.problem.m = 0;
-    check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_SUCCESS, "first version, M 0", "tk_gemm_run", NULL,
-                  status_only);
+    fh_check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_SUCCESS, "first version, M 0", "tk_gemm_run", NULL,
+                     status_only);
     /* one byte short of the first version */
     d.size = offsetof(tk_gemm_desc, group_kind) - 1;
     const char *const size[] = { "TK_GEMM_DESC_INIT", NULL };
-    check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "size short", "tk_gemm_run", "d->size:",
-                  size);
+    fh_check_outcome(h, tk_gemm_run(h, &d, NULL, NULL), TK_ERR_INVALID_VALUE, "size short", "tk_gemm_run", "d->size:",
+                     size);
     tk_destroy(h);
 }
 
