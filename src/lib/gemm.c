@@ -24,11 +24,8 @@ static int span_overflows(int64_t lines, int64_t len, int64_t ld, int64_t esz)
     return len > max_elems || lines - 1 > (max_elems - len) / ld;
 }
 
-/* Checks one stored matrix: `what` has op(X) of r x c (logical), stored as
- * r x c (op N) or c x r (op T) in `layout` with leading dimension ld and
- * elements of esz bytes. */
-static tk_status check_matrix(tk_handle h, const char *what, const char *ldname, tk_layout layout, tk_op op,
-                              int64_t r, int64_t c, int64_t ld, int64_t esz, const void *ptr, int used)
+tk_status tk_check_matrix(tk_handle h, const char *what, const char *ldname, tk_layout layout, tk_op op,
+                          int64_t r, int64_t c, int64_t ld, int64_t esz, const void *ptr, int used)
 {
     int64_t sr = op == TK_OP_N ? r : c;   /* stored rows */
     int64_t sc = op == TK_OP_N ? c : r;   /* stored cols */
@@ -59,8 +56,10 @@ static tk_status check_matrix(tk_handle h, const char *what, const char *ldname,
 }
 
 /* need_ptrs = 0 for introspection (tk_kernel_supports, tk_select_kernel),
- * whose problems may carry NULL pointers. */
-static tk_status normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, int *noop, int need_ptrs)
+ * whose problems may carry NULL pointers. w: the columns of B and C where
+ * they are not N (an epilogue's, tk_widths); NULL: a plain problem. */
+static tk_status normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, int *noop, int need_ptrs,
+                           const tk_widths *w)
 {
     if (!p)
         return tk_fail(h, TK_ERR_INVALID_VALUE, "problem: pointer is NULL");
@@ -83,9 +82,11 @@ static tk_status normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, in
     int mnk = mn && p->k > 0;
     tk_status st;
     int64_t c_bytes = p->c_type == TK_F32 ? 4 : 2;
-    if ((st = check_matrix(h, "A", "lda", p->layout, p->op_a, p->m, p->k, p->lda, 2, p->a, mnk)) ||
-        (st = check_matrix(h, "B", "ldb", p->layout, p->op_b, p->k, p->n, p->ldb, 2, p->b, mnk)) ||
-        (st = check_matrix(h, "C", "ldc", p->layout, TK_OP_N, p->m, p->n, p->ldc, c_bytes, p->c, mn)))
+    const int64_t b_cols = w ? w->b_cols : p->n, c_cols = w ? w->c_cols : p->n;
+    if ((st = tk_check_matrix(h, "A", "lda", p->layout, p->op_a, p->m, p->k, p->lda, 2, p->a, mnk)) ||
+        (st = tk_check_matrix(h, "B", "ldb", p->layout, p->op_b, p->k, b_cols, p->ldb, 2, p->b, mnk)) ||
+        (!(w && w->c_unused) &&
+         (st = tk_check_matrix(h, "C", "ldc", p->layout, TK_OP_N, p->m, c_cols, p->ldc, c_bytes, p->c, mn))))
         return st;
     memset(o, 0, sizeof *o);
     o->k = p->k;
@@ -110,7 +111,7 @@ static tk_status normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, in
 
 tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, int *noop)
 {
-    return normalize(h, p, o, noop, 1);
+    return normalize(h, p, o, noop, 1, NULL);
 }
 
 static tk_status find_kernel(tk_handle h, const char *name, const tk_kernel **out)
@@ -292,17 +293,23 @@ tk_status tk_check_device(tk_handle h)
 
 static int is_auto(const char *name) { return !name || !*name || !strcmp(name, "auto"); }
 
-tk_status tk_prepare_args(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
-                          const tk_kernel **k, int need_ptrs)
+tk_status tk_prepare_widths(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
+                            const tk_kernel **k, int need_ptrs, const tk_widths *w)
 {
     if (!h)
         return tk_fail(NULL, TK_ERR_INVALID_VALUE, "h: handle is NULL (expected one from tk_create)");
     tk_call_begin(h);
-    tk_status st = normalize(h, p, a, noop, need_ptrs);
+    tk_status st = normalize(h, p, a, noop, need_ptrs, w);
     if (st)
         return st;
     *k = NULL;
     return is_auto(name) ? TK_SUCCESS : find_kernel(h, name, k);
+}
+
+tk_status tk_prepare_args(tk_handle h, const tk_gemm_problem *p, const char *name, tk_args *a, int *noop,
+                          const tk_kernel **k, int need_ptrs)
+{
+    return tk_prepare_widths(h, p, name, a, noop, k, need_ptrs, NULL);
 }
 
 tk_status tk_device_ready(tk_handle h)
@@ -479,6 +486,14 @@ static tk_status read_desc(tk_handle h, const tk_gemm_desc *d, tk_gemm_desc *out
                            "bytes of tk_gemm_desc: a field of a newer version, which this one cannot honour",
                            i, TILEKIT_VERSION_MAJOR, TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH, sizeof *out);
     out->size = sizeof *out;
+    return TK_SUCCESS;
+}
+
+tk_status tk_fields_unset(tk_handle h, const tk_field *f, size_t n, const char *because, const char *fix)
+{
+    for (size_t i = 0; i < n; i++)
+        if (f[i].set)
+            return tk_fail(h, TK_ERR_INVALID_VALUE, "%s: is set, but %s (expected 0, or %s)", f[i].name, because, fix);
     return TK_SUCCESS;
 }
 

@@ -123,17 +123,13 @@ static tk_status check_strides(tk_handle h, const tk_gemm_desc *d)
 
 tk_status tk_group_none_check(tk_handle h, const tk_gemm_desc *d)
 {
-    const struct { const char *name; int set; } f[] = {
+    const tk_field f[] = {
         { "count", d->count != 0 },       { "stride_a", d->stride_a != 0 }, { "stride_b", d->stride_b != 0 },
         { "stride_c", d->stride_c != 0 }, { "offs", d->offs != NULL },      { "group_error", d->group_error != NULL },
     };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if (f[i].set)
-            return tk_fail(h, TK_ERR_INVALID_VALUE,
-                           "%s: is set, but group_kind is TK_GROUP_NONE (one product), which uses none of the group "
-                           "fields (expected 0, or the group_kind that uses it)",
-                           f[i].name);
-    return TK_SUCCESS;
+    return tk_fields_unset(h, f, sizeof f / sizeof f[0],
+                           "group_kind is TK_GROUP_NONE (one product), which uses none of the group fields",
+                           "the group_kind that uses it");
 }
 
 tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)

@@ -98,6 +98,14 @@ tk_status tk_fill_versioned(tk_handle h, const char *arg, void *out, const void 
  * Pure: touches no GPU. Sets *noop when M or N is 0. */
 tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *out, int *noop);
 
+/* Checks one stored matrix (gemm.c): `what` has op(X) of r x c (logical),
+ * stored as r x c (op N) or c x r (op T) in `layout` with leading
+ * dimension `ldname` = ld (>= its line, at least 1) and elements of esz
+ * bytes, spanning at most INT64_MAX bytes; ptr element-aligned, and not
+ * NULL when `used`. Refusals recorded on h, naming what or ldname. */
+tk_status tk_check_matrix(tk_handle h, const char *what, const char *ldname, tk_layout layout, tk_op op, int64_t r,
+                          int64_t c, int64_t ld, int64_t esz, const void *ptr, int used);
+
 /* Creates the cuBLAS handle on first use (its workspace comes from
  * tk_handle_call_ws). */
 tk_status tk_handle_cublas(tk_handle h);
@@ -201,6 +209,17 @@ tk_status tk_prepare(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
  * need no device, then h's device, present and current. */
 tk_status tk_prepare_args(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_args *a, int *noop,
                           const tk_kernel **k, int need_ptrs);
+/* The columns the problem's checks measure B and C by where they are not
+ * N (epilogue.c): B holds b_cols (N/2 for a gated product with its own
+ * b_up), C c_cols (the epilogue's output columns), or C is neither read
+ * nor written (c_unused: a separate D and beta == 0) and is not checked. */
+typedef struct tk_widths {
+    int64_t b_cols, c_cols;
+    int c_unused;
+} tk_widths;
+/* tk_prepare_args with those widths (w NULL: N for both). */
+tk_status tk_prepare_widths(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_args *a, int *noop,
+                            const tk_kernel **k, int need_ptrs, const tk_widths *w);
 tk_status tk_device_ready(tk_handle h);
 /* Support and resource check of k for a on h's device: the refusal's
  * reason in why, nothing recorded on h (auto-dispatch asks every kernel). */
@@ -231,6 +250,16 @@ tk_status tk_scale_c_only(tk_handle h, const tk_args *a, cudaStream_t s);
 /* Runs the normalized a, one product or many (a->grp), on named kernel k
  * (checked first) or, k NULL, on auto-dispatch's choice. */
 tk_status tk_run_args(tk_handle h, const tk_args *a, const tk_kernel *k, cudaStream_t s);
+
+/* A descriptor's field and whether the caller set it (not 0 or NULL). */
+typedef struct tk_field {
+    const char *name;
+    int set;
+} tk_field;
+/* The fields a descriptor's choice leaves unused must be 0: the first of
+ * the n that is set is refused (TK_ERR_INVALID_VALUE), "<name>: is set,
+ * but <because> (expected 0, or <fix>)". */
+tk_status tk_fields_unset(tk_handle h, const tk_field *f, size_t n, const char *because, const char *fix);
 
 /* tk_gemm_run of a descriptor with group_kind set (grouped.c). */
 tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
