@@ -150,6 +150,7 @@ tk_status tk_kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a, cha
                  missing & TK_ACCEPT_C_F32    ? "fp32 C"
                  : missing & TK_ACCEPT_C_BF16 ? "bf16 C"
                  : missing & TK_ACCEPT_AB_BF16 ? "bf16 A and B"
+                 : missing & TK_ACCEPT_EPILOGUE ? "epilogues (tk_gemm_desc's epilogue fields)"
                  : missing & TK_ACCEPT_BATCHED ? "batched products (TK_GROUP_BATCHED)"
                  : missing & TK_ACCEPT_GROUPED ? "grouped products (offsets in device memory)"
                                                : "a single product");
@@ -444,8 +445,11 @@ tk_status tk_run_args(tk_handle h, const tk_args *a, const tk_kernel *k, cudaStr
 {
     const int graph = tk_stream_capturing(s);
     tk_route r;
-    /* many products take no copies: their operands are whole arrays of matrices */
-    tk_status st = tk_route_for(h, a, k, &r, !graph && !a->grp);
+    /* many products take no copies: their operands are whole arrays of
+     * matrices; nor does an epilogue (its D, aux, bias and b_up are more
+     * operands than the copy route stages): a kernel that cannot take the
+     * operands as they are refuses them */
+    tk_status st = tk_route_for(h, a, k, &r, !graph && !a->grp && !a->epi);
     return st ? st : tk_route_run(h, &r, a, s, graph);
 }
 
@@ -506,11 +510,10 @@ tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, vo
     tk_status st = read_desc(h, d, &desc);
     if (st)
         return st;
-    const unsigned char *v3 = (const unsigned char *)&desc + offsetof(tk_gemm_desc, epilogue);
-    for (size_t i = 0; i < sizeof desc - offsetof(tk_gemm_desc, epilogue); i++)
-        if (v3[i])   /* issue 39 in progress: the epilogue fields are refused until they run */
-            return tk_fail(h, TK_ERR_NOT_SUPPORTED, "epilogue: the epilogue fields are not implemented yet in this "
-                                                    "build (expected them all 0)");
+    if (desc.epilogue)
+        return tk_epilogue_run(h, &desc, kernel, stream);
+    if ((st = tk_epi_none_check(h, &desc)))
+        return st;
     if (desc.group_kind)
         return tk_grouped_run(h, &desc, kernel, stream);
     return (st = tk_group_none_check(h, &desc)) ? st : tk_gemm_ex(h, &desc.problem, kernel, stream);

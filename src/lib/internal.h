@@ -266,6 +266,18 @@ tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel,
 /* One without: its group fields must be 0 (a count or offsets set with
  * group_kind left 0 would run one product silently). */
 tk_status tk_group_none_check(tk_handle h, const tk_gemm_desc *d);
+/* tk_gemm_run of a descriptor with an epilogue set (epilogue.c): the
+ * version-3 fields checked (all before the device is asked for), then one
+ * product with tk_args.epi on a kernel that takes epilogues, operands as
+ * they are (no copies). */
+tk_status tk_epilogue_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
+/* The kernels' form of a descriptor that tk_epilogue_run accepted: D
+ * resolved (C where d is NULL), b_up (B's up half where NULL, GATED), D's
+ * columns. Pure. */
+void tk_epi_args_of(const tk_gemm_desc *d, tk_epi_args *e);
+/* One without: its other epilogue fields must be 0 (a bias or D set with
+ * the epilogue forgotten would run a plain product silently). */
+tk_status tk_epi_none_check(tk_handle h, const tk_gemm_desc *d);
 /* Whether the work enqueued on s is being captured into a CUDA graph. */
 int tk_stream_capturing(cudaStream_t s);
 /* The split workspace k asks of h for a (0 where h never splits), *nflags
