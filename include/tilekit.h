@@ -273,7 +273,7 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
  *   D[:, N + j] = P * act(z_gate) (j < N; z_gate = aux[:, j], z_up =
  *   aux[:, N + j]). beta must be 0. bias_grad (optional): 2N column sums.
  *
- * bias: one value per column of z (bias_along TK_BIAS_COLUMNS, length N:
+ * bias (the forward kinds alone): one value per column of z (bias_along TK_BIAS_COLUMNS, length N:
  * nn.Linear's bias) or per row (TK_BIAS_ROWS, length M), fp32 or bf16,
  * element-aligned, in device memory. bias_grad: the column sums over the M
  * rows of D's values before their rounding to c_type, summed in an order
