@@ -116,23 +116,11 @@ static const char *help_problem =
     "  --group-kind rows|k|masked   what the groups split (default rows): the rows of A and C (M =\n"
     "                               the sizes' sum; a larger --m leaves rows no group owns), K\n"
     "                               (likewise), or masked row counts (each at most --m)\n"
-    "a fused epilogue (tilekit.h, tk_epilogue_kind; row-major, one product, every element checked):\n"
-    "  --epilogue none|bias_act|gated|backward|gated_backward   the formula after the product\n"
-    "  --act none|relu|gelu|gelu_tanh|silu   its activation (gelu: the erf form)\n"
-    "  --bias none|col|row          a bias per column (length N) or per row (length M)\n"
-    "  --bias-type fp32|bf16        the bias's type (default fp32)\n"
-    "  --d                          D in a buffer of its own (C then must keep its bits when\n"
-    "                               beta = 0 and is the residual otherwise); default D is C\n"
-    "  --aux                        bias_act, gated: also store z (bf16); the backward kinds read it\n"
-    "  --bias-grad                  the column sums of D (backward kinds; with a forward kind the\n"
-    "                               library's refusal is the verdict)\n"
-    "  --up split|halves            gated: the up half from a second weight (b_up) or B's right half\n"
-    "                               (default halves)\n"
-    "verify runs random inputs (the backward kinds' aux of standard deviation 2), D, aux and\n"
-    "bias_grad poisoned with NaN and guarded, against the fp64 reference of the formula; a\n"
-    "refusal (odd N for gated, bias_grad with a forward kind) is reported with its status and\n"
-    "must leave every output untouched. bench times the call against cuBLAS's GEMM of the same\n"
-    "product without the epilogue. --kernel all: auto and the kernels that take epilogues.\n";
+    "a fused epilogue (tilekit.h, tk_epilogue_kind; row-major, one product; --kernel all: auto\n"
+    "and the kernels that take it; a refusal is reported as the verdict):\n"
+    "  --epilogue none|bias_act|gated|backward|gated_backward\n"
+    "  --act none|relu|gelu|gelu_tanh|silu  --bias none|col|row  --bias-type fp32|bf16\n"
+    "  --d (D apart from C)  --aux (store z)  --bias-grad  --up split|halves (gated's up half)\n";
 
 static void print_help(const char *cmd)
 {

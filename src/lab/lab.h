@@ -493,7 +493,8 @@ typedef struct tk_lab_epi {
 
 /* The sizes of a case's matrices: D's columns (out_cols), aux's (0: no
  * aux), B's columns as stored in op(B) (GATED with up_split: N/2), the
- * bias's length (0: none), bias_grad's (0: none). */
+ * bias's length (0: none), bias_grad's (0: none; given with a forward
+ * kind too, which the library refuses). */
 typedef struct tk_lab_epi_dims {
     int64_t out_cols, aux_cols, b_cols, bias_len, grad_len;
 } tk_lab_epi_dims;

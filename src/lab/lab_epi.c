@@ -84,7 +84,7 @@ void tk_lab_epi_dims_of(const tk_lab_case *c, const tk_lab_epi *e, tk_lab_epi_di
     d->aux_cols = fwd && !e->aux ? 0 : e->kind == TK_EPI_GATED_BACKWARD ? 2 * c->n : c->n;
     d->b_cols = e->kind == TK_EPI_GATED && e->up_split ? c->n / 2 : c->n;
     d->bias_len = !fwd || !e->bias ? 0 : e->bias == 2 ? c->m : c->n;
-    d->grad_len = !fwd && e->bias_grad ? d->out_cols : 0;
+    d->grad_len = e->bias_grad ? d->out_cols : 0;   /* with a forward kind: for the refusal */
 }
 
 double tk_lab_act(int act, double x)
