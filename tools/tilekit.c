@@ -26,7 +26,7 @@
 
 enum {
     F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32, F_TUNE = 64, F_FUZZ = 128,
-    F_PROFILE = 256, F_LAUNCH = 512, F_GROUP = 1024
+    F_PROFILE = 256, F_LAUNCH = 512, F_GROUP = 1024, F_EPI = 2048
 };
 
 typedef struct shape { int64_t m, n, k; } shape;
@@ -67,6 +67,9 @@ typedef struct opts {
     int vs_dense;               /* bench --vs-dense */
     int64_t *sizes;             /* the groups' sizes (--seed decides skewed's order) */
     const char *forms;          /* fuzz --forms LIST as given */
+    /* verify and bench: a fused epilogue (tilekit.h's tk_gemm_desc version 3) */
+    tk_lab_epi epi;             /* kind TK_EPI_NONE: none */
+    const char *epi_flag;       /* the last epilogue option given (checked against --epilogue) */
 } opts;
 
 static const char *usage =
@@ -112,7 +115,12 @@ static const char *help_problem =
     "                               drawn from --seed; empty: every 4th group empty)\n"
     "  --group-kind rows|k|masked   what the groups split (default rows): the rows of A and C (M =\n"
     "                               the sizes' sum; a larger --m leaves rows no group owns), K\n"
-    "                               (likewise), or masked row counts (each at most --m)\n";
+    "                               (likewise), or masked row counts (each at most --m)\n"
+    "a fused epilogue (tilekit.h, tk_epilogue_kind; row-major, one product; --kernel all: auto\n"
+    "and the kernels that take it; a refusal is reported as the verdict):\n"
+    "  --epilogue none|bias_act|gated|backward|gated_backward\n"
+    "  --act none|relu|gelu|gelu_tanh|silu  --bias none|col|row  --bias-type fp32|bf16\n"
+    "  --d (D apart from C)  --aux (store z)  --bias-grad  --up split|halves (gated's up half)\n";
 
 static void print_help(const char *cmd)
 {
@@ -505,7 +513,9 @@ static const struct flag { const char *name; int group, has_val; } flags[] = {
     { "--vs", F_PROFILE, 1 }, { "--metrics", F_PROFILE, 0 }, { "--calls", F_LAUNCH, 1 },
     { "--batch", F_GROUP, 1 }, { "--groups", F_GROUP, 1 }, { "--group-kind", F_GROUP, 1 },
     { "--stride-a", F_GROUP, 1 }, { "--stride-b", F_GROUP, 1 }, { "--vs-dense", F_BENCH, 0 },
-    { "--forms", F_FUZZ, 1 },
+    { "--forms", F_FUZZ, 1 }, { "--epilogue", F_EPI, 1 }, { "--act", F_EPI, 1 }, { "--bias", F_EPI, 1 },
+    { "--bias-type", F_EPI, 1 }, { "--d", F_EPI, 0 }, { "--aux", F_EPI, 0 }, { "--bias-grad", F_EPI, 0 },
+    { "--up", F_EPI, 1 },
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 
@@ -573,6 +583,39 @@ static int apply_group_flag(opts *o, const char *name, const char *val)
         o->vs_dense = 1;
     else if (!strcmp(name, "--forms"))
         o->forms = val;
+    return 0;
+}
+
+/* The epilogue's options. Returns 0, or 2 after a message. */
+static int apply_epi_flag(opts *o, const char *name, const char *val)
+{
+    tk_lab_epi *e = &o->epi;
+    int pick = 0;
+    if (strcmp(name, "--epilogue"))
+        o->epi_flag = name;
+    if (!strcmp(name, "--epilogue")) {
+        if ((e->kind = tk_lab_epi_kind_parse(val)) < 0)
+            return bad("--epilogue: '%s' is not none, bias_act, gated, backward or gated_backward", val);
+    } else if (!strcmp(name, "--act")) {
+        if ((e->act = tk_lab_act_parse(val)) < 0)
+            return bad("--act: '%s' is not none, relu, gelu, gelu_tanh or silu", val);
+    } else if (!strcmp(name, "--bias")) {
+        if (!strcmp(val, "none")) e->bias = 0;
+        else if (!strcmp(val, "col")) e->bias = 1;
+        else if (!strcmp(val, "row")) e->bias = 2;
+        else return bad("--bias: '%s' is not none, col or row", val);
+    } else if (!strcmp(name, "--bias-type")) {
+        if (parse_pick(name, val, "fp32", "bf16", &pick))
+            return 2;
+        e->bias_bf16 = pick;
+    } else if (!strcmp(name, "--d")) e->d_apart = 1;
+    else if (!strcmp(name, "--aux")) e->aux = 1;
+    else if (!strcmp(name, "--bias-grad")) e->bias_grad = 1;
+    else if (!strcmp(name, "--up")) {
+        if (parse_pick(name, val, "halves", "split", &pick))
+            return 2;
+        e->up_split = pick;
+    }
     return 0;
 }
 
@@ -654,6 +697,9 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
     } else if (!strcmp(name, "--metrics")) o->list_metrics = 1;
     else if (!strcmp(name, "--calls"))
         rc = parse_range(name, val, 1, 1000, &o->calls);
+    else if (!strncmp(name, "--epilogue", 10) || !strncmp(name, "--act", 5) || !strncmp(name, "--bias", 6) ||
+             !strcmp(name, "--d") || !strcmp(name, "--aux") || !strcmp(name, "--up"))
+        rc = apply_epi_flag(o, name, val);
     else
         rc = apply_group_flag(o, name, val);
     return rc ? 2 : 0;
@@ -752,6 +798,49 @@ static int group_args(opts *o, int shapes_given)
     return 0;
 }
 
+/* The epilogue's options: checked against each other and the problem's
+ * form (a refusal the library makes, such as an odd N for gated or
+ * bias_grad with a forward kind, is left for verify to report). */
+static int epi_args(opts *o)
+{
+    tk_lab_epi *e = &o->epi;
+    if (!e->kind) {
+        if (o->epi_flag)
+            return bad("%s: needs --epilogue KIND (bias_act, gated, backward or gated_backward)", o->epi_flag);
+        return 0;
+    }
+    if (o->batch || o->groups)
+        return bad("--epilogue: one product only (not with %s: tilekit.h takes epilogues on TK_GROUP_NONE)",
+                   o->batch ? "--batch" : "--groups");
+    if (o->c.layout == TK_COL_MAJOR)
+        return bad("--layout: col with --epilogue (epilogues are row-major, tilekit.h)");
+    if (o->c.offset || o->png || o->plant_row >= 0 || o->smem_limit)
+        return bad("%s: dense problems without an epilogue only", o->c.offset ? "--offset" : o->png ? "--png"
+                                                                  : o->plant_row >= 0 ? "--plant" : "--smem-limit");
+    if (e->up_split && e->kind != TK_EPI_GATED)
+        return bad("--up: for --epilogue gated only");
+    if (e->kind == TK_EPI_BACKWARD || e->kind == TK_EPI_GATED_BACKWARD)
+        e->aux = 1;   /* their input */
+    return 0;
+}
+
+/* The kernels of an epilogue case: those --kernel names, or (all) auto and
+ * every kernel whose family takes epilogues. Returns their number. */
+static int epi_kernels(const opts *o, const char **out)
+{
+    int n = 0;
+    if (!o->kernels_all) {
+        for (; n < o->nkernels; n++)
+            out[n] = o->kernels[n];
+        return n;
+    }
+    out[n++] = "auto";
+    for (int i = 0; i < tk_registry_count() && n < MAX_LIST; i++)
+        if (tk_registry_at(i)->family->accepts & TK_ACCEPT_EPILOGUE)
+            out[n++] = tk_registry_at(i)->name;
+    return n;
+}
+
 /* verify's picture and planted element: one case to draw, a planted
  * element inside every shape. */
 static int verify_args(const opts *o)
@@ -771,8 +860,8 @@ static int verify_args(const opts *o)
 static int parse_args(int argc, char **argv, opts *o)
 {
     int allowed = F_KERNEL;
-    if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES | F_GROUP;
-    if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY | F_GROUP;
+    if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES | F_GROUP | F_EPI;
+    if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY | F_GROUP | F_EPI;
     if (!strcmp(o->cmd, "tune")) allowed = F_TUNE;
     if (!strcmp(o->cmd, "fuzz")) allowed |= F_FUZZ;
     if (!strcmp(o->cmd, "profile")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_PROFILE;
@@ -810,6 +899,8 @@ static int parse_args(int argc, char **argv, opts *o)
                            tk_lab_group_kind_name(o->suite_shapes[s].kind));
         return 0;
     }
+    if (o->suite && (o->epi.kind || o->epi_flag))
+        return bad("--suite: not with an epilogue (give the shape with --m/--n/--k or --shapes)");
     if (o->suite)
         return suite_args(o, clash, kernel_given);
     if (o->nshapes && o->mnk_set)
@@ -818,7 +909,7 @@ static int parse_args(int argc, char **argv, opts *o)
     if (!o->nshapes)
         o->shapes[o->nshapes++] = mnk;
     o->kernel_given = kernel_given;
-    if (group_args(o, shapes_given))
+    if (group_args(o, shapes_given) || epi_args(o))
         return 2;
     if (!strcmp(o->cmd, "profile") || !strcmp(o->cmd, "launch"))
         return one_kernel_args(o);
@@ -942,6 +1033,30 @@ static void verify_groups(const opts *o, tk_lab_verify *v, FILE *jf, int *passed
     free(r);
 }
 
+/* verify --epilogue: each kernel on each shape; the counts go to *passed,
+ * *failed, *skipped (a refusal), a row each to jf. */
+static void verify_epi(const opts *o, tk_lab_verify *v, FILE *jf, int *passed, int *failed, int *skipped)
+{
+    const char *kernels[MAX_LIST + 1];
+    const int nk = epi_kernels(o, kernels);
+    for (int s = 0, rows = 0; s < o->nshapes; s++)
+        for (int i = 0; i < nk; i++) {
+            tk_lab_case c = o->c;
+            c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
+            tk_lab_epi_result r;
+            tk_lab_epi_verify_run(v, kernels[i], &c, &o->epi, &r);
+            tk_lab_epi_verify_print(stdout, kernels[i], &c, &o->epi, &r);
+            fflush(stdout);
+            *passed += r.outcome == 0;
+            *failed += r.outcome == 1 || r.outcome < 0;
+            *skipped += r.outcome == 2;
+            if (jf) {
+                fputs(rows++ ? ",\n " : "\n ", jf);
+                tk_lab_epi_verify_json(jf, kernels[i], &c, &o->epi, &r);
+            }
+        }
+}
+
 static int cmd_verify(const opts *o)
 {
     char why[TK_LAB_MSG_LEN];
@@ -965,7 +1080,9 @@ static int cmd_verify(const opts *o)
     static const char *outcome[] = { "error", "ok", "fail", "skip" };
     if (o->batch || o->groups)
         verify_groups(o, v, jf, &passed, &failed, &skipped);
-    for (int s = 0; !o->batch && !o->groups && s < o->nshapes; s++)
+    if (o->epi.kind)
+        verify_epi(o, v, jf, &passed, &failed, &skipped);
+    for (int s = 0; !o->batch && !o->groups && !o->epi.kind && s < o->nshapes; s++)
         for (int i = 0; i < o->nkernels; i++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
@@ -1117,6 +1234,16 @@ static int cmd_bench(const opts *o)
         return 1;
     }
     nrows = bench_suite(b, o, order, norder, rows);     /* --suite (then o->nshapes is 0) */
+    if (o->epi.kind) {
+        const int ne = epi_kernels(o, kernels);
+        for (int s = 0; s < o->nshapes; s++) {
+            tk_lab_case c = o->c;
+            c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
+            fprintf(stderr, "bench: [%d/%d] %lldx%lldx%lld with an epilogue\n", s + 1, o->nshapes, (long long)c.m,
+                    (long long)c.n, (long long)c.k);
+            nrows += tk_lab_epi_bench_case(b, &c, &o->epi, kernels, ne, o->no_cublas, stdout, rows + nrows);
+        }
+    }
     if (many)
         tk_lab_bench_print_gheader(stdout);
     for (int s = 0; many && s < o->nshapes; s++) {
@@ -1130,7 +1257,7 @@ static int cmd_bench(const opts *o)
     }
     if (many)
         tk_lab_bench_print_read_rate(stdout, info, rows, nrows);
-    for (int s = 0; !many && s < o->nshapes; s++)
+    for (int s = 0; !many && !o->epi.kind && s < o->nshapes; s++)
         for (int i = 0; i < norder; i++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;

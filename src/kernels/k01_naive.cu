@@ -8,6 +8,16 @@
  * neighbouring elements of B (coalesced for op_b = N). Grid-stride loops
  * cover shapes beyond the grid limits.
  *
+ * Epilogues (tk_epi_args; issue 39): every kind and activation, the
+ * formulas of tilekit.h applied in fp32 to the fp32 dot products, rounded
+ * once to c_type (k01_epi_kernel: one thread per element of D; for GATED
+ * two dot products a thread, for GATED_BACKWARD one thread writes columns
+ * j and N + j). bias_grad: k01_bias_grad_kernel, one thread per column of
+ * D, recomputes the column's values row by row in row order (the same
+ * function as k01_epi_kernel, so the same fp32 values) and sums them in
+ * fp32: slow, deterministic. It runs before k01_epi_kernel because D may be
+ * C (in place) and the values read C when beta != 0.
+ *
  * Tile configuration: BM = BN = 16 (one thread per element), no shared memory.
  * Figure: far below cuBLAS by design; see the README table.
  * Reproduce: build/tilekit bench --kernel k01_naive
@@ -16,8 +26,10 @@
 #include "../lib/kernel.h"
 #include "../lib/group.h"
 #include "../tiles/epilogue.cuh"
+#include "../tiles/activation.cuh"
 
 #define NAIVE_BLOCK 16
+#define NAIVE_GRAD_THREADS 256   /* k01_bias_grad_kernel's block: one thread a column */
 
 /* Rows i0 .. i1-1 of C = alpha * op(A)[:, k0:k1] op(B)[k0:k1, :] + beta * C,
  * grid-strided over the block's x and y. */
@@ -35,6 +47,141 @@ static __device__ __forceinline__ void naive_rows(const tk_args *p, const uint16
                 acc = fmaf(tk_bf16_to_f32(A[i * a_si + kk * a_sk]), tk_bf16_to_f32(B[kk * b_sk + j * b_sj]), acc);
             tk_epilogue_store(C, i * p->ldc + j, p->c_type, acc, p->alpha, p->beta);
         }
+}
+
+/* ---- epilogues ---- */
+
+/* The fp32 dot product of row i of op(A) and column j of op(B), B at Bp
+ * (B itself, or GATED's b_up) with B's op and ldb; 0 for K == 0. */
+static __device__ __forceinline__ float naive_dot(const tk_args *p, const uint16_t *Bp, int64_t i, int64_t j)
+{
+    const uint16_t *A = (const uint16_t *)p->a;
+    int64_t a_si = p->op_a == TK_OP_N ? p->lda : 1, a_sk = p->op_a == TK_OP_N ? 1 : p->lda;
+    int64_t b_sk = p->op_b == TK_OP_N ? p->ldb : 1, b_sj = p->op_b == TK_OP_N ? 1 : p->ldb;
+    float acc = 0.0f;
+    for (int64_t kk = 0; kk < p->k; kk++)
+        acc = fmaf(tk_bf16_to_f32(A[i * a_si + kk * a_sk]), tk_bf16_to_f32(Bp[kk * b_sk + j * b_sj]), acc);
+    return acc;
+}
+
+/* bias for column col of z in row i (0 without one). */
+static __device__ __forceinline__ float naive_bias(const tk_epi_args *e, int64_t i, int64_t col)
+{
+    if (!e->bias)
+        return 0.0f;
+    int64_t at = e->bias_rows ? i : col;
+    return e->bias_bf16 ? tk_bf16_to_f32(((const uint16_t *)e->bias)[at]) : ((const float *)e->bias)[at];
+}
+
+/* v + beta * C's element (i, j), C read only when beta != 0 (a C of NaN
+ * poison with beta == 0 gives a clean D), as tk_epilogue_store adds it. */
+static __device__ __forceinline__ float naive_residual(const tk_args *p, int64_t i, int64_t j, float v)
+{
+    if (p->beta == 0.0f)
+        return v;
+    int64_t at = i * p->ldc + j;
+    float c = p->c_type == TK_F32 ? ((const float *)p->c)[at] : tk_bf16_to_f32(((const uint16_t *)p->c)[at]);
+    return fmaf(p->beta, c, v);
+}
+
+/* P = alpha * dot and z = P + bias, each rounded as written (__fmul_rn and
+ * __fadd_rn are never contracted into an fma: both kernels get the same
+ * bits). */
+static __device__ __forceinline__ float naive_p(const tk_args *p, const uint16_t *Bp, int64_t i, int64_t j)
+{
+    return __fmul_rn(p->alpha, naive_dot(p, Bp, i, j));
+}
+
+static __device__ __forceinline__ float naive_aux(const tk_epi_args *e, int64_t i, int64_t col)
+{
+    return tk_bf16_to_f32(((const uint16_t *)e->aux)[i * e->ldaux + col]);
+}
+
+/* GATED_BACKWARD's column jn (upper 0) or N + jn (upper 1) of row i from
+ * P = P[i, jn]: P * z_up * act'(z_gate), or P * act(z_gate). */
+static __device__ __forceinline__ float naive_gated_grad(const tk_epi_args *e, float P, int64_t i, int64_t jn,
+                                                         int upper)
+{
+    float zg = naive_aux(e, i, jn);
+    if (upper)
+        return __fmul_rn(P, tk_act(e->act, zg));
+    return __fmul_rn(__fmul_rn(P, naive_aux(e, i, e->out_cols / 2 + jn)), tk_act_grad(e->act, zg));
+}
+
+/* D's element (i, j) in fp32 before its rounding: tilekit.h's formula of
+ * e->kind (j < out_cols). With store_aux, the forward kinds also store z
+ * (bf16) where e->aux is set; k01_bias_grad_kernel passes 0 (it stores
+ * nothing but the sums). */
+static __device__ __forceinline__ float naive_epi_value(const tk_args *p, const tk_epi_args *e, int64_t i,
+                                                        int64_t j, int store_aux)
+{
+    const uint16_t *B = (const uint16_t *)p->b;
+    uint16_t *aux = (uint16_t *)e->aux;
+    switch (e->kind) {
+    case TK_EPI_BIAS_ACT: {
+        float z = __fadd_rn(naive_p(p, B, i, j), naive_bias(e, i, j));
+        if (store_aux && aux)
+            aux[i * e->ldaux + j] = tk_f32_to_bf16(z);
+        return naive_residual(p, i, j, tk_act(e->act, z));
+    }
+    case TK_EPI_GATED: {
+        int64_t half = p->n / 2;
+        float zg = __fadd_rn(naive_p(p, B, i, j), naive_bias(e, i, j));
+        float zu = __fadd_rn(naive_p(p, (const uint16_t *)e->b_up, i, j), naive_bias(e, i, half + j));
+        if (store_aux && aux) {
+            aux[i * e->ldaux + j] = tk_f32_to_bf16(zg);
+            aux[i * e->ldaux + half + j] = tk_f32_to_bf16(zu);
+        }
+        return naive_residual(p, i, j, __fmul_rn(tk_act(e->act, zg), zu));
+    }
+    case TK_EPI_BACKWARD:
+        return naive_residual(p, i, j, __fmul_rn(naive_p(p, B, i, j), tk_act_grad(e->act, naive_aux(e, i, j))));
+    default: {   /* TK_EPI_GATED_BACKWARD: column j < 2N from P[i, j mod N]; beta is 0 */
+        int64_t jn = j < p->n ? j : j - p->n;
+        return naive_gated_grad(e, naive_p(p, B, i, jn), i, jn, j >= p->n);
+    }
+    }
+}
+
+static __device__ __forceinline__ void naive_store_d(const tk_args *p, const tk_epi_args *e, int64_t i, int64_t j,
+                                                     float v)
+{
+    if (p->c_type == TK_F32)
+        ((float *)e->d)[i * e->ldd + j] = v;
+    else
+        ((uint16_t *)e->d)[i * e->ldd + j] = tk_f32_to_bf16(v);
+}
+
+/* One thread per element (i, j) of D (GATED_BACKWARD: per (i, j < N),
+ * writing columns j and N + j, which share the dot product). */
+static __global__ void k01_epi_kernel(tk_args p, tk_epi_args e)
+{
+    const int64_t cols = e.kind == TK_EPI_GATED_BACKWARD ? p.n : e.out_cols;
+    for (int64_t i = (int64_t)blockIdx.y * NAIVE_BLOCK + threadIdx.y; i < p.m; i += (int64_t)gridDim.y * NAIVE_BLOCK)
+        for (int64_t j = (int64_t)blockIdx.x * NAIVE_BLOCK + threadIdx.x; j < cols;
+             j += (int64_t)gridDim.x * NAIVE_BLOCK) {
+            if (e.kind == TK_EPI_GATED_BACKWARD) {
+                float P = naive_p(&p, (const uint16_t *)p.b, i, j);
+                naive_store_d(&p, &e, i, j, naive_gated_grad(&e, P, i, j, 0));
+                naive_store_d(&p, &e, i, p.n + j, naive_gated_grad(&e, P, i, j, 1));
+            } else {
+                naive_store_d(&p, &e, i, j, naive_epi_value(&p, &e, i, j, 1));
+            }
+        }
+}
+
+/* bias_grad[j] = the sum over rows 0, 1, ..., M-1 of D's fp32 values in
+ * column j (naive_epi_value: the values k01_epi_kernel rounds), in that
+ * order: the same bits every run. */
+static __global__ void k01_bias_grad_kernel(tk_args p, tk_epi_args e)
+{
+    for (int64_t j = (int64_t)blockIdx.x * NAIVE_GRAD_THREADS + threadIdx.x; j < e.out_cols;
+         j += (int64_t)gridDim.x * NAIVE_GRAD_THREADS) {
+        float sum = 0.0f;
+        for (int64_t i = 0; i < p.m; i++)
+            sum += naive_epi_value(&p, &e, i, j, 0);
+        e.bias_grad[j] = sum;
+    }
 }
 
 static __global__ void k01_naive_kernel(tk_args p)
@@ -73,15 +220,52 @@ static tk_status naive_supports(const tk_kernel *k, const tk_args *a, const tk_d
 static void naive_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
     (void)k; (void)dev;
-    r->func = a && a->grp ? (const void *)k01_grouped_kernel : (const void *)k01_naive_kernel;
+    r->func = a && a->grp ? (const void *)k01_grouped_kernel
+            : a && a->epi ? (const void *)k01_epi_kernel : (const void *)k01_naive_kernel;
     r->threads = NAIVE_BLOCK * NAIVE_BLOCK;
     r->dyn_smem = 0;
+}
+
+static tk_status naive_launch_error(char *why, size_t len)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        snprintf(why, len, "launch: %s", cudaGetErrorString(e));
+        tk_note_cuda_error((int)e);
+        return TK_ERR_CUDA;
+    }
+    return TK_SUCCESS;
+}
+
+static unsigned naive_grid(int64_t blocks)
+{
+    return (unsigned)(blocks < 1 ? 1 : blocks < 65535 ? blocks : 65535);
+}
+
+/* An epilogue: bias_grad's sums first (they read C, which D may be), then
+ * D and aux. */
+static tk_status naive_launch_epi(const tk_args *a, cudaStream_t stream, char *why, size_t len)
+{
+    const tk_epi_args *e = a->epi;
+    if (e->bias_grad) {
+        k01_bias_grad_kernel<<<naive_grid((e->out_cols + NAIVE_GRAD_THREADS - 1) / NAIVE_GRAD_THREADS),
+                               NAIVE_GRAD_THREADS, 0, stream>>>(*a, *e);
+        tk_status st = naive_launch_error(why, len);
+        if (st)
+            return st;
+    }
+    int64_t cols = e->kind == TK_EPI_GATED_BACKWARD ? a->n : e->out_cols;
+    dim3 grid(naive_grid((cols + NAIVE_BLOCK - 1) / NAIVE_BLOCK), naive_grid((a->m + NAIVE_BLOCK - 1) / NAIVE_BLOCK));
+    k01_epi_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a, *e);
+    return naive_launch_error(why, len);
 }
 
 static tk_status naive_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
                               char *why, size_t len)
 {
     (void)k; (void)dev;
+    if (a->epi)
+        return naive_launch_epi(a, stream, why, len);
     int64_t gx = (a->n + NAIVE_BLOCK - 1) / NAIVE_BLOCK, gy = (a->m + NAIVE_BLOCK - 1) / NAIVE_BLOCK;
     if (a->grp && a->grp->kind == TK_GROUP_ROWS)   /* the mean group's rows; larger groups grid-stride */
         gy = (a->m / a->grp->count + NAIVE_BLOCK - 1) / NAIVE_BLOCK;
@@ -92,13 +276,7 @@ static tk_status naive_launch(const tk_kernel *k, const tk_args *a, const tk_dev
         k01_grouped_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a, *a->grp);
     else
         k01_naive_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) {
-        snprintf(why, len, "launch: %s", cudaGetErrorString(e));
-        tk_note_cuda_error((int)e);
-        return TK_ERR_CUDA;
-    }
-    return TK_SUCCESS;
+    return naive_launch_error(why, len);
 }
 
 /* The family's functions (src/kernels/table.def: its configuration). */

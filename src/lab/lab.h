@@ -474,6 +474,103 @@ typedef struct tk_lab_gcache tk_lab_gcache;
 tk_lab_gcache **tk_lab_verify_gcache(tk_lab_verify *v);
 void tk_lab_gcache_free(tk_lab_gcache *c);
 
+/* ---- epilogues (lab_epi.c: the reference; lab_everify.c: verify and
+ * bench) ----
+ * A dense row-major case with tilekit.h's fused epilogue (tk_gemm_desc
+ * version 3). The reference is tilekit.h's formula in fp64 from fp64 dot
+ * products of the bf16 inputs, the bias as stored and the activation in
+ * double; with each value comes its tolerance (lab_epi.c says why). */
+typedef struct tk_lab_epi {
+    int kind;                   /* tk_epilogue_kind; TK_EPI_NONE: no epilogue */
+    int act;                    /* tk_activation */
+    int bias;                   /* 0 none, 1 per column (TK_BIAS_COLUMNS), 2 per row */
+    int bias_bf16;              /* 1: the bias is bf16, else fp32 */
+    int d_apart;                /* 1: D in a buffer of its own (tk_gemm_desc.d), else D is C */
+    int aux;                    /* forward kinds: store z in aux (the backward kinds always read it) */
+    int bias_grad;              /* backward kinds: the column sums */
+    int up_split;               /* GATED: 1 a second weight b_up (B has N/2 columns), 0 B's right half */
+} tk_lab_epi;
+
+/* The sizes of a case's matrices: D's columns (out_cols), aux's (0: no
+ * aux), B's columns as stored in op(B) (GATED with up_split: N/2), the
+ * bias's length (0: none), bias_grad's (0: none; given with a forward
+ * kind too, which the library refuses). */
+typedef struct tk_lab_epi_dims {
+    int64_t out_cols, aux_cols, b_cols, bias_len, grad_len;
+} tk_lab_epi_dims;
+void tk_lab_epi_dims_of(const tk_lab_case *c, const tk_lab_epi *e, tk_lab_epi_dims *d);
+
+/* Names: "none", "bias_act", "gated", "backward", "gated_backward"; "none",
+ * "relu", "gelu", "gelu_tanh", "silu". The parsers return the value or -1. */
+const char *tk_lab_epi_kind_name(int kind);
+int tk_lab_epi_kind_parse(const char *word);
+const char *tk_lab_act_name(int act);
+int tk_lab_act_parse(const char *word);
+/* "gated silu bias col bf16 aux d up split" */
+void tk_lab_epi_name(const tk_lab_epi *e, char *buf, size_t len);
+/* act(x), act'(x) in double (activation.cuh's formulas). */
+double tk_lab_act(int act, double x);
+double tk_lab_act_grad(int act, double x);
+
+/* The host inputs of a case (row-major, the case's ops; leading
+ * dimensions in elements): b_up for GATED with up_split, else NULL; aux
+ * (bf16) for the backward kinds; c the initial C (read when beta != 0). */
+typedef struct tk_lab_epi_in {
+    const uint16_t *a, *b, *b_up;
+    int64_t lda, ldb;
+    const void *bias;
+    const uint16_t *aux;
+    int64_t ldaux;
+    const void *c;
+    int64_t ldc;
+} tk_lab_epi_in;
+
+/* The fp64 reference of the whole case, written densely (row-major, no
+ * padding): d and d_tol (M x out_cols): D and its tolerance for c->out;
+ * z and z_tol (M x aux_cols, forward kinds with an aux; may be NULL
+ * otherwise): z before its rounding to bf16 and the tolerance of the
+ * kernel's bf16 aux against bf16(z); grad and grad_tol (grad_len; may be
+ * NULL): the column sums. Uses tk_lab_threads(). */
+void tk_lab_epi_ref(const tk_lab_case *c, const tk_lab_epi *e, const tk_lab_epi_in *in, double *d, double *d_tol,
+                    double *z, double *z_tol, double *grad, double *grad_tol);
+
+/* got (a matrix of type t, leading dimension ld, rows x cols) against
+ * want +- tol (dense): the elements over tolerance or not finite (*over),
+ * the largest |got - want| and |got - want| / max(|want|, tol), and the
+ * first bad element (row, col; -1 if none). want_bf16: compare with want
+ * rounded to bf16 (aux). Pure host code. */
+typedef struct tk_lab_epi_cmp {
+    int64_t checked, over;
+    double max_abs, max_rel;
+    int64_t bad_row, bad_col;
+    double bad_got, bad_want, bad_tol;
+} tk_lab_epi_cmp;
+void tk_lab_epi_compare(const void *got, tk_dtype t, int64_t ld, int64_t rows, int64_t cols, const double *want,
+                        const double *tol, int want_bf16, tk_lab_epi_cmp *r);
+
+/* verify of one case: random inputs (never zero; the backward kinds' aux
+ * N(0, 2)-like), D, aux and bias_grad poisoned with NaN and C, when D is
+ * apart, holding values that must keep their bits; D, aux and bias_grad
+ * against the reference; every guard element around D and aux (their
+ * padding and a band past their ends) must keep its poison. A refusal is
+ * outcome 2 with the status and message. */
+typedef struct tk_lab_epi_result {
+    int outcome;                /* 0 passed, 1 failed, 2 refused, -1 error */
+    tk_status status;           /* the call's */
+    char msg[TK_LAB_MSG_LEN];
+    tk_lab_epi_cmp d, aux, grad;    /* checked == 0: not compared */
+    int64_t guard_writes;       /* poison or C changed where nothing may be written */
+    char guard_where[128];
+} tk_lab_epi_result;
+
+void tk_lab_epi_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *c, const tk_lab_epi *e,
+                           tk_lab_epi_result *r);
+void tk_lab_epi_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_epi *e,
+                             const tk_lab_epi_result *r);
+/* One JSON object (no separator) of a verify row. */
+void tk_lab_epi_verify_json(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_epi *e,
+                            const tk_lab_epi_result *r);
+
 /* ---- bench (lab_bench.c; the table, JSON and CSV in lab_report.c) ---- */
 typedef struct tk_lab_bench tk_lab_bench;
 
@@ -554,6 +651,14 @@ void tk_lab_bench_print_decode_bw(FILE *f, const tk_lab_bench_info *info, const 
 /* The header of the batched and grouped rows' table (printed before the
  * first of them: their columns differ from the dense rows'). */
 void tk_lab_bench_print_gheader(FILE *f);
+
+/* ---- bench of epilogue cases (lab_everify.c) ----
+ * The call with its epilogue (tk_gemm_run, timed as the dense rows), and
+ * as the yardstick cuBLAS's plain GEMM of the same product (no epilogue:
+ * ratio_cublas is "x cuBLAS GEMM alone"). rows gets the cuBLAS row, then
+ * one per kernel; printed on out as timed. Returns the rows written. */
+int tk_lab_epi_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_epi *e, const char *const *kernels,
+                          int nkernels, int no_cublas, FILE *out, tk_lab_bench_row *rows);
 
 /* ---- bench of batched and grouped cases (lab_gbench.c) ----
  * A case is timed as one call of tilekit (tk_gemm_run of the whole case,
