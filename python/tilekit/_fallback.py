@@ -672,3 +672,17 @@ def plan_create(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fals
         _lib.check(lib.tk_plan_create(h, ctypes.byref(prob), p.kernel, ctypes.byref(ptr)), h, "tilekit.plan")
     return GemmPlan(ptr.value, h, device, p, trans_a, trans_b)
 
+
+def gemm_run(device, stream, kernel, fields):
+    """tk_gemm_run of a tk_gemm_desc (size = sizeof, TK_GEMM_DESC_INIT's)
+    holding `fields`: the problem's 15 values, then the epilogue's 11, in
+    the header's order (tilekit/_epilogue.py checks them; the extension's
+    gemm_run takes the same), on the thread's handle for `device` (-1: the
+    current one). kernel: bytes or None; stream: a cudaStream_t or None."""
+    lib = _lib.load_ctypes()
+    desc = _lib.GemmDesc(size=ctypes.sizeof(_lib.GemmDesc))
+    desc.problem = _lib.GemmProblem(*fields[:15])
+    for (name, _), value in zip(_lib.GemmDesc._fields_[-11:], fields[15:]):
+        setattr(desc, name, value)
+    h = _lib.handle(device if device >= 0 else _lib.current_device())
+    _lib.check(lib.tk_gemm_run(h, ctypes.byref(desc), kernel, stream), h, "tilekit.gemm_epilogue")
