@@ -188,3 +188,18 @@ def test_real_library_refusals():
     for name, ext in fakes.backends():
         rc, out = fakes.run(body, ext)
         assert rc == 0 and out.rstrip().endswith("OK"), "%s backend:\n%s" % (name, out)
+
+
+def test_cai_streams_joined():
+    """The CAI 'stream' entries of every operand, bias and aux included, are
+    gemm's: the call runs on D's, and the others are joined before and after."""
+    body = CALLS + """
+    M, N, K = 8, 6, 4
+    n = len(log())
+    epi(Fake((M, K)), Fake((K, N)), d=Fake((M, N), F32, stream=0x900), epilogue="bias_act",
+        bias=Fake((N,), F32, stream=0x700), aux=Fake((M, N), stream=0x900))
+    t = [(e, f.get("stream")) for e, f, _ in log()[n:] if e in ("record", "wait", "gemm_run")]
+    assert t == [("record", 0x700), ("wait", 0x900), ("gemm_run", 0x900), ("record", 0x900), ("wait", 0x700)], t
+    print("OK")
+"""
+    run(body)
