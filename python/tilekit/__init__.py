@@ -20,6 +20,14 @@
     y = tilekit.grouped_mm(x, ws.transpose(-2, -1), offs)  # torch._grouped_mm's semantics
     z = tilekit.bmm(x.view(3, 100, 4096), ws[:3].transpose(-2, -1))   # torch.bmm's
 
+    # a fused epilogue (issue 39): h = silu(x Wg^T) * (x Wu^T), z kept for the backward
+    wg = torch.randn(1024, 4096, dtype=torch.bfloat16, device="cuda")
+    wu = torch.randn(1024, 4096, dtype=torch.bfloat16, device="cuda")
+    h = torch.empty(8, 1024, dtype=torch.bfloat16, device="cuda")
+    z = torch.empty(8, 2048, dtype=torch.bfloat16, device="cuda")
+    x = torch.randn(8, 4096, dtype=torch.bfloat16, device="cuda")
+    tilekit.gemm_epilogue(x, wg, h, trans_b=True, epilogue="gated", activation="silu", b_up=wu, aux=z)
+
 A, B and out of gemm() are torch CUDA tensors, objects with
 __cuda_array_interface__ or DLPack producers of CUDA memory, 2-D, each row- or
 column-contiguous (a transposed view is fine: it becomes op T or a
@@ -51,7 +59,7 @@ else:
     from . import _fallback as _impl
 
 __version__ = "0.1.0"
-__all__ = ["gemm", "gemm_batched", "gemm_grouped", "matmul", "grouped_mm", "bmm", "patch", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
+__all__ = ["gemm", "gemm_batched", "gemm_grouped", "gemm_epilogue", "matmul", "grouped_mm", "bmm", "patch", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
            "backend", "Support", "candidates", "workspace_size", "plan", "set_workspace", "set_workspace_limit",
            "set_split_k", "release_workspaces", "handle_info", "last_cuda_error", "build_info", "TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError",
            "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError",
@@ -62,6 +70,9 @@ gemm = _impl.gemm
 gemm_batched = _impl.gemm_batched
 gemm_grouped = _impl.gemm_grouped
 _plan = _impl.plan   # the checked call without the library (tests)
+# Issue 39: one product with a fused epilogue (bias, activation, gating, their
+# gradients), checked in Python for both backends (tilekit/_epilogue.py).
+from ._epilogue import gemm_epilogue
 
 
 def backend():

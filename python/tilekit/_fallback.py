@@ -239,9 +239,16 @@ def plan(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_
                            ", ".join("cuda:%d" % d for d in sorted(devices))))
     p.device = devices.pop() if devices else None
 
-    # The stream the call runs on: stream=; else, with a torch operand, torch's
-    # current stream on the operands' device; else the CAI 'stream' entry of
-    # out, then of A, B, offs and group_error; else the legacy default stream.
+    p.stream, p.joins = _streams(stream, operands, p.device)
+    return p
+
+
+def _streams(stream, operands, device):
+    """(the stream the call runs on, the other CAI streams it joins): stream=;
+    else, with a torch operand, torch's current stream on the operands'
+    device; else the first CAI 'stream' entry of the operands, in their order
+    (out's first); else the legacy default stream (None). Every other stream
+    a CAI operand names is joined with the call (_join), each once."""
     if stream is not None and not isinstance(stream, int):
         if hasattr(stream, "cuda_stream"):
             value = stream.cuda_stream
@@ -253,17 +260,14 @@ def plan(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_
     cai_streams = [x.stream for x in operands if x.stream is not None]
     if stream is None:
         if any(x.torch for x in operands):
-            stream = _torch().cuda.current_stream(p.device).cuda_stream
+            stream = _torch().cuda.current_stream(device).cuda_stream
         elif cai_streams:
             stream = cai_streams[0]
-    p.stream = stream
-    # Every other stream a CAI operand names is joined with the call (_join), each once.
     joins = []
     for s in cai_streams:
         if not _same_stream(s, stream) and not any(_same_stream(s, j) for j in joins):
             joins.append(s)
-    p.joins = tuple(joins)
-    return p
+    return stream, tuple(joins)
 
 
 def _device_context(p):
@@ -667,3 +671,18 @@ def plan_create(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fals
         ptr = ctypes.c_void_p()
         _lib.check(lib.tk_plan_create(h, ctypes.byref(prob), p.kernel, ctypes.byref(ptr)), h, "tilekit.plan")
     return GemmPlan(ptr.value, h, device, p, trans_a, trans_b)
+
+
+def gemm_run(device, stream, kernel, fields):
+    """tk_gemm_run of a tk_gemm_desc (size = sizeof, TK_GEMM_DESC_INIT's)
+    holding `fields`: the problem's 15 values, then the epilogue's 11, in
+    the header's order (tilekit/_epilogue.py checks them; the extension's
+    gemm_run takes the same), on the thread's handle for `device` (-1: the
+    current one). kernel: bytes or None; stream: a cudaStream_t or None."""
+    lib = _lib.load_ctypes()
+    desc = _lib.GemmDesc(size=ctypes.sizeof(_lib.GemmDesc))
+    desc.problem = _lib.GemmProblem(*fields[:15])
+    for (name, _), value in zip(_lib.GemmDesc._fields_[-11:], fields[15:]):
+        setattr(desc, name, value)
+    h = _lib.handle(device if device >= 0 else _lib.current_device())
+    _lib.check(lib.tk_gemm_run(h, ctypes.byref(desc), kernel, stream), h, "tilekit.gemm_epilogue")

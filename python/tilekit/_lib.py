@@ -138,6 +138,24 @@ class GemmProblem(ctypes.Structure):
     ]
 
 
+class GemmDesc(ctypes.Structure):
+    """tk_gemm_desc up to its version-3 fields (versioned: size first; the
+    fields after the problem are laid out as the C compiler lays out the
+    header's: tests/python/test_fake_lib_epilogue.py compares the offsets)."""
+    _fields_ = [
+        ("size", ctypes.c_size_t), ("problem", GemmProblem),
+        # version 2: many products in one call
+        ("group_kind", ctypes.c_int32), ("count", ctypes.c_int32),
+        ("stride_a", ctypes.c_int64), ("stride_b", ctypes.c_int64), ("stride_c", ctypes.c_int64),
+        ("offs", ctypes.c_void_p), ("group_error", ctypes.c_void_p),
+        # version 3: the epilogue (tk_epilogue_kind, tk_activation, tk_bias_along)
+        ("epilogue", ctypes.c_int32), ("activation", ctypes.c_int32),
+        ("bias", ctypes.c_void_p), ("bias_type", ctypes.c_int32), ("bias_along", ctypes.c_int32),
+        ("b_up", ctypes.c_void_p), ("d", ctypes.c_void_p), ("ldd", ctypes.c_int64),
+        ("aux", ctypes.c_void_p), ("ldaux", ctypes.c_int64), ("bias_grad", ctypes.c_void_p),
+    ]
+
+
 class KernelProps(ctypes.Structure):
     """tk_kernel_props."""
     _fields_ = [
@@ -200,6 +218,7 @@ _PROTOTYPES = {
     "tk_gemm_batched": (_status, [_handle, ctypes.POINTER(GemmProblem), _i64, _i64, _i64, _i64, ctypes.c_char_p, _vp]),
     "tk_gemm_grouped": (_status, [_handle, ctypes.POINTER(GemmProblem), ctypes.c_int, ctypes.c_int, _vp, _i64, _i64,
                                   _i64, _vp, ctypes.c_char_p, _vp]),
+    "tk_gemm_run": (_status, [_handle, ctypes.POINTER(GemmDesc), ctypes.c_char_p, _vp]),
     "tk_kernel_count": (ctypes.c_int, []),
     "tk_kernel_get": (_status, [ctypes.c_int, ctypes.POINTER(KernelProps)]),
     "tk_kernel_supports": (_status, [_handle, ctypes.c_char_p, ctypes.POINTER(GemmProblem)]),

@@ -61,6 +61,8 @@ static struct {
     tk_status (*plan_destroy)(tk_plan);
     tk_status (*last_cuda_error)(tk_handle, tk_cuda_error *);
     tk_status (*get_build_info)(tk_build_info *);
+    /* issue 39 */
+    tk_status (*gemm_run)(tk_handle, const tk_gemm_desc *, const char *, void *);
     /* From the CUDA runtime the library links, so both agree (cudaError_t is
      * an int-sized enum; streams and events are pointers): */
     int (*get_device)(int *);                        /* cudaGetDevice */
@@ -100,6 +102,7 @@ SAME_TYPE(tk_plan_kernel, plan_kernel);
 SAME_TYPE(tk_plan_destroy, plan_destroy);
 SAME_TYPE(tk_last_cuda_error, last_cuda_error);
 SAME_TYPE(tk_get_build_info, get_build_info);
+SAME_TYPE(tk_gemm_run, gemm_run);
 
 /* ---- module state: Python objects looked up once ---- */
 
@@ -2345,7 +2348,7 @@ static PyObject *py_bind(PyObject *mod, PyObject *path)
         SYM(tk_candidates, candidates),     SYM(tk_plan_create, plan_create),
         SYM(tk_plan_run, plan_run),         SYM(tk_plan_kernel, plan_kernel),
         SYM(tk_plan_destroy, plan_destroy), SYM(tk_last_cuda_error, last_cuda_error),
-        SYM(tk_get_build_info, get_build_info),
+        SYM(tk_get_build_info, get_build_info), SYM(tk_gemm_run, gemm_run),
         SYM(cudaGetDevice, get_device),     SYM(cudaSetDevice, set_device),
         SYM(cudaEventCreateWithFlags, event_create), SYM(cudaEventRecord, event_record),
         SYM(cudaStreamWaitEvent, stream_wait_event), SYM(cudaEventDestroy, event_destroy),
@@ -2806,6 +2809,75 @@ static PyObject *plan_create_answer(tk_handle h, const plan *p, const tk_gemm_pr
 
 QUERY_FUNCTION(plan_create, 9)
 
+/* ---- issue 39: a descriptor with an epilogue ---- */
+
+PyDoc_STRVAR(gemm_run_doc,
+"gemm_run($module, device, stream, kernel, fields)\n--\n\n"
+"tk_gemm_run of a tk_gemm_desc (TK_GEMM_DESC_INIT: size = sizeof) holding\n"
+"fields: the problem's 15 values (layout, op_a, op_b, m, n, k, alpha, beta,\n"
+"a, lda, b, ldb, c, ldc, c_type), then the epilogue's 11 (epilogue,\n"
+"activation, bias, bias_type, bias_along, b_up, d, ldd, aux, ldaux,\n"
+"bias_grad), pointers as ints, as tilekit/_epilogue.py checked them (the\n"
+"fallback's gemm_run takes the same). On the thread's handle for device\n"
+"(-1: the current one), made current; kernel: bytes or None; stream: a\n"
+"cudaStream_t value or None. The library's refusal raises as\n"
+"tilekit.gemm_epilogue's.");
+
+static PyObject *py_gemm_run(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int device, layout, op_a, op_b, c_type, epilogue, activation, bias_type, bias_along;
+    PyObject *stream_arg, *kernel_arg;
+    unsigned long long a, b, c, bias, b_up, dp, aux, bias_grad;
+    long long m, n, k, lda, ldb, ldc, ldd, ldaux;
+    float alpha, beta;
+    if (!PyArg_ParseTuple(args, "iOO(iiiLLLffKLKLKLiiiKiiKKLKLK):gemm_run", &device, &stream_arg, &kernel_arg,
+                          &layout, &op_a, &op_b, &m, &n, &k, &alpha, &beta, &a, &lda, &b, &ldb, &c, &ldc, &c_type,
+                          &epilogue, &activation, &bias, &bias_type, &bias_along, &b_up, &dp, &ldd, &aux, &ldaux,
+                          &bias_grad))
+        return NULL;
+    void *stream = NULL;
+    if (stream_arg != Py_None && !(stream = PyLong_AsVoidPtr(stream_arg)) && PyErr_Occurred())
+        return NULL;
+    const char *kernel = NULL;
+    if (kernel_arg != Py_None && !(kernel = PyBytes_AsString(kernel_arg)))
+        return NULL;
+    tk_gemm_desc d = TK_GEMM_DESC_INIT;
+    d.problem = (tk_gemm_problem){
+        .layout = (tk_layout)layout, .op_a = (tk_op)op_a, .op_b = (tk_op)op_b, .m = m, .n = n, .k = k,
+        .alpha = alpha, .beta = beta, .a = (const void *)(uintptr_t)a, .lda = lda,
+        .b = (const void *)(uintptr_t)b, .ldb = ldb, .c = (void *)(uintptr_t)c, .ldc = ldc,
+        .c_type = (tk_dtype)c_type,
+    };
+    d.epilogue = epilogue;
+    d.activation = activation;
+    d.bias = (const void *)(uintptr_t)bias;
+    d.bias_type = bias_type;
+    d.bias_along = bias_along;
+    d.b_up = (const void *)(uintptr_t)b_up;
+    d.d = (void *)(uintptr_t)dp;
+    d.ldd = ldd;
+    d.aux = (void *)(uintptr_t)aux;
+    d.ldaux = ldaux;
+    d.bias_grad = (float *)(uintptr_t)bias_grad;
+    int prev;
+    if (need_lib() || enter_dev(device, &prev))
+        return NULL;
+    tk_handle h = get_handle(device >= 0 ? device : current_device());
+    if (!h) {
+        leave_device(prev);
+        return NULL;
+    }
+    tk_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = L.gemm_run(h, &d, kernel, stream);
+    Py_END_ALLOW_THREADS
+    leave_device(prev);
+    if (failed(st, h, "tilekit.gemm_epilogue"))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     { "gemm", (PyCFunction)(void (*)(void))py_gemm, METH_FASTCALL | METH_KEYWORDS, gemm_doc },
     { "gemm_batched", (PyCFunction)(void (*)(void))py_gemm_batched, METH_FASTCALL | METH_KEYWORDS, gemm_batched_doc },
@@ -2834,6 +2906,7 @@ static PyMethodDef methods[] = {
     { "workspace_size", (PyCFunction)(void (*)(void))py_workspace_size, METH_FASTCALL | METH_KEYWORDS,
       workspace_size_doc },
     { "plan_create", (PyCFunction)(void (*)(void))py_plan_create, METH_FASTCALL | METH_KEYWORDS, plan_create_doc },
+    { "gemm_run", py_gemm_run, METH_VARARGS, gemm_run_doc },
     { NULL, NULL, 0, NULL },
 };
 

@@ -3,11 +3,16 @@
  * wrapper binds and the CUDA runtime functions it calls through the library,
  * each of which succeeds and appends one line to a log ("create 0x..",
  * "gemm handle=0x.. stream=0x..", "wait stream=0x.. event=0x..", ... and
- * the calling thread; a batched or grouped product logs every argument it
- * was given, the problem's fields too), kept in memory (fake_log(), read through ctypes) and,
- * when $FAKE_TILEKIT_LOG names a file, appended to it as well, so a test
- * also sees what ran while the interpreter shut down. The stream
- * FAKE_CAPTURING reports itself as being captured into a CUDA graph. */
+ * the calling thread; a batched or grouped product and tk_gemm_run log every
+ * argument they were given, the problem's and the descriptor's fields too),
+ * kept in memory (fake_log(), read through ctypes) and, when
+ * $FAKE_TILEKIT_LOG names a file, appended to it as well, so a test also
+ * sees what ran while the interpreter shut down. The stream FAKE_CAPTURING
+ * reports itself as being captured into a CUDA graph. With
+ * $FAKE_TILEKIT_RUN_FAIL set to "STATUS:MESSAGE", tk_gemm_run refuses with
+ * that status and tk_last_error(h) says MESSAGE, as the library's own
+ * refusals do. fake_desc_layout() gives tk_gemm_desc's field offsets and
+ * sizes as the header lays them out, for the ctypes mirror's test. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,13 +39,13 @@ static unsigned long addr(const void *p)
 
 static void note(const char *fmt, ...)
 {
-    char line[640];
+    char line[1100];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, 580, fmt, ap);
+    int n = vsnprintf(line, 1040, fmt, ap);
     va_end(ap);
-    if (n < 0 || n >= 580)
-        n = 579;
+    if (n < 0 || n >= 1040)
+        n = 1039;
     snprintf(line + n, sizeof line - (size_t)n, " thread=%lu\n", (unsigned long)pthread_self());
     size_t len = strlen(line);
     pthread_mutex_lock(&mu);
@@ -88,12 +93,17 @@ tk_status tk_destroy(tk_handle h)
     return TK_SUCCESS;
 }
 
-/* The thread's message: "" unless FAKE_TILEKIT_LAST_ERROR models the one
- * a real tk_create leaves after ignoring a TILEKIT_TUNE file. */
+/* The message of the thread's last tk_gemm_run refused by
+ * FAKE_TILEKIT_RUN_FAIL ("" after any other call of that thread). */
+static _Thread_local char run_error[256];
+
+/* The thread's message: run_error on a handle; without one, "" unless
+ * FAKE_TILEKIT_LAST_ERROR models the one a real tk_create leaves after
+ * ignoring a TILEKIT_TUNE file. */
 const char *tk_last_error(tk_handle h)
 {
     const char *note = getenv("FAKE_TILEKIT_LAST_ERROR");
-    return !h && note ? note : "";
+    return h ? run_error : note ? note : "";
 }
 
 tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, void *stream)
@@ -149,6 +159,49 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
          addr(h), addr(stream), prob, (int)kind, count, addr(offs), (long long)stride_a, (long long)stride_b,
          (long long)stride_c, addr(group_error), kernel ? kernel : "auto");
     return TK_SUCCESS;
+}
+
+/* Issue 39: every field of the descriptor logged (pointers in hex); a
+ * refusal when FAKE_TILEKIT_RUN_FAIL asks for one. */
+tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)
+{
+    char prob[320];
+    problem_text(prob, sizeof prob, &d->problem);
+    note("gemm_run handle=%#lx stream=%#lx size=%zu %s group_kind=%d count=%d stride_a=%lld stride_b=%lld "
+         "stride_c=%lld offs=%#lx group_error=%#lx epilogue=%d activation=%d bias=%#lx bias_type=%d bias_along=%d "
+         "b_up=%#lx d=%#lx ldd=%lld aux=%#lx ldaux=%lld bias_grad=%#lx kernel=%s",
+         addr(h), addr(stream), d->size, prob, (int)d->group_kind, (int)d->count, (long long)d->stride_a,
+         (long long)d->stride_b, (long long)d->stride_c, addr(d->offs), addr(d->group_error), (int)d->epilogue,
+         (int)d->activation, addr(d->bias), (int)d->bias_type, (int)d->bias_along, addr(d->b_up), addr(d->d),
+         (long long)d->ldd, addr(d->aux), (long long)d->ldaux, addr(d->bias_grad), kernel ? kernel : "auto");
+    run_error[0] = 0;
+    const char *fail = getenv("FAKE_TILEKIT_RUN_FAIL");
+    if (!fail || !*fail)
+        return TK_SUCCESS;
+    char *colon = NULL;
+    long st = strtol(fail, &colon, 10);
+    snprintf(run_error, sizeof run_error, "%s", *colon == ':' ? colon + 1 : "");
+    return (tk_status)st;
+}
+
+/* tk_gemm_desc's layout as this compiler lays out the header's struct:
+ * "sizeof=N field=offset:size ..." in declaration order. */
+const char *fake_desc_layout(void);
+const char *fake_desc_layout(void)
+{
+    static char text[1024];
+#define F(f) " " #f "=%zu:%zu"
+#define V(f) offsetof(tk_gemm_desc, f), sizeof(((tk_gemm_desc *)0)->f)
+    snprintf(text, sizeof text,
+             "sizeof=%zu" F(size) F(problem) F(group_kind) F(count) F(stride_a) F(stride_b) F(stride_c) F(offs)
+                 F(group_error) F(epilogue) F(activation) F(bias) F(bias_type) F(bias_along) F(b_up) F(d) F(ldd)
+                     F(aux) F(ldaux) F(bias_grad),
+             sizeof(tk_gemm_desc), V(size), V(problem), V(group_kind), V(count), V(stride_a), V(stride_b),
+             V(stride_c), V(offs), V(group_error), V(epilogue), V(activation), V(bias), V(bias_type), V(bias_along),
+             V(b_up), V(d), V(ldd), V(aux), V(ldaux), V(bias_grad));
+#undef F
+#undef V
+    return text;
 }
 
 int tk_kernel_count(void)

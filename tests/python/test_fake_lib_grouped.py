@@ -9,10 +9,12 @@ joined), and out allocated through torch in the form's shape.
 from test_fake_lib import ON_TORCH, run
 
 # After PRELUDE and ON_TORCH: calls(n) lists the batched and grouped calls
-# that reached the library since log entry n, as dicts of their fields.
+# (and issue 39's tk_gemm_run: test_fake_lib_epilogue.py) that reached the
+# library since log entry n, as dicts of their fields.
 CALLS = ON_TORCH + """
     def calls(n):
-        return [dict(f, call=name) for name, f, _ in log()[n:] if name in ("gemm_batched", "gemm_grouped")]
+        return [dict(f, call=name) for name, f, _ in log()[n:] if name in ("gemm_batched", "gemm_grouped",
+                                                                            "gemm_run")]
 
     def one(fn, *args, **kw):
         n = len(log())
