@@ -269,9 +269,7 @@ static tk_status naive_launch(const tk_kernel *k, const tk_args *a, const tk_dev
     int64_t gx = (a->n + NAIVE_BLOCK - 1) / NAIVE_BLOCK, gy = (a->m + NAIVE_BLOCK - 1) / NAIVE_BLOCK;
     if (a->grp && a->grp->kind == TK_GROUP_ROWS)   /* the mean group's rows; larger groups grid-stride */
         gy = (a->m / a->grp->count + NAIVE_BLOCK - 1) / NAIVE_BLOCK;
-    gy = gy < 1 ? 1 : gy;
-    dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535),
-              a->grp ? (unsigned)(a->grp->count < 65535 ? a->grp->count : 65535) : 1);
+    dim3 grid(naive_grid(gx), naive_grid(gy), a->grp ? naive_grid(a->grp->count) : 1);
     if (a->grp)
         k01_grouped_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a, *a->grp);
     else

@@ -41,31 +41,28 @@
 static const char *const kind_names[] = { "none", "bias_act", "gated", "backward", "gated_backward" };
 static const char *const act_names[] = { "none", "relu", "gelu", "gelu_tanh", "silu" };
 
+/* The index of word in names[0 .. 4], or -1. */
+static int name_index(const char *const *names, const char *word)
+{
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(word, names[i]))
+            return i;
+    return -1;
+}
+
 const char *tk_lab_epi_kind_name(int kind)
 {
     return kind >= 0 && kind < 5 ? kind_names[kind] : "?";
 }
 
-int tk_lab_epi_kind_parse(const char *word)
-{
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(word, kind_names[i]))
-            return i;
-    return -1;
-}
+int tk_lab_epi_kind_parse(const char *word) { return name_index(kind_names, word); }
 
 const char *tk_lab_act_name(int act)
 {
     return act >= 0 && act < 5 ? act_names[act] : "?";
 }
 
-int tk_lab_act_parse(const char *word)
-{
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(word, act_names[i]))
-            return i;
-    return -1;
-}
+int tk_lab_act_parse(const char *word) { return name_index(act_names, word); }
 
 void tk_lab_epi_name(const tk_lab_epi *e, char *buf, size_t len)
 {

@@ -171,21 +171,14 @@ static int ebufs_make(ebufs *b, const tk_lab_case *c, const tk_lab_epi *e, tk_ge
     memset(d, 0, sizeof *d);
     d->size = sizeof *d;
     tk_gemm_problem *p = &d->problem;
+    tk_lab_problem(c, NULL, NULL, NULL, p);   /* sizes, ops, alpha, beta, C's type; the operands are this file's */
     p->layout = TK_ROW_MAJOR;
-    p->op_a = c->op_a;
-    p->op_b = c->op_b;
-    p->m = c->m;
-    p->n = c->n;
-    p->k = c->k;
-    p->alpha = c->alpha;
-    p->beta = c->beta;
     p->a = b->da;
     p->lda = b->lda;
     p->b = b->db;
     p->ldb = b->ldb;
     p->c = b->c.dev;
     p->ldc = b->c.ld;
-    p->c_type = c->out;
     d->epilogue = e->kind;
     d->activation = e->act;
     d->bias = b->dbias;
