@@ -32,6 +32,7 @@
 #include "../ptx/stmatrix.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma.cuh"
+#include "../tiles/activation.cuh"
 #include "../tiles/epilogue.cuh"
 
 #define K30_BM 128
@@ -175,6 +176,20 @@ typedef struct k30_params {
     int grp_units;
     int grp_za, grp_zb;                /* A, B one matrix per product or group (else z = 0: shared) */
     int grp_kalign;                    /* TK_GROUP_K with a K-major operand: k-tiles start 16-byte aligned */
+    /* A fused epilogue (the EPI instances, k30_epi_transform; tk_epi_args):
+     * TK_EPI_BIAS_ACT or TK_EPI_BACKWARD, its activation, the bias (NULL:
+     * none; bf16 else fp32; per row else per column) and aux (bf16, ldaux;
+     * NULL: none). epi_alpha is the problem's alpha: the launcher sets
+     * alpha to 1, so the C epilogue after the transform adds beta * C and
+     * rounds once, as for a plain product. Appended last: the offsets of
+     * the fields above, which the dense instances read, stay as they were. */
+    int epi_kind, epi_act;
+    const void *epi_bias;
+    int epi_bias_bf16, epi_bias_rows;
+    uint16_t *epi_aux;
+    int64_t epi_ldaux;
+    int epi_aux_pairs;                 /* aux rows allow 2-element accesses (ldaux even, aux 4-byte aligned) */
+    float epi_alpha;
 } k30_params;
 
 /* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
@@ -745,6 +760,122 @@ static __device__ __forceinline__ void k30_epilogue_direct(const k30_params *p, 
 }
 
 
+/* A bias value, bf16 or fp32, at element `at` of p->epi_bias. */
+static __device__ __forceinline__ float k30_epi_bias(const k30_params *p, int at)
+{
+    return p->epi_bias_bf16 ? tk_bf16_to_f32(((const uint16_t *)p->epi_bias)[at]) : ((const float *)p->epi_bias)[at];
+}
+
+/* k30_epi_transform: the fused epilogue of the EPI instances, on one consumer's 64 x BN
+ * accumulators at rows r0.., columns c0.. (the fragment layout of
+ * k30_epilogue_direct: thread (warp w, lane l) holds rows r0 + 16w + l/4
+ * (+8) and column pairs c0 + 8j + 2(l%4)), before the C epilogue, which
+ * then runs with alpha 1 (k30_params.epi_alpha). Per element, with P =
+ * epi_alpha * acc rounded as k01_naive rounds it (__fmul_rn, __fadd_rn: no
+ * contraction, the reference's bits): TK_EPI_BIAS_ACT: z = P + bias, z
+ * stored to aux as bf16 where aux is set, acc = act(z); TK_EPI_BACKWARD:
+ * acc = P * act'(aux) (aux read as bf16, 0 outside M x N: those elements
+ * are never stored). aux is touched inside its M x N alone, a 32-bit access
+ * where both columns exist and p->epi_aux_pairs, else one element. Runs on
+ * a tile's final sum only: after k30_sk_gather, on the unit that owns the
+ * tile. The kind's branch is taken once, outside the element loop
+ * (k30_epi_forward, k30_epi_backward); the activation's per element (a
+ * uniform branch). The per-row values are computed once (row_ok, arow:
+ * aux's row `row`; row + 8 is 8 ldaux further, used only where it exists):
+ * with them recomputed per element, or the kind's branch per element, the
+ * 128 x 256 instances spilled 12-264 bytes a thread (168 registers, 128 of
+ * them accumulators); as written, none (ptxas -v). BN is a template
+ * argument for the reason k30_epilogue_direct's is: the accumulators are
+ * indexed by constants only (unrolled loops), or they would go to local
+ * memory. */
+template <int BN>
+static __device__ __forceinline__ void k30_epi_forward(const k30_params *p, float *acc, int row, int col, int act)
+{
+    const int N = p->n;
+    const bool bias = p->epi_bias != nullptr, bias_rows = p->epi_bias_rows;
+    const bool row_ok0 = row < p->m, row_ok1 = row + 8 < p->m;
+    const float rbias0 = bias && bias_rows && row_ok0 ? k30_epi_bias(p, row) : 0.0f;
+    const float rbias1 = bias && bias_rows && row_ok1 ? k30_epi_bias(p, row + 8) : 0.0f;
+    uint16_t *const arow = p->epi_aux + (int64_t)(row_ok0 ? row : 0) * p->epi_ldaux;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        const int cc = col + 8 * j;
+        float cb0 = 0.0f, cb1 = 0.0f;
+        if (bias && !bias_rows) {
+            if (cc < N)
+                cb0 = k30_epi_bias(p, cc);
+            if (cc + 1 < N)
+                cb1 = k30_epi_bias(p, cc + 1);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float *v = acc + 4 * j + 2 * h;
+            const bool ok = h ? row_ok1 : row_ok0;
+            const bool in0 = ok && cc < N, in1 = ok && cc + 1 < N;
+            const float z0 = __fadd_rn(__fmul_rn(p->epi_alpha, v[0]), bias_rows ? (h ? rbias1 : rbias0) : cb0);
+            const float z1 = __fadd_rn(__fmul_rn(p->epi_alpha, v[1]), bias_rows ? (h ? rbias1 : rbias0) : cb1);
+            if (p->epi_aux) {
+                uint16_t *const q = arow + (h ? 8 * p->epi_ldaux : 0) + cc;
+                if (p->epi_aux_pairs && in1) {
+                    *(uint32_t *)q = k30_pack_bf16x2(z0, z1);
+                } else {
+                    if (in0)
+                        q[0] = tk_f32_to_bf16(z0);
+                    if (in1)
+                        q[1] = tk_f32_to_bf16(z1);
+                }
+            }
+            v[0] = tk_act(act, z0);
+            v[1] = tk_act(act, z1);
+        }
+    }
+}
+
+template <int BN>
+static __device__ __forceinline__ void k30_epi_backward(const k30_params *p, float *acc, int row, int col, int act)
+{
+    const int N = p->n;
+    const bool row_ok0 = row < p->m, row_ok1 = row + 8 < p->m;
+    const uint16_t *const arow = p->epi_aux + (int64_t)(row_ok0 ? row : 0) * p->epi_ldaux;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        const int cc = col + 8 * j;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float *v = acc + 4 * j + 2 * h;
+            const bool ok = h ? row_ok1 : row_ok0;
+            const bool in0 = ok && cc < N, in1 = ok && cc + 1 < N;
+            const uint16_t *const q = arow + (h ? 8 * p->epi_ldaux : 0) + cc;
+            float z0 = 0.0f, z1 = 0.0f;
+            if (p->epi_aux_pairs && in1) {
+                const uint32_t w = *(const uint32_t *)q;
+                z0 = tk_bf16_to_f32((uint16_t)(w & 0xFFFF));
+                z1 = tk_bf16_to_f32((uint16_t)(w >> 16));
+            } else {
+                if (in0)
+                    z0 = tk_bf16_to_f32(q[0]);
+                if (in1)
+                    z1 = tk_bf16_to_f32(q[1]);
+            }
+            v[0] = __fmul_rn(__fmul_rn(p->epi_alpha, v[0]), tk_act_grad(act, z0));
+            v[1] = __fmul_rn(__fmul_rn(p->epi_alpha, v[1]), tk_act_grad(act, z1));
+        }
+    }
+}
+
+/* Row and column of the thread's first accumulator, then the kind's pass. */
+template <int BN>
+static __device__ __forceinline__ void k30_epi_transform(const k30_params *p, float *acc, int r0, int c0, int warp,
+                                                         int lane)
+{
+    const int row = r0 + 16 * warp + (lane >> 2);
+    const int col = c0 + 2 * (lane & 3);
+    if (p->epi_kind == TK_EPI_BACKWARD)
+        k30_epi_backward<BN>(p, acc, row, col, p->epi_act);
+    else
+        k30_epi_forward<BN>(p, acc, row, col, p->epi_act);
+}
+
 /* A swapped tile's accumulators (k36_swap_*, k38) as quads of C: acc
  * holds the consumer's 64 x BM tile of C^T, thread (warp w, lane l) C
  * columns 16w + l/4 (+8) of rows 8j + 2(l%4) (+1). Two exchanges between
@@ -1097,6 +1228,77 @@ static inline tk_status k30_supports_common(const tk_args *a, const tk_device *d
     if (st == TK_SUCCESS)
         st = tk_tma_check("B", a->b, a->ldb, 2, why, len);
     return st;
+}
+
+/* Support check of a fused epilogue (a->epi; nothing to check without
+ * one). The EPI instances (k30_epi_transform) exist for the unswapped
+ * configurations auto-dispatch gives MLP-like shapes (has_instance: the
+ * configuration is one; `none` says why not where it is not) and do
+ * TK_EPI_BIAS_ACT and TK_EPI_BACKWARD so far; the rest is refused here
+ * with its reason, and k01_naive takes it. */
+static inline tk_status k30_supports_epi(const tk_args *a, int has_instance, const char *none, char *why,
+                                         size_t len)
+{
+    const tk_epi_args *e = a->epi;
+    if (!e)
+        return TK_SUCCESS;
+    if (!has_instance) {
+        snprintf(why, len, "epilogue: %s", none);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (e->kind != TK_EPI_BIAS_ACT && e->kind != TK_EPI_BACKWARD) {
+        snprintf(why, len,
+                 "epilogue: kind %d is not fused yet (TK_EPI_BIAS_ACT and TK_EPI_BACKWARD are; the gated kinds "
+                 "run on k01_naive)",
+                 e->kind);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (e->bias_grad) {
+        snprintf(why, len, "bias_grad: its column sums are not fused yet (k01_naive computes them)");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (a->beta != 0.0f && (e->d != a->c || e->ldd != a->ldc)) {
+        snprintf(why, len,
+                 "d: a D apart from C with beta != 0 (C read as the residual, D written) is not supported yet "
+                 "(the C epilogue reads and writes one matrix; expected d == c, or beta == 0)");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (a->k == 0) {
+        snprintf(why, len, "k: 0 with an epilogue (the tile loop needs a k-tile; k01_naive applies the formula to P = 0)");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    return TK_SUCCESS;
+}
+
+/* The problem as an EPI instance stores it: D (tk_epi_args.d, ldd) in C's
+ * place, which is C itself where beta != 0 (k30_supports_epi), and where
+ * beta == 0 C is not read. Without an epilogue, a itself. */
+static inline const tk_args *k30_epi_target(const tk_args *a, tk_args *t)
+{
+    if (!a->epi)
+        return a;
+    *t = *a;
+    t->c = a->epi->d;
+    t->ldc = a->epi->ldd;
+    return t;
+}
+
+/* The epilogue's fields of p (k30_params, after k30_fill_params): alpha
+ * moves to epi_alpha, applied by k30_epi_transform, and the C epilogue
+ * runs with alpha 1. */
+static inline void k30_fill_epi(k30_params *p, const tk_args *a)
+{
+    const tk_epi_args *e = a->epi;
+    p->epi_kind = e->kind;
+    p->epi_act = e->act;
+    p->epi_bias = e->bias;
+    p->epi_bias_bf16 = e->bias_bf16;
+    p->epi_bias_rows = e->bias_rows;
+    p->epi_aux = (uint16_t *)e->aux;
+    p->epi_ldaux = e->ldaux;
+    p->epi_aux_pairs = e->ldaux % 2 == 0 && (uintptr_t)e->aux % 4 == 0;
+    p->epi_alpha = p->alpha;
+    p->alpha = 1.0f;
 }
 
 /* Tensor maps of A and B and the sizes of a launch with A tiles of bm rows
@@ -1582,12 +1784,20 @@ static inline tk_status k30_launch_cluster_tma_c(const tk_resources *r, int clus
 {
     const void *func = r->func;
     const int smem = (int)r->dyn_smem;
+    if (!func) {
+        snprintf(why, len, "epilogue: this configuration has no instance with a fused epilogue");
+        return TK_ERR_NOT_SUPPORTED;
+    }
     k30_params p;
-    tk_status st = k30_fill_params(&p, a, cluster, bm, bn, why, len);
+    tk_args t;
+    const tk_args *ta = k30_epi_target(a, &t);   /* D in C's place where an epilogue writes it */
+    tk_status st = k30_fill_params(&p, ta, cluster, bm, bn, why, len);
     if (!st)
-        st = k30_plan_c(&p, a, 64, why, len);
+        st = k30_plan_c(&p, ta, 64, why, len);
     if (st)
         return st;
+    if (a->epi)
+        k30_fill_epi(&p, a);
 
     cudaError_t e = tk_lc_func_smem(a->lc, func, smem);
     cudaLaunchAttribute attr[1];

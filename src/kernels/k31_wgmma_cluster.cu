@@ -23,6 +23,9 @@
  * is slow there). Short of issue 5's 1.05x: see docs/kernels/k30.md, session 2.
  * The configuration, loops and direct epilogue are in k30_core.cuh;
  * k39_cluster_64x128 is this kernel with 64 x 128 tiles a CTA.
+ * Fused epilogues (issue 39, first step): k31_epi_kernel, the 128 x 256
+ * tiles with TK_EPI_BIAS_ACT and TK_EPI_BACKWARD (k30_epi_transform, as
+ * in k30_wgmma_tma); k39 refuses them. Not yet verified on a GPU.
  * Reproduce: build/tilekit bench --kernel k31_wgmma_cluster
  */
 #include "k30_core.cuh"
@@ -36,11 +39,13 @@
 static_assert(K30_SMEM_CFG(K30_BM, K30_BN, 0) <= 227 * 1024 && K30_SMEM_CFG(64, 128, 0) <= 227 * 1024,
               "shared memory exceeds the sm_90 per-block limit");
 
-/* A template because the operand majors are wgmma immediates and fix the TMA
- * box pattern (A_MN: op_a T, B_MN: op_b N); BM and BN size the tile, the
- * instruction and the accumulators. */
-template <int A_MN, int B_MN, int BM, int BN>
-static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1) k31_kernel(const __grid_constant__ k30_params p)
+/* The kernel's body (k31_kernel, k31_epi_kernel). A template because the
+ * operand majors are wgmma immediates and fix the TMA box pattern (A_MN:
+ * op_a T, B_MN: op_b N); BM and BN size the tile, the instruction and the
+ * accumulators; EPI = 1 applies the fused epilogue (k30_epi_transform) to
+ * each tile's final sum before storing it. */
+template <int A_MN, int B_MN, int BM, int BN, int EPI>
+static __device__ __forceinline__ void k31_run(const k30_params &p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) uint8_t k31_smem[];
@@ -124,6 +129,8 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1) k31_kernel(c
                 }
                 k30_sk_gather<BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * CONS, tid, 1 + c);
             }
+            if (EPI)   /* the tile's final sum, on its owner */
+                k30_epi_transform<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
             if (p.c_staged)
                 k30_epilogue_staged<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c, &nchunk);
             else
@@ -134,6 +141,24 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1) k31_kernel(c
             tk_tma_store_wait_read(0);
     }
 #endif
+}
+
+/* The instances of table.def's k31 lines (k31_run's parameters). */
+template <int A_MN, int B_MN, int BM, int BN>
+static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1) k31_kernel(const __grid_constant__ k30_params p)
+{
+    k31_run<A_MN, B_MN, BM, BN, 0>(p);
+}
+
+/* With a fused epilogue (tk_epi_args; issue 39): k31_run with EPI = 1. A
+ * kernel of its own rather than another template argument of k31_kernel,
+ * whose mangled name would change with it (k30_epi_kernel says why that
+ * matters). */
+template <int A_MN, int B_MN, int BM, int BN>
+static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1)
+    k31_epi_kernel(const __grid_constant__ k30_params p)
+{
+    k31_run<A_MN, B_MN, BM, BN, 1>(p);
 }
 
 /* The instance of configuration (bm, bn) a CTA for a's operand majors: one
@@ -152,9 +177,19 @@ static const void *k31_func(int bm, int bn, tk_op op_a, tk_op op_b)
     return NULL;
 }
 
+/* Whether configuration (bm, bn) has k31_epi_kernel instances: k31's
+ * default, the 128 x 256 tiles auto-dispatch gives MLP-like shapes, alone
+ * so far (k39_cluster_64x128 has none), to keep the build's time. */
+static int k31_has_epi(int bm, int bn)
+{
+    return bm == K30_BM && bn == K30_BN;
+}
+
 static void k31_resources_cfg(int bm, int bn, const tk_args *a, tk_resources *r)
 {
     r->func = a ? k31_func(bm, bn, a->op_a, a->op_b) : k31_func(bm, bn, TK_OP_N, TK_OP_T);
+    if (a && a->epi)   /* NULL where the configuration has no such instance (k31_supports_cfg refuses it) */
+        r->func = k31_has_epi(bm, bn) ? K30_SELECT_CFG(k31_epi_kernel, a->op_a, a->op_b, K30_BM, K30_BN) : NULL;
     r->threads = K30_THREADS_CFG(bm, 0);
     r->dyn_smem = (size_t)K30_SMEM_CFG(bm, bn, 0);
 }
@@ -167,9 +202,15 @@ static tk_status k31_launch_cfg(int bm, int bn, const tk_args *a, cudaStream_t s
 }
 
 /* A CTA pair's last tile reaches K31_CLUSTER * bm rows past M at most. */
-static tk_status k31_supports_cfg(int bm, const tk_args *a, const tk_device *dev, char *why, size_t len)
+static tk_status k31_supports_cfg(int bm, int bn, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    return k30_supports_common(a, dev, K31_CLUSTER * bm, why, len);
+    tk_status st = k30_supports_common(a, dev, K31_CLUSTER * bm, why, len);
+    if (st == TK_SUCCESS)
+        st = k30_supports_epi(a, k31_has_epi(bm, bn),
+                              "only the 128 x 256 tiles (k31_wgmma_cluster, k30_wgmma_tma) have instances with a "
+                              "fused epilogue yet",
+                              why, len);
+    return st;
 }
 
 /* Cluster tiles (K31_CLUSTER * bm x bn) of a problem. */
@@ -213,7 +254,7 @@ static int k31_rank(const tk_args *a, const tk_device *dev)
 static tk_status k31_family_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why,
                                      size_t len)
 {
-    return k31_supports_cfg(k->bm, a, dev, why, len);
+    return k31_supports_cfg(k->bm, k->bn, a, dev, why, len);
 }
 
 static void k31_family_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)

@@ -811,6 +811,94 @@ static void test_kernels_and_bit(void)
     CHECK(k01 && tk_kernel_check(&fake, k01, &a, why, sizeof why) == TK_SUCCESS, "k01_naive, plain: %s", why);
 }
 
+/* The Hopper kernels' own checks of a fused epilogue (k30_supports_epi;
+ * asked directly, whether or not their families have the accept bit yet):
+ * k31_wgmma_cluster and k30_wgmma_tma (128 x 256 tiles, the EPI instances)
+ * take TK_EPI_BIAS_ACT and TK_EPI_BACKWARD, with a D apart from C where
+ * beta == 0, and refuse with a reason the gated kinds, bias_grad, a D apart
+ * with beta != 0 and K == 0; the configurations without EPI instances
+ * refuse every epilogue. Never with the word "epilogues" of the accept
+ * bit's refusal (test_kernels_and_bit). */
+static void test_k30_fused(void)
+{
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    const tk_device dev = fake.dev;
+    static const char *const with[] = { "k31_wgmma_cluster", "k30_wgmma_tma" };
+    static const char *const without[] = { "k33_wgmma_128x128", "k35_wgmma_128x192", "k36_swap_16x64",
+                                           "k38_swap_144x128", "k39_cluster_64x128", "k42_wgmma_64x128" };
+    for (int i = 0; i < NKINDS; i++) {
+        tk_gemm_desc d = desc_of(kinds[i]);
+        tk_args a;
+        int noop_ = 0;
+        const tk_kernel *named = NULL;
+        const tk_widths w = { N, out_cols(kinds[i]), 0 };
+        CHECK(tk_prepare_widths(&fake, &d.problem, "k01_naive", &a, &noop_, &named, 1, &w) == TK_SUCCESS,
+              "prepare: %s", tk_last_error(&fake));
+        tk_epi_args e;
+        tk_epi_args_of(&d, &e);
+        a.epi = &e;
+        const int fused = kinds[i] == TK_EPI_BIAS_ACT || kinds[i] == TK_EPI_BACKWARD;
+        char why[TK_MSG_LEN];
+        for (int j = 0; j < 2; j++) {
+            const tk_kernel *k = tk_registry_find(with[j]);
+            CHECK(k != NULL, "%s registered", with[j]);
+            if (!k)
+                continue;
+            why[0] = 0;
+            tk_status st = tk_kernel_supports_args(k, &a, &dev, why, sizeof why);
+            CHECK(fused ? st == TK_SUCCESS : st == TK_ERR_NOT_SUPPORTED && contains(why, "not fused yet"),
+                  "%s, %s: %s (%s)", with[j], kind_str(kinds[i]), tk_status_string(st), why);
+            CHECK(!contains(why, "epilogues"), "%s: %s", with[j], why);
+            if (!fused)
+                continue;
+            /* D apart from C: with beta 0 taken, with beta != 0 refused */
+            tk_epi_args e2 = e;
+            e2.d = FAKE_D;
+            a.epi = &e2;
+            st = tk_kernel_supports_args(k, &a, &dev, why, sizeof why);
+            CHECK(st == TK_SUCCESS, "%s, %s, D apart, beta 0: %s (%s)", with[j], kind_str(kinds[i]),
+                  tk_status_string(st), why);
+            a.beta = 1.0f;
+            st = tk_kernel_supports_args(k, &a, &dev, why, sizeof why);
+            CHECK(st == TK_ERR_NOT_SUPPORTED && starts(why, "d:"), "%s, D apart, beta 1: %s (%s)", with[j],
+                  tk_status_string(st), why);
+            a.epi = &e;   /* in place: beta taken */
+            st = tk_kernel_supports_args(k, &a, &dev, why, sizeof why);
+            CHECK(st == TK_SUCCESS, "%s, in place, beta 1: %s (%s)", with[j], tk_status_string(st), why);
+            a.beta = 0.0f;
+            /* bias_grad (BACKWARD's option), K == 0 */
+            e2 = e;
+            e2.bias_grad = FAKE_BG;
+            a.epi = &e2;
+            st = tk_kernel_supports_args(k, &a, &dev, why, sizeof why);
+            CHECK(st == TK_ERR_NOT_SUPPORTED && starts(why, "bias_grad:"), "%s, bias_grad: %s (%s)", with[j],
+                  tk_status_string(st), why);
+            a.epi = &e;
+            a.k = 0;
+            st = tk_kernel_supports_args(k, &a, &dev, why, sizeof why);
+            CHECK(st == TK_ERR_NOT_SUPPORTED && starts(why, "k:"), "%s, K == 0: %s (%s)", with[j],
+                  tk_status_string(st), why);
+            a.k = K;
+            /* the plain product still taken */
+            a.epi = NULL;
+            st = tk_kernel_supports_args(k, &a, &dev, why, sizeof why);
+            CHECK(st == TK_SUCCESS, "%s, plain: %s (%s)", with[j], tk_status_string(st), why);
+            a.epi = &e;
+        }
+        for (size_t j = 0; j < sizeof without / sizeof without[0]; j++) {
+            const tk_kernel *k = tk_registry_find(without[j]);
+            CHECK(k != NULL, "%s registered", without[j]);
+            if (!k)
+                continue;
+            why[0] = 0;
+            tk_status st = tk_kernel_supports_args(k, &a, &dev, why, sizeof why);
+            CHECK(st == TK_ERR_NOT_SUPPORTED && starts(why, "epilogue:") && !contains(why, "epilogues"),
+                  "%s, %s: %s (%s)", without[j], kind_str(kinds[i]), tk_status_string(st), why);
+        }
+    }
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_valid_descs);
@@ -830,4 +918,5 @@ void tk_tests(void)
     TK_TEST(test_untouched);
     TK_TEST(test_needs_bit);
     TK_TEST(test_kernels_and_bit);
+    TK_TEST(test_k30_fused);
 }
