@@ -899,6 +899,46 @@ static void test_k30_fused(void)
     }
 }
 
+/* Auto-dispatch with an epilogue picks a fused Hopper kernel at an MLP's
+ * shape (GPT-2's c_fc: 2048 tokens, 768 -> 3072, nn.Linear's op T weight;
+ * and the NN form), never k01_naive: the same ranks as the plain product,
+ * the refusing configurations skipped. */
+static void test_auto_pick(void)
+{
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < NKINDS; i++) {
+            if (kinds[i] != TK_EPI_BIAS_ACT && kinds[i] != TK_EPI_BACKWARD)
+                continue;
+            tk_gemm_desc d = desc_of(kinds[i]);
+            const int64_t m = 2048, n = 3072, k = 768;
+            d.problem.m = m;
+            d.problem.n = n;
+            d.problem.k = k;
+            d.problem.op_b = t ? TK_OP_T : TK_OP_N;
+            d.problem.lda = k;
+            d.problem.ldb = t ? k : n;
+            d.problem.ldc = n;
+            if (d.aux)
+                d.ldaux = n;
+            tk_args a;
+            int noop_ = 0;
+            const tk_kernel *named = NULL;
+            const tk_widths w = { n, n, 0 };
+            CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop_, &named, 1, &w) == TK_SUCCESS, "prepare: %s",
+                  tk_last_error(&fake));
+            tk_epi_args e;
+            tk_epi_args_of(&d, &e);
+            a.epi = &e;
+            fh_attrs_args(&fake, &a);
+            tk_route r;
+            int ok = tk_route_choose(&fake, &a, &r, 0);
+            CHECK(ok && r.k && (!strcmp(r.k->name, "k31_wgmma_cluster") || !strcmp(r.k->name, "k30_wgmma_tma")),
+                  "%s op_b %s: auto picked %s", kind_str(kinds[i]), t ? "T" : "N", ok && r.k ? r.k->name : "nothing");
+        }
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_valid_descs);
@@ -919,4 +959,5 @@ void tk_tests(void)
     TK_TEST(test_needs_bit);
     TK_TEST(test_kernels_and_bit);
     TK_TEST(test_k30_fused);
+    TK_TEST(test_auto_pick);
 }
