@@ -18,14 +18,20 @@
  *   bias_grad, the up half (split or halves), beta and padding varying
  *   from case to case;
  * - shapes: every one of the 64 edge shapes for each kind;
+ * - tiles: the fused kinds and activations at shapes of many tiles and at
+ *   few tiles with a long K (split over K);
  * - bias_grad_bits: bias_grad of one problem bit-identical over 100 runs;
  * - refusals: an odd N for gated, a backward kind without aux, bias_grad
  *   with bias_act, gated_backward with beta != 0: TK_ERR_INVALID_VALUE, and
  *   D, C, aux and bias_grad keep every bit.
- * Every case must run on both kernels (a refusal of a valid case fails).
+ * Every case must run on auto and k01_naive (a refusal of a valid case
+ * fails); the fused Hopper kernels (k30_wgmma_tma, k31_wgmma_cluster) run
+ * the cases they take (TMA's aligned strides, the fused kinds) and may
+ * refuse the others, counted and printed, but must pass each they run and
+ * run some of each test.
  *
  *   build/tests/gpu_test_epilogue [name-substring]
- *   TK_EPI_KERNELS=k01_naive build/tests/gpu_test_epilogue */
+ *   TK_EPI_KERNELS=k01_naive,k31_wgmma_cluster build/tests/gpu_test_epilogue */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,14 +53,23 @@ static const int64_t Ms[] = { 1, 7, 64, 130 }, Ns[] = { 2, 6, 130, 258 }, Ks[] =
 static const int kinds[] = { TK_EPI_BIAS_ACT, TK_EPI_GATED, TK_EPI_BACKWARD, TK_EPI_GATED_BACKWARD };
 
 static int verified;   /* runs that passed verify: printed per test, so a silent sweep shows what it did */
+static int ran[MAX_KERNELS], refused[MAX_KERNELS];   /* per kernel, in the current test */
 
-/* One case on every kernel: must run and pass. */
+/* Whether kernel must take every valid case (auto, k01_naive). */
+static int takes_all(const char *kernel) { return !strcmp(kernel, "auto") || !strcmp(kernel, "k01_naive"); }
+
+/* One case on every kernel: must run and pass (a fused kernel may refuse). */
 static void run_case(const tk_lab_case *c, const tk_lab_epi *e)
 {
     for (int i = 0; i < nkernels; i++) {
         tk_lab_epi_result r;
         tk_lab_epi_verify_run(v, kernels[i], c, e, &r);
         verified += r.outcome == 0;
+        ran[i] += r.outcome == 0;
+        if (r.outcome == 2 && r.status == TK_ERR_NOT_SUPPORTED && !takes_all(kernels[i])) {
+            refused[i]++;
+            continue;
+        }
         if (r.outcome != 0) {
             tk_lab_epi_verify_print(stdout, kernels[i], c, e, &r);
             char name[128], epi[128];
@@ -63,6 +78,18 @@ static void run_case(const tk_lab_case *c, const tk_lab_epi *e)
             CHECK(0, "%s %s | %s: outcome %d (%s)", kernels[i], name, epi, r.outcome, r.msg);
         }
     }
+}
+
+/* The test's counts, per kernel; each kernel must have run some case. */
+static void report(const char *test)
+{
+    printf("%s: %d runs verified against fp64\n", test, verified);
+    for (int i = 0; i < nkernels; i++) {
+        printf("  %-20s %4d passed, %4d refused\n", kernels[i], ran[i], refused[i]);
+        CHECK(ran[i] > 0, "%s: %s ran none of the cases", test, kernels[i]);
+        ran[i] = refused[i] = 0;
+    }
+    verified = 0;
 }
 
 static void case_init(tk_lab_case *c, int64_t m, int64_t n, int64_t k, unsigned t)
@@ -112,8 +139,7 @@ static void sweep(void)
                             continue;   /* refused by tilekit.h's rule: the other kinds need an activation */
                         run_case(&c, &e);
                     }
-    printf("sweep: %d runs verified against fp64\n", verified);
-    verified = 0;
+    report("sweep");
 }
 
 /* Every edge shape for each kind (silu, a column bias, aux, bias_grad). */
@@ -139,8 +165,34 @@ static void shapes(void)
                         c.beta = 0.0f;
                     run_case(&c, &e);
                 }
-    printf("shapes: %d runs verified against fp64\n", verified);
-    verified = 0;
+    report("shapes");
+}
+
+
+/* Many tiles and the split over K: every fused kind and activation at
+ * shapes of several 128 x 256 tiles each way (edges off the tile) and at
+ * few tiles with a long K (the Hopper kernels split K there and the
+ * epilogue runs on the gathered sum, on the tile's owner). */
+static void tiles(void)
+{
+    static const int64_t sh[][3] = { { 520, 1032, 264 }, { 1030, 776, 136 }, { 256, 512, 8192 }, { 130, 264, 4104 } };
+    unsigned t = 0;
+    for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++)
+        for (int ki = 0; ki < 4; ki += 2)
+            for (int act = TK_ACT_RELU; act <= TK_ACT_SILU; act++, t++) {
+                tk_lab_case c;
+                case_init(&c, sh[s][0], sh[s][1], sh[s][2], t);
+                c.out = t & 1 ? TK_BF16 : TK_F32;
+                tk_lab_epi e = { 0 };
+                e.kind = kinds[ki];
+                e.act = act;
+                e.bias = e.kind == TK_EPI_BIAS_ACT ? 1 + (int)(t % 2) : 0;
+                e.bias_bf16 = (t >> 1) & 1;
+                e.aux = 1;
+                e.d_apart = c.beta == 0.0f && (t & 2);
+                run_case(&c, &e);
+            }
+    report("tiles");
 }
 
 /* ---- direct calls: bias_grad's bits, refusals ---- */
@@ -236,6 +288,11 @@ static void bias_grad_bits(void)
             CHECK(first && now, "out of host memory");
             for (int run = 0; first && now && run < GRAD_RUNS; run++) {
                 tk_status st = tk_gemm_run(h, &d, kernels[i], NULL);
+                if (st == TK_ERR_NOT_SUPPORTED && !takes_all(kernels[i]) && run == 0) {
+                    printf("bias_grad_bits: %s refuses %s (%s)\n", kernels[i], tk_lab_epi_kind_name(kinds[ki]),
+                           tk_last_error(h));
+                    break;
+                }
                 if (st || cudaDeviceSynchronize() ||
                     cudaMemcpy(run ? now : first, x.grad, x.grad_bytes, cudaMemcpyDeviceToHost)) {
                     CHECK(0, "%s %s run %d: %s: %s", kernels[i], tk_lab_epi_kind_name(kinds[ki]), run,
@@ -328,9 +385,12 @@ void tk_tests(void)
     } else {
         kernels[nkernels++] = "auto";
         kernels[nkernels++] = "k01_naive";
+        kernels[nkernels++] = "k30_wgmma_tma";       /* the fused Hopper instances */
+        kernels[nkernels++] = "k31_wgmma_cluster";
     }
     TK_TEST(sweep);
     TK_TEST(shapes);
+    TK_TEST(tiles);
     TK_TEST(bias_grad_bits);
     TK_TEST(refusals);
     tk_lab_verify_close(v);
