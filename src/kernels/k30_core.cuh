@@ -766,54 +766,69 @@ static __device__ __forceinline__ float k30_epi_bias(const k30_params *p, int at
     return p->epi_bias_bf16 ? tk_bf16_to_f32(((const uint16_t *)p->epi_bias)[at]) : ((const float *)p->epi_bias)[at];
 }
 
-/* k30_epi_transform: the fused epilogue of the EPI instances, on one consumer's 64 x BN
- * accumulators at rows r0.., columns c0.. (the fragment layout of
- * k30_epilogue_direct: thread (warp w, lane l) holds rows r0 + 16w + l/4
- * (+8) and column pairs c0 + 8j + 2(l%4)), before the C epilogue, which
- * then runs with alpha 1 (k30_params.epi_alpha). Per element, with P =
- * epi_alpha * acc rounded as k01_naive rounds it (__fmul_rn, __fadd_rn: no
- * contraction, the reference's bits): TK_EPI_BIAS_ACT: z = P + bias, z
- * stored to aux as bf16 where aux is set, acc = act(z); TK_EPI_BACKWARD:
- * acc = P * act'(aux) (aux read as bf16, 0 outside M x N: those elements
- * are never stored). aux is touched inside its M x N alone, a 32-bit access
- * where both columns exist and p->epi_aux_pairs, else one element. Runs on
- * a tile's final sum only: after k30_sk_gather, on the unit that owns the
- * tile. The kind's and the activation's branches are taken once, outside
- * the element loop (k30_epi_transform's switch). The per-row values are computed once (row_ok, arow:
- * aux's row `row`; row + 8 is 8 ldaux further, used only where it exists):
- * with them recomputed per element, or the kind's branch per element, the
- * 128 x 256 instances spilled 12-264 bytes a thread (168 registers, 128 of
- * them accumulators); as written, none (ptxas -v). BN is a template
- * argument for the reason k30_epilogue_direct's is: the accumulators are
- * indexed by constants only (unrolled loops), or they would go to local
- * memory. */
-template <int BN>
-static __device__ __forceinline__ void k30_epi_forward(const k30_params *p, float *acc, int row, int col, int act)
+/* k30_epi_transform: the fused epilogue of the EPI instances, on one
+ * consumer's 64 x BN accumulators at rows r0.., columns c0.. (the fragment
+ * layout of k30_epilogue_direct: thread (warp w, lane l) holds rows r0 +
+ * 16w + l/4 (+8) and column pairs c0 + 8j + 2(l%4)), before the C
+ * epilogue, which then runs with alpha 1 (k30_params.epi_alpha) and clips
+ * the tile to M x N. Per element, with P = epi_alpha * acc rounded as
+ * k01_naive rounds it (__fmul_rn, __fadd_rn: no contraction):
+ * TK_EPI_BIAS_ACT: z = P + bias, z stored to aux as bf16 where aux is set,
+ * acc = act(z); TK_EPI_BACKWARD: acc = P * act'(aux) (aux read as bf16, 0
+ * outside M x N: those elements are never stored). aux is touched inside
+ * its M x N alone, a 32-bit access where both columns exist and
+ * p->epi_aux_pairs, else one element. Runs on a tile's final sum only:
+ * after k30_sk_gather, on the unit that owns the tile.
+ *
+ * The code is straight-line, 128 elements a thread unrolled (the
+ * accumulators are registers, indexed by constants only), and executed
+ * once a tile: its length is what it costs. So everything that is uniform
+ * is decided outside the element loop: the kind and the activation
+ * (k30_epi_transform's switch: with the activation's switch per element,
+ * the loop held every activation's body per element, about 680 KB an
+ * instance, and the tile's epilogue took 3-5x its product in
+ * instruction-cache misses), aux or none (AUX), the per-row values (row_ok,
+ * rbias, arow; recomputed per element, the 128 x 256 instances spilled),
+ * and per column pair only the bias (bounds-clamped reads, no branch) and
+ * aux's bounds. BN is a template argument for the reason
+ * k30_epilogue_direct's is. */
+template <int BN, int ACT, int AUX>
+static __device__ __forceinline__ void k30_epi_forward(const k30_params *p, float *acc, int row, int col)
 {
     const int N = p->n;
-    const bool bias = p->epi_bias != nullptr, bias_rows = p->epi_bias_rows;
+    const float alpha = p->epi_alpha;
+    const bool bias = p->epi_bias != nullptr, bias_rows = p->epi_bias_rows, bias_bf16 = p->epi_bias_bf16;
+    const bool col_bias = bias && !bias_rows;
     const bool row_ok0 = row < p->m, row_ok1 = row + 8 < p->m;
     const float rbias0 = bias && bias_rows && row_ok0 ? k30_epi_bias(p, row) : 0.0f;
     const float rbias1 = bias && bias_rows && row_ok1 ? k30_epi_bias(p, row + 8) : 0.0f;
-    uint16_t *const arow = p->epi_aux + (int64_t)(row_ok0 ? row : 0) * p->epi_ldaux;
+    uint16_t *const arow = AUX ? p->epi_aux + (int64_t)(row_ok0 ? row : 0) * p->epi_ldaux : nullptr;
+    const float *const bf32 = (const float *)p->epi_bias;
+    const uint16_t *const bb16 = (const uint16_t *)p->epi_bias;
 #pragma unroll
     for (int j = 0; j < BN / 8; j++) {
         const int cc = col + 8 * j;
+        /* the pair's column bias (0: none, or per row); columns past N read
+         * column N - 1's (in bounds; those elements are never stored) */
         float cb0 = 0.0f, cb1 = 0.0f;
-        if (bias && !bias_rows) {
-            if (cc < N)
-                cb0 = k30_epi_bias(p, cc);
-            if (cc + 1 < N)
-                cb1 = k30_epi_bias(p, cc + 1);
+        if (col_bias) {
+            const int i0 = min(cc, N - 1), i1 = min(cc + 1, N - 1);
+            if (bias_bf16) {
+                cb0 = tk_bf16_to_f32(bb16[i0]);
+                cb1 = tk_bf16_to_f32(bb16[i1]);
+            } else {
+                cb0 = bf32[i0];
+                cb1 = bf32[i1];
+            }
         }
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             float *v = acc + 4 * j + 2 * h;
-            const bool ok = h ? row_ok1 : row_ok0;
-            const bool in0 = ok && cc < N, in1 = ok && cc + 1 < N;
-            const float z0 = __fadd_rn(__fmul_rn(p->epi_alpha, v[0]), bias_rows ? (h ? rbias1 : rbias0) : cb0);
-            const float z1 = __fadd_rn(__fmul_rn(p->epi_alpha, v[1]), bias_rows ? (h ? rbias1 : rbias0) : cb1);
-            if (p->epi_aux) {
+            const float z0 = __fadd_rn(__fmul_rn(alpha, v[0]), h ? rbias1 + cb0 : rbias0 + cb0);
+            const float z1 = __fadd_rn(__fmul_rn(alpha, v[1]), h ? rbias1 + cb1 : rbias0 + cb1);
+            if (AUX) {
+                const bool ok = h ? row_ok1 : row_ok0;
+                const bool in0 = ok && cc < N, in1 = ok && cc + 1 < N;
                 uint16_t *const q = arow + (h ? 8 * p->epi_ldaux : 0) + cc;
                 if (p->epi_aux_pairs && in1) {
                     *(uint32_t *)q = k30_pack_bf16x2(z0, z1);
@@ -824,16 +839,17 @@ static __device__ __forceinline__ void k30_epi_forward(const k30_params *p, floa
                         q[1] = tk_f32_to_bf16(z1);
                 }
             }
-            v[0] = tk_act(act, z0);
-            v[1] = tk_act(act, z1);
+            v[0] = tk_act(ACT, z0);
+            v[1] = tk_act(ACT, z1);
         }
     }
 }
 
-template <int BN>
-static __device__ __forceinline__ void k30_epi_backward(const k30_params *p, float *acc, int row, int col, int act)
+template <int BN, int ACT>
+static __device__ __forceinline__ void k30_epi_backward(const k30_params *p, float *acc, int row, int col)
 {
     const int N = p->n;
+    const float alpha = p->epi_alpha;
     const bool row_ok0 = row < p->m, row_ok1 = row + 8 < p->m;
     const uint16_t *const arow = p->epi_aux + (int64_t)(row_ok0 ? row : 0) * p->epi_ldaux;
 #pragma unroll
@@ -856,43 +872,48 @@ static __device__ __forceinline__ void k30_epi_backward(const k30_params *p, flo
                 if (in1)
                     z1 = tk_bf16_to_f32(q[1]);
             }
-            v[0] = __fmul_rn(__fmul_rn(p->epi_alpha, v[0]), tk_act_grad(act, z0));
-            v[1] = __fmul_rn(__fmul_rn(p->epi_alpha, v[1]), tk_act_grad(act, z1));
+            v[0] = __fmul_rn(__fmul_rn(alpha, v[0]), tk_act_grad(ACT, z0));
+            v[1] = __fmul_rn(__fmul_rn(alpha, v[1]), tk_act_grad(ACT, z1));
         }
     }
 }
 
-/* Row and column of the thread's first accumulator, then the kind's pass. */
+/* Row and column of the thread's first accumulator, then the kind's pass
+ * with its activation (and aux or none) as constants: one branch a tile. */
+template <int BN, int ACT>
+static __device__ __forceinline__ void k30_epi_arm(const k30_params *p, float *acc, int row, int col)
+{
+    if (ACT != TK_ACT_NONE && p->epi_kind == TK_EPI_BACKWARD)   /* the backward kinds need an activation */
+        k30_epi_backward<BN, ACT>(p, acc, row, col);
+    else if (p->epi_aux)
+        k30_epi_forward<BN, ACT, 1>(p, acc, row, col);
+    else
+        k30_epi_forward<BN, ACT, 0>(p, acc, row, col);
+}
+
 template <int BN>
 static __device__ __forceinline__ void k30_epi_transform(const k30_params *p, float *acc, int r0, int c0, int warp,
                                                          int lane)
 {
     const int row = r0 + 16 * warp + (lane >> 2);
     const int col = c0 + 2 * (lane & 3);
-    /* One branch per tile, each arm the unrolled loop with its activation
-     * a constant: with the activation's switch inside the loop (one per
-     * element) the loop's code held every activation's body per element
-     * (about 680 KB an instance), and the taken path jumped through it, an
-     * instruction-cache miss every few instructions: the tile's epilogue
-     * took 3-5x its product (0.92 against 0.24 ms at 8192 x 6400 x 1600,
-     * H200, even with no activation). */
-#define K30_EPI_ARM(ACT)                                      \
-    case ACT:                                                 \
-        if (p->epi_kind == TK_EPI_BACKWARD)                   \
-            k30_epi_backward<BN>(p, acc, row, col, ACT);      \
-        else                                                  \
-            k30_epi_forward<BN>(p, acc, row, col, ACT);       \
-        break;
     switch (p->epi_act) {
-        K30_EPI_ARM(TK_ACT_RELU)
-        K30_EPI_ARM(TK_ACT_GELU_ERF)
-        K30_EPI_ARM(TK_ACT_GELU_TANH)
-        K30_EPI_ARM(TK_ACT_SILU)
-    default:   /* TK_ACT_NONE: BIAS_ACT alone (the backward kinds need an activation) */
-        k30_epi_forward<BN>(p, acc, row, col, TK_ACT_NONE);
+    case TK_ACT_RELU:
+        k30_epi_arm<BN, TK_ACT_RELU>(p, acc, row, col);
+        break;
+    case TK_ACT_GELU_ERF:
+        k30_epi_arm<BN, TK_ACT_GELU_ERF>(p, acc, row, col);
+        break;
+    case TK_ACT_GELU_TANH:
+        k30_epi_arm<BN, TK_ACT_GELU_TANH>(p, acc, row, col);
+        break;
+    case TK_ACT_SILU:
+        k30_epi_arm<BN, TK_ACT_SILU>(p, acc, row, col);
+        break;
+    default:
+        k30_epi_arm<BN, TK_ACT_NONE>(p, acc, row, col);
         break;
     }
-#undef K30_EPI_ARM
 }
 
 /* A swapped tile's accumulators (k36_swap_*, k38) as quads of C: acc
