@@ -1,7 +1,8 @@
 """tilekit as a PyTorch operator: torch.ops.tilekit.mm, tilekit.matmul and
 tilekit.patch; torch.ops.tilekit.grouped_mm, tilekit.grouped_mm,
 torch.ops.tilekit.bmm and tilekit.bmm (issue 38, below). Imported on first
-use of those names (it imports torch).
+use of those names (it imports torch). Issue 39's fused ops (tilekit.linear,
+tilekit.gated_mlp, tilekit.mlp) are in _torch_fused.py.
 
 torch.ops.tilekit.mm(a, b) is a torch.library custom op: bf16 a (M x K) times
 bf16 b (K x N), fp32 accumulation, bf16 result, on tilekit.gemm. It has a
@@ -156,12 +157,6 @@ def matmul(a, b):
     lead = a.shape[:-1]
     y = _mm_eager(a.reshape(-1, a.shape[-1]), b)
     return y.reshape(*lead, b.shape[1])
-
-
-def linear(x, weight, bias=None):
-    """torch.nn.functional.linear on tilekit: x @ weight.T (+ bias), bf16."""
-    y = matmul(x, weight.t())
-    return y if bias is None else y + bias
 
 
 def patch(model):
