@@ -9,6 +9,10 @@ leading batch dimensions. bf16 x and weight (as torch.nn.Linear, a bf16
 result): TypeError otherwise. tilekit.patch(model) turns a model's
 torch.nn.Linear modules into these.
 
+FusedGatedMLP, FusedConv1DMLP, FusedFeedForward, FusedSequentialMLP: the
+fused forwards tilekit.patch(model, fuse_mlp=True) gives the MLP modules it
+recognizes (isinstance tells which were fused; tilekit/_torch_patch.py).
+
 GroupedLinear, moe_experts and sort_by_expert (issue 38): a mixture of
 experts' layers as grouped products (torch.ops.tilekit.grouped_mm), tokens
 sorted by expert and split by int32 offsets that stay on the device.
@@ -21,8 +25,10 @@ torch = need_torch("tilekit.nn")
 
 from ._torch_ops import grouped_mm  # noqa: E402
 from ._torch_fused import ACTIVATIONS, linear  # noqa: E402
+from ._torch_patch import FusedConv1DMLP, FusedFeedForward, FusedGatedMLP, FusedSequentialMLP  # noqa: E402
 
-__all__ = ["Linear", "GroupedLinear", "moe_experts", "sort_by_expert"]
+__all__ = ["Linear", "GroupedLinear", "moe_experts", "sort_by_expert", "FusedGatedMLP", "FusedConv1DMLP",
+           "FusedFeedForward", "FusedSequentialMLP"]
 
 
 class Linear(torch.nn.Linear):
