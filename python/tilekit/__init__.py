@@ -37,7 +37,8 @@ call is asynchronous on the caller's current stream, like a torch operation
 (gemm's `stream` and the CAI 'stream' entries: see gemm's docstring). torch
 is never imported by `import tilekit`; it is used only when the caller
 passes torch tensors, and imported by tilekit.matmul, tilekit.grouped_mm,
-tilekit.bmm, tilekit.nn and tilekit.patch.
+tilekit.bmm, tilekit.linear, tilekit.gated_mlp, tilekit.mlp, tilekit.nn and
+tilekit.patch.
 
 Backends: the C extension tilekit._tilekit (backend() == "extension") does
 the checks and the call; without it, a pure-Python fallback through ctypes
@@ -59,7 +60,8 @@ else:
     from . import _fallback as _impl
 
 __version__ = "0.1.0"
-__all__ = ["gemm", "gemm_batched", "gemm_grouped", "gemm_epilogue", "matmul", "grouped_mm", "bmm", "patch", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
+__all__ = ["gemm", "gemm_batched", "gemm_grouped", "gemm_epilogue", "matmul", "grouped_mm", "bmm", "patch", "linear",
+           "gated_mlp", "mlp", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
            "backend", "Support", "candidates", "workspace_size", "plan", "set_workspace", "set_workspace_limit",
            "set_split_k", "release_workspaces", "handle_info", "last_cuda_error", "build_info", "TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError",
            "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError",
@@ -307,13 +309,17 @@ def plan(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_
 
 
 def __getattr__(name):
-    """tilekit.matmul, tilekit.grouped_mm, tilekit.bmm, tilekit.patch and
-    tilekit.nn import torch, so they are loaded on first use, not by
-    `import tilekit`."""
+    """tilekit.matmul, tilekit.grouped_mm, tilekit.bmm, tilekit.patch,
+    tilekit.linear, tilekit.gated_mlp, tilekit.mlp and tilekit.nn import
+    torch, so they are loaded on first use, not by `import tilekit`."""
     if name in ("matmul", "grouped_mm", "bmm", "patch"):
         _lib.need_torch("tilekit." + name)
         from . import _torch_ops
         return getattr(_torch_ops, name)
+    if name in ("linear", "gated_mlp", "mlp"):
+        _lib.need_torch("tilekit." + name)
+        from . import _torch_fused
+        return getattr(_torch_fused, name)
     if name == "nn":
         _lib.need_torch("tilekit.nn")
         import importlib

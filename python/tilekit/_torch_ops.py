@@ -1,7 +1,9 @@
 """tilekit as a PyTorch operator: torch.ops.tilekit.mm, tilekit.matmul and
 tilekit.patch; torch.ops.tilekit.grouped_mm, tilekit.grouped_mm,
 torch.ops.tilekit.bmm and tilekit.bmm (issue 38, below). Imported on first
-use of those names (it imports torch).
+use of those names (it imports torch). Issue 39's fused ops (tilekit.linear,
+tilekit.gated_mlp, tilekit.mlp) are in _torch_fused.py, the MLP modules
+patch(fuse_mlp=True) recognizes in _torch_patch.py.
 
 torch.ops.tilekit.mm(a, b) is a torch.library custom op: bf16 a (M x K) times
 bf16 b (K x N), fp32 accumulation, bf16 result, on tilekit.gemm. It has a
@@ -158,22 +160,23 @@ def matmul(a, b):
     return y.reshape(*lead, b.shape[1])
 
 
-def linear(x, weight, bias=None):
-    """torch.nn.functional.linear on tilekit: x @ weight.T (+ bias), bf16."""
-    y = matmul(x, weight.t())
-    return y if bias is None else y + bias
-
-
-def patch(model):
+def patch(model, fuse_mlp=False):
     """Makes every torch.nn.Linear of model (model itself included) a
     tilekit.nn.Linear, in place: the same module objects with the same
     parameters, buffers, hooks and state_dict keys, only their class (and so
     their forward) changed, so optimizers and references to them keep
     working. Subclasses of torch.nn.Linear, which may have their own forward,
-    are left alone. Returns model."""
+    are left alone. With fuse_mlp=True, first the MLP modules it recognizes
+    (transformers' Llama, Mistral, Qwen2 and Qwen3 gated MLPs, GPT-2's MLP,
+    BERT's feed-forward; Sequential(Linear, activation, Linear)) get a fused
+    forward the same way (tilekit.gated_mlp, tilekit.mlp; see
+    tilekit/_torch_patch.py for the rules and the bf16-on-CUDA condition),
+    and the Linears inside them stay torch.nn.Linear. Returns model."""
     from .nn import Linear
+    from ._torch_patch import fuse_mlps
+    keep = fuse_mlps(model, fuse_mlp)
     for m in model.modules():
-        if type(m) is torch.nn.Linear:
+        if type(m) is torch.nn.Linear and id(m) not in keep:
             m.__class__ = Linear
     return model
 

@@ -1,11 +1,17 @@
 """tilekit.nn: torch modules whose products run on tilekit.
 
-Linear: a subclass of torch.nn.Linear with the same constructor, parameters
-and state_dict; only forward differs: y = x @ weight.T + bias through
-torch.ops.tilekit.mm (autograd, torch.compile, CUDA graphs; see
-tilekit/_torch_ops.py), x of any leading batch dimensions. bf16 x and
-weight (as torch.nn.Linear, a bf16 result): TypeError otherwise.
-tilekit.patch(model) turns a model's torch.nn.Linear modules into these.
+Linear: a subclass of torch.nn.Linear with the same constructor (and an
+optional activation), parameters and state_dict; only forward differs:
+y = act(x @ weight.T + bias) through tilekit.linear, the bias and the
+activation in the product's epilogue (autograd, torch.compile, CUDA graphs;
+see tilekit/_torch_fused.py); without bias, torch.ops.tilekit.mm. x of any
+leading batch dimensions. bf16 x and weight (as torch.nn.Linear, a bf16
+result): TypeError otherwise. tilekit.patch(model) turns a model's
+torch.nn.Linear modules into these.
+
+FusedGatedMLP, FusedConv1DMLP, FusedFeedForward, FusedSequentialMLP: the
+fused forwards tilekit.patch(model, fuse_mlp=True) gives the MLP modules it
+recognizes (isinstance tells which were fused; tilekit/_torch_patch.py).
 
 GroupedLinear, moe_experts and sort_by_expert (issue 38): a mixture of
 experts' layers as grouped products (torch.ops.tilekit.grouped_mm), tokens
@@ -17,17 +23,33 @@ from ._lib import need_torch
 
 torch = need_torch("tilekit.nn")
 
-from ._torch_ops import grouped_mm, linear  # noqa: E402
+from ._torch_ops import grouped_mm  # noqa: E402
+from ._torch_fused import ACTIVATIONS, linear  # noqa: E402
+from ._torch_patch import FusedConv1DMLP, FusedFeedForward, FusedGatedMLP, FusedSequentialMLP  # noqa: E402
 
-__all__ = ["Linear", "GroupedLinear", "moe_experts", "sort_by_expert"]
+__all__ = ["Linear", "GroupedLinear", "moe_experts", "sort_by_expert", "FusedGatedMLP", "FusedConv1DMLP",
+           "FusedFeedForward", "FusedSequentialMLP"]
 
 
 class Linear(torch.nn.Linear):
     """torch.nn.Linear(in_features, out_features, bias=True, device=None,
-    dtype=None) whose forward runs on tilekit (bf16 only)."""
+    dtype=None, activation=None) whose forward runs on tilekit (bf16 only):
+    act(x @ weight.T + bias), bias and activation fused (tilekit.linear;
+    activation: None, "relu", "gelu", "gelu_tanh" or "silu")."""
+    activation = None   # what a torch.nn.Linear made one by tilekit.patch has
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, activation=None):
+        super().__init__(in_features, out_features, bias, device, dtype)
+        if activation is not None and activation not in ACTIVATIONS:
+            raise ValueError("tilekit.nn.Linear: activation %r is not one of %s or None"
+                             % (activation, ", ".join(map(repr, ACTIVATIONS))))
+        self.activation = activation
 
     def forward(self, x):
-        return linear(x, self.weight, self.bias)
+        return linear(x, self.weight, self.bias, self.activation)
+
+    def extra_repr(self):
+        return super().extra_repr() + ("" if self.activation is None else ", activation=%r" % self.activation)
 
 
 class GroupedLinear(torch.nn.Module):

@@ -3,6 +3,10 @@ tilekit.nn.Linear and tilekit.patch against torch on the same bf16 inputs
 (values and gradients), torch.compile(fullgraph=True), CUDA-graph capture
 and replay, streams and devices, CuPy and DLPack producers, and the errors.
 The model is a transformers Llama with small random weights (no download).
+Issue 39: tilekit.linear (each activation, with and without bias),
+tilekit.gated_mlp and tilekit.mlp against float64 autograd, and
+tilekit.patch(fuse_mlp=True) on tiny Llama, Mistral, Qwen2, Qwen3, GPT-2
+and BERT models against their unpatched copies, eager, compiled and captured.
 Issue 38: tilekit.grouped_mm (every form of torch._grouped_mm) and
 tilekit.bmm against float64 loops and torch._grouped_mm, their gradients,
 compiled and captured, and transformers' Mixtral and Qwen3-MoE sparse
@@ -56,14 +60,20 @@ def close(x, ref, tol, label):
 
 
 class Counting:
-    """Counts the calls of tilekit functions (default: tilekit.gemm; the ops
-    look them up per call) while active, so a test can tell that tilekit,
-    not torch, computed a result; .calls keeps (name, args) of each."""
+    """Counts the calls of tilekit functions (default: tilekit.gemm and
+    tilekit.gemm_epilogue; the ops look them up per call) while active, so a
+    test can tell that tilekit, not torch, computed a result; .calls keeps
+    (name, args) of each, .kinds the epilogue of each (None: a product alone)."""
     def __init__(self, *names):
-        self.names = names or ("gemm",)
+        self.names = names or ("gemm", "gemm_epilogue")
+
+    @property
+    def kinds(self):
+        return [kw.get("epilogue") for _, _, kw in self.full]
 
     def __enter__(self):
-        self.n, self.calls, self.orig = 0, [], {name: getattr(tilekit, name) for name in self.names}
+        self.n, self.calls, self.full = 0, [], []
+        self.orig = {name: getattr(tilekit, name) for name in self.names}
         for name, fn in self.orig.items():
             setattr(tilekit, name, self._counted(name, fn))
         return self
@@ -72,6 +82,7 @@ class Counting:
         def wrapped(*a, **kw):
             self.n += 1
             self.calls.append((name, a))
+            self.full.append((name, a, kw))
             return fn(*a, **kw)
         return wrapped
 
@@ -297,6 +308,302 @@ def test_llama_cuda_graph():
             static_ids.copy_(ids)
             g.replay()
             close(static_logits, ref(ids, use_cache=False).logits, TOL_LOGITS, "replay %d" % i)
+
+
+# ---- issue 39: fused epilogues (tilekit.linear, the MLPs, patch(fuse_mlp=True)) ----
+
+ACTS = (None, "relu", "gelu", "gelu_tanh", "silu")
+
+
+def act64(x, act):
+    """The activation in float64, by torch's own functions (the reference)."""
+    F = torch.nn.functional
+    return {None: lambda v: v, "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
+            "silu": F.silu}[act](x)
+
+
+def leaves(*ts):
+    """Float64 leaf copies of bf16 leaves (None stays None), for the reference's autograd."""
+    return [t.detach().double().requires_grad_() if t is not None else None for t in ts]
+
+
+def compare_grads(pairs, tol, label):
+    for name, got, want in pairs:
+        if want is None:
+            continue
+        assert got is not None, "%s: no gradient for %s" % (label, name)
+        close(got, want, tol, "%s d%s" % (label, name))
+
+
+def test_linear_epilogue():
+    """tilekit.linear for each activation, without bias and with a bf16 or
+    fp32 bias, at odd shapes and batch dimensions: values and the gradients
+    of x, weight and bias against float64 autograd of the same inputs; the
+    weight's gradient contiguous; one tilekit call forward (bias_act with
+    aux = z only where a backward will need it)."""
+    shapes = ((1, 64, 64), (7, 13, 5), (127, 129, 65), (3 * 41, 256, 384), (1000, 1000, 1000))
+    for act, bias_dtype, (m, k, n) in itertools.product(ACTS, (None, torch.bfloat16, torch.float32), shapes):
+        label = "linear %s bias=%s %dx%dx%d" % (act, bias_dtype, m, n, k)
+        x = bf16(m, k).requires_grad_()
+        w = (bf16(n, k) * 0.2).requires_grad_()
+        b = (torch.rand(n, device=DEV) - 0.5).to(bias_dtype).requires_grad_() if bias_dtype else None
+        if m == 3 * 41:
+            x = x.detach().view(3, 41, k).requires_grad_()
+        with Counting() as c:
+            y = tilekit.linear(x, w, b, act)
+        assert c.n == 1, "%s: %d tilekit calls" % (label, c.n)
+        if act is not None:
+            assert c.full[0][2].get("aux") is not None, label + ": no aux for the backward"
+        assert y.shape == x.shape[:-1] + (n,) and y.dtype == torch.bfloat16
+        x64, w64, b64 = leaves(x, w, b)
+        y64 = act64(torch.nn.functional.linear(x64, w64, b64), act)
+        close(y, y64, TOL_OP, label)
+        g = bf16(*y.shape)
+        y.backward(g)
+        y64.backward(g.double())
+        compare_grads([("x", x.grad, x64.grad), ("w", w.grad, w64.grad), ("b", b.grad if b is not None else None,
+                                                                       b64.grad if b is not None else None)],
+                      TOL_OP * 2, label)
+        assert w.grad.is_contiguous() and (b is None or b.grad.dtype == bias_dtype)
+    with torch.no_grad(), Counting() as c:
+        tilekit.linear(bf16(8, 32), bf16(16, 32), bf16(16), "gelu")
+    assert c.full[0][2].get("aux") is None, "aux stored without a gradient to compute"
+    raises(ValueError, tilekit.linear, bf16(8, 32), bf16(16, 32), None, "tanh", match="activation")
+    raises(TypeError, tilekit.linear, bf16(8, 32).float(), bf16(16, 32), bf16(16), "gelu", match="bfloat16")
+
+
+def gated_ref(x, wg, wu, wd, bg, bu, bd, act):
+    lin = torch.nn.functional.linear
+    return lin(act64(lin(x, wg, bg), act) * lin(x, wu, bu), wd, bd)
+
+
+def test_gated_mlp():
+    """tilekit.gated_mlp (SwiGLU, GeGLU both ways; biases or none; odd sizes
+    and batch dimensions) against float64 autograd; two calls forward
+    (gated, down), six backward (gated_backward and five products); the
+    weights' gradients contiguous."""
+    for act, biased, (t, hid, inter) in itertools.product(("silu", "gelu", "gelu_tanh"), (False, True),
+                                                         ((1, 64, 128), (37, 96, 200), (2 * 300, 512, 1376))):
+        label = "gated_mlp %s bias=%s %d tokens %d -> %d" % (act, biased, t, hid, inter)
+        x = bf16(t, hid).requires_grad_()
+        if t == 600:
+            x = x.detach().view(2, 300, hid).requires_grad_()
+        wg, wu, wd = ((bf16(*s) * 0.3).requires_grad_() for s in ((inter, hid), (inter, hid), (hid, inter)))
+        bg, bu, bd = ((bf16(s) * 0.3).requires_grad_() for s in (inter, inter, hid)) if biased else (None,) * 3
+        with Counting() as c:
+            y = tilekit.gated_mlp(x, wg, wu, wd, act, bg, bu, bd)
+        assert c.kinds == ["gated", "bias_act" if biased else None], (label, c.kinds)
+        ref = leaves(x, wg, wu, wd, bg, bu, bd)
+        y64 = gated_ref(*ref, act)
+        close(y, y64, TOL_OP * 2, label)
+        g = bf16(*y.shape)
+        with Counting() as c:
+            y.backward(g)
+        assert sorted(map(str, c.kinds)) == sorted(["gated_backward"] + ["None"] * 5), (label, c.kinds)
+        y64.backward(g.double())
+        names = ("x", "w_gate", "w_up", "w_down", "b_gate", "b_up", "b_down")
+        mine = (x, wg, wu, wd, bg, bu, bd)
+        compare_grads([(nm, a.grad if a is not None else None, r.grad if r is not None else None)
+                       for nm, a, r in zip(names, mine, ref)], TOL_OP * 4, label)
+        assert all(w.grad.is_contiguous() for w in (wg, wu, wd))
+
+
+def mlp_ref(x, w1, b1, w2, b2, act, transposed):
+    if transposed:
+        return act64(x @ w1 + b1, act) @ w2 + b2
+    lin = torch.nn.functional.linear
+    return lin(act64(lin(x, w1, b1), act), w2, b2)
+
+
+def test_mlp():
+    """tilekit.mlp in nn.Linear's layout and in Conv1D's (transposed=True:
+    weights in x out, read as they are), with and without biases, against
+    float64 autograd; db1 from the backward epilogue's bias_grad; the
+    weights' gradients in their parameters' layouts."""
+    for act, transposed, (t, hid, inter) in itertools.product(("gelu", "gelu_tanh", "relu", "silu"), (False, True),
+                                                              ((1, 64, 256), (45, 96, 200), (512, 768, 3072))):
+        label = "mlp %s transposed=%s %d tokens %d -> %d" % (act, transposed, t, hid, inter)
+        shapes = ((hid, inter), (inter, hid)) if transposed else ((inter, hid), (hid, inter))
+        w1, w2 = ((bf16(*s) * 0.2).requires_grad_() for s in shapes)
+        b1, b2 = ((bf16(s) * 0.2).requires_grad_() for s in (inter, hid))
+        x = bf16(t, hid).requires_grad_()
+        with Counting() as c:
+            y = tilekit.mlp(x, w1, b1, w2, b2, act, transposed=transposed)
+        assert c.kinds == ["bias_act", "bias_act"], (label, c.kinds)
+        ref = leaves(x, w1, b1, w2, b2)
+        y64 = mlp_ref(*ref, act, transposed)
+        close(y, y64, TOL_OP * 2, label)
+        g = bf16(*y.shape)
+        with Counting() as c:
+            y.backward(g)
+        assert c.kinds.count("backward") == 1 and c.n == 4, (label, c.kinds)
+        y64.backward(g.double())
+        compare_grads([(nm, a.grad, r.grad) for nm, a, r in zip(("x", "w1", "b1", "w2", "b2"), (x, w1, b1, w2, b2),
+                                                                   ref)], TOL_OP * 4, label)
+        assert w1.grad.is_contiguous() and w2.grad.is_contiguous()
+    x = bf16(9, 64).requires_grad_()   # no biases
+    w1, w2 = (bf16(128, 64) * 0.2).requires_grad_(), (bf16(64, 128) * 0.2).requires_grad_()
+    y = tilekit.mlp(x, w1, None, w2, None, "gelu")
+    ref = leaves(x, w1, w2)
+    y64 = mlp_ref(ref[0], ref[1], None, ref[2], None, "gelu", False)
+    close(y, y64, TOL_OP * 2, "mlp without biases")
+    g = bf16(9, 64)
+    y.backward(g)
+    y64.backward(g.double())
+    compare_grads([(nm, a.grad, r.grad) for nm, a, r in zip(("x", "w1", "w2"), (x, w1, w2), ref)], TOL_OP * 4,
+                  "mlp without biases")
+
+
+def tiny_model(name, seed=0, **kw):
+    """A tiny transformers model (2 layers) with random weights on the GPU in
+    bf16: the CPU test's models (tests/python/test_torch_cpu.py)."""
+    import transformers as t
+    torch.manual_seed(seed)
+    common = dict(vocab_size=1000, num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
+                  max_position_embeddings=512)
+    if name in ("llama", "mistral", "qwen2", "qwen3"):
+        cfg_cls, model_cls = {"llama": (t.LlamaConfig, t.LlamaForCausalLM),
+                              "mistral": (t.MistralConfig, t.MistralForCausalLM),
+                              "qwen2": (t.Qwen2Config, t.Qwen2ForCausalLM),
+                              "qwen3": (t.Qwen3Config, t.Qwen3ForCausalLM)}[name]
+        model = model_cls(cfg_cls(**common, intermediate_size=688, num_key_value_heads=2, head_dim=64, **kw))
+    elif name == "gpt2":
+        model = t.GPT2LMHeadModel(t.GPT2Config(vocab_size=1000, n_layer=2, n_embd=256, n_head=4, n_positions=512,
+                                               resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **kw))
+    else:
+        model = t.BertModel(t.BertConfig(**common, intermediate_size=1024, hidden_dropout_prob=0.0,
+                                         attention_probs_dropout_prob=0.0, **kw))
+    return model.to(DEV, torch.bfloat16)
+
+
+FUSED_KIND = {"llama": "FusedGatedMLP", "mistral": "FusedGatedMLP", "qwen2": "FusedGatedMLP",
+              "qwen3": "FusedGatedMLP", "gpt2": "FusedConv1DMLP", "bert": "FusedFeedForward"}
+
+
+def model_output(model, ids):
+    out = model(input_ids=ids, use_cache=False) if hasattr(model, "lm_head") else model(input_ids=ids)
+    return out.logits if hasattr(out, "logits") else out.last_hidden_state
+
+
+def key_bias_floor(name, grads):
+    """The key projection's bias (BERT's, Qwen2's) has a zero gradient in
+    exact arithmetic (softmax does not see a constant added to a row's
+    scores): rounding noise in both models, judged against a tenth of the
+    key weight's gradient."""
+    if name.endswith(("key.bias", "k_proj.bias")):
+        return 0.1 * torch.linalg.norm(grads[name[:-4] + "weight"].double()).item()
+    return 0.0
+
+
+def test_patch_fuse_mlp_models():
+    """patch(fuse_mlp=True) on tiny Llama, Mistral, Qwen2, Qwen3, GPT-2 and
+    BERT: each layer's MLP fused (its epilogue kinds called), outputs and
+    every parameter's gradient against the unpatched deep copy."""
+    for name in FUSED_KIND:
+        ref = tiny_model(name, seed=list(FUSED_KIND).index(name))
+        pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
+        fused = [m for m in pat.modules() if type(m).__mro__[1].__name__ == FUSED_KIND[name]]
+        assert len(fused) == 2, "%s: %d fused modules" % (name, len(fused))
+        ids = torch.randint(0, 1000, (2, 64), device=DEV)
+        y_ref = model_output(ref, ids)
+        with Counting() as c:
+            y = model_output(pat, ids)
+        want = ("gated",) if FUSED_KIND[name] == "FusedGatedMLP" else ("bias_act",)
+        assert c.kinds.count(want[0]) >= 2, (name, c.kinds)
+        close(y, y_ref, TOL_LOGITS, name + " output")
+        g = bf16(*y.shape)
+        (y_ref.float() * g).sum().backward()
+        with Counting() as c:
+            (y.float() * g).sum().backward()
+        back = "gated_backward" if want[0] == "gated" else "backward"
+        assert c.kinds.count(back) == 2, (name, c.kinds)
+        grads = {k: p.grad for k, p in ref.named_parameters()}
+        for k, p in pat.named_parameters():
+            if grads[k] is None:
+                continue
+            den = max(torch.linalg.norm(grads[k].double()).item(), key_bias_floor(k, grads))
+            e = torch.linalg.norm((p.grad - grads[k]).double()).item() / den
+            assert e < TOL_GRAD, "%s grad %s: relative error %.3e > %.0e" % (name, k, e, TOL_GRAD)
+            assert p.grad.stride() == p.stride(), "%s %s: gradient strides %s" % (name, k, p.grad.stride())
+
+
+def test_fused_compile_fullgraph():
+    """torch.compile(fullgraph=True) of gated_mlp, mlp and linear forward and
+    backward, and of a patched Llama with fuse_mlp=True: no graph break,
+    tilekit called from the compiled graphs, values and gradients as eager."""
+    wg, wu = (bf16(512, 256) * 0.2).requires_grad_(), (bf16(512, 256) * 0.2).requires_grad_()
+    wd, b = (bf16(256, 512) * 0.2).requires_grad_(), bf16(512).requires_grad_()
+
+    def f(x):
+        h = tilekit.gated_mlp(x, wg, wu, wd)
+        h = tilekit.mlp(h, wg, b, wd, None, "gelu_tanh")
+        return tilekit.linear(h, wu, b, "silu").float().square().sum()
+
+    x = bf16(2, 64, 256).requires_grad_()
+    params = (x, wg, wu, wd, b)
+    eager = f(x)
+    eager.backward()
+    grads = [p.grad.clone() for p in params]
+    for p in params:
+        p.grad = None
+    torch._dynamo.reset()
+    comp = torch.compile(f, fullgraph=True)
+    comp(x).backward()   # compiles
+    for p in params:
+        p.grad = None
+    with Counting() as c:
+        out = comp(x)
+        out.backward()
+    assert {"gated", "gated_backward", "bias_act", "backward"} <= set(c.kinds), c.kinds
+    close(out, eager, TOL_LOGITS, "compiled")
+    for p, want, name in zip(params, grads, ("x", "wg", "wu", "wd", "b")):
+        close(p.grad, want, TOL_GRAD, "compiled d" + name)
+
+    ref = llama(seed=5)
+    pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
+    ids = torch.randint(0, 1000, (2, 64), device=DEV)
+    out_ref = ref(ids, labels=ids, use_cache=False)
+    out_ref.loss.backward()
+    torch._dynamo.reset()
+    comp = torch.compile(pat, fullgraph=True)
+    comp(ids, labels=ids, use_cache=False)   # compiles
+    for p in pat.parameters():
+        p.grad = None
+    with Counting() as c:
+        out = comp(ids, labels=ids, use_cache=False)
+    # per layer: q k v o and the gated MLP's two calls; the LM head
+    assert c.n == 2 * 6 + 1 and c.kinds.count("gated") == 2, (c.n, c.kinds)
+    close(out.logits, out_ref.logits, TOL_LOGITS, "compiled fused logits")
+    out.loss.backward()
+    pr, pp = projections(ref), projections(pat)
+    for k in pr:
+        close(pp[k].grad, pr[k].grad, TOL_GRAD, "compiled fused grad " + k)
+
+
+def test_fused_cuda_graph():
+    """A fused Llama forward (patch(fuse_mlp=True)) captured into a CUDA
+    graph and replayed on new ids: gemm_epilogue allocates through torch on
+    the capture stream and never synchronizes."""
+    ref = llama(seed=6)
+    pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
+    static_ids = torch.randint(0, 1000, (2, 64), device=DEV)
+    with torch.no_grad():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                pat(static_ids, use_cache=False)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with Counting() as c:
+            with torch.cuda.graph(g):
+                static_logits = pat(static_ids, use_cache=False).logits
+        assert c.kinds.count("gated") == 2, c.kinds
+        for i in range(3):
+            ids = torch.randint(0, 1000, (2, 64), device=DEV)
+            static_ids.copy_(ids)
+            g.replay()
+            close(static_logits, ref(ids, use_cache=False).logits, TOL_LOGITS, "fused replay %d" % i)
 
 
 # ---- issue 38: grouped and batched products, a mixture of experts ----

@@ -1,7 +1,8 @@
 """Without PyTorch: tilekit.matmul, tilekit.patch and tilekit.nn used to end
 in a bare `ModuleNotFoundError: No module named 'torch'`. Each now says it
 needs PyTorch and that tilekit.gemm works without it (so do issue 38's
-tilekit.grouped_mm and tilekit.bmm). Run in a fresh
+tilekit.grouped_mm and tilekit.bmm, and issue 39's tilekit.linear,
+tilekit.gated_mlp and tilekit.mlp). Run in a fresh
 interpreter with torch made unimportable (sys.modules["torch"] = None), so
 the answer is the same on a machine that has torch.
 """
@@ -30,7 +31,9 @@ def test_torch_parts_say_they_need_pytorch():
     def from_matmul():
         from tilekit import matmul
     cases += [("tilekit.nn", import_nn), ("tilekit.nn", from_nn), ("tilekit.matmul", from_matmul),
-              ("tilekit.grouped_mm", lambda: tilekit.grouped_mm), ("tilekit.bmm", lambda: tilekit.bmm)]
+              ("tilekit.grouped_mm", lambda: tilekit.grouped_mm), ("tilekit.bmm", lambda: tilekit.bmm),
+              ("tilekit.linear", lambda: tilekit.linear), ("tilekit.gated_mlp", lambda: tilekit.gated_mlp),
+              ("tilekit.mlp", lambda: tilekit.mlp)]
     for what, fn in cases:
         try:
             fn()
@@ -46,7 +49,7 @@ def test_torch_parts_say_they_need_pytorch():
         rc, out = fakes.run(code, ext)
         assert rc == 0 and out.rstrip().endswith("OK"), "%s backend:\n%s" % (name, out)
         lines = [l[4:] for l in out.splitlines() if l.startswith("MSG ")]
-        assert len(lines) == 9, out
+        assert len(lines) == 12, out
         for line in lines:
             what, msg = line.split(" | ", 1)
             check(what, msg)
