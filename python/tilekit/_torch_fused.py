@@ -56,6 +56,47 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")   # tilekit.gemm_epilogue's 
 # The CPU tests add "cpu" with tilekit's products replaced by a double.
 FUSED_DEVICES = ("cuda",)
 
+# Whether gated_mlp runs its gate/up product and its backward through the
+# gated epilogue kinds ("gated", "gated_backward"). Only k01_naive takes
+# those kinds so far (k30/k31 fuse "bias_act" and "backward": docs/NOTES.md
+# session 26), which is tens of times slower than the plain products at an
+# MLP's size, so by default the gated MLP runs the same formulas unfused:
+# z = [x Wg | x Wu] by two plain products into z's column halves, act(zg) *
+# zu by torch's kernels, and backward dh = dy Wd, then dz from dh and z by
+# torch's activation backward; z is still stored and the other products are
+# as below. The tests run both ways (tests/gpu/test_torch.py,
+# tests/python/test_torch_cpu.py).
+GATED_EPILOGUE = False
+
+
+def _act_bf16(z, activation):
+    """act(z) for bf16 z as torch computes it (bf16 result): the unfused
+    gated MLP's (GATED_EPILOGUE)."""
+    F = torch.nn.functional
+    if activation == "relu":
+        return F.relu(z)
+    if activation == "gelu":
+        return F.gelu(z)
+    if activation == "gelu_tanh":
+        return F.gelu(z, approximate="tanh")
+    if activation == "silu":
+        return F.silu(z)
+    raise ValueError("activation: %r is not one of %s" % (activation, ACTIVATIONS))
+
+
+def _act_backward_bf16(g, z, activation):
+    """g * act'(z) for bf16 g and z, by torch's own backward kernels."""
+    aten = torch.ops.aten
+    if activation == "relu":
+        return aten.threshold_backward(g, z, 0)
+    if activation == "gelu":
+        return aten.gelu_backward(g, z)
+    if activation == "gelu_tanh":
+        return aten.gelu_backward(g, z, approximate="tanh")
+    if activation == "silu":
+        return aten.silu_backward(g, z)
+    raise ValueError("activation: %r is not one of %s" % (activation, ACTIVATIONS))
+
 
 def fusable(*tensors):
     """Whether a patched MLP module runs fused: every tensor given (None
@@ -351,9 +392,20 @@ def _gated_fwd(x, wg, wu, wd, bias_gu, bias_d, activation, save):
     x, wd = _usable(x), _usable(wd)
     wg, wu = _pair(wg, wu)
     t, i = x.shape[0], wg.shape[1]
-    h = _empty(x, t, i)
-    z = _empty(x, t, 2 * i) if save else _none(x)
-    _gemm(x, wg, h, epilogue="gated", activation=activation, b_up=wu, bias=bias_gu, aux=z if save else None)
+    if GATED_EPILOGUE:
+        h = _empty(x, t, i)
+        z = _empty(x, t, 2 * i) if save else _none(x)
+        _gemm(x, wg, h, epilogue="gated", activation=activation, b_up=wu, bias=bias_gu, aux=z if save else None)
+    else:   # GATED_EPILOGUE's reason: the products plain, act(zg) * zu by torch
+        zz = _empty(x, t, 2 * i)
+        for half, w in ((0, wg), (1, wu)):
+            out = zz[:, half * i:(half + 1) * i]
+            if bias_gu is None:
+                _gemm(x, w, out)
+            else:
+                _gemm(x, w, out, epilogue="bias_act", bias=bias_gu[half * i:(half + 1) * i])
+        h = _act_bf16(zz[:, :i], activation) * zz[:, i:]
+        z = zz if save else _none(x)
     return _bias_product(h, wd, bias_d), z, h
 
 
@@ -371,8 +423,16 @@ def _gated_bwd(dy, x, wg, wu, wd, z, h, activation, needs):
         dz = _empty(dy, t, 2 * i)
         if needs[4]:
             dbgu = torch.empty(2 * i, dtype=torch.float32, device=dy.device)
-        _gemm(dy, _usable(wd).t(), dz, epilogue="gated_backward", activation=activation, aux=z,
-              bias_grad=dbgu if needs[4] else None)
+        if GATED_EPILOGUE:
+            _gemm(dy, _usable(wd).t(), dz, epilogue="gated_backward", activation=activation, aux=z,
+                  bias_grad=dbgu if needs[4] else None)
+        else:   # the same formulas by torch, on dh = dy Wd (GATED_EPILOGUE's reason)
+            dh = _product(dy, _usable(wd).t())
+            zg, zu = z[:, :i], z[:, i:]
+            dz[:, :i].copy_(_act_backward_bf16(dh * zu, zg, activation))
+            torch.mul(dh, _act_bf16(zg, activation), out=dz[:, i:])
+            if needs[4]:
+                dbgu.copy_(dz.float().sum(0))
         dzg, dzu = dz[:, :i], dz[:, i:]   # the column halves, leading dimension 2I: no copy
         if needs[0]:
             dx = _product(dzg, _usable(wg).t())

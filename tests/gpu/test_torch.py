@@ -315,6 +315,25 @@ def test_llama_cuda_graph():
 ACTS = (None, "relu", "gelu", "gelu_tanh", "silu")
 
 
+class GatedEpilogue:
+    """tilekit's gated MLP through the gated epilogue kinds (flag True) or
+    unfused (False: plain products, torch's elementwise kernels), while
+    active (tilekit._torch_fused.GATED_EPILOGUE; its default is False until
+    a fast kernel takes the gated kinds)."""
+
+    def __init__(self, flag):
+        self.flag = flag
+
+    def __enter__(self):
+        from tilekit import _torch_fused
+        self.mod, self.saved = _torch_fused, _torch_fused.GATED_EPILOGUE
+        _torch_fused.GATED_EPILOGUE = self.flag
+        return self
+
+    def __exit__(self, *exc):
+        self.mod.GATED_EPILOGUE = self.saved
+
+
 def act64(x, act):
     """The activation in float64, by torch's own functions (the reference)."""
     F = torch.nn.functional
@@ -379,33 +398,44 @@ def gated_ref(x, wg, wu, wd, bg, bu, bd, act):
 
 def test_gated_mlp():
     """tilekit.gated_mlp (SwiGLU, GeGLU both ways; biases or none; odd sizes
-    and batch dimensions) against float64 autograd; two calls forward
-    (gated, down), six backward (gated_backward and five products); the
-    weights' gradients contiguous."""
-    for act, biased, (t, hid, inter) in itertools.product(("silu", "gelu", "gelu_tanh"), (False, True),
-                                                         ((1, 64, 128), (37, 96, 200), (2 * 300, 512, 1376))):
-        label = "gated_mlp %s bias=%s %d tokens %d -> %d" % (act, biased, t, hid, inter)
-        x = bf16(t, hid).requires_grad_()
-        if t == 600:
-            x = x.detach().view(2, 300, hid).requires_grad_()
-        wg, wu, wd = ((bf16(*s) * 0.3).requires_grad_() for s in ((inter, hid), (inter, hid), (hid, inter)))
-        bg, bu, bd = ((bf16(s) * 0.3).requires_grad_() for s in (inter, inter, hid)) if biased else (None,) * 3
-        with Counting() as c:
-            y = tilekit.gated_mlp(x, wg, wu, wd, act, bg, bu, bd)
-        assert c.kinds == ["gated", "bias_act" if biased else None], (label, c.kinds)
-        ref = leaves(x, wg, wu, wd, bg, bu, bd)
-        y64 = gated_ref(*ref, act)
-        close(y, y64, TOL_OP * 2, label)
-        g = bf16(*y.shape)
-        with Counting() as c:
-            y.backward(g)
-        assert sorted(map(str, c.kinds)) == sorted(["gated_backward"] + ["None"] * 5), (label, c.kinds)
-        y64.backward(g.double())
-        names = ("x", "w_gate", "w_up", "w_down", "b_gate", "b_up", "b_down")
-        mine = (x, wg, wu, wd, bg, bu, bd)
-        compare_grads([(nm, a.grad if a is not None else None, r.grad if r is not None else None)
-                       for nm, a, r in zip(names, mine, ref)], TOL_OP * 4, label)
-        assert all(w.grad.is_contiguous() for w in (wg, wu, wd))
+    and batch dimensions) against float64 autograd, through the gated kinds
+    and unfused (GatedEpilogue); fused: two calls forward (gated, down), six
+    backward (gated_backward and five products); unfused: the gate and up
+    products plain; the weights' gradients contiguous."""
+    for fused, act, biased, (t, hid, inter) in itertools.product(
+            (True, False), ("silu", "gelu", "gelu_tanh"), (False, True),
+            ((1, 64, 128), (37, 96, 200), (2 * 300, 512, 1376))):
+        with GatedEpilogue(fused):
+            gated_mlp_case(fused, act, biased, t, hid, inter)
+
+
+def gated_mlp_case(fused, act, biased, t, hid, inter):
+    label = "gated_mlp %s %s bias=%s %d tokens %d -> %d" % ("fused" if fused else "unfused", act, biased, t,
+                                                            hid, inter)
+    x = bf16(t, hid).requires_grad_()
+    if t == 600:
+        x = x.detach().view(2, 300, hid).requires_grad_()
+    wg, wu, wd = ((bf16(*s) * 0.3).requires_grad_() for s in ((inter, hid), (inter, hid), (hid, inter)))
+    bg, bu, bd = ((bf16(s) * 0.3).requires_grad_() for s in (inter, inter, hid)) if biased else (None,) * 3
+    with Counting() as c:
+        y = tilekit.gated_mlp(x, wg, wu, wd, act, bg, bu, bd)
+    down = "bias_act" if biased else None
+    assert c.kinds == (["gated", down] if fused else ["bias_act" if biased else None] * 2 + [down]), \
+        (label, c.kinds)
+    ref = leaves(x, wg, wu, wd, bg, bu, bd)
+    y64 = gated_ref(*ref, act)
+    close(y, y64, TOL_OP * 2, label)
+    g = bf16(*y.shape)
+    with Counting() as c:
+        y.backward(g)
+    assert sorted(map(str, c.kinds)) == sorted(["gated_backward" if fused else "None"] + ["None"] * 5), \
+        (label, c.kinds)
+    y64.backward(g.double())
+    names = ("x", "w_gate", "w_up", "w_down", "b_gate", "b_up", "b_down")
+    mine = (x, wg, wu, wd, bg, bu, bd)
+    compare_grads([(nm, a.grad if a is not None else None, r.grad if r is not None else None)
+                   for nm, a, r in zip(names, mine, ref)], TOL_OP * 4, label)
+    assert all(w.grad.is_contiguous() for w in (wg, wu, wd))
 
 
 def mlp_ref(x, w1, b1, w2, b2, act, transposed):
@@ -497,40 +527,56 @@ def key_bias_floor(name, grads):
 
 def test_patch_fuse_mlp_models():
     """patch(fuse_mlp=True) on tiny Llama, Mistral, Qwen2, Qwen3, GPT-2 and
-    BERT: each layer's MLP fused (its epilogue kinds called), outputs and
-    every parameter's gradient against the unpatched deep copy."""
+    BERT: each layer's MLP fused (its epilogue kinds called; the gated ones
+    also unfused, GatedEpilogue), outputs and every parameter's gradient
+    against the unpatched deep copy."""
     for name in FUSED_KIND:
-        ref = tiny_model(name, seed=list(FUSED_KIND).index(name))
-        pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
-        fused = [m for m in pat.modules() if type(m).__mro__[1].__name__ == FUSED_KIND[name]]
-        assert len(fused) == 2, "%s: %d fused modules" % (name, len(fused))
-        ids = torch.randint(0, 1000, (2, 64), device=DEV)
-        y_ref = model_output(ref, ids)
-        with Counting() as c:
-            y = model_output(pat, ids)
-        want = ("gated",) if FUSED_KIND[name] == "FusedGatedMLP" else ("bias_act",)
+        for fused in ((True, False) if FUSED_KIND[name] == "FusedGatedMLP" else (True,)):
+            with GatedEpilogue(fused):
+                patch_model_case(name, fused)
+
+
+def patch_model_case(name, fused):
+    ref = tiny_model(name, seed=list(FUSED_KIND).index(name))
+    pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
+    mods = [m for m in pat.modules() if type(m).__mro__[1].__name__ == FUSED_KIND[name]]
+    assert len(mods) == 2, "%s: %d fused modules" % (name, len(mods))
+    ids = torch.randint(0, 1000, (2, 64), device=DEV)
+    y_ref = model_output(ref, ids)
+    with Counting() as c:
+        y = model_output(pat, ids)
+    want = ("gated",) if FUSED_KIND[name] == "FusedGatedMLP" else ("bias_act",)
+    if not fused:   # the gated MLP unfused: two plain gate/up products a layer, no gated kind
+        assert "gated" not in c.kinds and c.kinds.count(None) >= 6, (name, c.kinds)
+    else:
         assert c.kinds.count(want[0]) >= 2, (name, c.kinds)
-        close(y, y_ref, TOL_LOGITS, name + " output")
-        g = bf16(*y.shape)
-        (y_ref.float() * g).sum().backward()
-        with Counting() as c:
-            (y.float() * g).sum().backward()
-        back = "gated_backward" if want[0] == "gated" else "backward"
-        assert c.kinds.count(back) == 2, (name, c.kinds)
-        grads = {k: p.grad for k, p in ref.named_parameters()}
-        for k, p in pat.named_parameters():
-            if grads[k] is None:
-                continue
-            den = max(torch.linalg.norm(grads[k].double()).item(), key_bias_floor(k, grads))
-            e = torch.linalg.norm((p.grad - grads[k]).double()).item() / den
-            assert e < TOL_GRAD, "%s grad %s: relative error %.3e > %.0e" % (name, k, e, TOL_GRAD)
-            assert p.grad.stride() == p.stride(), "%s %s: gradient strides %s" % (name, k, p.grad.stride())
+    close(y, y_ref, TOL_LOGITS, name + " output")
+    g = bf16(*y.shape)
+    (y_ref.float() * g).sum().backward()
+    with Counting() as c:
+        (y.float() * g).sum().backward()
+    back = "gated_backward" if want[0] == "gated" else "backward"
+    assert c.kinds.count(back) == (2 if fused else 0), (name, c.kinds)
+    grads = {k: p.grad for k, p in ref.named_parameters()}
+    for k, p in pat.named_parameters():
+        if grads[k] is None:
+            continue
+        den = max(torch.linalg.norm(grads[k].double()).item(), key_bias_floor(k, grads))
+        e = torch.linalg.norm((p.grad - grads[k]).double()).item() / den
+        assert e < TOL_GRAD, "%s grad %s: relative error %.3e > %.0e" % (name, k, e, TOL_GRAD)
+        assert p.grad.stride() == p.stride(), "%s %s: gradient strides %s" % (name, k, p.grad.stride())
 
 
 def test_fused_compile_fullgraph():
     """torch.compile(fullgraph=True) of gated_mlp, mlp and linear forward and
     backward, and of a patched Llama with fuse_mlp=True: no graph break,
-    tilekit called from the compiled graphs, values and gradients as eager."""
+    tilekit called from the compiled graphs, values and gradients as eager
+    (the gated MLP through the gated kinds)."""
+    with GatedEpilogue(True):
+        fused_compile_fullgraph()
+
+
+def fused_compile_fullgraph():
     wg, wu = (bf16(512, 256) * 0.2).requires_grad_(), (bf16(512, 256) * 0.2).requires_grad_()
     wd, b = (bf16(256, 512) * 0.2).requires_grad_(), bf16(512).requires_grad_()
 
@@ -584,26 +630,27 @@ def test_fused_cuda_graph():
     """A fused Llama forward (patch(fuse_mlp=True)) captured into a CUDA
     graph and replayed on new ids: gemm_epilogue allocates through torch on
     the capture stream and never synchronizes."""
-    ref = llama(seed=6)
-    pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
-    static_ids = torch.randint(0, 1000, (2, 64), device=DEV)
-    with torch.no_grad():
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                pat(static_ids, use_cache=False)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with Counting() as c:
-            with torch.cuda.graph(g):
-                static_logits = pat(static_ids, use_cache=False).logits
-        assert c.kinds.count("gated") == 2, c.kinds
-        for i in range(3):
-            ids = torch.randint(0, 1000, (2, 64), device=DEV)
-            static_ids.copy_(ids)
-            g.replay()
-            close(static_logits, ref(ids, use_cache=False).logits, TOL_LOGITS, "fused replay %d" % i)
+    with GatedEpilogue(True):   # the gated kinds in the graph
+        ref = llama(seed=6)
+        pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
+        static_ids = torch.randint(0, 1000, (2, 64), device=DEV)
+        with torch.no_grad():
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    pat(static_ids, use_cache=False)
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with Counting() as c:
+                with torch.cuda.graph(g):
+                    static_logits = pat(static_ids, use_cache=False).logits
+            assert c.kinds.count("gated") == 2, c.kinds
+            for i in range(3):
+                ids = torch.randint(0, 1000, (2, 64), device=DEV)
+                static_ids.copy_(ids)
+                g.replay()
+                close(static_logits, ref(ids, use_cache=False).logits, TOL_LOGITS, "fused replay %d" % i)
 
 
 # ---- issue 38: grouped and batched products, a mixture of experts ----

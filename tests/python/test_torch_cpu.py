@@ -87,17 +87,23 @@ def storage(t):
 class Float64Tilekit:
     """tilekit.gemm and tilekit.gemm_epilogue as float64 torch on CPU
     tensors, while active; the fused ops run on the CPU too. .calls lists
-    the epilogue kind of each call (None: a plain product)."""
+    the epilogue kind of each call (None: a plain product). gated: the
+    gated MLP through the gated epilogue kinds (_torch_fused.GATED_EPILOGUE)
+    or unfused."""
+
+    def __init__(self, gated=True):
+        self.gated = gated
 
     def __enter__(self):
         self.calls = []
-        self.saved = (tilekit.gemm, tilekit.gemm_epilogue, _torch_fused.FUSED_DEVICES)
+        self.saved = (tilekit.gemm, tilekit.gemm_epilogue, _torch_fused.FUSED_DEVICES, _torch_fused.GATED_EPILOGUE)
         tilekit.gemm, tilekit.gemm_epilogue = self.gemm, self.gemm_epilogue
         _torch_fused.FUSED_DEVICES = ("cuda", "cpu")
+        _torch_fused.GATED_EPILOGUE = self.gated
         return self
 
     def __exit__(self, *exc):
-        tilekit.gemm, tilekit.gemm_epilogue, _torch_fused.FUSED_DEVICES = self.saved
+        (tilekit.gemm, tilekit.gemm_epilogue, _torch_fused.FUSED_DEVICES, _torch_fused.GATED_EPILOGUE) = self.saved
 
     def gemm(self, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None,
              *, stream=None):
@@ -352,7 +358,7 @@ def test_stock_forward_off_cuda():
         assert not called and torch.equal(y, ref(input_ids=ids).logits), dtype
 
 
-def model_case(name):
+def model_case(name, gated=True):
     def test():
         """The patched model's fused forward and backward (tilekit's
         calls by the float64 double) against the stock model: logits and
@@ -364,13 +370,16 @@ def model_case(name):
                         generator=torch.Generator().manual_seed(2))
         y_ref, loss_ref = run_model(ref, ids, g)
         loss_ref.backward()
-        with Float64Tilekit() as fake:
+        with Float64Tilekit(gated) as fake:
             y, loss = run_model(pat, ids, g)
             forward = list(fake.calls)
             loss.backward()
         kinds = {"gpt2": ("bias_act", "backward"), "bert": ("bias_act", "backward")}.get(name,
                                                                                         ("gated", "gated_backward"))
-        assert forward.count(kinds[0]) >= 2 and fake.calls.count(kinds[1]) == 2, (forward, fake.calls)
+        if gated or name in ("gpt2", "bert"):
+            assert forward.count(kinds[0]) >= 2 and fake.calls.count(kinds[1]) == 2, (forward, fake.calls)
+        else:   # the gated MLP unfused: no gated kind, the gate/up products plain
+            assert not {"gated", "gated_backward"} & set(fake.calls) and forward.count(None) >= 4, fake.calls
         errs = [close(y, y_ref, TOL_LOGITS, name + " output")]
         grads = dict(ref.named_parameters())
         for k, p in pat.named_parameters():
@@ -389,7 +398,7 @@ def model_case(name):
             errs.append(close(p.grad, want, TOL_GRAD, "%s grad %s" % (name, k), floor))
         print("     %s: output rel err %.2e, max grad rel err %.2e over %d parameters"
               % (name, errs[0], max(errs[1:]), len(errs) - 1))
-    test.__name__ = "test_model_" + name
+    test.__name__ = "test_model_" + name + ("" if gated else "_unfused")
     return test
 
 
@@ -445,6 +454,16 @@ def test_mlps_vs_float64():
     """gated_mlp with and without biases and mlp in both weight layouts
     (nn.Linear's and Conv1D's), against float64 autograd: values, every
     gradient, and the weights' gradients in their parameters' layouts."""
+    mlps_vs_float64(True)
+
+
+def test_mlps_vs_float64_unfused():
+    """The same with the gated MLP unfused (GATED_EPILOGUE False: plain
+    products and torch's elementwise kernels)."""
+    mlps_vs_float64(False)
+
+
+def mlps_vs_float64(gated):
     gen = torch.Generator().manual_seed(4)
 
     def r(*shape, s=0.3):
@@ -476,7 +495,7 @@ def test_mlps_vs_float64():
             cases.append(("mlp %s transposed=%s" % (act, transposed), ps, ref,
                           lambda x, w1, b1, w2, b2, act=act, t=transposed: tilekit.mlp(x, w1, b1, w2, b2, act,
                                                                                         transposed=t)))
-    with Float64Tilekit() as fake:
+    with Float64Tilekit(gated) as fake:
         for label, params, ref, fn in cases:
             x = r(3, T, H, s=1.0)
             y = fn(x, *params)
@@ -492,7 +511,8 @@ def test_mlps_vs_float64():
                 if p is not None:
                     close(p.grad, q.grad, TOL_OP * 2, "%s d(param %d)" % (label, i))
                     assert p.grad.stride() == p.stride(), "%s param %d: %s" % (label, i, p.grad.stride())
-    assert {"gated", "gated_backward", "bias_act", "backward", None} <= set(fake.calls), set(fake.calls)
+    want = {"gated", "gated_backward", "bias_act", "backward", None} if gated else {"bias_act", "backward", None}
+    assert want <= set(fake.calls) and (gated or not {"gated", "gated_backward"} & set(fake.calls)), set(fake.calls)
     x = r(4, H)
     raises(ValueError, tilekit.gated_mlp, x, r(I, H), r(I, H), r(H, I), None, match="activation")
     raises(ValueError, tilekit.gated_mlp, x, r(I, H), r(I + 1, H), r(H, I), match=("w_up", "shape mismatch"))
@@ -561,6 +581,8 @@ def test_compile_fullgraph():
 # one test per model
 for _name in MODELS:
     globals()["test_model_" + _name] = model_case(_name)
+    if _name not in ("gpt2", "bert"):
+        globals()["test_model_" + _name + "_unfused"] = model_case(_name, gated=False)
 
 if torch is None:   # no test without torch: run.py counts none
     for _name in [n for n in globals() if n.startswith("test_")]:
