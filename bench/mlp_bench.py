@@ -138,8 +138,8 @@ def linear_table(args, flush):
 
 
 def gated_table(args, flush, dram):
-    print("## (b) Llama-3-8B gate/up + SwiGLU (%d -> 2 x %d), forward: one gemm_epilogue(epilogue=\"gated\") "
-          "against torch's two matmuls and F.silu(g) * u" % (HIDDEN, INTER))
+    print("## (b) Llama-3-8B gate/up + SwiGLU (%d -> 2 x %d), forward, against torch's two matmuls and "
+          "F.silu(g) * u" % (HIDDEN, INTER))
     print("(decode rows, <= %d tokens: Wg + Wu bytes / time as a %% of the DRAM read bandwidth, %.0f GB/s %s)"
           % (DECODE, dram, "given (--dram-gbs)" if args.dram_gbs else "measured at start"))
     print("| tokens | torch ms | tilekit ms | x torch | torch TFLOP/s | tilekit TFLOP/s | torch DRAM % "
