@@ -146,7 +146,7 @@ def gated_table(args, flush, dram):
           "| tilekit DRAM % | max rel err | note |")
     print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     from tilekit import _torch_fused
-    fused = args.gated_epilogue or _torch_fused.GATED_EPILOGUE
+    fused = _torch_fused.GATED_EPILOGUE
     print("(tilekit: %s)" % ("one gemm_epilogue(epilogue=\"gated\")" if fused else
                              "gated_mlp's route while no fast kernel takes the gated kinds: two tilekit.gemm into "
                              "z's halves, then F.silu(zg) * zu (--gated-epilogue: the gated kind)"))
@@ -212,6 +212,9 @@ def llama_table(args):
     ref = llama_model(args)
     pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
     fused = sum(isinstance(m, tilekit.nn.FusedGatedMLP) for m in pat.modules())
+    from tilekit import _torch_fused
+    print("(the gated MLP's route: %s)" % ("the gated epilogue kinds" if _torch_fused.GATED_EPILOGUE else
+                                           "unfused (plain products, torch's SwiGLU)"))
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda")
     print("## (c) LlamaForCausalLM, Llama-3-8B widths (hidden %d, intermediate %d, 32 heads, 8 KV heads), %d layers, "
           "vocab %d, batch %d x %d tokens, bf16, eager (ms, median of %d steps; p20-p80)"
@@ -311,10 +314,14 @@ def main():
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--gated-epilogue", action="store_true",
-                    help="gated: time the gated epilogue kind even where gated_mlp would not use it")
+                    help="gated, llama: the gated MLP through the gated epilogue kinds "
+                         "(tilekit._torch_fused.GATED_EPILOGUE = True)")
     ap.add_argument("--dram-gbs", type=float, default=0.0, help="gated: the DRAM read GB/s (default: measured)")
     ap.add_argument("--json", help="every row and figure")
     args = ap.parse_args()
+    if args.gated_epilogue:
+        from tilekit import _torch_fused
+        _torch_fused.GATED_EPILOGUE = True
     torch.backends.cuda.matmul.allow_tf32 = False
     device = torch.cuda.get_device_name()
     print("%s, torch %s, tilekit %s (backend: %s, %s)\n" % (device, torch.__version__, tilekit.__version__,

@@ -190,6 +190,11 @@ typedef struct k30_params {
     int64_t epi_ldaux;
     int epi_aux_pairs;                 /* aux rows allow 2-element accesses (ldaux even, aux 4-byte aligned) */
     float epi_alpha;
+    /* TK_EPI_GATED (k30_fill_gated): a tile is BN / 2 output columns, its
+     * B stage the gate's BN / 2 columns (map_b, over op(B)'s N / 2) then
+     * the up half's (map_bu, over op(b_up)); n is then D's N / 2 columns. */
+    int epi_gated;
+    CUtensorMap map_bu;
 } k30_params;
 
 /* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
@@ -373,7 +378,7 @@ static __device__ __forceinline__ int k30_gwalk_next(const k30_params *p, k30_gw
  * tn, into the ring from stage *s / parity *phase on.
  * A template because the operand majors fix the TMA box pattern (A_MN: op_a
  * T, B_MN: op_b N) and the tile rows of A and B (BM, BN) the sizes. */
-template <int A_MN, int B_MN, int BM, int BN, int KA, int GRP = 0>
+template <int A_MN, int B_MN, int BM, int BN, int KA, int GRP = 0, int GATE = 0>
 static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uint32_t ring, uint32_t full_bar,
                                                         uint32_t empty_bar, int tr, int tn, int kb, int ke,
                                                         int cluster, uint32_t rank, int *s, uint32_t *phase,
@@ -381,7 +386,10 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
 {
     const uint16_t all = (uint16_t)((1u << cluster) - 1);
     static_assert(!A_MN || BM % 64 == 0, "M-major A tiles are whole 64-wide boxes");
-    const int m0 = GRP ? u->m0 : (tr * cluster + (int)rank) * BM, n0 = GRP ? u->n0 : tn * BN;
+    /* GATE: the EPI instances, whose B stage holds BN / 2 gate and BN / 2
+     * up columns where p->epi_gated (k30_params.map_bu) */
+    const bool gated = GATE && p->epi_gated;
+    const int m0 = GRP ? u->m0 : (tr * cluster + (int)rank) * BM, n0 = GRP ? u->n0 : tn * (gated ? BN / 2 : BN);
     for (int kt = kb; kt < ke; kt += KA) {
         const uint32_t fb = full_bar + 8 * *s;
         const uint32_t s0 = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, KA);
@@ -430,7 +438,21 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
             } else {
                 tk_tma_load_2d(sa, &p->map_a, k0, m0, fb);
             }
-            if (cluster == 1) {
+            if (gated && cluster == 1) {
+                /* the gate's BN / 2 columns, then up's: two loads */
+                static_assert(!GATE || BN % 128 == 0, "a gated tile is whole 64-wide boxes of each half");
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const CUtensorMap *mb = h ? &p->map_bu : &p->map_b;
+                    if (B_MN) {
+#pragma unroll
+                        for (int j = 0; j < BN / 128; j++)
+                            tk_tma_load_2d(sb + (h * (BN / 128) + j) * K30_BOX, mb, n0 + 64 * j, k0, fb);
+                    } else {
+                        tk_tma_load_2d(sb + h * (BN / 2) * K30_BK * 2, mb, k0, n0, fb);
+                    }
+                }
+            } else if (cluster == 1) {
                 if (B_MN) {
 #pragma unroll
                     for (int j = 0; j < (BN + 63) / 64; j++)
@@ -438,17 +460,21 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
                 } else {
                     tk_tma_load_2d(sb, &p->map_b, k0, n0, fb);
                 }
-            } else if (B_MN) {
-                /* This CTA's share of B: 64-column boxes of part `rank`. */
-#pragma unroll
-                for (int j = 0; j < BN / 64 / cluster; j++) {
-                    const int box = (int)rank * (BN / 64 / cluster) + j;
-                    tk_tma_load_2d_multicast(sb + box * K30_BOX, &p->map_b, n0 + 64 * box, k0, fb, all);
-                }
             } else {
-                const int part = BN / cluster;
-                tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES_N(BN) / cluster), &p->map_b, k0,
-                                         n0 + part * (int)rank, fb, all);
+                /* This CTA's share of B, part `rank` of the stage; gated
+                 * (a pair: BN / cluster = BN / 2), the part is the gate's
+                 * or the up half's same columns. */
+                const CUtensorMap *mb = gated && rank ? &p->map_bu : &p->map_b;
+                const int part = BN / cluster, n1 = gated ? n0 : n0 + part * (int)rank;
+                if (B_MN) {
+#pragma unroll
+                    for (int j = 0; j < BN / 64 / cluster; j++) {
+                        const int box = (int)rank * (BN / 64 / cluster) + j;
+                        tk_tma_load_2d_multicast(sb + box * K30_BOX, mb, n1 + 64 * j, k0, fb, all);
+                    }
+                } else {
+                    tk_tma_load_2d_multicast(sb + rank * (K30_B_BYTES_N(BN) / cluster), mb, k0, n1, fb, all);
+                }
             }
         }
 #endif
@@ -878,40 +904,112 @@ static __device__ __forceinline__ void k30_epi_backward(const k30_params *p, flo
     }
 }
 
+/* TK_EPI_GATED: the tile's BN / 2 output columns from its gate half
+ * (accumulator chunks j < BN / 16: columns col + 8j of the gate's) and up
+ * half (chunks j + BN / 16, the same columns of the up projection): z =
+ * alpha acc + bias (bias: the gate's N / 2 values, then the up half's),
+ * z_gate and z_up stored to aux (columns col.. and N / 2 + col..), and
+ * act(z_gate) z_up left in the first BN / 4 accumulators, which the C
+ * epilogue stores as a BN / 2-wide tile. p->n is D's N / 2 columns. */
+template <int BN, int ACT, int AUX>
+static __device__ __forceinline__ void k30_epi_gated(const k30_params *p, float *acc, int row, int col)
+{
+    const int N = p->n;
+    const float alpha = p->epi_alpha;
+    const bool bias = p->epi_bias != nullptr, bias_rows = p->epi_bias_rows, bias_bf16 = p->epi_bias_bf16;
+    const bool col_bias = bias && !bias_rows;
+    const bool row_ok0 = row < p->m, row_ok1 = row + 8 < p->m;
+    const float rbias0 = bias && bias_rows && row_ok0 ? k30_epi_bias(p, row) : 0.0f;
+    const float rbias1 = bias && bias_rows && row_ok1 ? k30_epi_bias(p, row + 8) : 0.0f;
+    uint16_t *const arow = AUX ? p->epi_aux + (int64_t)(row_ok0 ? row : 0) * p->epi_ldaux : nullptr;
+    const float *const bf32 = (const float *)p->epi_bias;
+    const uint16_t *const bb16 = (const uint16_t *)p->epi_bias;
+#pragma unroll
+    for (int j = 0; j < BN / 16; j++) {
+        const int cc = col + 8 * j;
+        float cb[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } };   /* [gate, up][column] */
+        if (col_bias) {
+#pragma unroll
+            for (int u = 0; u < 2; u++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int at = u * N + min(cc + e, N - 1);
+                    cb[u][e] = bias_bf16 ? tk_bf16_to_f32(bb16[at]) : bf32[at];
+                }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float *g = acc + 4 * j + 2 * h, *v = acc + 4 * (j + BN / 16) + 2 * h;
+            const float rb = h ? rbias1 : rbias0;
+            float zg[2], zu[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                zg[e] = __fadd_rn(__fmul_rn(alpha, g[e]), rb + cb[0][e]);
+                zu[e] = __fadd_rn(__fmul_rn(alpha, v[e]), rb + cb[1][e]);
+            }
+            if (AUX) {
+                const bool ok = h ? row_ok1 : row_ok0;
+                const bool in0 = ok && cc < N, in1 = ok && cc + 1 < N;
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    uint16_t *const q = arow + (h ? 8 * p->epi_ldaux : 0) + u * N + cc;
+                    const float *z = u ? zu : zg;
+                    if (p->epi_aux_pairs && in1 && N % 2 == 0) {
+                        *(uint32_t *)q = k30_pack_bf16x2(z[0], z[1]);
+                    } else {
+                        if (in0)
+                            q[0] = tk_f32_to_bf16(z[0]);
+                        if (in1)
+                            q[1] = tk_f32_to_bf16(z[1]);
+                    }
+                }
+            }
+            g[0] = __fmul_rn(tk_act(ACT, zg[0]), zu[0]);
+            g[1] = __fmul_rn(tk_act(ACT, zg[1]), zu[1]);
+        }
+    }
+}
+
 /* Row and column of the thread's first accumulator, then the kind's pass
  * with its activation (and aux or none) as constants: one branch a tile. */
-template <int BN, int ACT>
+template <int BN, int ACT, int GATE>
 static __device__ __forceinline__ void k30_epi_arm(const k30_params *p, float *acc, int row, int col)
 {
     if (ACT != TK_ACT_NONE && p->epi_kind == TK_EPI_BACKWARD)   /* the backward kinds need an activation */
         k30_epi_backward<BN, ACT>(p, acc, row, col);
+    else if (GATE && ACT != TK_ACT_NONE && p->epi_gated)        /* so does gated */
+        p->epi_aux ? k30_epi_gated<BN, ACT, 1>(p, acc, row, col) : k30_epi_gated<BN, ACT, 0>(p, acc, row, col);
     else if (p->epi_aux)
         k30_epi_forward<BN, ACT, 1>(p, acc, row, col);
     else
         k30_epi_forward<BN, ACT, 0>(p, acc, row, col);
 }
 
-template <int BN>
+/* GATE: the instance takes TK_EPI_GATED (k30_wgmma_tma's; k31's not yet:
+ * its consumers, with the cluster's state live, spilled 12 bytes with the
+ * gated arm). */
+template <int BN, int GATE = 1>
 static __device__ __forceinline__ void k30_epi_transform(const k30_params *p, float *acc, int r0, int c0, int warp,
                                                          int lane)
 {
     const int row = r0 + 16 * warp + (lane >> 2);
-    const int col = c0 + 2 * (lane & 3);
+    /* c0: the tile's first product column (tn BN); gated, its output's (tn BN / 2) */
+    const int col = (GATE && p->epi_gated ? c0 / 2 : c0) + 2 * (lane & 3);
     switch (p->epi_act) {
     case TK_ACT_RELU:
-        k30_epi_arm<BN, TK_ACT_RELU>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_RELU, GATE>(p, acc, row, col);
         break;
     case TK_ACT_GELU_ERF:
-        k30_epi_arm<BN, TK_ACT_GELU_ERF>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_GELU_ERF, GATE>(p, acc, row, col);
         break;
     case TK_ACT_GELU_TANH:
-        k30_epi_arm<BN, TK_ACT_GELU_TANH>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_GELU_TANH, GATE>(p, acc, row, col);
         break;
     case TK_ACT_SILU:
-        k30_epi_arm<BN, TK_ACT_SILU>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_SILU, GATE>(p, acc, row, col);
         break;
     default:
-        k30_epi_arm<BN, TK_ACT_NONE>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_NONE, GATE>(p, acc, row, col);
         break;
     }
 }
@@ -1276,7 +1374,7 @@ static inline tk_status k30_supports_common(const tk_args *a, const tk_device *d
  * configuration is one; `none` says why not where it is not) and do
  * TK_EPI_BIAS_ACT and TK_EPI_BACKWARD so far; the rest is refused here
  * with its reason, and k01_naive takes it. */
-static inline tk_status k30_supports_epi(const tk_args *a, int has_instance, const char *none, char *why,
+static inline tk_status k30_supports_epi(const tk_args *a, int has_instance, int gated, const char *none, char *why,
                                          size_t len)
 {
     const tk_epi_args *e = a->epi;
@@ -1286,11 +1384,21 @@ static inline tk_status k30_supports_epi(const tk_args *a, int has_instance, con
         snprintf(why, len, "epilogue: %s", none);
         return TK_ERR_NOT_SUPPORTED;
     }
-    if (e->kind != TK_EPI_BIAS_ACT && e->kind != TK_EPI_BACKWARD) {
+    if (e->kind != TK_EPI_BIAS_ACT && e->kind != TK_EPI_BACKWARD && e->kind != TK_EPI_GATED) {
         snprintf(why, len,
-                 "epilogue: kind %d is not fused yet (TK_EPI_BIAS_ACT and TK_EPI_BACKWARD are; the gated kinds "
-                 "run on k01_naive)",
+                 "epilogue: kind %d is not fused yet (TK_EPI_BIAS_ACT, TK_EPI_GATED and TK_EPI_BACKWARD are; "
+                 "TK_EPI_GATED_BACKWARD runs on k01_naive)",
                  e->kind);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (e->kind == TK_EPI_GATED && !gated) {
+        snprintf(why, len, "epilogue: TK_EPI_GATED is not fused in this kernel yet (k30_wgmma_tma fuses it)");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (e->kind == TK_EPI_GATED && (uintptr_t)e->b_up % 16 != 0) {
+        snprintf(why, len,
+                 "b_up: TMA needs the up half's base 16-byte aligned (without b_up: B's first up column, so N / 2 "
+                 "a multiple of 8 for op_b N)");
         return TK_ERR_NOT_SUPPORTED;
     }
     if (e->bias_grad) {
@@ -1320,6 +1428,7 @@ static inline const tk_args *k30_epi_target(const tk_args *a, tk_args *t)
     *t = *a;
     t->c = a->epi->d;
     t->ldc = a->epi->ldd;
+    t->n = a->epi->out_cols;   /* GATED: N / 2 (the maps of B are made again, k30_fill_gated) */
     return t;
 }
 
@@ -1339,6 +1448,31 @@ static inline void k30_fill_epi(k30_params *p, const tk_args *a)
     p->epi_aux_pairs = e->ldaux % 2 == 0 && (uintptr_t)e->aux % 4 == 0;
     p->epi_alpha = p->alpha;
     p->alpha = 1.0f;
+}
+
+/* TK_EPI_GATED's B (k30_params.epi_gated): the gate's N / 2 columns of
+ * op(B) (map_b) and the up half's of op(b_up) (map_bu), each a box of 128
+ * rows (K-major; k31's pair: one box a CTA) or 64 x 64 boxes (N-major),
+ * and tiles of 128 output columns. a: the call's arguments (N the
+ * product's width); p filled by k30_fill_params and k30_fill_epi. */
+static inline tk_status k30_fill_gated(k30_params *p, const tk_args *a, int bn, char *why, size_t len)
+{
+    const tk_epi_args *e = a->epi;
+    const int64_t half = a->n / 2;
+    p->epi_gated = 1;
+    p->tiles_n = (int)((half + bn / 2 - 1) / (bn / 2));
+    for (int u = 0; u < 2; u++) {
+        CUtensorMap *map = u ? &p->map_bu : &p->map_b;
+        const void *base = u ? e->b_up : a->b;
+        tk_status st = a->op_b == TK_OP_T
+                           ? tk_tma_map_2d(a->lc, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, half, a->k, a->ldb,
+                                           (uint32_t)(bn / 2), K30_BK, CU_TENSOR_MAP_SWIZZLE_128B, why, len)
+                           : tk_tma_map_2d(a->lc, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, a->k, half, a->ldb,
+                                           K30_BK, 64, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+        if (st)
+            return st;
+    }
+    return TK_SUCCESS;
 }
 
 /* Tensor maps of A and B and the sizes of a launch with A tiles of bm rows
@@ -1838,6 +1972,8 @@ static inline tk_status k30_launch_cluster_tma_c(const tk_resources *r, int clus
         return st;
     if (a->epi)
         k30_fill_epi(&p, a);
+    if (a->epi && a->epi->kind == TK_EPI_GATED && (st = k30_fill_gated(&p, a, bn, why, len)))
+        return st;
 
     cudaError_t e = tk_lc_func_smem(a->lc, func, smem);
     cudaLaunchAttribute attr[1];

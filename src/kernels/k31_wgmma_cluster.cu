@@ -23,9 +23,10 @@
  * is slow there). Short of issue 5's 1.05x: see docs/kernels/k30.md, session 2.
  * The configuration, loops and direct epilogue are in k30_core.cuh;
  * k39_cluster_64x128 is this kernel with 64 x 128 tiles a CTA.
- * Fused epilogues (issue 39, first step): k31_epi_kernel, the 128 x 256
- * tiles with TK_EPI_BIAS_ACT and TK_EPI_BACKWARD (k30_epi_transform, as
- * in k30_wgmma_tma); k39 refuses them. Not yet verified on a GPU.
+ * Fused epilogues (issue 39): k31_epi_kernel, the 128 x 256 tiles with
+ * TK_EPI_BIAS_ACT and TK_EPI_BACKWARD (k30_epi_transform, as in
+ * k30_wgmma_tma); TK_EPI_GATED not yet (the gated arm spilled here: it
+ * runs on k30_wgmma_tma); k39 refuses them.
  * Reproduce: build/tilekit bench --kernel k31_wgmma_cluster
  */
 #include "k30_core.cuh"
@@ -130,7 +131,7 @@ static __device__ __forceinline__ void k31_run(const k30_params &p)
                 k30_sk_gather<BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * CONS, tid, 1 + c);
             }
             if (EPI)   /* the tile's final sum, on its owner */
-                k30_epi_transform<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
+                k30_epi_transform<BN, 0>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
             if (p.c_staged)
                 k30_epilogue_staged<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c, &nchunk);
             else
@@ -206,7 +207,7 @@ static tk_status k31_supports_cfg(int bm, int bn, const tk_args *a, const tk_dev
 {
     tk_status st = k30_supports_common(a, dev, K31_CLUSTER * bm, why, len);
     if (st == TK_SUCCESS)
-        st = k30_supports_epi(a, k31_has_epi(bm, bn),
+        st = k30_supports_epi(a, k31_has_epi(bm, bn), 0,
                               "only the 128 x 256 tiles (k31_wgmma_cluster, k30_wgmma_tma) have instances with a "
                               "fused epilogue yet",
                               why, len);
