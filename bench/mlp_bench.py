@@ -146,10 +146,10 @@ def gated_table(args, flush, dram):
           "| tilekit DRAM % | max rel err | note |")
     print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     from tilekit import _torch_fused
-    fused = _torch_fused.GATED_EPILOGUE
-    print("(tilekit: %s)" % ("one gemm_epilogue(epilogue=\"gated\")" if fused else
-                             "gated_mlp's route while no fast kernel takes the gated kinds: two tilekit.gemm into "
-                             "z's halves, then F.silu(zg) * zu (--gated-epilogue: the gated kind)"))
+    fused = _torch_fused.GATED_FORWARD
+    print("(tilekit: %s)" % ("one gemm_epilogue(epilogue=\"gated\"), gated_mlp's forward" if fused else
+                             "gated_mlp's unfused forward (--unfused): two tilekit.gemm into z's halves, then "
+                             "F.silu(zg) * zu"))
     wg, wu = randn(INTER, HIDDEN, scale=HIDDEN ** -0.5), randn(INTER, HIDDEN, scale=HIDDEN ** -0.5)
     weight_bytes = 2 * INTER * HIDDEN * 2
     rows = []
@@ -162,7 +162,7 @@ def gated_table(args, flush, dram):
                 def mine():
                     return tilekit.gemm_epilogue(x, wg, h, trans_b=True, epilogue="gated", activation="silu",
                                                  b_up=wu)
-            else:   # gated_mlp's unfused route (_torch_fused.GATED_EPILOGUE): two products into z, torch's SwiGLU
+            else:   # gated_mlp's unfused forward (_torch_fused.GATED_FORWARD): two products into z, torch's SwiGLU
                 z = torch.empty(t, 2 * INTER, device="cuda", dtype=torch.bfloat16)
 
                 def mine():
@@ -213,8 +213,9 @@ def llama_table(args):
     pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
     fused = sum(isinstance(m, tilekit.nn.FusedGatedMLP) for m in pat.modules())
     from tilekit import _torch_fused
-    print("(the gated MLP's route: %s)" % ("the gated epilogue kinds" if _torch_fused.GATED_EPILOGUE else
-                                           "unfused (plain products, torch's SwiGLU)"))
+    print("(the gated MLP's route: forward %s, backward %s)"
+          % ("fused (\"gated\")" if _torch_fused.GATED_FORWARD else "unfused",
+             "fused (\"gated_backward\")" if _torch_fused.GATED_BACKWARD else "unfused"))
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda")
     print("## (c) LlamaForCausalLM, Llama-3-8B widths (hidden %d, intermediate %d, 32 heads, 8 KV heads), %d layers, "
           "vocab %d, batch %d x %d tokens, bf16, eager (ms, median of %d steps; p20-p80)"
@@ -314,14 +315,16 @@ def main():
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--gated-epilogue", action="store_true",
-                    help="gated, llama: the gated MLP through the gated epilogue kinds "
-                         "(tilekit._torch_fused.GATED_EPILOGUE = True)")
+                    help="gated, llama: the gated MLP's forward and backward through the gated epilogue kinds "
+                         "(tilekit._torch_fused.GATED_FORWARD, GATED_BACKWARD = True)")
+    ap.add_argument("--unfused", action="store_true",
+                    help="gated, llama: the gated MLP unfused both ways (GATED_FORWARD, GATED_BACKWARD = False)")
     ap.add_argument("--dram-gbs", type=float, default=0.0, help="gated: the DRAM read GB/s (default: measured)")
     ap.add_argument("--json", help="every row and figure")
     args = ap.parse_args()
-    if args.gated_epilogue:
+    if args.gated_epilogue or args.unfused:
         from tilekit import _torch_fused
-        _torch_fused.GATED_EPILOGUE = True
+        _torch_fused.GATED_FORWARD = _torch_fused.GATED_BACKWARD = bool(args.gated_epilogue)
     torch.backends.cuda.matmul.allow_tf32 = False
     device = torch.cuda.get_device_name()
     print("%s, torch %s, tilekit %s (backend: %s, %s)\n" % (device, torch.__version__, tilekit.__version__,

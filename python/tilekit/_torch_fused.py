@@ -56,22 +56,24 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")   # tilekit.gemm_epilogue's 
 # The CPU tests add "cpu" with tilekit's products replaced by a double.
 FUSED_DEVICES = ("cuda",)
 
-# Whether gated_mlp runs its gate/up product and its backward through the
-# gated epilogue kinds ("gated", "gated_backward"). Only k01_naive takes
-# those kinds so far (k30/k31 fuse "bias_act" and "backward": docs/NOTES.md
-# session 26), which is tens of times slower than the plain products at an
-# MLP's size, so by default the gated MLP runs the same formulas unfused:
-# z = [x Wg | x Wu] by two plain products into z's column halves, act(zg) *
-# zu by torch's kernels, and backward dh = dy Wd, then dz from dh and z by
-# torch's activation backward; z is still stored and the other products are
-# as below. The tests run both ways (tests/gpu/test_torch.py,
-# tests/python/test_torch_cpu.py).
-GATED_EPILOGUE = False
+# Whether gated_mlp's forward runs its gate/up product through the "gated"
+# epilogue kind (GATED_FORWARD) and its backward through "gated_backward"
+# (GATED_BACKWARD), or the same formulas unfused: z = [x Wg | x Wu] by two
+# plain products into z's column halves and act(zg) * zu by torch's
+# kernels; backward dh = dy Wd, then dz from dh and z by torch's activation
+# backward (z is stored either way). Chosen by measurement (docs/NOTES.md
+# session 26, H200, Llama-3-8B's 4096 -> 2 x 14336): the fused forward
+# (k30_wgmma_tma) 1.07-1.12x torch's two matmuls and SwiGLU at 512-8192
+# tokens, 0.95-0.97x at 1-16; "gated_backward" runs on k01_naive alone,
+# hundreds of times slower, so the backward stays unfused. The tests run
+# every combination (tests/gpu/test_torch.py, tests/python/test_torch_cpu.py).
+GATED_FORWARD = True
+GATED_BACKWARD = False
 
 
 def _act_bf16(z, activation):
     """act(z) for bf16 z as torch computes it (bf16 result): the unfused
-    gated MLP's (GATED_EPILOGUE)."""
+    gated MLP's (GATED_FORWARD, GATED_BACKWARD)."""
     F = torch.nn.functional
     if activation == "relu":
         return F.relu(z)
@@ -392,11 +394,11 @@ def _gated_fwd(x, wg, wu, wd, bias_gu, bias_d, activation, save):
     x, wd = _usable(x), _usable(wd)
     wg, wu = _pair(wg, wu)
     t, i = x.shape[0], wg.shape[1]
-    if GATED_EPILOGUE:
+    if GATED_FORWARD:
         h = _empty(x, t, i)
         z = _empty(x, t, 2 * i) if save else _none(x)
         _gemm(x, wg, h, epilogue="gated", activation=activation, b_up=wu, bias=bias_gu, aux=z if save else None)
-    else:   # GATED_EPILOGUE's reason: the products plain, act(zg) * zu by torch
+    else:   # unfused (GATED_FORWARD): the products plain, act(zg) * zu by torch
         zz = _empty(x, t, 2 * i)
         for half, w in ((0, wg), (1, wu)):
             out = zz[:, half * i:(half + 1) * i]
@@ -423,10 +425,10 @@ def _gated_bwd(dy, x, wg, wu, wd, z, h, activation, needs):
         dz = _empty(dy, t, 2 * i)
         if needs[4]:
             dbgu = torch.empty(2 * i, dtype=torch.float32, device=dy.device)
-        if GATED_EPILOGUE:
+        if GATED_BACKWARD:
             _gemm(dy, _usable(wd).t(), dz, epilogue="gated_backward", activation=activation, aux=z,
                   bias_grad=dbgu if needs[4] else None)
-        else:   # the same formulas by torch, on dh = dy Wd (GATED_EPILOGUE's reason)
+        else:   # the same formulas by torch, on dh = dy Wd (GATED_BACKWARD)
             dh = _product(dy, _usable(wd).t())
             zg, zu = z[:, :i], z[:, i:]
             dz[:, :i].copy_(_act_backward_bf16(dh * zu, zg, activation))

@@ -408,6 +408,7 @@ int tk_lab_epi_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_ep
     ecall call;
     char why[TK_LAB_MSG_LEN] = "";
     void *dbig = NULL;          /* cuBLAS's B of all N columns (GATED with a second weight) */
+    void *cbig = NULL;          /* cuBLAS's C of all N columns (GATED's D has N / 2) */
     int n = 0;
     const int ok = !ebufs_make(&eb, c, e, &call.d, why, sizeof why) && !ebufs_reset(&eb);
     call.plain = call.d.problem;
@@ -418,6 +419,13 @@ int tk_lab_epi_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_ep
         if (cudaMalloc(&dbig, nb * 2) || tk_lab_fill_device(dbig, TK_BF16, nb, c->seed, tk_lab_bench_stream(b)))
             cudaGetLastError();
         call.plain.b = dbig;
+    }
+    if (ok && e->kind == TK_EPI_GATED) {   /* the product is N wide: a C of its own for the yardstick */
+        call.plain.ldc = c->n;
+        call.plain.beta = 0.0f;
+        if (cudaMalloc(&cbig, (size_t)(c->m * c->n) * (c->out == TK_F32 ? 4 : 2)))
+            cudaGetLastError();
+        call.plain.c = cbig;
     }
     if (ok && e->kind == TK_EPI_GATED_BACKWARD)
         call.plain.beta = 0.0f;
@@ -431,8 +439,8 @@ int tk_lab_epi_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_ep
         r->ratio_cublas = r->ratio_grouped = r->ratio_dense = NAN;
         tk_lab_epi_name(e, r->form, sizeof r->form);
         r->flop = 2.0 * (double)c->m * (double)c->n * (double)c->k;
-        if (!ok || (i < 0 && eb.dims.b_cols != c->n && !dbig)) {
-            snprintf(r->status, sizeof r->status, "%s", ok ? "out of memory for cuBLAS's B" : why);
+        if (!ok || (i < 0 && ((eb.dims.b_cols != c->n && !dbig) || (e->kind == TK_EPI_GATED && !cbig)))) {
+            snprintf(r->status, sizeof r->status, "%s", ok ? "out of memory for cuBLAS's B or C" : why);
         } else {
             call.kernel = i < 0 ? NULL : kernels[i];
             if (tk_lab_bench_time(b, i < 0 ? run_plain : run_epi, &call, r) == 0 && r->ms_median > 0)
@@ -451,6 +459,7 @@ int tk_lab_epi_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_ep
         }
     }
     cudaFree(dbig);
+    cudaFree(cbig);
     ebufs_free(&eb);
     return n;
 }

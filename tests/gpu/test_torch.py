@@ -316,22 +316,23 @@ ACTS = (None, "relu", "gelu", "gelu_tanh", "silu")
 
 
 class GatedEpilogue:
-    """tilekit's gated MLP through the gated epilogue kinds (flag True) or
-    unfused (False: plain products, torch's elementwise kernels), while
-    active (tilekit._torch_fused.GATED_EPILOGUE; its default is False until
-    a fast kernel takes the gated kinds)."""
+    """tilekit's gated MLP, forward and backward, through the gated
+    epilogue kinds (True) or unfused (False: plain products, torch's
+    elementwise kernels), while active; a (forward, backward) pair for each
+    half (tilekit._torch_fused.GATED_FORWARD, GATED_BACKWARD; the default
+    is (True, False))."""
 
     def __init__(self, flag):
-        self.flag = flag
+        self.flag = flag if isinstance(flag, tuple) else (flag, flag)
 
     def __enter__(self):
         from tilekit import _torch_fused
-        self.mod, self.saved = _torch_fused, _torch_fused.GATED_EPILOGUE
-        _torch_fused.GATED_EPILOGUE = self.flag
+        self.mod, self.saved = _torch_fused, (_torch_fused.GATED_FORWARD, _torch_fused.GATED_BACKWARD)
+        _torch_fused.GATED_FORWARD, _torch_fused.GATED_BACKWARD = self.flag
         return self
 
     def __exit__(self, *exc):
-        self.mod.GATED_EPILOGUE = self.saved
+        self.mod.GATED_FORWARD, self.mod.GATED_BACKWARD = self.saved
 
 
 def act64(x, act):
@@ -531,7 +532,8 @@ def test_patch_fuse_mlp_models():
     also unfused, GatedEpilogue), outputs and every parameter's gradient
     against the unpatched deep copy."""
     for name in FUSED_KIND:
-        for fused in ((True, False) if FUSED_KIND[name] == "FusedGatedMLP" else (True,)):
+        for fused in (((True, True), (False, False), (True, False)) if FUSED_KIND[name] == "FusedGatedMLP"
+                      else ((True, True),)):
             with GatedEpilogue(fused):
                 patch_model_case(name, fused)
 
@@ -546,7 +548,8 @@ def patch_model_case(name, fused):
     with Counting() as c:
         y = model_output(pat, ids)
     want = ("gated",) if FUSED_KIND[name] == "FusedGatedMLP" else ("bias_act",)
-    if not fused:   # the gated MLP unfused: two plain gate/up products a layer, no gated kind
+    fwd, bwd = fused
+    if not fwd:   # the gated MLP's forward unfused: two plain gate/up products a layer, no gated kind
         assert "gated" not in c.kinds and c.kinds.count(None) >= 6, (name, c.kinds)
     else:
         assert c.kinds.count(want[0]) >= 2, (name, c.kinds)
@@ -556,7 +559,7 @@ def patch_model_case(name, fused):
     with Counting() as c:
         (y.float() * g).sum().backward()
     back = "gated_backward" if want[0] == "gated" else "backward"
-    assert c.kinds.count(back) == (2 if fused else 0), (name, c.kinds)
+    assert c.kinds.count(back) == (2 if bwd else 0), (name, c.kinds)
     grads = {k: p.grad for k, p in ref.named_parameters()}
     for k, p in pat.named_parameters():
         if grads[k] is None:

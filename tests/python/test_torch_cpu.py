@@ -88,22 +88,24 @@ class Float64Tilekit:
     """tilekit.gemm and tilekit.gemm_epilogue as float64 torch on CPU
     tensors, while active; the fused ops run on the CPU too. .calls lists
     the epilogue kind of each call (None: a plain product). gated: the
-    gated MLP through the gated epilogue kinds (_torch_fused.GATED_EPILOGUE)
-    or unfused."""
+    gated MLP's (forward, backward) through the gated epilogue kinds
+    (_torch_fused.GATED_FORWARD, GATED_BACKWARD) or unfused; one bool: both."""
 
     def __init__(self, gated=True):
-        self.gated = gated
+        self.gated = gated if isinstance(gated, tuple) else (gated, gated)
 
     def __enter__(self):
         self.calls = []
-        self.saved = (tilekit.gemm, tilekit.gemm_epilogue, _torch_fused.FUSED_DEVICES, _torch_fused.GATED_EPILOGUE)
+        self.saved = (tilekit.gemm, tilekit.gemm_epilogue, _torch_fused.FUSED_DEVICES, _torch_fused.GATED_FORWARD,
+                      _torch_fused.GATED_BACKWARD)
         tilekit.gemm, tilekit.gemm_epilogue = self.gemm, self.gemm_epilogue
         _torch_fused.FUSED_DEVICES = ("cuda", "cpu")
-        _torch_fused.GATED_EPILOGUE = self.gated
+        _torch_fused.GATED_FORWARD, _torch_fused.GATED_BACKWARD = self.gated
         return self
 
     def __exit__(self, *exc):
-        (tilekit.gemm, tilekit.gemm_epilogue, _torch_fused.FUSED_DEVICES, _torch_fused.GATED_EPILOGUE) = self.saved
+        (tilekit.gemm, tilekit.gemm_epilogue, _torch_fused.FUSED_DEVICES, _torch_fused.GATED_FORWARD,
+         _torch_fused.GATED_BACKWARD) = self.saved
 
     def gemm(self, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_dtype=None, kernel=None,
              *, stream=None):
@@ -376,10 +378,12 @@ def model_case(name, gated=True):
             loss.backward()
         kinds = {"gpt2": ("bias_act", "backward"), "bert": ("bias_act", "backward")}.get(name,
                                                                                         ("gated", "gated_backward"))
-        if gated or name in ("gpt2", "bert"):
+        fwd, bwd = gated if isinstance(gated, tuple) else (gated, gated)
+        if name in ("gpt2", "bert"):
             assert forward.count(kinds[0]) >= 2 and fake.calls.count(kinds[1]) == 2, (forward, fake.calls)
-        else:   # the gated MLP unfused: no gated kind, the gate/up products plain
-            assert not {"gated", "gated_backward"} & set(fake.calls) and forward.count(None) >= 4, fake.calls
+        else:   # the gated MLP, each half fused or not: the gated kinds, or plain gate/up products
+            assert forward.count("gated") == (2 if fwd else 0) and (fwd or forward.count(None) >= 4), forward
+            assert fake.calls.count("gated_backward") == (2 if bwd else 0), fake.calls
         errs = [close(y, y_ref, TOL_LOGITS, name + " output")]
         grads = dict(ref.named_parameters())
         for k, p in pat.named_parameters():
@@ -398,7 +402,7 @@ def model_case(name, gated=True):
             errs.append(close(p.grad, want, TOL_GRAD, "%s grad %s" % (name, k), floor))
         print("     %s: output rel err %.2e, max grad rel err %.2e over %d parameters"
               % (name, errs[0], max(errs[1:]), len(errs) - 1))
-    test.__name__ = "test_model_" + name + ("" if gated else "_unfused")
+    test.__name__ = "test_model_" + name + {True: "", False: "_unfused"}.get(gated, "_default")
     return test
 
 
@@ -458,8 +462,8 @@ def test_mlps_vs_float64():
 
 
 def test_mlps_vs_float64_unfused():
-    """The same with the gated MLP unfused (GATED_EPILOGUE False: plain
-    products and torch's elementwise kernels)."""
+    """The same with the gated MLP unfused (GATED_FORWARD and
+    GATED_BACKWARD False: plain products and torch's elementwise kernels)."""
     mlps_vs_float64(False)
 
 
@@ -583,6 +587,8 @@ for _name in MODELS:
     globals()["test_model_" + _name] = model_case(_name)
     if _name not in ("gpt2", "bert"):
         globals()["test_model_" + _name + "_unfused"] = model_case(_name, gated=False)
+        # the library's default: forward fused, backward unfused
+        globals()["test_model_" + _name + "_default"] = model_case(_name, gated=(True, False))
 
 if torch is None:   # no test without torch: run.py counts none
     for _name in [n for n in globals() if n.startswith("test_")]:
