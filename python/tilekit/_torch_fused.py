@@ -257,12 +257,36 @@ def _check_linear(x, w, bias):
            [("bias", bias, w.shape[-1])])
 
 
+def _tma_strides(*ts):
+    """Whether the fused Hopper kernels can take these 2-D operands: every
+    row stride a multiple of 8 elements (16 bytes) and every base 16-byte
+    aligned (TMA's rule); else an epilogue runs on k01_naive."""
+    for t in ts:
+        if t.data_ptr() % 16 or any(st % 8 for st, n in zip(t.stride(), t.shape) if st != 1 and n > 1):
+            return False
+    return True
+
+
 def _linear_fwd(x, w, bias, activation, save):
-    """(y, z): y = act(x w + bias), z = x w + bias stored when save and act."""
+    """(y, z): y = act(x w + bias), z = x w + bias stored when save and act.
+    Where TMA cannot take the strides (_tma_strides), the fused call would
+    run on k01_naive, tens of times slower: the plain product (which
+    tilekit routes through copies to a fast kernel) and the bias and the
+    activation in torch instead (z rounded to bf16 before act, as torch's
+    own Linear and activation do)."""
     _check_linear(x, w, bias)
     x, w = _usable(x), _usable(w)
     keep = save and activation is not None
     y = _empty(x, x.shape[0], w.shape[1])
+    if not _tma_strides(x, w, y):
+        if bias is not None:
+            _gemm(x, w, y)
+            y = y + bias
+        else:
+            _gemm(x, w, y)
+        if activation is None:
+            return y, _none(x)
+        return _act_bf16(y, activation), (y if keep else _none(x))
     z = _empty(x, x.shape[0], w.shape[1]) if keep else _none(x)
     _gemm(x, w, y, epilogue="bias_act", activation=activation, bias=bias, aux=z if keep else None)
     return y, z

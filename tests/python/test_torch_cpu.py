@@ -454,6 +454,23 @@ def test_linear_vs_float64():
     raises(ValueError, tilekit.linear, x, w[:, :3], b, "gelu", match="shape mismatch")
 
 
+def test_linear_route_by_strides():
+    """tilekit.linear fuses the bias and the activation ("bias_act") where
+    TMA takes the strides (multiples of 8 elements), and otherwise runs the
+    plain product (routed by tilekit to a fast kernel) with the bias and
+    the activation in torch, never k01_naive's fused call."""
+    gen = torch.Generator().manual_seed(5)
+    for k, n, want in ((16, 24, ["bias_act"]), (13, 24, [None]), (16, 5, [None])):
+        x = torch.randn(7, k, generator=gen).to(torch.bfloat16)
+        w = torch.randn(n, k, generator=gen).to(torch.bfloat16)
+        b = torch.randn(n, generator=gen).to(torch.bfloat16)
+        with Float64Tilekit() as fake:
+            y = tilekit.linear(x, w, b, "gelu")
+        assert fake.calls == want, (k, n, fake.calls)
+        close(y, act64(torch.nn.functional.linear(x.double(), w.double(), b.double()), "gelu"), TOL_OP,
+              "linear %d -> %d" % (k, n))
+
+
 def test_mlps_vs_float64():
     """gated_mlp with and without biases and mlp in both weight layouts
     (nn.Linear's and Conv1D's), against float64 autograd: values, every
