@@ -36,6 +36,12 @@
 # (NO_MOE=1: not), then bench/torch_bench.py's grouped (the moe suite against
 # torch._grouped_mm) and bmm (against torch.bmm) modes; each step stopped
 # after GROUPED_TIMEOUT seconds (default 240).
+# PART=epilogue (not in all): the fused epilogues (issue 39): gpu_test_epilogue,
+# compute-sanitizer's four tools on its edge shapes through k30, k31 and
+# k01_naive, the torch side's tests (tests/gpu/test_torch.py's issue-39
+# ones), EPI_BENCH lines (`tilekit bench --epilogue ...`, ';'-separated)
+# and bench/mlp_bench.py's linear, gated and llama tables; each step
+# stopped after EPI_TIMEOUT seconds (default 300).
 # PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
 # test_concurrency, test_graph, test_isolation), compute-sanitizer memcheck
 # and racecheck on test_handle's flag and capture tests, and the host time
@@ -118,15 +124,16 @@ if [ "$PART" = check ]; then
     SAN_KERNELS=$ck timeout "$lim" bash bench/sanitize.sh "$BUILD" "$out" > "$out/check-sanitize.txt" 2>&1
     summary+=("sanitize ($ck): exit $? in $(( $(date +%s) - t0 )) s, $(tail -n 1 "$out/check-sanitize.txt")")
 fi
+step() {   # step NAME CMD...: one step (at most $lim s), its log OUTDIR/NAME.log, its last line in the summary
+    local name=$1 t0; shift
+    t0=$(date +%s)
+    timeout "$lim" "$@" > "$out/$name.log" 2>&1
+    summary+=("$name: exit $?, $(tail -n 1 "$out/$name.log") in $(( $(date +%s) - t0 )) s")
+    grep -E '^FAIL|^ +\(' "$out/$name.log" | head -n 20
+}
+suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 if [ "$PART" = grouped ]; then
     lim=${GROUPED_TIMEOUT:-240}
-    step() {   # step NAME CMD...: one step, its log OUTDIR/NAME.log, its last line in the summary
-        local name=$1 t0; shift
-        t0=$(date +%s)
-        timeout "$lim" "$@" > "$out/$name.log" 2>&1
-        summary+=("$name: exit $?, $(tail -n 1 "$out/$name.log") in $(( $(date +%s) - t0 )) s")
-        grep -E '^FAIL|^ +\(' "$out/$name.log" | head -n 20
-    }
     step test_grouped "$BUILD/tests/gpu_test_grouped"
     step test_lab_grouped "$BUILD/tests/gpu_test_lab_grouped"
     step test_fuzz "$BUILD/tests/gpu_test_fuzz"
@@ -136,7 +143,6 @@ if [ "$PART" = grouped ]; then
             "$BUILD/tests/gpu_test_grouped"
         summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-grouped-$tool.log" | tail -n 1)")
     done
-    suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
     TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
         step test_python python3 tests/gpu/test_python.py
     TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
@@ -156,6 +162,34 @@ if [ "$PART" = grouped ]; then
         TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
             step "torch_$w" python3 bench/torch_bench.py $w --json "$out/torch_$w.json"
         cat "$out/torch_$w.log"
+    done
+fi
+if [ "$PART" = epilogue ]; then
+    # issue 39: the fused epilogues' GPU test (auto, k01_naive, k30, k31),
+    # compute-sanitizer's four tools on its edge shapes through the fused
+    # kernels, the torch side's tests, EPI_BENCH lines (`tilekit bench
+    # --epilogue ...`, ';'-separated) and bench/mlp_bench.py's three tables
+    lim=${EPI_TIMEOUT:-300}
+    step test_epilogue "$BUILD/tests/gpu_test_epilogue"
+    for tool in memcheck racecheck initcheck synccheck; do
+        TK_EPI_KERNELS=k30_wgmma_tma,k31_wgmma_cluster,k01_naive step "sanitize-epilogue-$tool" \
+            compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/gpu_test_epilogue" shapes
+        summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-epilogue-$tool.log" | tail -n 1)")
+    done
+    for t in linear_epilogue gated_mlp test_mlp patch_fuse fused_; do
+        TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+            step "test_torch_$t" python3 tests/gpu/test_torch.py "$t"
+    done
+    IFS=';' read -ra eb <<< "${EPI_BENCH:-}"
+    for i in "${!eb[@]}"; do
+        # shellcheck disable=SC2086
+        step "epi_bench_$i" "$tk" bench ${eb[$i]} --json "$out/epi_bench_$i.json"
+        cat "$out/epi_bench_$i.log"
+    done
+    for w in linear gated llama; do
+        TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+            step "mlp_$w" python3 bench/mlp_bench.py $w --json "$out/mlp_$w.json"
+        cat "$out/mlp_$w.log"
     done
 fi
 if [ "$PART" = handle ]; then
