@@ -970,6 +970,75 @@ static __device__ __forceinline__ void k30_epi_gated(const k30_params *p, float 
     }
 }
 
+/* TK_EPI_GATED_BACKWARD: P = alpha acc is the gradient of the gated
+ * output h (dy Wd); aux holds z = [z_gate | z_up] (M x 2N); D is M x 2N:
+ * dz_up = P act(z_gate) is stored here, at columns N + col.. of D (p->c,
+ * p->ldc: D in C's place), and dz_gate = P z_up act'(z_gate) left in the
+ * accumulators for the C epilogue (columns col.., p->n = N). */
+template <int BN, int ACT>
+static __device__ __forceinline__ void k30_epi_gated_backward(const k30_params *p, float *acc, int row, int col)
+{
+    const int N = p->n;
+    const float alpha = p->epi_alpha;
+    const bool row_ok0 = row < p->m, row_ok1 = row + 8 < p->m;
+    const int64_t r0 = row_ok0 ? row : 0;
+    const uint16_t *const arow = p->epi_aux + r0 * p->epi_ldaux;
+    const int esz = p->c_bf16 ? 2 : 4;
+    uint8_t *const drow = (uint8_t *)p->c + (r0 * p->ldc + N) * esz;
+    const bool apairs = p->epi_aux_pairs && N % 2 == 0, dpairs = p->c_pairs && N % 2 == 0;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+        const int cc = col + 8 * j;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float *v = acc + 4 * j + 2 * h;
+            const bool ok = h ? row_ok1 : row_ok0;
+            const bool in0 = ok && cc < N, in1 = ok && cc + 1 < N;
+            const uint16_t *const q = arow + (h ? 8 * p->epi_ldaux : 0) + cc;
+            float zg[2] = { 0.0f, 0.0f }, zu[2] = { 0.0f, 0.0f };
+            if (apairs && in1) {
+                const uint32_t wg = *(const uint32_t *)q, wu = *(const uint32_t *)(q + N);
+                zg[0] = tk_bf16_to_f32((uint16_t)(wg & 0xFFFF));
+                zg[1] = tk_bf16_to_f32((uint16_t)(wg >> 16));
+                zu[0] = tk_bf16_to_f32((uint16_t)(wu & 0xFFFF));
+                zu[1] = tk_bf16_to_f32((uint16_t)(wu >> 16));
+            } else {
+                if (in0) {
+                    zg[0] = tk_bf16_to_f32(q[0]);
+                    zu[0] = tk_bf16_to_f32(q[N]);
+                }
+                if (in1) {
+                    zg[1] = tk_bf16_to_f32(q[1]);
+                    zu[1] = tk_bf16_to_f32(q[N + 1]);
+                }
+            }
+            float du[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const float dh = __fmul_rn(alpha, v[e]);
+                du[e] = __fmul_rn(dh, tk_act(ACT, zg[e]));
+                v[e] = __fmul_rn(__fmul_rn(dh, zu[e]), tk_act_grad(ACT, zg[e]));
+            }
+            uint8_t *const d = drow + ((h ? 8 * p->ldc : 0) + cc) * esz;
+            if (dpairs && in1) {
+                if (p->c_bf16)
+                    *(uint32_t *)d = k30_pack_bf16x2(du[0], du[1]);
+                else
+                    *(float2 *)d = make_float2(du[0], du[1]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 2; e++)
+                    if (e ? in1 : in0) {
+                        if (p->c_bf16)
+                            ((uint16_t *)d)[e] = tk_f32_to_bf16(du[e]);
+                        else
+                            ((float *)d)[e] = du[e];
+                    }
+            }
+        }
+    }
+}
+
 /* Row and column of the thread's first accumulator, then the kind's pass
  * with its activation (and aux or none) as constants: one branch a tile. */
 template <int BN, int ACT, int GATE>
@@ -977,6 +1046,8 @@ static __device__ __forceinline__ void k30_epi_arm(const k30_params *p, float *a
 {
     if (ACT != TK_ACT_NONE && p->epi_kind == TK_EPI_BACKWARD)   /* the backward kinds need an activation */
         k30_epi_backward<BN, ACT>(p, acc, row, col);
+    else if (GATE && ACT != TK_ACT_NONE && p->epi_kind == TK_EPI_GATED_BACKWARD)
+        k30_epi_gated_backward<BN, ACT>(p, acc, row, col);
     else if (GATE && ACT != TK_ACT_NONE && p->epi_gated)        /* so does gated */
         p->epi_aux ? k30_epi_gated<BN, ACT, 1>(p, acc, row, col) : k30_epi_gated<BN, ACT, 0>(p, acc, row, col);
     else if (p->epi_aux)
@@ -985,9 +1056,9 @@ static __device__ __forceinline__ void k30_epi_arm(const k30_params *p, float *a
         k30_epi_forward<BN, ACT, 0>(p, acc, row, col);
 }
 
-/* GATE: the instance takes TK_EPI_GATED (k30_wgmma_tma's; k31's not yet:
- * its consumers, with the cluster's state live, spilled 12 bytes with the
- * gated arm). */
+/* GATE: the instance takes the gated kinds (k30_wgmma_tma's; k31's not
+ * yet: its consumers, with the cluster's state live, spilled 12 bytes with
+ * the gated arm). */
 template <int BN, int GATE = 1>
 static __device__ __forceinline__ void k30_epi_transform(const k30_params *p, float *acc, int r0, int c0, int warp,
                                                          int lane)
@@ -1384,15 +1455,8 @@ static inline tk_status k30_supports_epi(const tk_args *a, int has_instance, int
         snprintf(why, len, "epilogue: %s", none);
         return TK_ERR_NOT_SUPPORTED;
     }
-    if (e->kind != TK_EPI_BIAS_ACT && e->kind != TK_EPI_BACKWARD && e->kind != TK_EPI_GATED) {
-        snprintf(why, len,
-                 "epilogue: kind %d is not fused yet (TK_EPI_BIAS_ACT, TK_EPI_GATED and TK_EPI_BACKWARD are; "
-                 "TK_EPI_GATED_BACKWARD runs on k01_naive)",
-                 e->kind);
-        return TK_ERR_NOT_SUPPORTED;
-    }
-    if (e->kind == TK_EPI_GATED && !gated) {
-        snprintf(why, len, "epilogue: TK_EPI_GATED is not fused in this kernel yet (k30_wgmma_tma fuses it)");
+    if ((e->kind == TK_EPI_GATED || e->kind == TK_EPI_GATED_BACKWARD) && !gated) {
+        snprintf(why, len, "epilogue: the gated kinds are not fused in this kernel yet (k30_wgmma_tma fuses them)");
         return TK_ERR_NOT_SUPPORTED;
     }
     if (e->kind == TK_EPI_GATED && (uintptr_t)e->b_up % 16 != 0) {
@@ -1428,7 +1492,9 @@ static inline const tk_args *k30_epi_target(const tk_args *a, tk_args *t)
     *t = *a;
     t->c = a->epi->d;
     t->ldc = a->epi->ldd;
-    t->n = a->epi->out_cols;   /* GATED: N / 2 (the maps of B are made again, k30_fill_gated) */
+    /* GATED: D's N / 2 (the maps of B are made again, k30_fill_gated);
+     * GATED_BACKWARD: the product's N, the tile of dz_gate (D has 2N) */
+    t->n = a->epi->kind == TK_EPI_GATED ? a->epi->out_cols : a->n;
     return t;
 }
 

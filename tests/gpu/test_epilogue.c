@@ -18,8 +18,8 @@
  *   bias_grad, the up half (split or halves), beta and padding varying
  *   from case to case;
  * - shapes: every one of the 64 edge shapes for each kind;
- * - tiles: the fused kinds (bias_act, gated, backward) and activations at
- *   shapes of many tiles and at few tiles with a long K (split over K);
+ * - tiles: every kind and activation at shapes of many tiles and at few
+ *   tiles with a long K (split over K);
  * - bias_grad_bits: bias_grad of one problem bit-identical over 100 runs;
  * - refusals: an odd N for gated, a backward kind without aux, bias_grad
  *   with bias_act, gated_backward with beta != 0: TK_ERR_INVALID_VALUE, and
@@ -178,7 +178,7 @@ static void tiles(void)
     static const int64_t sh[][3] = { { 520, 1032, 264 }, { 1030, 776, 136 }, { 256, 512, 8192 }, { 130, 264, 4104 } };
     unsigned t = 0;
     for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++)
-        for (int ki = 0; ki < 3; ki++)   /* bias_act, gated, backward: the kinds k30/k31 fuse */
+        for (int ki = 0; ki < 4; ki++)   /* every kind: k30 fuses them all, k31 all but the gated ones */
             for (int act = TK_ACT_RELU; act <= TK_ACT_SILU; act++, t++) {
                 tk_lab_case c;
                 case_init(&c, sh[s][0], sh[s][1], sh[s][2], t);
@@ -186,7 +186,9 @@ static void tiles(void)
                 tk_lab_epi e = { 0 };
                 e.kind = kinds[ki];
                 e.act = act;
-                e.bias = e.kind != TK_EPI_BACKWARD ? 1 + (int)(t % 2) : 0;
+                e.bias = e.kind < TK_EPI_BACKWARD ? 1 + (int)(t % 2) : 0;
+                if (e.kind == TK_EPI_GATED_BACKWARD)
+                    c.beta = 0.0f;   /* tilekit.h: beta must be 0 */
                 e.up_split = e.kind == TK_EPI_GATED && (t & 4);
                 e.bias_bf16 = (t >> 1) & 1;
                 e.aux = 1;
