@@ -186,21 +186,6 @@ def gated_table(args, flush, dram):
     return rows
 
 
-def llama_model(args):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    cfg = LlamaConfig(hidden_size=HIDDEN, intermediate_size=INTER, num_attention_heads=32, num_key_value_heads=8,
-                      num_hidden_layers=args.layers, vocab_size=args.vocab, max_position_embeddings=8192)
-    torch.manual_seed(0)
-    prev = torch.get_default_dtype()
-    torch.set_default_dtype(torch.bfloat16)
-    try:
-        with torch.device("cuda"):
-            model = LlamaForCausalLM(cfg)
-    finally:
-        torch.set_default_dtype(prev)
-    return model
-
-
 def max_errors(a, b):
     """(max |a - b|, max |a - b| / max |b|)."""
     diff = (a.float() - b.float()).abs().max().item()
@@ -209,7 +194,7 @@ def max_errors(a, b):
 
 
 def llama_table(args):
-    ref = llama_model(args)
+    ref = tb.llama_model(args, args.vocab)   # Llama-3-8B's widths (HIDDEN, INTER)
     pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
     fused = sum(isinstance(m, tilekit.nn.FusedGatedMLP) for m in pat.modules())
     from tilekit import _torch_fused

@@ -151,10 +151,11 @@ def overhead(args):
     print()
 
 
-def llama_model(args):
+def llama_model(args, vocab=128256):
+    """A LlamaForCausalLM of Llama-3-8B's widths, args.layers layers, bf16 on CUDA (random weights)."""
     from transformers import LlamaConfig, LlamaForCausalLM
     cfg = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
-                      num_hidden_layers=args.layers, vocab_size=128256, max_position_embeddings=8192)
+                      num_hidden_layers=args.layers, vocab_size=vocab, max_position_embeddings=8192)
     torch.manual_seed(0)
     prev = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)

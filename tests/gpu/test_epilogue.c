@@ -379,13 +379,8 @@ void tk_tests(void)
         return;
     }
     tk_lab_verify_set_cublas(v, 0);   /* the fp64 reference alone judges */
-    static char list[256];
-    const char *env = getenv("TK_EPI_KERNELS");
-    if (env && *env) {
-        snprintf(list, sizeof list, "%s", env);
-        for (char *t = strtok(list, ","); t && nkernels < MAX_KERNELS; t = strtok(NULL, ","))
-            kernels[nkernels++] = t;
-    } else {
+    nkernels = tk_test_kernels_from_env("TK_EPI_KERNELS", kernels, MAX_KERNELS);
+    if (nkernels == 0) {
         kernels[nkernels++] = "auto";
         kernels[nkernels++] = "k01_naive";
         kernels[nkernels++] = "k30_wgmma_tma";       /* the fused Hopper instances */

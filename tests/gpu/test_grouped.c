@@ -714,13 +714,8 @@ void tk_tests(void)
         tk_destroy(h);
         return;
     }
-    static char list[1024];
-    const char *env = getenv("TK_GROUPED_KERNELS");
-    if (env && *env) {
-        snprintf(list, sizeof list, "%s", env);
-        for (char *t = strtok(list, ","); t && nkernels < MAX_KERNELS; t = strtok(NULL, ","))
-            kernels[nkernels++] = t;
-    } else {
+    nkernels = tk_test_kernels_from_env("TK_GROUPED_KERNELS", kernels, MAX_KERNELS);
+    if (nkernels == 0) {
         kernels[nkernels++] = "auto";
         for (int i = 0; i < tk_kernel_count() && nkernels < MAX_KERNELS; i++) {
             tk_kernel_props p;

@@ -91,14 +91,8 @@ void tk_tests(void)
         return;
     }
     const char *kernels[64];
-    int nk = 0;
-    static char list[1024];
-    const char *env = getenv("TK_VERIFY_KERNELS");
-    if (env && *env) {
-        snprintf(list, sizeof list, "%s", env);
-        for (char *t = strtok(list, ","); t && nk < 64; t = strtok(NULL, ","))
-            kernels[nk++] = t;
-    } else {
+    int nk = tk_test_kernels_from_env("TK_VERIFY_KERNELS", kernels, 64);
+    if (nk == 0) {
         kernels[nk++] = "auto";
         for (int i = 0; i < tk_kernel_count() && nk < 64; i++) {
             tk_kernel_props p;

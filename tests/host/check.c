@@ -44,3 +44,16 @@ int main(int argc, char **argv)
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
+
+int tk_test_kernels_from_env(const char *var, const char **out, int cap)
+{
+    static char list[1024];
+    const char *env = getenv(var);
+    int n = 0;
+    if (!env || !*env)
+        return 0;
+    snprintf(list, sizeof list, "%s", env);
+    for (char *t = strtok(list, ","); t && n < cap; t = strtok(NULL, ","))
+        out[n++] = t;
+    return n;
+}

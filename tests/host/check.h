@@ -16,6 +16,13 @@ void tk_run_test(const char *name, void (*fn)(void));
  * name-substring filter): a file can skip the setup of tests it filters out. */
 int tk_test_wanted(const char *name);
 
+/* The kernels a GPU test runs, from environment variable `var` (a comma
+ * list, e.g. TK_VERIFY_KERNELS=auto,k31_wgmma_cluster): at most cap names
+ * into out, pointing into a copy of the variable kept by this function
+ * (one list per program). Returns how many; 0 when the variable is unset
+ * or empty (the test then takes its default list). */
+int tk_test_kernels_from_env(const char *var, const char **out, int cap);
+
 /* Defined by each test file. */
 void tk_tests(void);
 
