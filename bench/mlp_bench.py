@@ -301,7 +301,7 @@ def main():
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--gated-epilogue", action="store_true",
                     help="gated, llama: the gated MLP's forward and backward through the gated epilogue kinds "
-                         "(tilekit._torch_fused.GATED_FORWARD, GATED_BACKWARD = True)")
+                         "(tilekit._torch_fused.GATED_FORWARD, GATED_BACKWARD = True: the default)")
     ap.add_argument("--unfused", action="store_true",
                     help="gated, llama: the gated MLP unfused both ways (GATED_FORWARD, GATED_BACKWARD = False)")
     ap.add_argument("--dram-gbs", type=float, default=0.0, help="gated: the DRAM read GB/s (default: measured)")

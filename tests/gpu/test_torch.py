@@ -320,7 +320,7 @@ class GatedEpilogue:
     epilogue kinds (True) or unfused (False: plain products, torch's
     elementwise kernels), while active; a (forward, backward) pair for each
     half (tilekit._torch_fused.GATED_FORWARD, GATED_BACKWARD; the default
-    is (True, False))."""
+    is (True, True))."""
 
     def __init__(self, flag):
         self.flag = flag if isinstance(flag, tuple) else (flag, flag)
