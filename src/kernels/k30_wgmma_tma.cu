@@ -31,10 +31,8 @@
  * (`tilekit bench --epilogue ...`).
  * Reproduce: build/tilekit bench --kernel k30_wgmma_tma
  */
-#include "k30_core.cuh"
+#include "k30_run.cuh"
 #include "table.h"
-
-#define K30_GROUP_M 16                 /* block rows per super-tile */
 
 static_assert(K30_SMEM_CFG(K30_BM, 256, 0) <= 227 * 1024 && K30_SMEM_CFG(K30_BM, 192, 0) <= 227 * 1024 &&
                   K30_SMEM_CFG(K30_BM, 144, 0) <= 227 * 1024 &&
@@ -52,153 +50,11 @@ static_assert(K30_STAGE_BYTES_MN(16, 64) % 1024 == 0 && K30_STAGE_BYTES_MN(32, 6
                   K30_A_BYTES_M(144) % 1024 == 0 && K30_STAGE_BYTES_MN(144, 128) % 1024 == 0,
               "stages must keep the 1024-byte swizzle alignment");
 
-/* The kernel's body (k30_kernel, k30_epi_kernel). A template because the
- * operand majors are wgmma immediates and fix the TMA box pattern: A_MN = 1
- * for M-major A (op_a T), B_MN = 1 for N-major B (op_b N); BM and BN, the
- * tile rows of A and B, fix the instruction and the accumulator count
- * (k30_wgmma_tma 128 x 256, k33 128 x 128, k34 128 x 64, k35 128 x 192;
- * k42 64 x 128..192, one consumer); SWAP (k36) swaps the operands' roles;
- * GRP = 1 (k43) walks the units of many products (k30_gwalk_next) instead
- * of one product's tiles; EPI = 1 applies the fused epilogue
- * (k30_epi_transform) to each tile's final sum before storing it. */
-template <int A_MN, int B_MN, int BM, int BN, int SWAP, int GRP, int EPI>
-static __device__ __forceinline__ void k30_run(const k30_params &p)
-{
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    static_assert(!EPI || (!SWAP && !GRP), "the fused epilogue takes the unswapped one-product tiles alone");
-    extern __shared__ __align__(1024) uint8_t k30_smem[];
-    /* The ring, then the epilogue chunk buffers, then the barriers. */
-    const uint32_t ring = k30_ring(k30_smem);
-    const uint32_t epi = ring + K30_RING_BYTES_MNA(BM, BN, K30_KA(SWAP));
-    const uint32_t full_bar = epi + K30_EPI_CFG(BM, BN, SWAP);
-    const uint32_t empty_bar = full_bar + 8 * K30_STAGES_MNA(BM, BN, K30_KA(SWAP));
-    const int wg = threadIdx.x / 128;
-
-    if (threadIdx.x == 0)
-        k30_init(&p, full_bar, empty_bar, 4 * K30_CONS(BM, SWAP), K30_STAGES_MNA(BM, BN, K30_KA(SWAP)));
-    __syncthreads();
-
-    if (wg == 0) {
-        /* Producer warpgroup: one thread issues every load. */
-        if (K30_REALLOC(BM, SWAP))
-            tk_setmaxnreg_dec(K30_PRODUCER_REGS);
-        if (GRP && threadIdx.x < 32) {
-            /* the walk needs the whole warp; lane 0 issues the loads */
-            const int lane = threadIdx.x;
-            k30_gwalk w = { (int)blockIdx.x, 0, 0 };
-            k30_unit u;
-            int s = 0;
-            uint32_t phase = 0;
-            while (k30_gwalk_next<BM, BN>(&p, &w, &u, lane, K30_GROUP_M)) {
-                if (lane == 0)
-                    k30_produce_tile<A_MN, B_MN, BM, BN, K30_KA(SWAP), 1>(&p, ring, full_bar, empty_bar, 0, 0, 0,
-                                                                          u.k_tiles, 1, 0, &s, &phase, &u);
-                __syncwarp();
-            }
-        } else if (!GRP && threadIdx.x == 0) {
-            k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
-            int s = 0, t, tm, tn, kb, ke, v;
-            uint32_t phase = 0;
-            while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v))
-                k30_produce_tile<A_MN, B_MN, BM, BN, K30_KA(SWAP), 0, EPI>(&p, ring, full_bar, empty_bar, tm, tn, kb,
-                                                                           ke, 1, 0, &s, &phase);
-        }
-    } else {
-        /* Consumer warpgroup c: rows 64c..64c+63 of each tile (SWAP: the
-         * whole 64 x BM tile of C^T). */
-        if (K30_REALLOC(BM, SWAP))
-            tk_setmaxnreg_inc(K30_CONSUMER_REGS);
-        const int c = K30_CONS(BM, SWAP) == 1 ? 0 : wg - 1;   /* one consumer: known at compile time */
-        const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-        const uint32_t empty[1] = { empty_bar };
-        float acc[(SWAP ? BM : BN) / 2];
-#pragma unroll
-        for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
-            acc[i] = 0.0f;
-        const int tid = threadIdx.x % 128;
-        /* the consumer's share of the C buffers (SWAP: a BM x 64 fp32 tile, else two chunks) */
-        const uint32_t ebuf = epi + c * (K30_EPI_CFG(BM, BN, SWAP) / K30_CONS(BM, SWAP));
-        uint8_t *epp = k30_smem + (ebuf - tk_smem_u32(k30_smem));
-        k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
-        int s = 0, t, tm, tn, kb, ke, v;
-        uint32_t phase = 0;
-        int nchunk = 0;                /* staged chunks so far (k30_epilogue_staged) */
-        if (GRP) {
-            k30_gwalk gw = { (int)blockIdx.x, 0, 0 };
-            k30_unit u;
-            while (k30_gwalk_next<BM, BN>(&p, &gw, &u, lane, K30_GROUP_M)) {
-                /* Zeroed every unit (an empty group of TK_GROUP_K stores
-                 * beta * C from them): the last unit's sums are dead during
-                 * the walk, which without this held all 128 accumulators of
-                 * a 128 x 256 tile and spilled 124 bytes a thread (ptxas -v;
-                 * local memory traffic in ncu, docs/NOTES.md session 25). */
-#pragma unroll
-                for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
-                    acc[i] = 0.0f;
-                if (u.k_tiles > 0)
-                    k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP), 1>(acc, ring, full_bar, empty, 1, u.k_tiles,
-                                                                                c, lane, &s, &phase, u.k_valid, tid,
-                                                                                u.k_head);
-                if (SWAP)
-                    k30_epilogue_swap_at<BM>(&p, acc, u.m0, u.n0 + 64 * c, warp, lane, u.c, u.m_end);
-                else if (p.c_staged)   /* beta 0: TMA stores into the 3-D map of C, or row by row */
-                    k30_epilogue_staged<BN, 1>(&p, acc, u.m0 + 64 * c, u.n0, warp, lane, ebuf, epp, 1 + c, &nchunk,
-                                               u.z, u.c, u.m_end);
-                else
-                    k30_epilogue_direct<BN, 1>(&p, acc, u.m0 + 64 * c, u.n0, warp, lane, u.c, u.m_end);
-            }
-        }
-        while (!GRP && k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
-            k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
-            if (v >= 0) {
-                if (v < p.sk_tiles * (p.sk_slices - 1)) {
-                    /* Not the tile's last slice: leave the sum to its owner. */
-                    k30_sk_save<SWAP ? BM : BN>(&p, acc, v * K30_CONS(BM, SWAP) + c, tid, 1 + c);
-                    continue;
-                }
-                k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, c, K30_CONS(BM, SWAP), tid, 1 + c);
-            }
-            if (EPI)   /* the tile's final sum, on its owner */
-                k30_epi_transform<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
-            if (EPI && p.epi_gated) {   /* a BN / 2-wide tile of D (k30_epi_gated) */
-                if (p.c_staged)
-                    k30_epilogue_staged<BN / 2>(&p, acc, tm * BM + 64 * c, tn * (BN / 2), warp, lane, ebuf, epp, 1 + c,
-                                                &nchunk);
-                else
-                    k30_epilogue_direct<BN / 2>(&p, acc, tm * BM + 64 * c, tn * (BN / 2), warp, lane);
-            } else if (SWAP && p.c_tma)
-                k30_epilogue_swap_staged<BM>(&p, acc, tm * BM, tn * BN + 64 * c, warp, lane, ebuf, epp, 1 + c);
-            else if (SWAP)
-                k30_epilogue_swap<BM>(&p, acc, tm * BM, tn * BN + 64 * c, warp, lane);
-            else if (p.c_staged)
-                k30_epilogue_staged<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c, &nchunk);
-            else
-                k30_epilogue_direct<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
-        }
-        /* The last TMA stores must have read shared memory before it goes. */
-        if (p.c_tma && tid == 0)
-            tk_tma_store_wait_read(0);
-    }
-#endif
-}
-
 /* The instances of table.def's k30 and k43 lines (k30_run's parameters). */
 template <int A_MN, int B_MN, int BM, int BN, int SWAP, int GRP = 0>
 static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, SWAP), 1) k30_kernel(const __grid_constant__ k30_params p)
 {
     k30_run<A_MN, B_MN, BM, BN, SWAP, GRP, 0>(p);
-}
-
-/* With a fused epilogue (tk_epi_args; issue 39): the unswapped one-product
- * tiles of k30_run with EPI = 1. A kernel of its own rather than another
- * template argument of k30_kernel: a default argument is still part of the
- * mangled name, so the dense instances would change name (and every tool
- * that follows them by name: tests/check_spills.py, bench/sass_compare.py). */
-template <int A_MN, int B_MN, int BM, int BN>
-static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1)
-    k30_epi_kernel(const __grid_constant__ k30_params p)
-{
-    k30_run<A_MN, B_MN, BM, BN, 0, 0, 1>(p);
 }
 
 /* Whether configuration (bm, bn, swap) has k30_epi_kernel instances: the
@@ -260,8 +116,7 @@ static void k30_resources_cfg(int bm, int bn, int swap, const tk_args *a, tk_res
 {
     r->func = a ? k30_func(bm, bn, swap, a->op_a, a->op_b) : k30_func(bm, bn, swap, TK_OP_N, TK_OP_T);
     if (a && a->epi)   /* NULL where the configuration has no such instance (k30_supports_cfg refuses it) */
-        r->func = k30_has_epi(bm, bn, swap) ? K30_SELECT_CFG(k30_epi_kernel, a->op_a, a->op_b, K30_BM, K30_BN)
-                                            : NULL;
+        r->func = k30_has_epi(bm, bn, swap) ? k30_epi_func(a->op_a, a->op_b) : NULL;
     r->threads = K30_THREADS_CFG(bm, swap);
     r->dyn_smem = (size_t)K30_SMEM_CFG(bm, bn, swap);
 }
