@@ -1039,33 +1039,44 @@ static __device__ __forceinline__ void k30_epi_gated_backward(const k30_params *
     }
 }
 
+/* The kinds an instance of k30_epi_transform takes (GATE, a mask): the
+ * plain ones (bias_act, backward), gated_backward, gated. Each arm is
+ * compiled only where it can run: k30_epi_store's chunks take the first
+ * two (k31's the first alone: its consumers, with the cluster's state
+ * live, spilled 12 bytes with a gated arm), k30's gated tiles the third. */
+#define K30_EPI_PLAIN 1
+#define K30_EPI_GBWD 2
+#define K30_EPI_GFWD 4
+
 /* Row and column of the thread's first accumulator, then the kind's pass
  * with its activation (and aux or none) as constants: one branch a tile. */
 template <int BN, int ACT, int GATE>
 static __device__ __forceinline__ void k30_epi_arm(const k30_params *p, float *acc, int row, int col)
 {
-    if (ACT != TK_ACT_NONE && p->epi_kind == TK_EPI_BACKWARD)   /* the backward kinds need an activation */
-        k30_epi_backward<BN, ACT>(p, acc, row, col);
-    else if (GATE && ACT != TK_ACT_NONE && p->epi_kind == TK_EPI_GATED_BACKWARD)
-        k30_epi_gated_backward<BN, ACT>(p, acc, row, col);
-    else if (GATE && ACT != TK_ACT_NONE && p->epi_gated)        /* so does gated */
+    if ((GATE & K30_EPI_GFWD) && ACT != TK_ACT_NONE && p->epi_gated) {   /* gated needs an activation */
         p->epi_aux ? k30_epi_gated<BN, ACT, 1>(p, acc, row, col) : k30_epi_gated<BN, ACT, 0>(p, acc, row, col);
+        return;
+    }
+    if (!(GATE & K30_EPI_PLAIN))
+        return;
+    if (ACT != TK_ACT_NONE && p->epi_kind == TK_EPI_BACKWARD)   /* so do the backward kinds */
+        k30_epi_backward<BN, ACT>(p, acc, row, col);
+    else if ((GATE & K30_EPI_GBWD) && ACT != TK_ACT_NONE && p->epi_kind == TK_EPI_GATED_BACKWARD)
+        k30_epi_gated_backward<BN, ACT>(p, acc, row, col);
     else if (p->epi_aux)
         k30_epi_forward<BN, ACT, 1>(p, acc, row, col);
     else
         k30_epi_forward<BN, ACT, 0>(p, acc, row, col);
 }
 
-/* GATE: the instance takes the gated kinds (k30_wgmma_tma's; k31's not
- * yet: its consumers, with the cluster's state live, spilled 12 bytes with
- * the gated arm). */
-template <int BN, int GATE = 1>
+/* GATE: the kinds this instance takes (K30_EPI_PLAIN, ...). */
+template <int BN, int GATE>
 static __device__ __forceinline__ void k30_epi_transform(const k30_params *p, float *acc, int r0, int c0, int warp,
                                                          int lane)
 {
     const int row = r0 + 16 * warp + (lane >> 2);
     /* c0: the tile's first product column (tn BN); gated, its output's (tn BN / 2) */
-    const int col = (GATE && p->epi_gated ? c0 / 2 : c0) + 2 * (lane & 3);
+    const int col = ((GATE & K30_EPI_GFWD) && p->epi_gated ? c0 / 2 : c0) + 2 * (lane & 3);
     switch (p->epi_act) {
     case TK_ACT_RELU:
         k30_epi_arm<BN, TK_ACT_RELU, GATE>(p, acc, row, col);
@@ -1395,6 +1406,33 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
         }
         if (BN % 32)
             k30_epilogue_direct<BN % 32, GRP>(p, acc + BN / 32 * 16, r0, c0 + BN / 32 * 32, warp, lane, c_at, m_end);
+    }
+}
+
+/* A fused epilogue's tile (the EPI instances, every kind but gated):
+ * k30_epi_transform and the C epilogue 64 columns at a time, in a loop
+ * that is not unrolled, the next chunk's accumulators moved down into
+ * acc[0..31] (96 moves a chunk). Unrolled, the transform of 128
+ * accumulators is 40-50 KB of straight-line code run once a tile, fetched
+ * cold on most tiles: ncu's warp states at 2048 x 3072 x 768 (GPT-2's
+ * bias + GELU, H200) were 41% no_instruction against 8% in the plain
+ * kernel (docs/NOTES.md session 27); a quarter of it, run four times,
+ * stays in the instruction cache. */
+template <int BN, int GATE>
+static __device__ __forceinline__ void k30_epi_store(const k30_params *p, float *acc, int r0, int c0, int warp,
+                                                     int lane, uint32_t ebuf, uint8_t *epp, int bar_id, int *nchunk)
+{
+    static_assert(BN % 64 == 0, "whole 64-column chunks");
+#pragma unroll 1
+    for (int q = 0; q < BN / 64; q++) {
+        k30_epi_transform<64, GATE>(p, acc, r0, c0 + 64 * q, warp, lane);
+        if (p->c_staged)
+            k30_epilogue_staged<64>(p, acc, r0, c0 + 64 * q, warp, lane, ebuf, epp, bar_id, nchunk);
+        else
+            k30_epilogue_direct<64>(p, acc, r0, c0 + 64 * q, warp, lane);
+#pragma unroll
+        for (int i = 0; i < BN / 2 - 32; i++)
+            acc[i] = acc[i + 32];
     }
 }
 #endif

@@ -118,8 +118,14 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
                 }
                 k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, c, K30_CONS(BM, SWAP), tid, 1 + c);
             }
-            if (EPI)   /* the tile's final sum, on its owner */
-                k30_epi_transform<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
+            if constexpr (EPI) {   /* the tile's final sum, on its owner (if constexpr: BN 256 alone) */
+                if (!p.epi_gated) {
+                    k30_epi_store<BN, K30_EPI_PLAIN | K30_EPI_GBWD>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane,
+                                                                    ebuf, epp, 1 + c, &nchunk);
+                    continue;
+                }
+                k30_epi_transform<BN, K30_EPI_GFWD>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
+            }
             if (EPI && p.epi_gated) {   /* a BN / 2-wide tile of D (k30_epi_gated) */
                 if (p.c_staged)
                     k30_epilogue_staged<BN / 2>(&p, acc, tm * BM + 64 * c, tn * (BN / 2), warp, lane, ebuf, epp, 1 + c,

@@ -130,8 +130,11 @@ static __device__ __forceinline__ void k31_run(const k30_params &p)
                 }
                 k30_sk_gather<BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * CONS, tid, 1 + c);
             }
-            if (EPI)   /* the tile's final sum, on its owner */
-                k30_epi_transform<BN, 0>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
+            if constexpr (EPI) {   /* the tile's final sum, on its owner */
+                k30_epi_store<BN, K30_EPI_PLAIN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c,
+                                                 &nchunk);
+                continue;
+            }
             if (p.c_staged)
                 k30_epilogue_staged<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c, &nchunk);
             else
