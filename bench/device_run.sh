@@ -191,6 +191,7 @@ if [ "$PART" = epilogue ]; then
             step "mlp_$w" python3 bench/mlp_bench.py $w --json "$out/mlp_$w.json"
         cat "$out/mlp_$w.log"
     done
+    summary+=("then: python3 bench/mlp_readme.py $out/mlp_linear.json $out/mlp_gated.json $out/mlp_llama.json --readme README.md")
 fi
 if [ "$PART" = handle ]; then
     for t in gpu_test_handle gpu_test_concurrency gpu_test_graph gpu_test_isolation; do

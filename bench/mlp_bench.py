@@ -46,6 +46,7 @@ import argparse
 import copy
 import json
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -305,10 +306,10 @@ def main():
     ap.add_argument("--unfused", action="store_true",
                     help="gated, llama: the gated MLP unfused both ways (GATED_FORWARD, GATED_BACKWARD = False)")
     ap.add_argument("--dram-gbs", type=float, default=0.0, help="gated: the DRAM read GB/s (default: measured)")
-    ap.add_argument("--json", help="every row and figure")
+    ap.add_argument("--json", help="every row and figure, the command and the gated routes (bench/mlp_readme.py writes README.md's section from it)")
     args = ap.parse_args()
+    from tilekit import _torch_fused
     if args.gated_epilogue or args.unfused:
-        from tilekit import _torch_fused
         _torch_fused.GATED_FORWARD = _torch_fused.GATED_BACKWARD = bool(args.gated_epilogue)
     torch.backends.cuda.matmul.allow_tf32 = False
     device = torch.cuda.get_device_name()
@@ -316,7 +317,9 @@ def main():
                                                              tilekit.backend(), os.path.dirname(tilekit.__file__)))
     doc = {"tool": "mlp_bench.py " + args.what, "device": device, "torch": torch.__version__,
            "tilekit": tilekit.__version__, "backend": tilekit.backend(), "samples": args.samples,
-           "l2_flush_bytes": tb.FLUSH_BYTES, "gpu_hold_cycles": tb.HOLD_CYCLES, "tolerance": TOL}
+           "l2_flush_bytes": tb.FLUSH_BYTES, "gpu_hold_cycles": tb.HOLD_CYCLES, "tolerance": TOL,
+           "command": "python3 bench/mlp_bench.py " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
+           "gated_routes": {"forward": _torch_fused.GATED_FORWARD, "backward": _torch_fused.GATED_BACKWARD}}
     try:
         if args.what in ("linear", "gated", "all"):
             flush = tb.flusher()
