@@ -306,7 +306,8 @@ def main():
     ap.add_argument("--unfused", action="store_true",
                     help="gated, llama: the gated MLP unfused both ways (GATED_FORWARD, GATED_BACKWARD = False)")
     ap.add_argument("--dram-gbs", type=float, default=0.0, help="gated: the DRAM read GB/s (default: measured)")
-    ap.add_argument("--json", help="every row and figure, the command and the gated routes (bench/mlp_readme.py writes README.md's section from it)")
+    ap.add_argument("--json", help="every row and figure, the command and the gated routes "
+                                   "(bench/mlp_readme.py writes README.md's section from it)")
     args = ap.parse_args()
     from tilekit import _torch_fused
     if args.gated_epilogue or args.unfused:
