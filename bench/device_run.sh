@@ -37,6 +37,7 @@
 # torch._grouped_mm) and bmm (against torch.bmm) modes; each step stopped
 # after GROUPED_TIMEOUT seconds (default 240).
 # PART=epilogue (not in all): the fused epilogues (issue 39): gpu_test_epilogue,
+# `tilekit fuzz --epilogue all` (400 cases on auto, k01, k30, k31),
 # compute-sanitizer's four tools on its edge shapes through k30, k31 and
 # k01_naive, the torch side's tests (tests/gpu/test_torch.py's issue-39
 # ones), EPI_BENCH lines (`tilekit bench --epilogue ...`, ';'-separated)
@@ -171,6 +172,8 @@ if [ "$PART" = epilogue ]; then
     # --epilogue ...`, ';'-separated) and bench/mlp_bench.py's three tables
     lim=${EPI_TIMEOUT:-300}
     step test_epilogue "$BUILD/tests/gpu_test_epilogue"
+    step fuzz_epilogue "$tk" fuzz --forms epilogue --epilogue all --cases 400 \
+        --kernel auto,k01_naive,k30_wgmma_tma,k31_wgmma_cluster --json "$out/fuzz_epilogue.json"
     for tool in memcheck racecheck initcheck synccheck; do
         TK_EPI_KERNELS=k30_wgmma_tma,k31_wgmma_cluster,k01_naive step "sanitize-epilogue-$tool" \
             compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/gpu_test_epilogue" shapes

@@ -67,6 +67,7 @@ typedef struct opts {
     int vs_dense;               /* bench --vs-dense */
     int64_t *sizes;             /* the groups' sizes (--seed decides skewed's order) */
     const char *forms;          /* fuzz --forms LIST as given */
+    const char *fuzz_epi;       /* fuzz --epilogue KIND|all as given */
     /* verify and bench: a fused epilogue (tilekit.h's tk_gemm_desc version 3) */
     tk_lab_epi epi;             /* kind TK_EPI_NONE: none */
     const char *epi_flag;       /* the last epilogue option given (checked against --epilogue) */
@@ -135,7 +136,10 @@ static void print_help(const char *cmd)
                "                               cublas, the yardstick of verify)\n"
                "  --max-size N                 M, N and K at most (1..%d, default %d)\n"
                "  --max-volume V               M*N*K at most (default %lld)\n"
-               "  --forms LIST                 which cases run: dense,batched,grouped (default all three)\n"
+               "  --forms LIST                 which cases run: dense,batched,grouped,epilogue (default the\n"
+               "                               first three)\n"
+               "  --epilogue KIND|all          add epilogue cases (bias_act, gated, backward, gated_backward,\n"
+               "                               or all of them)\n"
                "  --json FILE                  also write the counts and the first failures there\n"
                "Each case draws M, N, K (tile multiples and one off them, primes, small values; most\n"
                "small or medium), ops, layout, type of C, alpha and beta (0 included: C then starts as\n"
@@ -153,6 +157,11 @@ static void print_help(const char *cmd)
                "batched products; random inputs against the fp64 reference per group, and C where no\n"
                "group owns it must keep its poison. Its replay is --case gI, e.g.\n"
                "  tilekit fuzz --seed 1 --case g4 --kernel auto\n"
+               "Epilogue cases (--epilogue, or epilogue in --forms) come from a third stream, after dense\n"
+               "case 1, 5, 9, ...: a kind, its activation, bias (none, per column or row, fp32 or bf16),\n"
+               "aux, D apart, bias_grad, the gated up half, ops, padding, alpha and beta, as `verify\n"
+               "--epilogue` checks them (fp64 reference of D, aux and bias_grad, NaN-poisoned outputs,\n"
+               "guard bands); a kernel without the case's epilogue skips it. Replay: --case eI.\n"
                "exit status: 0 no failures, 1 a failure or no GPU, 2 bad arguments\n",
                TK_LAB_FUZZ_CASES, TK_LAB_FUZZ_MAX_SIZE, TK_LAB_FUZZ_MAX_SIZE, (long long)TK_LAB_FUZZ_MAX_VOLUME);
         return;
@@ -513,7 +522,7 @@ static const struct flag { const char *name; int group, has_val; } flags[] = {
     { "--vs", F_PROFILE, 1 }, { "--metrics", F_PROFILE, 0 }, { "--calls", F_LAUNCH, 1 },
     { "--batch", F_GROUP, 1 }, { "--groups", F_GROUP, 1 }, { "--group-kind", F_GROUP, 1 },
     { "--stride-a", F_GROUP, 1 }, { "--stride-b", F_GROUP, 1 }, { "--vs-dense", F_BENCH, 0 },
-    { "--forms", F_FUZZ, 1 }, { "--epilogue", F_EPI, 1 }, { "--act", F_EPI, 1 }, { "--bias", F_EPI, 1 },
+    { "--forms", F_FUZZ, 1 }, { "--epilogue", F_EPI | F_FUZZ, 1 }, { "--act", F_EPI, 1 }, { "--bias", F_EPI, 1 },
     { "--bias-type", F_EPI, 1 }, { "--d", F_EPI, 0 }, { "--aux", F_EPI, 0 }, { "--bias-grad", F_EPI, 0 },
     { "--up", F_EPI, 1 },
 };
@@ -669,10 +678,12 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
         rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.cases);
         o->cases_given = 1;
     } else if (!strcmp(name, "--case")) {
-        /* gI: batched or grouped case I (their own stream) */
+        /* gI: batched or grouped case I, eI: epilogue case I (their own streams) */
         o->fuzz.only_many = val[0] == 'g';
-        rc = parse_range(o->fuzz.only_many ? "--case (after g)" : name, val + o->fuzz.only_many, 0,
-                         INT64_C(1) << 62, &o->fuzz.only_case);
+        o->fuzz.only_epi = val[0] == 'e';
+        const int skip = o->fuzz.only_many || o->fuzz.only_epi;
+        rc = parse_range(o->fuzz.only_many ? "--case (after g)" : o->fuzz.only_epi ? "--case (after e)" : name,
+                         val + skip, 0, INT64_C(1) << 62, &o->fuzz.only_case);
         o->case_given = 1;
     } else if (!strcmp(name, "--max-size"))
         rc = parse_range(name, val, 1, TK_LAB_FUZZ_MAX_SIZE, &o->fuzz.gen.max_size);
@@ -697,6 +708,8 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
     } else if (!strcmp(name, "--metrics")) o->list_metrics = 1;
     else if (!strcmp(name, "--calls"))
         rc = parse_range(name, val, 1, 1000, &o->calls);
+    else if (!strcmp(name, "--epilogue") && !strcmp(o->cmd, "fuzz"))
+        o->fuzz_epi = val;
     else if (!strncmp(name, "--epilogue", 10) || !strncmp(name, "--act", 5) || !strncmp(name, "--bias", 6) ||
              !strcmp(name, "--d") || !strcmp(name, "--aux") || !strcmp(name, "--up"))
         rc = apply_epi_flag(o, name, val);
@@ -723,6 +736,13 @@ static int fuzz_args(opts *o)
     char why[TK_LAB_MSG_LEN];
     if (o->forms && tk_lab_fuzz_parse_forms(o->forms, &f->forms, why, sizeof why))
         return bad("%s", why);
+    if (o->fuzz_epi) {
+        const int kind = strcmp(o->fuzz_epi, "all") ? tk_lab_epi_kind_parse(o->fuzz_epi) : TK_EPI_NONE;
+        if (kind < 0 || (kind == TK_EPI_NONE && strcmp(o->fuzz_epi, "all")))
+            return bad("--epilogue: '%s' is not bias_act, gated, backward, gated_backward or all", o->fuzz_epi);
+        f->epi_kind = kind;
+        f->forms |= TK_LAB_FORM_EPILOGUE;
+    }
     if (tk_lab_fuzz_check(f, why, sizeof why))
         return bad("%s", why);
     return 0;

@@ -806,8 +806,12 @@ int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, d
 #define TK_LAB_FUZZ_GROUPS 16                       /* groups of a many case at most */
 #define TK_LAB_FUZZ_MANY_VOLUME (INT64_C(1) << 26)  /* flops / 2 of a many case at most (the reference is on the CPU) */
 
-/* --forms: which kinds of case run. */
-enum { TK_LAB_FORM_DENSE = 1, TK_LAB_FORM_BATCHED = 2, TK_LAB_FORM_GROUPED = 4, TK_LAB_FORM_ALL = 7 };
+/* --forms: which kinds of case run; ALL, the default, is the first three
+ * (epilogue cases come with --forms ...,epilogue or --epilogue). */
+enum {
+    TK_LAB_FORM_DENSE = 1, TK_LAB_FORM_BATCHED = 2, TK_LAB_FORM_GROUPED = 4, TK_LAB_FORM_ALL = 7,
+    TK_LAB_FORM_EPILOGUE = 8, TK_LAB_FORM_ANY = 15
+};
 
 typedef struct tk_lab_fuzz_params {
     int64_t max_size;           /* 1..TK_LAB_FUZZ_MAX_SIZE */
@@ -839,6 +843,15 @@ typedef struct tk_lab_fuzz_gcase {
     int64_t sizes[TK_LAB_FUZZ_GROUPS];
 } tk_lab_fuzz_gcase;
 
+/* An epilogue case of the fuzzer (a stream of its own: "--case eI"): a
+ * row-major problem with a fused epilogue, as verify --epilogue runs it. */
+typedef struct tk_lab_fuzz_ecase {
+    uint64_t seed;              /* the run's seed and the case's index in the epilogue stream */
+    int64_t index;
+    tk_lab_case c;              /* c.seed: the inputs' stream */
+    tk_lab_epi e;
+} tk_lab_fuzz_ecase;
+
 /* Case `index` of stream `seed`: M, N, K in 1..max_size (small values,
  * multiples of 8..256 and one off them, primes, log-uniform), M*N*K <=
  * max_volume; every op, layout and type of C; alpha, beta from {0, 1, -1,
@@ -862,8 +875,20 @@ void tk_lab_fuzz_gcase_gen(const tk_lab_fuzz_params *p, unsigned forms, uint64_t
                            tk_lab_fuzz_gcase *g);
 /* g's case as verify takes it; g->sizes point into f, which must outlive it. */
 void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g);
-/* --forms LIST ("dense,batched,grouped", any of them, comma-separated)
- * into TK_LAB_FORM_* bits. 0, or -1 with why naming --forms. */
+/* Epilogue case `index` of stream `seed`: a kind (any, or `kind` when it
+ * is one: tk_epilogue_kind), an activation (not none where the kind needs
+ * one), a bias (none, per column or per row, fp32 or bf16; none for the
+ * backward kinds), aux, D apart, bias_grad (backward kinds), the up half
+ * (gated), ops, the type of D, padding, alpha, beta (0 for
+ * gated_backward); M, N, K as the dense cases draw them within max_size
+ * and 1024 (N even for the gated kinds), M * N * K within max_volume and
+ * TK_LAB_FUZZ_MANY_VOLUME: every case a valid one, which auto-dispatch must
+ * run. */
+void tk_lab_fuzz_ecase_gen(const tk_lab_fuzz_params *p, int kind, uint64_t seed, int64_t index,
+                           tk_lab_fuzz_ecase *x);
+/* --forms LIST ("dense,batched,grouped,epilogue", any of them,
+ * comma-separated) into TK_LAB_FORM_* bits. 0, or -1 with why naming
+ * --forms. */
 int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t len);
 
 typedef struct tk_lab_fuzz_opts {
@@ -876,6 +901,8 @@ typedef struct tk_lab_fuzz_opts {
     FILE *log;                  /* failure lines go here (NULL: nowhere) */
     unsigned forms;             /* TK_LAB_FORM_* bits (default all): which kinds of case run */
     int only_many;              /* with only_case >= 0: replay many case only_case (--case gI) */
+    int only_epi;               /* with only_case >= 0: replay epilogue case only_case (--case eI) */
+    int epi_kind;               /* epilogue cases: this tk_epilogue_kind only (--epilogue KIND); 0: any */
 } tk_lab_fuzz_opts;
 
 typedef struct tk_lab_fuzz_stat {
@@ -890,14 +917,17 @@ typedef struct tk_lab_fuzz_stat {
 typedef struct tk_lab_fuzz_failure {
     char kernel[80];            /* "auto -> k30_wgmma_tma" for auto-dispatch */
     int many;                   /* 1: a batched or grouped case (g), else the dense case c */
+    int epi;                    /* 1: an epilogue case (e) */
     tk_lab_fuzz_case c;
     tk_lab_fuzz_gcase g;
+    tk_lab_fuzz_ecase e;
     char what[TK_LAB_MSG_LEN];
 } tk_lab_fuzz_failure;
 
 typedef struct tk_lab_fuzz_summary {
     int64_t cases;              /* dense cases run */
     int64_t many;               /* batched and grouped cases run */
+    int64_t epi;                /* epilogue cases run */
     tk_lab_fuzz_stat total;     /* name "" */
     int nkernels;
     tk_lab_fuzz_stat kernel[TK_LAB_FUZZ_KERNELS];
@@ -919,6 +949,7 @@ int tk_lab_fuzz_check(const tk_lab_fuzz_opts *o, char *why, size_t len);
  * and --forms where they are not the defaults); many: "--case gI". */
 void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 void tk_lab_fuzz_replay_many(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
+void tk_lab_fuzz_replay_epi(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 /* Runs the cases of o; each failure is one line on o->log with its replay
  * command. TK_SUCCESS when the cases ran (failures or not: see s); the
  * check's TK_ERR_INVALID_VALUE, TK_ERR_NO_DEVICE and the like with why

@@ -345,7 +345,51 @@ void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g)
         g->sizes = f->sizes;
 }
 
-static const char *const form_names[] = { "dense", "batched", "grouped" };
+void tk_lab_fuzz_ecase_gen(const tk_lab_fuzz_params *p, int kind, uint64_t seed, int64_t index,
+                           tk_lab_fuzz_ecase *x)
+{
+    /* a stream of its own ("epi"): the other cases' draws stay as they were */
+    fuzz_rng r = { tk_lab_mix64(tk_lab_mix64(seed ^ 0x657069ull) + (uint64_t)index) };
+    memset(x, 0, sizeof *x);
+    x->seed = seed;
+    x->index = index;
+    tk_lab_epi *e = &x->e;
+    e->kind = kind >= TK_EPI_BIAS_ACT && kind <= TK_EPI_GATED_BACKWARD ? kind
+                                                                        : TK_EPI_BIAS_ACT + (int)rng_below(&r, 4);
+    const int backward = e->kind == TK_EPI_BACKWARD || e->kind == TK_EPI_GATED_BACKWARD;
+    /* bias_act alone takes no activation; the others need one */
+    e->act = e->kind == TK_EPI_BIAS_ACT ? (int)rng_below(&r, 5) : 1 + (int)rng_below(&r, 4);
+    e->bias = backward ? 0 : (int)rng_below(&r, 3);
+    e->bias_bf16 = e->bias && rng_below(&r, 2);
+    e->d_apart = (int)rng_below(&r, 2);
+    e->aux = backward || rng_below(&r, 2);
+    e->bias_grad = backward && rng_below(&r, 2);
+    e->up_split = e->kind == TK_EPI_GATED && rng_below(&r, 2);
+    tk_lab_case *c = &x->c;
+    c->layout = TK_ROW_MAJOR;      /* tilekit.h: the epilogues are row-major */
+    c->op_a = (tk_op)rng_below(&r, 2);
+    c->op_b = (tk_op)rng_below(&r, 2);
+    c->out = (tk_dtype)rng_below(&r, 2);
+    c->pad = (int)rng_below(&r, 2);
+    c->alpha = draw_alpha(&r, 0);
+    c->beta = e->kind == TK_EPI_GATED_BACKWARD ? 0.0f : draw_beta(&r, 0);
+    /* the reference is the whole of D on the CPU: sizes as the many cases' */
+    tk_lab_fuzz_params q = *p;
+    if (q.max_size > 1024)
+        q.max_size = 1024;
+    if (q.max_volume > TK_LAB_FUZZ_MANY_VOLUME)
+        q.max_volume = TK_LAB_FUZZ_MANY_VOLUME;
+    int64_t dim[3];
+    draw_dims(&r, &q, dim);
+    c->m = dim[0];
+    c->n = dim[1];
+    c->k = dim[2];
+    if (e->kind == TK_EPI_GATED && c->n % 2)   /* N even: its gate and up halves */
+        c->n = c->n > 1 ? c->n - 1 : 2;
+    c->seed = rng_next(&r);
+}
+
+static const char *const form_names[] = { "dense", "batched", "grouped", "epilogue" };
 
 int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t len)
 {
@@ -353,12 +397,12 @@ int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t
     for (const char *at = list;; at++) {
         const size_t n = strcspn(at, ",");
         unsigned bit = 0;
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             if (n == strlen(form_names[i]) && !strncmp(at, form_names[i], n))
                 bit = 1u << i;
         if (!bit) {
-            snprintf(why, len, "--forms: '%.*s' in '%s' is not dense, batched or grouped (expected a comma-separated "
-                     "list of them)", (int)n, at, list);
+            snprintf(why, len, "--forms: '%.*s' in '%s' is not dense, batched, grouped or epilogue (expected a "
+                     "comma-separated list of them)", (int)n, at, list);
             return -1;
         }
         *forms |= bit;
@@ -426,13 +470,24 @@ int tk_lab_fuzz_check(const tk_lab_fuzz_opts *o, char *why, size_t len)
         snprintf(why, len, "--case: %lld is negative", (long long)o->only_case);
         return -1;
     }
-    if (!o->forms || (o->forms & ~(unsigned)TK_LAB_FORM_ALL)) {
-        snprintf(why, len, "--forms: no form (expected dense, batched or grouped)");
+    if (!o->forms || (o->forms & ~(unsigned)TK_LAB_FORM_ANY)) {
+        snprintf(why, len, "--forms: no form (expected dense, batched, grouped or epilogue)");
         return -1;
     }
-    if (o->only_case >= 0 && !o->only_many && !(o->forms & TK_LAB_FORM_DENSE)) {
+    if (o->only_case >= 0 && !o->only_many && !o->only_epi && !(o->forms & TK_LAB_FORM_DENSE)) {
         snprintf(why, len, "--case %lld replays a dense case, which --forms leaves out (a batched or grouped case "
-                 "is --case g%lld)", (long long)o->only_case, (long long)o->only_case);
+                 "is --case g%lld, an epilogue case --case e%lld)", (long long)o->only_case, (long long)o->only_case,
+                 (long long)o->only_case);
+        return -1;
+    }
+    if (o->only_epi && !(o->forms & TK_LAB_FORM_EPILOGUE)) {
+        snprintf(why, len, "--case e%lld replays an epilogue case: add --forms ...,epilogue or --epilogue",
+                 (long long)o->only_case);
+        return -1;
+    }
+    if (o->epi_kind < 0 || o->epi_kind > TK_EPI_GATED_BACKWARD) {
+        snprintf(why, len, "--epilogue: kind %d is not one of tilekit.h's (1..%d)", o->epi_kind,
+                 TK_EPI_GATED_BACKWARD);
         return -1;
     }
     if (o->only_many && !(o->forms & (TK_LAB_FORM_BATCHED | TK_LAB_FORM_GROUPED))) {
@@ -483,10 +538,12 @@ static void replay(const tk_lab_fuzz_opts *o, const char *prefix, int64_t index,
         appendf(buf, len, " --max-volume %lld", (long long)o->gen.max_volume);
     if (o->forms != TK_LAB_FORM_ALL) {
         appendf(buf, len, " --forms ");
-        for (int i = 0, n = 0; i < 3; i++)
+        for (int i = 0, n = 0; i < 4; i++)
             if (o->forms & (1u << i))
                 appendf(buf, len, "%s%s", n++ ? "," : "", form_names[i]);
     }
+    if (o->epi_kind)
+        appendf(buf, len, " --epilogue %s", tk_lab_epi_kind_name(o->epi_kind));
 }
 
 void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len)
@@ -497,6 +554,11 @@ void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *ke
 void tk_lab_fuzz_replay_many(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len)
 {
     replay(o, "g", index, kernel, buf, len);
+}
+
+void tk_lab_fuzz_replay_epi(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len)
+{
+    replay(o, "e", index, kernel, buf, len);
 }
 
 /* ---- the engine ---- */
@@ -1046,6 +1108,77 @@ static tk_status run_many(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index,
     return TK_SUCCESS;
 }
 
+/* What an epilogue verdict found wrong, in words ("" if nothing). */
+static void describe_epi(const tk_lab_epi_result *r, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (r->outcome < 0 || r->outcome == 2) {   /* an error, or a refusal of a valid case */
+        appendf(buf, len, "%s: %s", r->outcome < 0 ? "error" : "refused", r->msg);
+        return;
+    }
+    const char *const names[] = { "D", "aux", "bias_grad" };
+    const tk_lab_epi_cmp *const parts[] = { &r->d, &r->aux, &r->grad };
+    for (int i = 0; i < 3; i++)
+        if (parts[i]->over)
+            appendf(buf, len, "%s%s: %lld of %lld off the fp64 reference, first (%lld, %lld): %.6g, want %.6g +- %.3g",
+                    *buf ? "; " : "", names[i], (long long)parts[i]->over, (long long)parts[i]->checked,
+                    (long long)parts[i]->bad_row, (long long)parts[i]->bad_col, parts[i]->bad_got,
+                    parts[i]->bad_want, parts[i]->bad_tol);
+    if (r->guard_writes)
+        appendf(buf, len, "%s%lld writes where nothing may be written, first at %s", *buf ? "; " : "",
+                (long long)r->guard_writes, r->guard_where);
+}
+
+/* Epilogue case `index` on every subject (verify --epilogue's check: fp64
+ * reference of D, aux and bias_grad, NaN-poisoned outputs, guard bands). A
+ * kernel without the case's epilogue refuses it (skipped); auto-dispatch
+ * and every kernel must take a valid case (a TK_ERR_INVALID_VALUE is a
+ * failure). A status other than TK_SUCCESS ends the run. */
+static tk_status run_epi(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index, tk_lab_fuzz_summary *s)
+{
+    tk_lab_fuzz_ecase f;
+    tk_lab_fuzz_ecase_gen(&o->gen, o->epi_kind, o->seed, index, &f);
+    char why[TK_LAB_MSG_LEN / 2], what[TK_LAB_MSG_LEN], cname[256], epi[128], replay[256], id[32];
+    tk_status st = open_many(x, why, sizeof why);
+    if (st != TK_SUCCESS) {
+        snprintf(s->error, sizeof s->error, "case e%lld: %s", (long long)index, why);
+        return st;
+    }
+    s->epi++;
+    tk_lab_case_name(&f.c, cname, sizeof cname);
+    tk_lab_epi_name(&f.e, epi, sizeof epi);
+    appendf(cname, sizeof cname, " | %s", epi);
+    snprintf(id, sizeof id, "e%lld", (long long)index);
+    for (int ki = 0; ki < x->nnames; ki++) {
+        const char *name = x->names[ki];
+        tk_lab_epi_result r;
+        tk_lab_epi_verify_run(x->v, name, &f.c, &f.e, &r);
+        if (r.outcome == 2 && r.status == TK_ERR_NOT_SUPPORTED && strcmp(name, "auto")) {
+            s->kernel[ki].skipped++;
+            s->total.skipped++;
+            continue;
+        }
+        s->kernel[ki].checked++;
+        s->total.checked++;
+        describe_epi(&r, what, sizeof what);
+        if (!what[0])
+            continue;
+        tk_lab_fuzz_replay_epi(o, index, name, replay, sizeof replay);
+        tk_lab_fuzz_failure *kept = note_failure(o, s, ki, name, id, cname, what, replay);
+        if (kept) {
+            kept->epi = 1;
+            kept->e = f;
+        }
+        cudaError_t e = cudaDeviceSynchronize();
+        if (e != cudaSuccess) {
+            snprintf(s->error, sizeof s->error, "case e%lld, kernel %s: CUDA error: %s", (long long)index, name,
+                     cudaGetErrorString(e));
+            return TK_ERR_CUDA;
+        }
+    }
+    return TK_SUCCESS;
+}
+
 static double now_s(void)
 {
     struct timespec t;
@@ -1077,9 +1210,12 @@ tk_status tk_lab_fuzz_run(const tk_lab_fuzz_opts *o, tk_lab_fuzz_summary *s, cha
         snprintf(s->error, sizeof s->error, "%s", why);
     const double t0 = now_s();
     const int dense = o->forms & TK_LAB_FORM_DENSE, many = o->forms & (TK_LAB_FORM_BATCHED | TK_LAB_FORM_GROUPED);
+    const int epi = o->forms & TK_LAB_FORM_EPILOGUE;
     for (int64_t i = o->only_case >= 0 ? o->only_case : 0; st == TK_SUCCESS && more_cases(o, i, t0); i++) {
         tk_lab_fuzz_case c;
-        if (o->only_case >= 0 && o->only_many) {   /* --case gI */
+        if (o->only_case >= 0 && o->only_epi) {   /* --case eI */
+            st = run_epi(&x, o, i, s);
+        } else if (o->only_case >= 0 && o->only_many) {   /* --case gI */
             st = run_many(&x, o, i, s);
         } else if (dense) {
             tk_lab_fuzz_case_gen(&o->gen, o->seed, i, &c);
@@ -1088,6 +1224,9 @@ tk_status tk_lab_fuzz_run(const tk_lab_fuzz_opts *o, tk_lab_fuzz_summary *s, cha
         /* many case i / 4 after dense case i = 3, 7, ... (case i without dense cases) */
         if (st == TK_SUCCESS && many && o->only_case < 0 && (!dense || i % 4 == 3))
             st = run_many(&x, o, dense ? i / 4 : i, s);
+        /* epilogue case i / 4 after dense case i = 1, 5, ... (case i without dense cases) */
+        if (st == TK_SUCCESS && epi && o->only_case < 0 && (!dense || i % 4 == 1))
+            st = run_epi(&x, o, dense ? i / 4 : i, s);
         if (st != TK_SUCCESS)
             snprintf(why, len, "%s", s->error);
     }
@@ -1115,9 +1254,11 @@ void tk_lab_fuzz_print_summary(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_
         snprintf(largest, sizeof largest, "%lldx%lldx%lld (case %lld)", (long long)s->largest.m,
                  (long long)s->largest.n, (long long)s->largest.k, (long long)s->largest.index);
     const tk_lab_fuzz_stat *t = &s->total;
-    char many[64] = "";
+    char many[96] = "";
     if (s->many)
         snprintf(many, sizeof many, " + %lld batched/grouped", (long long)s->many);
+    if (s->epi)
+        appendf(many, sizeof many, " + %lld epilogue", (long long)s->epi);
     fprintf(f, "fuzz: seed %llu, %lld cases%s in %.1f s: %lld kernel-cases checked (%lld exact), %lld skipped "
                "(refused), %lld capped (slow), %lld failures; largest problem %s\n",
             (unsigned long long)o->seed, (long long)s->cases, many, s->seconds, (long long)t->checked,
@@ -1152,13 +1293,26 @@ static void json_gcase(FILE *f, const tk_lab_fuzz_gcase *x)
     tk_lab_json_str(f, name);
 }
 
+/* An epilogue case: "epilogue":true, its index in the epilogue stream. */
+static void json_ecase(FILE *f, const tk_lab_fuzz_ecase *x)
+{
+    char name[256], epi[128];
+    tk_lab_case_name(&x->c, name, sizeof name);
+    tk_lab_epi_name(&x->e, epi, sizeof epi);
+    appendf(name, sizeof name, " | %s", epi);
+    fprintf(f, "\"case\":%lld,\"epilogue\":true,\"m\":%lld,\"n\":%lld,\"k\":%lld,\"problem\":",
+            (long long)x->index, (long long)x->c.m, (long long)x->c.n, (long long)x->c.k);
+    tk_lab_json_str(f, name);
+}
+
 int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz_summary *s)
 {
     fprintf(f, "{\"tool\":\"tilekit fuzz\",\"version\":\"%d.%d.%d\",\"seed\":%llu,\"max_size\":%lld,"
-               "\"max_volume\":%lld,\"cases\":%lld,\"many_cases\":%lld,\"seconds\":%.3f,",
+               "\"max_volume\":%lld,\"cases\":%lld,\"many_cases\":%lld,\"epilogue_cases\":%lld,"
+               "\"seconds\":%.3f,",
             TILEKIT_VERSION_MAJOR, TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH, (unsigned long long)o->seed,
             (long long)o->gen.max_size, (long long)o->gen.max_volume, (long long)s->cases, (long long)s->many,
-            s->seconds);
+            (long long)s->epi, s->seconds);
     json_stat(f, &s->total);
     fputs(",\"largest\":", f);
     if (s->largest.index >= 0) {
@@ -1188,14 +1342,18 @@ int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz
         /* the replay names the subject, "auto" for "auto -> kNN" */
         snprintf(subject, sizeof subject, "%s", x->kernel);
         subject[strcspn(subject, " ")] = '\0';
-        if (x->many)
+        if (x->epi)
+            tk_lab_fuzz_replay_epi(o, x->e.index, subject, replay, sizeof replay);
+        else if (x->many)
             tk_lab_fuzz_replay_many(o, x->g.index, subject, replay, sizeof replay);
         else
             tk_lab_fuzz_replay(o, x->c.index, subject, replay, sizeof replay);
         fprintf(f, "%s\n {\"kernel\":", i ? "," : "");
         tk_lab_json_str(f, x->kernel);
         fputc(',', f);
-        if (x->many)
+        if (x->epi)
+            json_ecase(f, &x->e);
+        else if (x->many)
             json_gcase(f, &x->g);
         else
             json_case(f, &x->c);

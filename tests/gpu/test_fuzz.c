@@ -1,7 +1,9 @@
 /* test_fuzz.c - a short fuzz run on the GPU: 300 cases of a fixed seed, M,
  * N, K up to 1300 and M*N*K up to 2^26, on auto-dispatch and every kernel
- * (cuBLAS excepted), and the 75 batched and grouped cases that come with
- * them (added with issue 38's lab part, not yet run on a GPU). No kernel
+ * (cuBLAS excepted), the 75 batched and grouped cases that come with
+ * them (issue 38) and the 75 epilogue cases (issue 39: every kind, checked
+ * as verify --epilogue checks; the kernels without that epilogue skip
+ * them; not yet run on a GPU). No kernel
  * may fail a case, and auto-dispatch and each
  * Hopper kernel must have run exact (small-integer, bit-for-bit) cases, so
  * the run cannot pass by refusing everything. Expected to take about 10 s
@@ -63,11 +65,12 @@ static void test_exact_cases_ran(void)
         CHECK(k->exact >= 10 && k->checked - k->exact >= 10, "%s ran %lld exact and %lld random cases", must[i],
               (long long)k->exact, (long long)(k->checked - k->exact));
     }
-    /* and the batched and grouped cases after every 4th dense one (their own stream) */
+    /* and the batched, grouped and epilogue cases after every 4th dense one (their own streams) */
     const tk_lab_fuzz_stat *a = stat_of("auto");
     CHECK(sum.many == CASES / 4, "%lld batched and grouped cases (expected %d)", (long long)sum.many, CASES / 4);
-    CHECK(a && a->checked == CASES + sum.many, "auto-dispatch ran %lld of %lld cases", a ? (long long)a->checked : 0ll,
-          (long long)(CASES + sum.many));
+    CHECK(sum.epi == CASES / 4, "%lld epilogue cases (expected %d)", (long long)sum.epi, CASES / 4);
+    CHECK(a && a->checked == CASES + sum.many + sum.epi, "auto-dispatch ran %lld of %lld cases",
+          a ? (long long)a->checked : 0ll, (long long)(CASES + sum.many + sum.epi));
 }
 
 void tk_tests(void)
@@ -77,6 +80,7 @@ void tk_tests(void)
     opts.cases = CASES;
     opts.gen.max_size = 1300;
     opts.gen.max_volume = (int64_t)1 << 26;
+    opts.forms = TK_LAB_FORM_ALL | TK_LAB_FORM_EPILOGUE;
     char why[TK_LAB_MSG_LEN];
     tk_status st = tk_lab_fuzz_run(&opts, &sum, why, sizeof why);
     if (st == TK_ERR_NO_DEVICE) {

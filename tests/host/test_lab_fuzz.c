@@ -375,10 +375,12 @@ static void test_forms(void)
     unsigned f = 0;
     CHECK(!tk_lab_fuzz_parse_forms("dense,batched,grouped", &f, why, sizeof why) && f == TK_LAB_FORM_ALL, "all");
     CHECK(!tk_lab_fuzz_parse_forms("grouped", &f, why, sizeof why) && f == TK_LAB_FORM_GROUPED, "grouped");
+    CHECK(!tk_lab_fuzz_parse_forms("dense,epilogue", &f, why, sizeof why) &&
+              f == (TK_LAB_FORM_DENSE | TK_LAB_FORM_EPILOGUE), "dense,epilogue");
     static const char *const bad[] = { "", "dense,", ",dense", "dense,,grouped", "Dense", "batch", "dense grouped" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(tk_lab_fuzz_parse_forms(bad[i], &f, why, sizeof why) == -1 && strstr(why, "--forms:") &&
-                  strstr(why, "is not dense, batched or grouped"),
+                  strstr(why, "is not dense, batched, grouped or epilogue"),
               "'%s': %s", bad[i], why);
     tk_lab_fuzz_opts o;
     tk_lab_fuzz_defaults(&o);
@@ -393,6 +395,15 @@ static void test_forms(void)
           "%s", why);
     o.forms = 0;
     CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, "--forms"), "no forms: %s", why);
+    o.only_many = 0;
+    o.only_epi = 1;
+    o.forms = TK_LAB_FORM_ALL;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, "--case e3 replays an epilogue case"), "%s",
+          why);
+    o.forms = TK_LAB_FORM_EPILOGUE;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == 0, "--case e3 --forms epilogue: %s", why);
+    o.epi_kind = 9;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, "--epilogue"), "kind 9: %s", why);
     char buf[256];
     tk_lab_fuzz_defaults(&o);
     o.seed = 9;
@@ -402,6 +413,78 @@ static void test_forms(void)
     tk_lab_fuzz_replay_many(&o, 4, "k01_naive", buf, sizeof buf);
     CHECK(!strcmp(buf, "tilekit fuzz --seed 9 --case g4 --kernel k01_naive --forms dense,grouped"), "replay '%s'",
           buf);
+    o.forms = TK_LAB_FORM_ALL | TK_LAB_FORM_EPILOGUE;
+    o.epi_kind = TK_EPI_GATED;
+    tk_lab_fuzz_replay_epi(&o, 7, "auto", buf, sizeof buf);
+    CHECK(!strcmp(buf, "tilekit fuzz --seed 9 --case e7 --kernel auto --forms dense,batched,grouped,epilogue "
+                       "--epilogue gated"), "replay '%s'", buf);
+}
+
+/* Epilogue cases: deterministic, a stream of their own, every one valid by
+ * tilekit.h's rules (an activation where the kind needs one, no bias on the
+ * backward kinds, N even for gated, beta 0 for gated_backward, row-major),
+ * within the sizes, and over many draws every kind, activation, bias form
+ * and option; --epilogue KIND draws that kind alone. */
+static void test_epi_cases(void)
+{
+    int kinds[5] = { 0 }, acts[5] = { 0 }, bias[3] = { 0 }, b16 = 0, apart = 0, aux = 0, grad = 0, split = 0;
+    int beta = 0, pad = 0, opa = 0, opb = 0, bf16 = 0, bad = 0;
+    for (int64_t i = 0; i < NCASES; i++) {
+        tk_lab_fuzz_ecase x, y;
+        tk_lab_fuzz_ecase_gen(&defaults, 0, 3, i, &x);
+        tk_lab_fuzz_ecase_gen(&defaults, 0, 3, i + 7000, &y);
+        tk_lab_fuzz_ecase_gen(&defaults, 0, 3, i, &y);
+        CHECK(!memcmp(&x, &y, sizeof x), "epilogue case %lld differs between two draws", (long long)i);
+        const tk_lab_epi *e = &x.e;
+        const tk_lab_case *c = &x.c;
+        const int backward = e->kind == TK_EPI_BACKWARD || e->kind == TK_EPI_GATED_BACKWARD;
+        bad += e->kind < TK_EPI_BIAS_ACT || e->kind > TK_EPI_GATED_BACKWARD;
+        bad += e->act < TK_ACT_NONE || e->act > TK_ACT_SILU || (e->kind != TK_EPI_BIAS_ACT && e->act == TK_ACT_NONE);
+        bad += (backward && (e->bias || !e->aux)) || (!backward && e->bias_grad);
+        bad += e->kind == TK_EPI_GATED && c->n % 2;
+        bad += e->kind == TK_EPI_GATED_BACKWARD && c->beta != 0.0f;
+        bad += e->up_split && e->kind != TK_EPI_GATED;
+        bad += c->layout != TK_ROW_MAJOR || c->m < 1 || c->n < 1 || c->k < 1 || c->m > 1024 || c->n > 1024 ||
+               c->k > 1024 || c->m * c->n * c->k > TK_LAB_FUZZ_MANY_VOLUME;
+        CHECK(!bad, "epilogue case %lld invalid: kind %d act %d bias %d aux %d grad %d up %d %lldx%lldx%lld beta %g",
+              (long long)i, e->kind, e->act, e->bias, e->aux, e->bias_grad, e->up_split, (long long)c->m,
+              (long long)c->n, (long long)c->k, c->beta);
+        bad = 0;
+        kinds[e->kind]++;
+        acts[e->act]++;
+        bias[e->bias]++;
+        b16 += e->bias_bf16;
+        apart += e->d_apart;
+        aux += e->aux && !backward;
+        grad += e->bias_grad;
+        split += e->up_split;
+        beta += c->beta != 0.0f;
+        pad += c->pad;
+        opa += c->op_a == TK_OP_T;
+        opb += c->op_b == TK_OP_T;
+        bf16 += c->out == TK_BF16;
+    }
+    for (int k = TK_EPI_BIAS_ACT; k <= TK_EPI_GATED_BACKWARD; k++)
+        CHECK(kinds[k] > NCASES / 8, "kind %s drawn %d times of %d", tk_lab_epi_kind_name(k), kinds[k], NCASES);
+    for (int a = TK_ACT_NONE; a <= TK_ACT_SILU; a++)
+        /* none: bias_act's alone */
+        CHECK(acts[a] > NCASES / 40, "activation %s drawn %d times", tk_lab_act_name(a), acts[a]);
+    CHECK(bias[1] > NCASES / 10 && bias[2] > NCASES / 10 && b16 > NCASES / 10, "bias: %d col, %d row, %d bf16",
+          bias[1], bias[2], b16);
+    CHECK(apart > NCASES / 5 && aux > NCASES / 10 && grad > NCASES / 10 && split > NCASES / 20 && beta > NCASES / 5 &&
+              pad > NCASES / 5 && opa > NCASES / 5 && opb > NCASES / 5 && bf16 > NCASES / 5,
+          "apart %d aux %d grad %d split %d beta %d pad %d op_a T %d op_b T %d bf16 %d", apart, aux, grad, split, beta,
+          pad, opa, opb, bf16);
+    for (int64_t i = 0; i < 200; i++) {
+        tk_lab_fuzz_ecase x;
+        tk_lab_fuzz_ecase_gen(&defaults, TK_EPI_GATED_BACKWARD, 3, i, &x);
+        CHECK(x.e.kind == TK_EPI_GATED_BACKWARD && x.c.beta == 0.0f, "--epilogue gated_backward drew %s",
+              tk_lab_epi_kind_name(x.e.kind));
+        const tk_lab_fuzz_params tiny = { 1, 1 };
+        tk_lab_fuzz_ecase_gen(&tiny, TK_EPI_GATED, 3, i, &x);
+        CHECK(x.c.m == 1 && x.c.n == 2 && x.c.k == 1, "max-size 1, gated: %lldx%lldx%lld", (long long)x.c.m,
+              (long long)x.c.n, (long long)x.c.k);
+    }
 }
 
 /* Without a GPU the run fails cleanly (no case, TK_ERR_NO_DEVICE); with one,
@@ -432,6 +515,7 @@ void tk_tests(void)
     TK_TEST(test_same_seed_and_index_same_case);
     TK_TEST(test_dense_stream_unchanged);
     TK_TEST(test_many_cases);
+    TK_TEST(test_epi_cases);
     TK_TEST(test_forms);
     TK_TEST(test_cases_within_bounds);
     TK_TEST(test_everything_occurs);
