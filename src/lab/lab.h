@@ -18,6 +18,18 @@
 float tk_lab_bf16_to_f32(uint16_t x);
 uint16_t tk_lab_f32_to_bf16(float x);          /* round to nearest even; NaN stays NaN */
 uint64_t tk_lab_mix64(uint64_t x);             /* the splitmix64 finalizer: a counter-based PRNG */
+/* FP8 on the host (issue 40's reference): the OCP 8-bit formats. E4M3:
+ * bias 7, no infinities, NaN S.1111.111, largest finite 448, subnormals
+ * down to 2^-9. E5M2: bias 15, IEEE-like, infinities S.11111.00, NaN
+ * S.11111.xx (xx != 0), largest finite 57344, subnormals down to 2^-16.
+ * decode: the code's value exactly (NaN for the NaN codes). encode: x
+ * rounded to the nearest code, ties to the even one (PTX's cvt.rn); a
+ * magnitude past the largest finite after rounding becomes it with
+ * satfinite (cvt's .satfinite; NaN stays NaN), else NaN (E4M3) or infinity
+ * (E5M2); NaN gives 0x7F; the sign of zero is kept. */
+typedef enum tk_lab_fp8 { TK_LAB_E4M3 = 0, TK_LAB_E5M2 = 1 } tk_lab_fp8;
+double tk_lab_fp8_decode(uint8_t v, tk_lab_fp8 f);
+uint8_t tk_lab_fp8_encode(double x, tk_lab_fp8 f, int satfinite);
 /* Element i of the stream `seed`: uniform in [-1, 1] rounded to bf16, never 0.
  * Counter-based, so any slice can be filled by any thread deterministically. */
 uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i);

@@ -19,6 +19,55 @@ uint16_t tk_lab_f32_to_bf16(float x) { return tk_lab_rand_f32_to_bf16(x); }
 
 uint64_t tk_lab_mix64(uint64_t z) { return tk_lab_rand_mix(z); }
 
+/* The formats' fields: mantissa bits, exponent bias. */
+static int fp8_mbits(tk_lab_fp8 f) { return f == TK_LAB_E4M3 ? 3 : 2; }
+static int fp8_bias(tk_lab_fp8 f) { return f == TK_LAB_E4M3 ? 7 : 15; }
+static double fp8_max(tk_lab_fp8 f) { return f == TK_LAB_E4M3 ? 448.0 : 57344.0; }
+
+double tk_lab_fp8_decode(uint8_t v, tk_lab_fp8 f)
+{
+    const int mb = fp8_mbits(f), bias = fp8_bias(f), emax = (1 << (7 - mb)) - 1;
+    const int e = (v >> mb) & emax, m = v & ((1 << mb) - 1);
+    if (f == TK_LAB_E4M3 && e == emax && m == (1 << mb) - 1)
+        return NAN;
+    if (f == TK_LAB_E5M2 && e == emax)
+        return m ? NAN : v & 0x80 ? -INFINITY : INFINITY;
+    /* subnormal: m 2^(1 - bias - mb); normal: (2^mb + m) 2^(e - bias - mb) */
+    const double x = e ? ldexp((1 << mb) + m, e - bias - mb) : ldexp(m, 1 - bias - mb);
+    return v & 0x80 ? -x : x;
+}
+
+uint8_t tk_lab_fp8_encode(double x, tk_lab_fp8 f, int satfinite)
+{
+    const int mb = fp8_mbits(f), bias = fp8_bias(f), emin = 1 - bias;
+    if (isnan(x))
+        return 0x7F;
+    const uint8_t sign = signbit(x) ? 0x80 : 0;
+    const uint8_t top = f == TK_LAB_E4M3 ? 0x7E : 0x7B;                  /* the largest finite */
+    const uint8_t over = f == TK_LAB_E4M3 ? 0x7F : 0x7C;                 /* NaN, or infinity */
+    double a = fabs(x);
+    if (a == 0.0)
+        return sign;
+    if (isinf(a))
+        return sign | (satfinite ? top : over);
+    int e2;
+    frexp(a, &e2);                     /* a in [2^(e2-1), 2^e2) */
+    int ex = e2 - 1 < emin ? emin : e2 - 1;
+    /* a / quantum is exact (a power of two apart); rint rounds to nearest, ties to even */
+    const double q = ldexp(1.0, ex - mb), r = rint(a / q);
+    a = r * q;
+    if (a > fp8_max(f))
+        return sign | (satfinite ? top : over);
+    if (a == 0.0)
+        return sign;
+    if (a < ldexp(1.0, emin))          /* subnormal: exponent field 0 */
+        return sign | (uint8_t)(a / ldexp(1.0, emin - mb));
+    frexp(a, &e2);                     /* the rounding may have carried into the next exponent */
+    ex = e2 - 1;
+    const int m = (int)(a / ldexp(1.0, ex - mb)) - (1 << mb);
+    return sign | (uint8_t)(((ex + bias) << mb) | m);
+}
+
 uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i) { return tk_lab_rand_elem(seed, i); }
 
 int tk_lab_threads(void)
