@@ -32,7 +32,7 @@ import sys
 import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from readme_table import InputError, _write, replace_section  # noqa: E402
+from readme_table import InputError, write_section  # noqa: E402
 
 SECTION = "mlp"
 TOOL = "mlp_bench.py "
@@ -182,10 +182,7 @@ def main(argv=None):
         datasets = [load(p) for p in a.json]
         body = render_section(datasets, "python3 bench/mlp_readme.py " + shlex.join(argv), a.command, a.date)
         if a.readme:
-            with open(a.readme) as f:
-                text = f.read()
-            begin, end = "<!-- %s:begin -->" % a.section, "<!-- %s:end -->" % a.section
-            _write(a.readme, replace_section(text, body, begin, end, a.readme))
+            write_section(a.readme, a.section, body)
             print("mlp_readme: wrote the %s section of %s" % (a.section, a.readme))
         else:
             print(body)

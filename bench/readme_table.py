@@ -518,6 +518,14 @@ def _write(path, text):
     os.replace(tmp, path)
 
 
+def write_section(path, section, body):
+    """Rewrites the `<!-- section:begin -->` ... `<!-- section:end -->` part
+    of the file at path with body (InputError where it has none)."""
+    with open(path) as f:
+        text = f.read()
+    _write(path, replace_section(text, body, "<!-- %s:begin -->" % section, "<!-- %s:end -->" % section, path))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Render tilekit bench JSON into README.md's results section "
                                              "(and docs/seeds.md's tables with --docs).")

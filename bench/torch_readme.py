@@ -31,7 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grouped_suite  # noqa: E402
-from readme_table import InputError, _write, replace_section  # noqa: E402
+from readme_table import InputError, write_section  # noqa: E402
 
 THRESHOLD = grouped_suite.THRESHOLD
 SECTION = "torch-grouped"
@@ -186,10 +186,7 @@ def main(argv=None):
         if a.table:
             print(render_table(datasets))
         if a.readme:
-            with open(a.readme) as f:
-                text = f.read()
-            begin, end = "<!-- %s:begin -->" % a.section, "<!-- %s:end -->" % a.section
-            _write(a.readme, replace_section(text, body, begin, end, a.readme))
+            write_section(a.readme, a.section, body)
             print("torch_readme: wrote the %s section of %s" % (a.section, a.readme))
         elif not a.table:
             print(body)

@@ -1018,6 +1018,18 @@ static tk_status run_case(fuzz_ctx *x, const tk_lab_fuzz_opts *o, const tk_lab_f
     return TK_SUCCESS;
 }
 
+/* After a failure of case `id` on kernel `name`: a CUDA error may have
+ * lost the context, so the run stops (TK_ERR_CUDA, s->error saying why), as
+ * for a dense case. */
+static tk_status stop_on_cuda_error(tk_lab_fuzz_summary *s, const char *id, const char *name)
+{
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess)
+        return TK_SUCCESS;
+    snprintf(s->error, sizeof s->error, "case %s, kernel %s: CUDA error: %s", id, name, cudaGetErrorString(e));
+    return TK_ERR_CUDA;
+}
+
 /* What a batched or grouped verdict found wrong, in words ("" if nothing). */
 static void describe_many(const tk_lab_gcase *g, const tk_lab_gverify_result *r, char *buf, size_t len)
 {
@@ -1097,13 +1109,8 @@ static tk_status run_many(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index,
             kept->many = 1;
             kept->g = f;
         }
-        /* after a CUDA error the context may be lost: the run stops, as for a dense case */
-        cudaError_t e = cudaDeviceSynchronize();
-        if (e != cudaSuccess) {
-            snprintf(s->error, sizeof s->error, "case g%lld, kernel %s: CUDA error: %s", (long long)index, name,
-                     cudaGetErrorString(e));
-            return TK_ERR_CUDA;
-        }
+        if ((st = stop_on_cuda_error(s, id, name)))
+            return st;
     }
     return TK_SUCCESS;
 }
@@ -1169,12 +1176,8 @@ static tk_status run_epi(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index, 
             kept->epi = 1;
             kept->e = f;
         }
-        cudaError_t e = cudaDeviceSynchronize();
-        if (e != cudaSuccess) {
-            snprintf(s->error, sizeof s->error, "case e%lld, kernel %s: CUDA error: %s", (long long)index, name,
-                     cudaGetErrorString(e));
-            return TK_ERR_CUDA;
-        }
+        if ((st = stop_on_cuda_error(s, id, name)))
+            return st;
     }
     return TK_SUCCESS;
 }
