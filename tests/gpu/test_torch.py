@@ -31,6 +31,8 @@ import torch      # noqa: E402
 import tilekit    # noqa: E402
 import tilekit.nn  # noqa: E402
 from gpu_runner import raises, run_tests  # noqa: E402 (tests/gpu is on sys.path)
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+import tiny_models  # noqa: E402
 
 DEV = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -486,29 +488,12 @@ def test_mlp():
 
 
 def tiny_model(name, seed=0, **kw):
-    """A tiny transformers model (2 layers) with random weights on the GPU in
-    bf16: the CPU test's models (tests/python/test_torch_cpu.py)."""
-    import transformers as t
-    torch.manual_seed(seed)
-    common = dict(vocab_size=1000, num_hidden_layers=2, hidden_size=256, num_attention_heads=4,
-                  max_position_embeddings=512)
-    if name in ("llama", "mistral", "qwen2", "qwen3"):
-        cfg_cls, model_cls = {"llama": (t.LlamaConfig, t.LlamaForCausalLM),
-                              "mistral": (t.MistralConfig, t.MistralForCausalLM),
-                              "qwen2": (t.Qwen2Config, t.Qwen2ForCausalLM),
-                              "qwen3": (t.Qwen3Config, t.Qwen3ForCausalLM)}[name]
-        model = model_cls(cfg_cls(**common, intermediate_size=688, num_key_value_heads=2, head_dim=64, **kw))
-    elif name == "gpt2":
-        model = t.GPT2LMHeadModel(t.GPT2Config(vocab_size=1000, n_layer=2, n_embd=256, n_head=4, n_positions=512,
-                                               resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **kw))
-    else:
-        model = t.BertModel(t.BertConfig(**common, intermediate_size=1024, hidden_dropout_prob=0.0,
-                                         attention_probs_dropout_prob=0.0, **kw))
-    return model.to(DEV, torch.bfloat16)
+    """A tiny transformers model (2 layers, tiny_models.py's "gpu" widths) with random weights on the GPU
+    in bf16: the CPU test's families (tests/python/test_torch_cpu.py)."""
+    return tiny_models.build(name, "gpu", seed, **kw).to(DEV, torch.bfloat16)
 
 
-FUSED_KIND = {"llama": "FusedGatedMLP", "mistral": "FusedGatedMLP", "qwen2": "FusedGatedMLP",
-              "qwen3": "FusedGatedMLP", "gpt2": "FusedConv1DMLP", "bert": "FusedFeedForward"}
+FUSED_KIND = tiny_models.FUSED_KIND
 
 
 def model_output(model, ids):

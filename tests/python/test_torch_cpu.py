@@ -26,7 +26,7 @@ import math
 
 try:
     import torch
-    import transformers
+    import transformers  # noqa: F401 (tiny_models needs it: the tests are defined only with it)
 except ImportError as e:
     torch = None
     print("test_torch_cpu: skipped (%s; .ci/run's torch-cpu step runs it with torch and transformers)" % e)
@@ -36,6 +36,7 @@ if torch is not None:
     import tilekit.nn
     from tilekit import _torch_fused
     from test_wrapper import raises
+    import tiny_models
 
 # Relative Frobenius errors, patched against stock, both bf16 (the GPU test's).
 TOL_LOGITS = 2e-2
@@ -187,29 +188,9 @@ class Float64Tilekit:
 
 
 def build(name, seed=0, **kw):
-    """A tiny random transformers model (2 layers) on the CPU in bf16, kw into its config."""
-    t = transformers
-    torch.manual_seed(seed)
-    common = dict(vocab_size=96, num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
-                  max_position_embeddings=64)
-    if name in ("llama", "mistral", "qwen2", "qwen3"):
-        cfg_cls, model_cls = {"llama": (t.LlamaConfig, t.LlamaForCausalLM),
-                              "mistral": (t.MistralConfig, t.MistralForCausalLM),
-                              "qwen2": (t.Qwen2Config, t.Qwen2ForCausalLM),
-                              "qwen3": (t.Qwen3Config, t.Qwen3ForCausalLM)}[name]
-        extra = dict(intermediate_size=88, num_key_value_heads=2, head_dim=16)
-        extra.update(kw)
-        model = model_cls(cfg_cls(**common, **extra))
-    elif name == "gpt2":
-        cfg = t.GPT2Config(vocab_size=96, n_layer=2, n_embd=64, n_head=4, n_positions=64, resid_pdrop=0.0,
-                           embd_pdrop=0.0, attn_pdrop=0.0, **kw)
-        model = t.GPT2LMHeadModel(cfg)
-    elif name == "bert":
-        cfg = t.BertConfig(**common, intermediate_size=88, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                           **kw)
-        model = t.BertModel(cfg)
-    else:
-        raise AssertionError(name)
+    """A tiny random transformers model (2 layers, tiny_models.py's "cpu" widths) on the CPU in bf16, kw
+    into its config."""
+    model = tiny_models.build(name, "cpu", seed, **kw)
     with torch.no_grad():   # weights larger than the 0.02 std init, so every path carries signal
         for p in model.parameters():
             if p.dim() == 2:
@@ -219,10 +200,8 @@ def build(name, seed=0, **kw):
     return model.to(torch.bfloat16)
 
 
-MODELS = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "bert")
-# the fused class each model's MLPs get (one per layer)
-EXPECTED = {"llama": "FusedGatedMLP", "mistral": "FusedGatedMLP", "qwen2": "FusedGatedMLP", "qwen3": "FusedGatedMLP",
-            "gpt2": "FusedConv1DMLP", "bert": "FusedFeedForward"}
+MODELS = tiny_models.MODELS
+EXPECTED = tiny_models.FUSED_KIND   # the fused class each model's MLPs get (one per layer)
 
 
 def run_model(model, ids, g):
