@@ -199,6 +199,31 @@ def test_stream_and_device():
     close(y, a.double() @ b.double(), TOL_OP, "other device")
 
 
+def graph_replays(fn, static_in, make_input, ref_fn, what, rounds=3):
+    """fn(static_in) warmed up on a side stream (workspaces and caches
+    before the capture, as torch asks), captured into a CUDA graph, then
+    replayed `rounds` times on new inputs copied into static_in, each output
+    compared with ref_fn(input). Returns the Counting of the capture (what
+    tilekit calls the graph holds)."""
+    with torch.no_grad():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                fn(static_in)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with Counting() as c:
+            with torch.cuda.graph(g):
+                static_out = fn(static_in)
+        for i in range(rounds):
+            x = make_input()
+            static_in.copy_(x)
+            g.replay()
+            close(static_out, ref_fn(x), TOL_LOGITS, "%s replay %d" % (what, i))
+    return c
+
+
 def test_cuda_graph_linear():
     """A stack of tilekit Linears (a split-K sized one among them) captured
     into a CUDA graph, replayed on new inputs."""
@@ -207,24 +232,8 @@ def test_cuda_graph_linear():
     net = net.to(DEV, torch.bfloat16)
     ref = copy.deepcopy(net)
     tilekit.patch(net)
-    static_x = bf16(128, 4096)
-    with torch.no_grad():
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):   # warm-up: workspaces and caches before the capture
-            for _ in range(3):
-                net(static_x)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with Counting() as c:
-            with torch.cuda.graph(g):
-                static_y = net(static_x)
-        assert c.n == 2, c.n
-        for i in range(4):
-            x = bf16(128, 4096)
-            static_x.copy_(x)
-            g.replay()
-            close(static_y, ref(x), TOL_LOGITS, "replay %d" % i)
+    c = graph_replays(net, bf16(128, 4096), lambda: bf16(128, 4096), ref, "linear", rounds=4)
+    assert c.n == 2, c.n
 
 
 # ---- the Llama ----
@@ -290,26 +299,17 @@ def test_llama_compile_fullgraph():
         close(pp[k].grad, pr[k].grad, TOL_GRAD, "compiled grad " + k)
 
 
+def random_ids():
+    """A batch of 2 x 64 token ids of llama()'s vocabulary, on the GPU."""
+    return torch.randint(0, 1000, (2, 64), device=DEV)
+
+
 def test_llama_cuda_graph():
     """The patched forward captured into a CUDA graph and replayed on new ids."""
     ref = llama(seed=4)
     pat = tilekit.patch(copy.deepcopy(ref))
-    static_ids = torch.randint(0, 1000, (2, 64), device=DEV)
-    with torch.no_grad():
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                pat(static_ids, use_cache=False)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            static_logits = pat(static_ids, use_cache=False).logits
-        for i in range(3):
-            ids = torch.randint(0, 1000, (2, 64), device=DEV)
-            static_ids.copy_(ids)
-            g.replay()
-            close(static_logits, ref(ids, use_cache=False).logits, TOL_LOGITS, "replay %d" % i)
+    graph_replays(lambda ids: pat(ids, use_cache=False).logits, random_ids(), random_ids,
+                  lambda ids: ref(ids, use_cache=False).logits, "llama")
 
 
 # ---- issue 39: fused epilogues (tilekit.linear, the MLPs, patch(fuse_mlp=True)) ----
@@ -621,24 +621,9 @@ def test_fused_cuda_graph():
     with GatedEpilogue(True):   # the gated kinds in the graph
         ref = llama(seed=6)
         pat = tilekit.patch(copy.deepcopy(ref), fuse_mlp=True)
-        static_ids = torch.randint(0, 1000, (2, 64), device=DEV)
-        with torch.no_grad():
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    pat(static_ids, use_cache=False)
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with Counting() as c:
-                with torch.cuda.graph(g):
-                    static_logits = pat(static_ids, use_cache=False).logits
-            assert c.kinds.count("gated") == 2, c.kinds
-            for i in range(3):
-                ids = torch.randint(0, 1000, (2, 64), device=DEV)
-                static_ids.copy_(ids)
-                g.replay()
-                close(static_logits, ref(ids, use_cache=False).logits, TOL_LOGITS, "fused replay %d" % i)
+        c = graph_replays(lambda ids: pat(ids, use_cache=False).logits, random_ids(), random_ids,
+                          lambda ids: ref(ids, use_cache=False).logits, "fused")
+        assert c.kinds.count("gated") == 2, c.kinds
 
 
 # ---- issue 38: grouped and batched products, a mixture of experts ----
