@@ -36,7 +36,7 @@ if torch is not None:
     import tilekit.nn
     from tilekit import _torch_fused
     from test_wrapper import raises
-    import tiny_models
+import tiny_models   # noqa: E402 (its lists need no torch)
 
 # Relative Frobenius errors, patched against stock, both bf16 (the GPU test's).
 TOL_LOGITS = 2e-2

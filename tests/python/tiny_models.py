@@ -2,8 +2,8 @@
 tilekit.patch(fuse_mlp=True) recognises, from one description for both
 torch tests: tests/python/test_torch_cpu.py ("cpu" widths, 64) and
 tests/gpu/test_torch.py ("gpu" widths, 256). Needs torch and transformers;
-not a test file (run.py collects test_*.py alone)."""
-import torch
+not a test file (run.py collects test_*.py alone); torch is imported by
+build() alone, so the lists load without it."""
 
 SIZES = {"cpu": dict(vocab=96, hidden=64, inter=88, bert_inter=88, head_dim=16, positions=64),
          "gpu": dict(vocab=1000, hidden=256, inter=688, bert_inter=1024, head_dim=64, positions=512)}
@@ -17,6 +17,7 @@ FUSED_KIND = {"llama": "FusedGatedMLP", "mistral": "FusedGatedMLP", "qwen2": "Fu
 def build(name, size, seed=0, **kw):
     """Model `name` of SIZES[size] with random weights (torch.manual_seed(seed)), fp32 on the CPU;
     kw goes into its config."""
+    import torch
     import transformers as t
     s = SIZES[size]
     torch.manual_seed(seed)
