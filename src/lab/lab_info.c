@@ -253,6 +253,81 @@ static void write_json(FILE *f, const tk_device *d, const char *device_error, co
     fputs("]}\n", f);
 }
 
+/* Which fused epilogues (tilekit.h, tk_epilogue_kind) each kernel takes,
+ * as its family's own check answers (tk_kernel_supports_args) for each
+ * kind on a 1024^3 row-major problem (op_b T, bf16 D in place, 16-byte
+ * aligned operands, beta 0, silu, a bf16 column bias for the forward
+ * kinds, aux where the kind reads or may store it) on this device, or
+ * without one on an sm_90 device of 132 SMs (the checks read the device,
+ * never the GPU). Kernels of families without epilogues, and those that
+ * refuse every kind, are not listed. */
+static void print_epilogues(FILE *f, const tk_device *dev, const char *const *kernels)
+{
+    static const struct { int kind; const char *name; } kinds[] = {
+        { TK_EPI_BIAS_ACT, "bias_act" }, { TK_EPI_GATED, "gated" }, { TK_EPI_BACKWARD, "backward" },
+        { TK_EPI_GATED_BACKWARD, "gated_backward" },
+    };
+    tk_device h100;
+    if (!dev) {
+        memset(&h100, 0, sizeof h100);
+        h100.id = -1;
+        h100.sm = 90;
+        h100.sm_count = 132;
+        dev = &h100;
+    }
+    const int64_t n = 1024;
+    /* stand-in addresses: aligned, apart, never dereferenced by a check */
+    char *const base = (char *)(uintptr_t)(UINT64_C(1) << 40);
+    const int kw = kernel_width(kernels, 6);
+    int header = 0;
+    for (int i = 0; i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (!wanted(k->name, kernels) || !(k->family->accepts & TK_ACCEPT_EPILOGUE) || dev->sm < k->min_sm)
+            continue;
+        char line[160] = "";
+        for (size_t j = 0; j < sizeof kinds / sizeof kinds[0]; j++) {
+            const int kind = kinds[j].kind;
+            tk_args a;
+            memset(&a, 0, sizeof a);
+            a.m = a.n = a.k = n;
+            a.a = base;
+            a.lda = n;
+            a.op_a = TK_OP_N;
+            a.b = base + (UINT64_C(1) << 30);
+            a.ldb = n;
+            a.op_b = TK_OP_T;
+            a.c = base + (UINT64_C(2) << 30);
+            a.ldc = kind == TK_EPI_GATED ? n / 2 : kind == TK_EPI_GATED_BACKWARD ? 2 * n : n;
+            a.c_type = TK_BF16;
+            a.alpha = 1.0f;
+            tk_epi_args e;
+            memset(&e, 0, sizeof e);
+            e.kind = kind;
+            e.act = TK_ACT_SILU;
+            const int backward = kind == TK_EPI_BACKWARD || kind == TK_EPI_GATED_BACKWARD;
+            e.bias = backward ? NULL : base + (UINT64_C(3) << 30);
+            e.bias_bf16 = 1;
+            e.b_up = kind == TK_EPI_GATED ? base + (UINT64_C(1) << 30) + n : NULL;
+            e.d = a.c;
+            e.ldd = a.ldc;
+            e.aux = base + (UINT64_C(4) << 30);
+            e.ldaux = kind == TK_EPI_GATED_BACKWARD ? 2 * n : n;
+            e.out_cols = a.ldc;
+            a.epi = &e;
+            char why[TK_MSG_LEN];
+            if (tk_kernel_supports_args(k, &a, dev, why, sizeof why) == TK_SUCCESS)
+                snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", line[0] ? " " : "",
+                         kinds[j].name);
+        }
+        if (!line[0])
+            continue;
+        if (!header++)
+            fprintf(f, "\n%-*s %s\n", kw, "kernel", "fused epilogues (tilekit.h's tk_epilogue_kind; auto-dispatch "
+                                                      "sends the others to k01_naive)");
+        fprintf(f, "%-*s %s\n", kw, k->name, line);
+    }
+}
+
 int tk_lab_info(FILE *f, const char *const *kernels, FILE *json)
 {
     tk_device d;
@@ -270,6 +345,7 @@ int tk_lab_info(FILE *f, const char *const *kernels, FILE *json)
         fprintf(f, "no usable CUDA device (%s); the registry:\n", why);
     }
     print_registry(f, kernels);
+    print_epilogues(f, have ? &d : NULL, kernels);
     int bad = 0;
     if (have) {
         const int kw = kernel_width(kernels, 6);

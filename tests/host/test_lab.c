@@ -234,8 +234,46 @@ static void test_bench_files(void)
     CHECK(strstr(buf, ",,,,,,,\"kernel k99: needs \"\"aligned\"\" ld\"\n"), "CSV refused row: %s", buf);
 }
 
+/* tilekit info's fused-epilogue table, asked of the kernels' own checks
+ * (on this machine's device, or an sm_90 stand-in without one): k01_naive
+ * and k30_wgmma_tma take every kind, k31_wgmma_cluster the plain ones, and
+ * the configurations without fused instances are not listed. */
+static void test_info_lists_epilogues(void)
+{
+    FILE *f = tmpfile();
+    CHECK(f != NULL, "tmpfile");
+    if (!f)
+        return;
+    tk_lab_info(f, NULL, NULL);
+    rewind(f);
+    char line[512];
+    int header = 0, k01 = 0, k30 = 0, k31 = 0, other = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "fused epilogues (")) {
+            header = 1;
+            continue;
+        }
+        if (header == 1 && !strncmp(line, "kernel ", 7))   /* the next table (with a GPU): the resources */
+            header = 2;
+        if (header != 1 || line[0] == '\n')
+            continue;
+        if (!strncmp(line, "k01_naive ", 10))
+            k01 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
+        else if (!strncmp(line, "k30_wgmma_tma ", 14))
+            k30 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
+        else if (!strncmp(line, "k31_wgmma_cluster ", 18))
+            k31 = strstr(line, " bias_act backward\n") != NULL;
+        else if (line[0] == 'k')
+            other++;
+    }
+    fclose(f);
+    CHECK(header && k01 && k30 && k31 && !other, "info's epilogue table: header %d, k01 %d, k30 %d, k31 %d, %d others",
+          header, k01, k30, k31, other);
+}
+
 void tk_tests(void)
 {
+    TK_TEST(test_info_lists_epilogues);
     TK_TEST(test_bf16_rounding);
     TK_TEST(test_random_inputs);
     TK_TEST(test_reference_vs_triple_loop);
