@@ -581,7 +581,7 @@ typedef struct fuzz_ctx {
     double *pwant, *ps;
     const char *names[TK_LAB_FUZZ_KERNELS];
     int nnames;
-    tk_lab_verify *v;                   /* the batched and grouped cases' (opened on the first) */
+    tk_lab_verify *v;                   /* the batched, grouped and epilogue cases' (opened on the first) */
     tk_lab_gverify_result *gr;
 } fuzz_ctx;
 
@@ -1053,9 +1053,9 @@ static void describe_many(const tk_lab_gcase *g, const tk_lab_gverify_result *r,
         appendf(buf, len, "%sgroup_error set, yet every offset is valid", *buf ? "; " : "");
 }
 
-/* The verify context of the batched and grouped cases: cuBLAS off, the
+/* The verify context of the batched, grouped and epilogue cases: cuBLAS off, the
  * fp64 reference judges (as the dense cases are judged). */
-static tk_status open_many(fuzz_ctx *x, char *why, size_t len)
+static tk_status open_verify(fuzz_ctx *x, char *why, size_t len)
 {
     if (x->v)
         return TK_SUCCESS;
@@ -1079,7 +1079,7 @@ static tk_status run_many(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index,
     tk_lab_fuzz_gcase_gen(&o->gen, o->forms, o->seed, index, &f);
     tk_lab_fuzz_gcase_view(&f, &g);
     char why[TK_LAB_MSG_LEN / 2], what[TK_LAB_MSG_LEN], cname[256], replay[256], id[32];
-    tk_status st = open_many(x, why, sizeof why);
+    tk_status st = open_verify(x, why, sizeof why);
     if (st != TK_SUCCESS) {
         snprintf(s->error, sizeof s->error, "case g%lld: %s", (long long)index, why);
         return st;
@@ -1146,7 +1146,7 @@ static tk_status run_epi(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index, 
     tk_lab_fuzz_ecase f;
     tk_lab_fuzz_ecase_gen(&o->gen, o->epi_kind, o->seed, index, &f);
     char why[TK_LAB_MSG_LEN / 2], what[TK_LAB_MSG_LEN], cname[256], epi[128], replay[256], id[32];
-    tk_status st = open_many(x, why, sizeof why);
+    tk_status st = open_verify(x, why, sizeof why);
     if (st != TK_SUCCESS) {
         snprintf(s->error, sizeof s->error, "case e%lld: %s", (long long)index, why);
         return st;
