@@ -124,6 +124,12 @@
 #define K30_EPI_CFG(bm, bn, swap)                                                                                    \
     ((swap) ? ((bm) > K30_BM ? (bm) * 128 * (swap) : (bm) * (bn) * 4) : (bm) / 64 * 2 * K30_EPI_CHUNK)
 #define K30_SMEM_CFG(bm, bn, swap) K30_SMEM_MNA(bm, bn, K30_KA(swap), K30_EPI_CFG(bm, bn, swap))
+/* The fused-epilogue instances' ping-pong tiles (k30_epi_kernel): two
+ * consumer warpgroups owning alternate 64 x K30_BN tiles, each with its
+ * two chunk buffers; the ring of 64-row stages (40 KB: 4 of them). */
+#define K30_PP_BM 64
+#define K30_PP_THREADS (128 * 3)
+#define K30_PP_SMEM K30_SMEM_MNA(K30_PP_BM, K30_BN, 1, 2 * 2 * K30_EPI_CHUNK)
 
 static_assert(K30_BM == 64 * K30_CONSUMERS, "each consumer warpgroup owns 64 rows (one wgmma M)");
 static_assert(K30_STAGE_BYTES_MN(K30_BM, 256) % 1024 == 0 && K30_STAGE_BYTES_MN(K30_BM, 192) % 1024 == 0 &&
@@ -608,6 +614,24 @@ static __device__ __forceinline__ void k30_sk_gather(const k30_params *p, float 
 #pragma unroll
             for (int j = 0; j < BN / 8; j++)
                 k30_add4(acc + 4 * j, __ldcg(src + slice * slice_f4 + j * 128));
+        }
+    }
+}
+
+/* Moves a consumer's ring position (*s, *phase) past n stages that the
+ * other consumer reads (ping-pong, k30_run's PP), waiting for each to be
+ * full as it goes: a parity wait only tells a phase from the one before,
+ * so a consumer that jumped ahead by whole rounds of the ring would take a
+ * stage still holding an older round for its own (the other consumer's
+ * stages can lag it by many rounds). Waiting in order keeps it at most
+ * one round ahead, as a consumer that reads every stage is. */
+static __device__ __forceinline__ void k30_skip_stages(uint32_t full_bar, int n, int stages, int *s, uint32_t *phase)
+{
+    for (int i = 0; i < n; i++) {
+        tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
+        if (++*s == stages) {
+            *s = 0;
+            *phase ^= 1;
         }
     }
 }
