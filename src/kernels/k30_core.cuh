@@ -618,22 +618,24 @@ static __device__ __forceinline__ void k30_sk_gather(const k30_params *p, float 
     }
 }
 
-/* Moves a consumer's ring position (*s, *phase) past n stages that the
- * other consumer reads (ping-pong, k30_run's PP), waiting for each to be
- * full as it goes: a parity wait only tells a phase from the one before,
- * so a consumer that jumped ahead by whole rounds of the ring would take a
- * stage still holding an older round for its own (the other consumer's
- * stages can lag it by many rounds). Waiting in order keeps it at most
- * one round ahead, as a consumer that reads every stage is. */
-static __device__ __forceinline__ void k30_skip_stages(uint32_t full_bar, int n, int stages, int *s, uint32_t *phase)
+/* Ping-pong consumers (k30_run's PP): a consumer issues a unit's products
+ * only after the other consumer has issued all of its previous unit's
+ * (k30_pp_wait on its barrier, which the other's k30_pp_signal completes:
+ * named barriers 3 and 4, 128 threads each side). So the two take the
+ * tensor cores in turn, one's epilogue running beside the other's
+ * products, and when a consumer moves its ring position past the other's
+ * unit (k30_pp_skip, no wait) every round before its own unit's first
+ * stage has completed: a parity wait cannot tell a phase from the one two
+ * rounds later, and without the order a consumer busy in its epilogue
+ * could find the other several rounds of the ring ahead. */
+#define K30_PP_BAR 3
+static __device__ __forceinline__ void k30_pp_wait(int c) { tk_barrier_sync(K30_PP_BAR + c, 256); }
+static __device__ __forceinline__ void k30_pp_signal(int c) { tk_barrier_arrive(K30_PP_BAR + (1 - c), 256); }
+static __device__ __forceinline__ void k30_pp_skip(int n, int stages, int *s, uint32_t *phase)
 {
-    for (int i = 0; i < n; i++) {
-        tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
-        if (++*s == stages) {
-            *s = 0;
-            *phase ^= 1;
-        }
-    }
+    const int t = *s + n;
+    *phase ^= (uint32_t)(t / stages) & 1u;
+    *s = t % stages;
 }
 
 /* Hands stage `stage` back: each consumer warp arrives once on the empty

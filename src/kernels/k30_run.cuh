@@ -120,13 +120,22 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
             }
         }
         while (!GRP && k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
-            if (PP && (turn++ & 1) != c) {
-                /* the other consumer's unit: its stages pass this one by */
-                k30_skip_stages(full_bar, ke - kb, K30_STAGES_MNA(BM, BN, 1), &s, &phase);
+            if (PP && (turn & 1) != c) {
+                /* the other consumer's unit: its stages pass this one by (k30_pp_wait says why no wait) */
+                turn++;
+                k30_pp_skip(ke - kb, K30_STAGES_MNA(BM, BN, 1), &s, &phase);
                 continue;
             }
+            if (PP && turn++ > 0)
+                k30_pp_wait(c);        /* the other consumer's previous unit issued */
             k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, rc, lane, &s,
                                                                      &phase);
+            if (PP) {                  /* the next unit, if any, is the other consumer's */
+                k30_walk nw = w;
+                int nt, nkb, nke, nv;
+                if (k30_walk_next(&p, &nw, &nt, &nkb, &nke, &nv))
+                    k30_pp_signal(c);
+            }
             if (v >= 0) {
                 /* slot and sub: a unit's consumer, or (PP) sub 0 of the
                  * one warpgroup that holds the whole unit */
