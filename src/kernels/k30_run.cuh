@@ -32,7 +32,8 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
     constexpr bool PP = EPI == 2;
     static_assert(!PP || BM == 64, "ping-pong tiles are 64 rows, one warpgroup's");
     constexpr int CONS = PP ? 2 : K30_CONS(BM, SWAP);
-    constexpr int EPI_BYTES = PP ? 2 * 2 * K30_EPI_CHUNK : K30_EPI_CFG(BM, BN, SWAP);
+    constexpr int CHUNK_BYTES = PP ? 2 * 2 * K30_EPI_CHUNK : K30_EPI_CFG(BM, BN, SWAP);
+    constexpr int EPI_BYTES = CHUNK_BYTES + (PP ? K30_PP_BIAS_BYTES : 0);   /* PP: then the staged bias */
     extern __shared__ __align__(1024) uint8_t k30_smem[];
     /* The ring, then the epilogue chunk buffers, then the barriers. */
     const uint32_t ring = k30_ring(k30_smem);
@@ -87,8 +88,11 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
             acc[i] = 0.0f;
         const int tid = threadIdx.x % 128;
         /* the consumer's share of the C buffers (SWAP: a BM x 64 fp32 tile, else two chunks) */
-        const uint32_t ebuf = epi + c * (EPI_BYTES / CONS);
+        const uint32_t ebuf = epi + c * (CHUNK_BYTES / CONS);
         uint8_t *epp = k30_smem + (ebuf - tk_smem_u32(k30_smem));
+        /* PP with a column bias: the consumer's tile of it, fp32 (k30_epi_stage_bias) */
+        float *const sbias = (float *)(k30_smem + (epi + CHUNK_BYTES - tk_smem_u32(k30_smem))) + c * BN;
+        const bool stage_bias = PP && p.epi_bias && !p.epi_bias_rows && !p.epi_gated;
         k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
         int s = 0, t, tm, tn, kb, ke, v;
         uint32_t phase = 0;
@@ -126,6 +130,11 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
                 k30_pp_skip(ke - kb, K30_STAGES_MNA(BM, BN, 1), &s, &phase);
                 continue;
             }
+            /* the unit's column bias, read now and staged after its products (k30_epi_stage_bias) */
+            float2 bias2 = make_float2(0.0f, 0.0f);
+            if constexpr (PP)
+                if (stage_bias)
+                    bias2 = k30_epi_bias_pair<BN>(&p, tn * BN, tid);
             if (PP && turn++ > 0)
                 k30_pp_wait(c);        /* the other consumer's previous unit issued */
             k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, rc, lane, &s,
@@ -147,9 +156,13 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
                 k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, rc, CONS, tid, 1 + c);
             }
             if constexpr (EPI) {   /* the tile's final sum, on its owner (if constexpr: BN 256 alone) */
+                if constexpr (PP)
+                    if (stage_bias)
+                        k30_epi_stage_bias<BN>(sbias, bias2, tid, 1 + c);
                 if (!p.epi_gated) {
                     k30_epi_store<BN, K30_EPI_PLAIN | K30_EPI_GBWD>(&p, acc, tm * BM + 64 * rc, tn * BN, warp, lane,
-                                                                    ebuf, epp, 1 + c, &nchunk);
+                                                                    ebuf, epp, 1 + c, &nchunk,
+                                                                    stage_bias ? sbias : nullptr);
                     continue;
                 }
                 k30_epi_transform<BN, K30_EPI_GFWD>(&p, acc, tm * BM + 64 * rc, tn * BN, warp, lane);

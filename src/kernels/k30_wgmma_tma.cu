@@ -29,9 +29,13 @@
  * through every epilogue), with TK_EPI_BIAS_ACT, TK_EPI_BACKWARD,
  * TK_EPI_GATED_BACKWARD (k30_epi_store: 64 columns at a time) and
  * TK_EPI_GATED (the stage's B holds 128 gate and 128 up columns, the tile
- * stores 128 of D) applied to each tile's final sum in registers; the
- * other configurations refuse with a reason (k30_supports_epi). Figures:
- * docs/NOTES.md sessions 26-27 (`tilekit bench --epilogue ...`).
+ * stores 128 of D) applied to each tile's final sum in registers, a
+ * column bias read under the tile's products (k30_epi_stage_bias); the
+ * other configurations refuse with a reason (k30_supports_epi). Bias +
+ * GELU-tanh at 8192 x 6400 x 1600: H200 0.267 ms, 627 TFLOP/s (0.281
+ * before the staged bias, same run); H100 0.282 against k31's cooperative
+ * 0.315, same run (docs/NOTES.md sessions 26-28, `tilekit bench
+ * --epilogue bias_act --act gelu_tanh --bias col --op-b t --out bf16`).
  * Reproduce: build/tilekit bench --kernel k30_wgmma_tma
  */
 #include "k30_run.cuh"
@@ -204,8 +208,16 @@ static size_t k30_family_workspace(const tk_kernel *k, const tk_args *a, const t
     return k30_workspace_mn(k->bm, k->bn, K30_CONS(k->bm, k->swap), a, dev, nflags);
 }
 
+/* With a fused epilogue the ping-pong instance (k30_epi_kernel) ranks above
+ * k31's cooperative ones (28, 30): bias + GELU-tanh, op_b T, bf16 out, H100,
+ * both orders in one call (docs/NOTES.md session 28): 1.09-1.24x k31 at
+ * GPT-2's shapes, 512 x 3072 x 768 to 8192 x 6400 x 1600. */
+#define K30_EPI_RANK 31
+
 static int k30_family_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
 {
+    if (a->epi && k30_has_epi(k->bm, k->bn, k->swap))
+        return K30_EPI_RANK;
     return k30_rank_cfg(k->bm, k->bn, k->swap, k->first_rank, k->auto_rank, a, dev);
 }
 
