@@ -15,8 +15,6 @@ import sys
 
 # mangled-name prefix -> why its spill is accepted
 ALLOWED = {
-    "_Z14k30_epi_kernel": "16 bytes at most: the consumers' tile walk (two cursors) stored once a tile at the "
-                          "walk's head, around k30_epi_store's loop over 64-column chunks (docs/NOTES.md session 27)",
     "_Z10k12_kernel": "seed 003's kernel as the seed asked: 48 registers a thread park the next slice beside 128 "
                       "accumulators (256 threads, 255 registers); its figure is with the spill",
     "_Z10k30_kernelILi0ELi0ELi144ELi128ELi2ELi0E": "k38_swap_144x128: 24 bytes, in the README since session 20, not yet traced",
@@ -24,7 +22,7 @@ ALLOWED = {
 }
 
 # mangled-name prefix -> the most bytes its reason covers (no entry: any)
-LIMIT = {"_Z14k30_epi_kernel": 16}
+LIMIT = {}
 
 ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_[0-9a-z]+)'")
 SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")

@@ -124,6 +124,13 @@
 #define K30_EPI_CFG(bm, bn, swap)                                                                                    \
     ((swap) ? ((bm) > K30_BM ? (bm) * 128 * (swap) : (bm) * (bn) * 4) : (bm) / 64 * 2 * K30_EPI_CHUNK)
 #define K30_SMEM_CFG(bm, bn, swap) K30_SMEM_MNA(bm, bn, K30_KA(swap), K30_EPI_CFG(bm, bn, swap))
+/* The fused-epilogue instances' ping-pong tiles (k30_epi_kernel): two
+ * consumer warpgroups owning alternate 64 x K30_BN tiles, each with its
+ * two chunk buffers; the ring of 64-row stages (40 KB: 4 of them). */
+#define K30_PP_BM 64
+#define K30_PP_THREADS (128 * 3)
+#define K30_PP_BIAS_BYTES (2 * K30_BN * 4)   /* each consumer's tile of column bias, fp32 (k30_epi_stage_bias) */
+#define K30_PP_SMEM K30_SMEM_MNA(K30_PP_BM, K30_BN, 1, 2 * 2 * K30_EPI_CHUNK + K30_PP_BIAS_BYTES)
 
 static_assert(K30_BM == 64 * K30_CONSUMERS, "each consumer warpgroup owns 64 rows (one wgmma M)");
 static_assert(K30_STAGE_BYTES_MN(K30_BM, 256) % 1024 == 0 && K30_STAGE_BYTES_MN(K30_BM, 192) % 1024 == 0 &&
@@ -612,6 +619,26 @@ static __device__ __forceinline__ void k30_sk_gather(const k30_params *p, float 
     }
 }
 
+/* Ping-pong consumers (k30_run's PP): a consumer issues a unit's products
+ * only after the other consumer has issued all of its previous unit's
+ * (k30_pp_wait on its barrier, which the other's k30_pp_signal completes:
+ * named barriers 3 and 4, 128 threads each side). So the two take the
+ * tensor cores in turn, one's epilogue running beside the other's
+ * products, and when a consumer moves its ring position past the other's
+ * unit (k30_pp_skip, no wait) every round before its own unit's first
+ * stage has completed: a parity wait cannot tell a phase from the one two
+ * rounds later, and without the order a consumer busy in its epilogue
+ * could find the other several rounds of the ring ahead. */
+#define K30_PP_BAR 3
+static __device__ __forceinline__ void k30_pp_wait(int c) { tk_barrier_sync(K30_PP_BAR + c, 256); }
+static __device__ __forceinline__ void k30_pp_signal(int c) { tk_barrier_arrive(K30_PP_BAR + (1 - c), 256); }
+static __device__ __forceinline__ void k30_pp_skip(int n, int stages, int *s, uint32_t *phase)
+{
+    const int t = *s + n;
+    *phase ^= (uint32_t)(t / stages) & 1u;
+    *s = t % stages;
+}
+
 /* Hands stage `stage` back: each consumer warp arrives once on the empty
  * barrier of every CTA of the cluster (empty[r]: CTA r's empty barriers, a
  * cluster address; with one CTA the local shared address). */
@@ -792,6 +819,35 @@ static __device__ __forceinline__ float k30_epi_bias(const k30_params *p, int at
     return p->epi_bias_bf16 ? tk_bf16_to_f32(((const uint16_t *)p->epi_bias)[at]) : ((const float *)p->epi_bias)[at];
 }
 
+/* The ping-pong consumers' column bias (k30_epi_kernel): a tile's BN
+ * values are read when its unit starts, thread tid holding columns c0 +
+ * 2 tid, + 1 (clamped to N - 1, as k30_epi_forward's reads: those columns
+ * are never stored), so that the reads' latency passes under the unit's
+ * products, and after them staged in shared memory for k30_epi_forward.
+ * Read per column pair inside the epilogue instead, the loads' latency
+ * was the fused kernel's largest stall (ncu, 2048 x 3072 x 768 bias +
+ * GELU, H100: long scoreboard on the bias conversions, a third of the
+ * not-issued samples; docs/NOTES.md session 28). */
+template <int BN>
+static __device__ __forceinline__ float2 k30_epi_bias_pair(const k30_params *p, int c0, int tid)
+{
+    static_assert(BN == 2 * 128, "a column pair per consumer thread");
+    const int i = c0 + 2 * tid, last = p->n - 1;
+    return make_float2(k30_epi_bias(p, min(i, last)), k30_epi_bias(p, min(i + 1, last)));
+}
+
+/* Stages the pair in sb (the consumer's BN floats), between two barriers
+ * of the consumer warpgroup (bar_id, 128 threads): the first so that no
+ * thread still reads the previous tile's values, the second so that every
+ * value is there before any is read. */
+template <int BN>
+static __device__ __forceinline__ void k30_epi_stage_bias(float *sb, float2 v, int tid, int bar_id)
+{
+    tk_barrier_sync(bar_id, 128);
+    *(float2 *)(sb + 2 * tid) = v;
+    tk_barrier_sync(bar_id, 128);
+}
+
 /* k30_epi_transform: the fused epilogue of the EPI instances, on one
  * consumer's 64 x BN accumulators at rows r0.., columns c0.. (the fragment
  * layout of k30_epilogue_direct: thread (warp w, lane l) holds rows r0 +
@@ -819,7 +875,8 @@ static __device__ __forceinline__ float k30_epi_bias(const k30_params *p, int at
  * aux's bounds. BN is a template argument for the reason
  * k30_epilogue_direct's is. */
 template <int BN, int ACT, int AUX>
-static __device__ __forceinline__ void k30_epi_forward(const k30_params *p, float *acc, int row, int col)
+static __device__ __forceinline__ void k30_epi_forward(const k30_params *p, float *acc, int row, int col,
+                                                       const float *sb)
 {
     const int N = p->n;
     const float alpha = p->epi_alpha;
@@ -837,7 +894,11 @@ static __device__ __forceinline__ void k30_epi_forward(const k30_params *p, floa
         /* the pair's column bias (0: none, or per row); columns past N read
          * column N - 1's (in bounds; those elements are never stored) */
         float cb0 = 0.0f, cb1 = 0.0f;
-        if (col_bias) {
+        if (col_bias && sb) {   /* staged in shared memory by the tile's owner (k30_epi_stage_bias) */
+            const float2 b = *(const float2 *)(sb + 8 * j);
+            cb0 = b.x;
+            cb1 = b.y;
+        } else if (col_bias) {
             const int i0 = min(cc, N - 1), i1 = min(cc + 1, N - 1);
             if (bias_bf16) {
                 cb0 = tk_bf16_to_f32(bb16[i0]);
@@ -1051,7 +1112,7 @@ static __device__ __forceinline__ void k30_epi_gated_backward(const k30_params *
 /* Row and column of the thread's first accumulator, then the kind's pass
  * with its activation (and aux or none) as constants: one branch a tile. */
 template <int BN, int ACT, int GATE>
-static __device__ __forceinline__ void k30_epi_arm(const k30_params *p, float *acc, int row, int col)
+static __device__ __forceinline__ void k30_epi_arm(const k30_params *p, float *acc, int row, int col, const float *sb)
 {
     if ((GATE & K30_EPI_GFWD) && ACT != TK_ACT_NONE && p->epi_gated) {   /* gated needs an activation */
         p->epi_aux ? k30_epi_gated<BN, ACT, 1>(p, acc, row, col) : k30_epi_gated<BN, ACT, 0>(p, acc, row, col);
@@ -1064,34 +1125,38 @@ static __device__ __forceinline__ void k30_epi_arm(const k30_params *p, float *a
     else if ((GATE & K30_EPI_GBWD) && ACT != TK_ACT_NONE && p->epi_kind == TK_EPI_GATED_BACKWARD)
         k30_epi_gated_backward<BN, ACT>(p, acc, row, col);
     else if (p->epi_aux)
-        k30_epi_forward<BN, ACT, 1>(p, acc, row, col);
+        k30_epi_forward<BN, ACT, 1>(p, acc, row, col, sb);
     else
-        k30_epi_forward<BN, ACT, 0>(p, acc, row, col);
+        k30_epi_forward<BN, ACT, 0>(p, acc, row, col, sb);
 }
 
-/* GATE: the kinds this instance takes (K30_EPI_PLAIN, ...). */
+/* GATE: the kinds this instance takes (K30_EPI_PLAIN, ...). sb: the
+ * column bias of columns c0.. staged in shared memory as fp32
+ * (k30_epi_stage_bias), or null: read from global memory per column pair. */
 template <int BN, int GATE>
 static __device__ __forceinline__ void k30_epi_transform(const k30_params *p, float *acc, int r0, int c0, int warp,
-                                                         int lane)
+                                                         int lane, const float *sb = nullptr)
 {
     const int row = r0 + 16 * warp + (lane >> 2);
     /* c0: the tile's first product column (tn BN); gated, its output's (tn BN / 2) */
     const int col = ((GATE & K30_EPI_GFWD) && p->epi_gated ? c0 / 2 : c0) + 2 * (lane & 3);
+    if (sb)
+        sb += 2 * (lane & 3);
     switch (p->epi_act) {
     case TK_ACT_RELU:
-        k30_epi_arm<BN, TK_ACT_RELU, GATE>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_RELU, GATE>(p, acc, row, col, sb);
         break;
     case TK_ACT_GELU_ERF:
-        k30_epi_arm<BN, TK_ACT_GELU_ERF, GATE>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_GELU_ERF, GATE>(p, acc, row, col, sb);
         break;
     case TK_ACT_GELU_TANH:
-        k30_epi_arm<BN, TK_ACT_GELU_TANH, GATE>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_GELU_TANH, GATE>(p, acc, row, col, sb);
         break;
     case TK_ACT_SILU:
-        k30_epi_arm<BN, TK_ACT_SILU, GATE>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_SILU, GATE>(p, acc, row, col, sb);
         break;
     default:
-        k30_epi_arm<BN, TK_ACT_NONE, GATE>(p, acc, row, col);
+        k30_epi_arm<BN, TK_ACT_NONE, GATE>(p, acc, row, col, sb);
         break;
     }
 }
@@ -1420,12 +1485,13 @@ static __device__ __forceinline__ void k30_epilogue_staged(const k30_params *p, 
  * stays in the instruction cache. */
 template <int BN, int GATE>
 static __device__ __forceinline__ void k30_epi_store(const k30_params *p, float *acc, int r0, int c0, int warp,
-                                                     int lane, uint32_t ebuf, uint8_t *epp, int bar_id, int *nchunk)
+                                                     int lane, uint32_t ebuf, uint8_t *epp, int bar_id, int *nchunk,
+                                                     const float *sb = nullptr)
 {
     static_assert(BN % 64 == 0, "whole 64-column chunks");
 #pragma unroll 1
     for (int q = 0; q < BN / 64; q++) {
-        k30_epi_transform<64, GATE>(p, acc, r0, c0 + 64 * q, warp, lane);
+        k30_epi_transform<64, GATE>(p, acc, r0, c0 + 64 * q, warp, lane, sb ? sb + 64 * q : nullptr);
         if (p->c_staged)
             k30_epilogue_staged<64>(p, acc, r0, c0 + 64 * q, warp, lane, ebuf, epp, bar_id, nchunk);
         else

@@ -26,21 +26,31 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     static_assert(!EPI || (!SWAP && !GRP), "the fused epilogue takes the unswapped one-product tiles alone");
+    /* PP (EPI == 2): ping-pong consumers, two warpgroups that own
+     * alternate BM x BN tiles (BM 64) of the CTA's walk: one runs its
+     * tile's epilogue while the other multiplies (K30_PP_SMEM). */
+    constexpr bool PP = EPI == 2;
+    static_assert(!PP || BM == 64, "ping-pong tiles are 64 rows, one warpgroup's");
+    constexpr int CONS = PP ? 2 : K30_CONS(BM, SWAP);
+    constexpr int CHUNK_BYTES = PP ? 2 * 2 * K30_EPI_CHUNK : K30_EPI_CFG(BM, BN, SWAP);
+    constexpr int EPI_BYTES = CHUNK_BYTES + (PP ? K30_PP_BIAS_BYTES : 0);   /* PP: then the staged bias */
     extern __shared__ __align__(1024) uint8_t k30_smem[];
     /* The ring, then the epilogue chunk buffers, then the barriers. */
     const uint32_t ring = k30_ring(k30_smem);
     const uint32_t epi = ring + K30_RING_BYTES_MNA(BM, BN, K30_KA(SWAP));
-    const uint32_t full_bar = epi + K30_EPI_CFG(BM, BN, SWAP);
+    const uint32_t full_bar = epi + EPI_BYTES;
     const uint32_t empty_bar = full_bar + 8 * K30_STAGES_MNA(BM, BN, K30_KA(SWAP));
     const int wg = threadIdx.x / 128;
 
+    /* a stage is released by each warp of the consumers that read it: all
+     * of them, or (PP) those of the one warpgroup whose tile it holds */
     if (threadIdx.x == 0)
-        k30_init(&p, full_bar, empty_bar, 4 * K30_CONS(BM, SWAP), K30_STAGES_MNA(BM, BN, K30_KA(SWAP)));
+        k30_init(&p, full_bar, empty_bar, 4 * (PP ? 1 : CONS), K30_STAGES_MNA(BM, BN, K30_KA(SWAP)));
     __syncthreads();
 
     if (wg == 0) {
         /* Producer warpgroup: one thread issues every load. */
-        if (K30_REALLOC(BM, SWAP))
+        if (PP || K30_REALLOC(BM, SWAP))
             tk_setmaxnreg_dec(K30_PRODUCER_REGS);
         if (GRP && threadIdx.x < 32) {
             /* the walk needs the whole warp; lane 0 issues the loads */
@@ -65,10 +75,11 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
         }
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile (SWAP: the
-         * whole 64 x BM tile of C^T). */
-        if (K30_REALLOC(BM, SWAP))
+         * whole 64 x BM tile of C^T; PP: every other tile, from the c-th). */
+        if (PP || K30_REALLOC(BM, SWAP))
             tk_setmaxnreg_inc(K30_CONSUMER_REGS);
-        const int c = K30_CONS(BM, SWAP) == 1 ? 0 : wg - 1;   /* one consumer: known at compile time */
+        const int c = CONS == 1 ? 0 : wg - 1;   /* one consumer: known at compile time */
+        const int rc = PP ? 0 : c;             /* the consumer's 64-row part of a tile */
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
         const uint32_t empty[1] = { empty_bar };
         float acc[(SWAP ? BM : BN) / 2];
@@ -77,12 +88,16 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
             acc[i] = 0.0f;
         const int tid = threadIdx.x % 128;
         /* the consumer's share of the C buffers (SWAP: a BM x 64 fp32 tile, else two chunks) */
-        const uint32_t ebuf = epi + c * (K30_EPI_CFG(BM, BN, SWAP) / K30_CONS(BM, SWAP));
+        const uint32_t ebuf = epi + c * (CHUNK_BYTES / CONS);
         uint8_t *epp = k30_smem + (ebuf - tk_smem_u32(k30_smem));
+        /* PP with a column bias: the consumer's tile of it, fp32 (k30_epi_stage_bias) */
+        float *const sbias = (float *)(k30_smem + (epi + CHUNK_BYTES - tk_smem_u32(k30_smem))) + c * BN;
+        const bool stage_bias = PP && p.epi_bias && !p.epi_bias_rows && !p.epi_gated;
         k30_walk w = { (int)blockIdx.x, (int)blockIdx.x };
         int s = 0, t, tm, tn, kb, ke, v;
         uint32_t phase = 0;
         int nchunk = 0;                /* staged chunks so far (k30_epilogue_staged) */
+        int turn = 0;                  /* PP: the walk's units so far; this consumer's are turn % 2 == c */
         if (GRP) {
             k30_gwalk gw = { (int)blockIdx.x, 0, 0 };
             k30_unit u;
@@ -109,37 +124,63 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
             }
         }
         while (!GRP && k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v)) {
-            k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, c, lane, &s, &phase);
+            if (PP && (turn & 1) != c) {
+                /* the other consumer's unit: its stages pass this one by (k30_pp_wait says why no wait) */
+                turn++;
+                k30_pp_skip(ke - kb, K30_STAGES_MNA(BM, BN, 1), &s, &phase);
+                continue;
+            }
+            /* the unit's column bias, read now and staged after its products (k30_epi_stage_bias) */
+            float2 bias2 = make_float2(0.0f, 0.0f);
+            if constexpr (PP)
+                if (stage_bias)
+                    bias2 = k30_epi_bias_pair<BN>(&p, tn * BN, tid);
+            if (PP && turn++ > 0)
+                k30_pp_wait(c);        /* the other consumer's previous unit issued */
+            k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, rc, lane, &s,
+                                                                     &phase);
+            if (PP) {                  /* the next unit, if any, is the other consumer's */
+                k30_walk nw = w;
+                int nt, nkb, nke, nv;
+                if (k30_walk_next(&p, &nw, &nt, &nkb, &nke, &nv))
+                    k30_pp_signal(c);
+            }
             if (v >= 0) {
+                /* slot and sub: a unit's consumer, or (PP) sub 0 of the
+                 * one warpgroup that holds the whole unit */
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
-                    k30_sk_save<SWAP ? BM : BN>(&p, acc, v * K30_CONS(BM, SWAP) + c, tid, 1 + c);
+                    k30_sk_save<SWAP ? BM : BN>(&p, acc, v * CONS + rc, tid, 1 + c);
                     continue;
                 }
-                k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, c, K30_CONS(BM, SWAP), tid, 1 + c);
+                k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, rc, CONS, tid, 1 + c);
             }
             if constexpr (EPI) {   /* the tile's final sum, on its owner (if constexpr: BN 256 alone) */
+                if constexpr (PP)
+                    if (stage_bias)
+                        k30_epi_stage_bias<BN>(sbias, bias2, tid, 1 + c);
                 if (!p.epi_gated) {
-                    k30_epi_store<BN, K30_EPI_PLAIN | K30_EPI_GBWD>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane,
-                                                                    ebuf, epp, 1 + c, &nchunk);
+                    k30_epi_store<BN, K30_EPI_PLAIN | K30_EPI_GBWD>(&p, acc, tm * BM + 64 * rc, tn * BN, warp, lane,
+                                                                    ebuf, epp, 1 + c, &nchunk,
+                                                                    stage_bias ? sbias : nullptr);
                     continue;
                 }
-                k30_epi_transform<BN, K30_EPI_GFWD>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
+                k30_epi_transform<BN, K30_EPI_GFWD>(&p, acc, tm * BM + 64 * rc, tn * BN, warp, lane);
             }
             if (EPI && p.epi_gated) {   /* a BN / 2-wide tile of D (k30_epi_gated) */
                 if (p.c_staged)
-                    k30_epilogue_staged<BN / 2>(&p, acc, tm * BM + 64 * c, tn * (BN / 2), warp, lane, ebuf, epp, 1 + c,
+                    k30_epilogue_staged<BN / 2>(&p, acc, tm * BM + 64 * rc, tn * (BN / 2), warp, lane, ebuf, epp, 1 + c,
                                                 &nchunk);
                 else
-                    k30_epilogue_direct<BN / 2>(&p, acc, tm * BM + 64 * c, tn * (BN / 2), warp, lane);
+                    k30_epilogue_direct<BN / 2>(&p, acc, tm * BM + 64 * rc, tn * (BN / 2), warp, lane);
             } else if (SWAP && p.c_tma)
                 k30_epilogue_swap_staged<BM>(&p, acc, tm * BM, tn * BN + 64 * c, warp, lane, ebuf, epp, 1 + c);
             else if (SWAP)
                 k30_epilogue_swap<BM>(&p, acc, tm * BM, tn * BN + 64 * c, warp, lane);
             else if (p.c_staged)
-                k30_epilogue_staged<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c, &nchunk);
+                k30_epilogue_staged<BN>(&p, acc, tm * BM + 64 * rc, tn * BN, warp, lane, ebuf, epp, 1 + c, &nchunk);
             else
-                k30_epilogue_direct<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
+                k30_epilogue_direct<BN>(&p, acc, tm * BM + 64 * rc, tn * BN, warp, lane);
         }
         /* The last TMA stores must have read shared memory before it goes. */
         if (p.c_tma && tid == 0)
@@ -149,17 +190,19 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
 }
 
 /* With a fused epilogue (tk_epi_args; issue 39): the unswapped one-product
- * tiles of k30_run with EPI = 1. A kernel of its own rather than another
- * template argument of k30_kernel: a default argument is still part of the
- * mangled name, so the dense instances would change name (and every tool
- * that follows them by name: tests/check_spills.py, bench/sass_compare.py). */
+ * tiles of k30_run with ping-pong consumers (EPI = 2): 64 x BN tiles, each
+ * owned by one of the two consumer warpgroups, so that one's epilogue
+ * (the transform and the C stores: as long as the tile's products at
+ * GPT-2's K, docs/NOTES.md session 27) runs while the other multiplies.
+ * A kernel of its own rather than another template argument of
+ * k30_kernel: a default argument is still part of the mangled name, so the
+ * dense instances would change name (and every tool that follows them by
+ * name: tests/check_spills.py, bench/sass_compare.py). */
 template <int A_MN, int B_MN, int BM, int BN>
-static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1)
-    k30_epi_kernel(const __grid_constant__ k30_params p)
+static __global__ void __launch_bounds__(K30_PP_THREADS, 1) k30_epi_kernel(const __grid_constant__ k30_params p)
 {
-    k30_run<A_MN, B_MN, BM, BN, 0, 0, 1>(p);
+    k30_run<A_MN, B_MN, BM, BN, 0, 0, 2>(p);
 }
-
 
 /* The fused-epilogue instances' functions, defined by K30_EPI_UNIT in
  * k30_epi_<op_a><op_b>.cu, and the one for a's operand majors. */
@@ -170,7 +213,7 @@ extern "C" const void *k30_epi_func_tt(void);
 #define K30_EPI_UNIT(tag, a_mn, b_mn)                                                                                 \
     extern "C" const void *k30_epi_func_##tag(void)                                                                  \
     {                                                                                                                \
-        return (const void *)k30_epi_kernel<a_mn, b_mn, K30_BM, K30_BN>;                                             \
+        return (const void *)k30_epi_kernel<a_mn, b_mn, K30_PP_BM, K30_BN>;                                             \
     }
 static inline const void *k30_epi_func(tk_op op_a, tk_op op_b)
 {

@@ -15,6 +15,11 @@
  *   The same without .aligned: the participating warps may arrive from
  *   different code, e.g. producer warps in their loop and consumer warps in
  *   theirs (k13).
+ *
+ * barrier.arrive id, nthreads
+ *   Counts the calling warps' arrival at barrier id and goes on without
+ *   waiting: with barrier.sync on the other side, an ordering between warp
+ *   groups (k30's ping-pong consumers: one signals, the other waits).
  * Clobbers: "memory", so the compiler keeps shared accesses on their side.
  */
 #ifndef TK_PTX_BAR_CUH
@@ -28,6 +33,11 @@ static __device__ __forceinline__ void tk_bar_sync(int id, int nthreads)
 static __device__ __forceinline__ void tk_barrier_sync(int id, int nthreads)
 {
     asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
+}
+
+static __device__ __forceinline__ void tk_barrier_arrive(int id, int nthreads)
+{
+    asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
 }
 
 #endif

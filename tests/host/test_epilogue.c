@@ -910,9 +910,9 @@ static void test_k30_fused(void)
 
 /* Auto-dispatch with an epilogue (the fused kinds: bias_act, gated,
  * backward) picks a fused Hopper kernel at an MLP's shape (GPT-2's c_fc:
- * 2048 tokens, 768 -> 3072, nn.Linear's op T weight; and the NN form),
- * never k01_naive: the same ranks as the plain product, the refusing
- * configurations skipped. */
+ * 2048 tokens, 768 -> 3072, nn.Linear's op T weight; and the NN form):
+ * k30_wgmma_tma's ping-pong instance (K30_EPI_RANK, above k31's), never
+ * k01_naive. */
 static void test_auto_pick(void)
 {
     struct tk_handle_s fake;
@@ -945,7 +945,7 @@ static void test_auto_pick(void)
             fh_attrs_args(&fake, &a);
             tk_route r;
             int ok = tk_route_choose(&fake, &a, &r, 0);
-            CHECK(ok && r.k && (!strcmp(r.k->name, "k31_wgmma_cluster") || !strcmp(r.k->name, "k30_wgmma_tma")),
+            CHECK(ok && r.k && !strcmp(r.k->name, "k30_wgmma_tma"),
                   "%s op_b %s: auto picked %s", kind_str(kinds[i]), t ? "T" : "N", ok && r.k ? r.k->name : "nothing");
         }
 }
