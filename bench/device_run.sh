@@ -37,12 +37,12 @@
 # torch._grouped_mm) and bmm (against torch.bmm) modes; each step stopped
 # after GROUPED_TIMEOUT seconds (default 240).
 # PART=epilogue (not in all): the fused epilogues (issue 39): gpu_test_epilogue,
-# `tilekit fuzz --epilogue all` (400 cases on auto, k01, k30, k31),
-# compute-sanitizer's four tools on its edge shapes through k30, k31 and
-# k01_naive, the torch side's tests (tests/gpu/test_torch.py's issue-39
-# ones), EPI_BENCH lines (`tilekit bench --epilogue ...`, ';'-separated)
-# and bench/mlp_bench.py's linear, gated and llama tables; each step
-# stopped after EPI_TIMEOUT seconds (default 300).
+# the torch side's tests (tests/gpu/test_torch.py's issue-39 ones),
+# bench/mlp_bench.py's linear, gated, llama and host tables, EPI_BENCH lines
+# (`tilekit bench --epilogue ...`, ';'-separated), `tilekit fuzz --epilogue
+# all` (400 cases on auto, k01, k30, k31), compute-sanitizer's four tools on
+# its edge shapes through k30, k31 and k01_naive; each step stopped after
+# EPI_TIMEOUT seconds (default 300).
 # PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
 # test_concurrency, test_graph, test_isolation), compute-sanitizer memcheck
 # and racecheck on test_handle's flag and capture tests, and the host time
@@ -166,22 +166,18 @@ if [ "$PART" = grouped ]; then
     done
 fi
 if [ "$PART" = epilogue ]; then
-    # issue 39: the fused epilogues' GPU test (auto, k01_naive, k30, k31),
-    # compute-sanitizer's four tools on its edge shapes through the fused
-    # kernels, the torch side's tests, EPI_BENCH lines (`tilekit bench
-    # --epilogue ...`, ';'-separated) and bench/mlp_bench.py's three tables
+    # issue 39 (the header says what): the tests and the tables first, the
+    # fuzz and the sanitizers last (a device call's 600 s cut the end)
     lim=${EPI_TIMEOUT:-300}
     step test_epilogue "$BUILD/tests/gpu_test_epilogue"
-    step fuzz_epilogue "$tk" fuzz --forms epilogue --epilogue all --cases 400 \
-        --kernel auto,k01_naive,k30_wgmma_tma,k31_wgmma_cluster --json "$out/fuzz_epilogue.json"
-    for tool in memcheck racecheck initcheck synccheck; do
-        TK_EPI_KERNELS=k30_wgmma_tma,k31_wgmma_cluster,k01_naive step "sanitize-epilogue-$tool" \
-            compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/gpu_test_epilogue" shapes
-        summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-epilogue-$tool.log" | tail -n 1)")
-    done
     for t in linear_epilogue gated_mlp test_mlp patch_fuse fused_; do
         TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
             step "test_torch_$t" python3 tests/gpu/test_torch.py "$t"
+    done
+    for w in linear gated llama host; do
+        TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+            step "mlp_$w" python3 bench/mlp_bench.py $w --json "$out/mlp_$w.json"
+        cat "$out/mlp_$w.log"
     done
     IFS=';' read -ra eb <<< "${EPI_BENCH:-}"
     for i in "${!eb[@]}"; do
@@ -189,10 +185,12 @@ if [ "$PART" = epilogue ]; then
         step "epi_bench_$i" "$tk" bench ${eb[$i]} --json "$out/epi_bench_$i.json"
         cat "$out/epi_bench_$i.log"
     done
-    for w in linear gated llama; do
-        TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
-            step "mlp_$w" python3 bench/mlp_bench.py $w --json "$out/mlp_$w.json"
-        cat "$out/mlp_$w.log"
+    step fuzz_epilogue "$tk" fuzz --forms epilogue --epilogue all --cases 400 \
+        --kernel auto,k01_naive,k30_wgmma_tma,k31_wgmma_cluster --json "$out/fuzz_epilogue.json"
+    for tool in memcheck racecheck initcheck synccheck; do
+        TK_EPI_KERNELS=k30_wgmma_tma,k31_wgmma_cluster,k01_naive step "sanitize-epilogue-$tool" \
+            compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/gpu_test_epilogue" shapes
+        summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-epilogue-$tool.log" | tail -n 1)")
     done
     summary+=("then: python3 bench/mlp_readme.py $out/mlp_linear.json $out/mlp_gated.json $out/mlp_llama.json --readme README.md")
 fi

@@ -32,8 +32,10 @@ host: the host's cost of one call issued back to back (torch_bench.py's
 (a) and (b) are timed as torch_bench.py's grouped mode times (its
 helpers): each call checked once against torch (max |tilekit - torch| /
 max |torch|, TOL), then the two interleaved, --samples rounds, the L2
-flushed by a 256 MiB read before each call and the GPU held ~100 us so that
-the events time the GPU's work; x torch = torch median / tilekit median
+flushed by a 256 MiB read before each call and the GPU held ~100 us, or
+four times the host's time to issue the flush and the call where that is
+longer (torch_bench.py's time_interleaved), so that the events time the
+GPU's work; x torch = torch median / tilekit median
 (> 1: tilekit faster).
 
     python3 bench/mlp_bench.py [linear|gated|llama|host|all] [--samples N] [--steps N] [--layers N]
@@ -102,11 +104,13 @@ def compare(label, yard, mine, flop, samples, flush, extra=None):
     if not r["max_rel_err"] <= TOL:
         r["note"] = "MISMATCH: max rel err %.3g (tolerance %g)" % (r["max_rel_err"], TOL)
     del ref, got
-    ms = tb.time_interleaved([("torch", yard), ("tilekit", mine)], samples, flush)
+    info = {}
+    ms = tb.time_interleaved([("torch", yard), ("tilekit", mine)], samples, flush, info=info)
     for name, xs in ms.items():
         med = statistics.median(xs)
         r[name] = {"ms_median": med, "ms_p20": tb.pct(xs, 20), "ms_p80": tb.pct(xs, 80),
-                   "tflops": flop / med / 1e9}
+                   "tflops": flop / med / 1e9, "host_us": info["host_us"][name]}
+    r["gpu_hold_cycles"] = info["hold_cycles"]
     r["ratio_torch"] = r["torch"]["ms_median"] / r["tilekit"]["ms_median"]
     r.update(extra or {})
     return r
@@ -318,7 +322,7 @@ def main():
                                                              tilekit.backend(), os.path.dirname(tilekit.__file__)))
     doc = {"tool": "mlp_bench.py " + args.what, "device": device, "torch": torch.__version__,
            "tilekit": tilekit.__version__, "backend": tilekit.backend(), "samples": args.samples,
-           "l2_flush_bytes": tb.FLUSH_BYTES, "gpu_hold_cycles": tb.HOLD_CYCLES, "tolerance": TOL,
+           "l2_flush_bytes": tb.FLUSH_BYTES, "gpu_hold_cycles_min": tb.HOLD_CYCLES, "tolerance": TOL,
            "command": "python3 bench/mlp_bench.py " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
            "gated_routes": {"forward": _torch_fused.GATED_FORWARD, "backward": _torch_fused.GATED_BACKWARD}}
     try:

@@ -222,26 +222,56 @@ def flusher():
     return buf.sum
 
 
-HOLD_CYCLES = 200000         # grouped, bmm: the GPU's hold after the flush (about 100 us at 2 GHz)
+HOLD_CYCLES = 200000         # grouped, bmm: the GPU's hold after the flush (about 100 us at 2 GHz), at least
+HOLD_MARGIN = 4              # the hold covers this many times the host's time to issue a flush and the call
+HOLD_CLOCK_HZ = 2.0e9        # cycles a second for that (the sleep counts SM cycles: at a lower clock it holds longer)
 
 
-def time_interleaved(calls, samples, flush, hold=True):
+def host_seconds(calls, flush, reps=3):
+    """{name: s}: the host's time to issue flush() and then each call, the
+    most of `reps` warm tries (the GPU is not waited for)."""
+    out = {}
+    for name, fn in calls:
+        worst = 0.0
+        for _ in range(reps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            flush()
+            fn()
+            worst = max(worst, time.perf_counter() - t0)
+        out[name] = worst
+    torch.cuda.synchronize()
+    return out
+
+
+def time_interleaved(calls, samples, flush, hold=True, info=None):
     """{name: [ms]} of calls [(name, fn)]: WARMUP calls of each, then
     `samples` rounds timing each once between CUDA events after flush()
-    (and, with hold, HOLD_CYCLES of GPU sleep: the host is ahead when the
-    first event is reached), the order turned every round so that neither
-    always runs first."""
+    (and, with hold, a GPU sleep: the host is ahead when the first event is
+    reached), the order turned every round so that neither always runs
+    first. The sleep is HOLD_CYCLES, or HOLD_MARGIN times the host's time
+    to issue a flush and the slowest call (host_seconds) where that is
+    longer: a hold shorter than the host's work leaves the GPU idle between
+    the events, and the host's time is then what they measure (session 28:
+    tilekit.linear's 70 us of host work on a slow host against a 100 us
+    hold, 0.046-0.095 ms for a 0.016 ms kernel). info, a dict: gets
+    "hold_cycles" and "host_us" ({name: us})."""
     for _, fn in calls:
         for _ in range(WARMUP):
             fn()
     torch.cuda.synchronize()
+    host = host_seconds(calls, flush)
+    cycles = max(HOLD_CYCLES, int(HOLD_MARGIN * max(host.values()) * HOLD_CLOCK_HZ))
+    if info is not None:
+        info["hold_cycles"] = cycles if hold else 0
+        info["host_us"] = {name: s * 1e6 for name, s in host.items()}
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     ms = {name: [] for name, _ in calls}
     for i in range(samples):
         for name, fn in (calls if i % 2 == 0 else calls[::-1]):
             flush()
             if hold:
-                torch.cuda._sleep(HOLD_CYCLES)
+                torch.cuda._sleep(cycles)
             e0.record()
             fn()
             e1.record()
@@ -382,7 +412,8 @@ def compare_table(title, yardstick, entries, args, skipped=(), extra=None):
           "each, %s; x torch = torch median / tilekit median, > 1: tilekit faster)"
           % (args.samples, WARMUP, FLUSH_BYTES >> 20,
              "no GPU hold: the host's issuing time can count" if args.host_timed
-             else "then the GPU held %d cycles so that the events time the GPU's work" % HOLD_CYCLES))
+             else "then the GPU held at least %d cycles (more where the host's call is slower: "
+                "time_interleaved) so that the events time the GPU's work" % HOLD_CYCLES))
     for label, why in skipped:
         print("skipped: %s (%s)" % (label, why))
     print("| line | groups | torch TFLOP/s | tilekit TFLOP/s | x torch | max rel err | note |")
