@@ -73,8 +73,11 @@ gemm_batched = _impl.gemm_batched
 gemm_grouped = _impl.gemm_grouped
 _plan = _impl.plan   # the checked call without the library (tests)
 # Issue 39: one product with a fused epilogue (bias, activation, gating, their
-# gradients), checked in Python for both backends (tilekit/_epilogue.py).
-from ._epilogue import gemm_epilogue
+# gradients), checked in Python (tilekit/_epilogue.py); with the extension,
+# its C entry point, which checks and runs the calls on torch tensors and
+# hands the others to the Python one.
+from . import _epilogue
+gemm_epilogue = _lib.EXT.gemm_epilogue if _lib.EXT is not None else _epilogue.gemm_epilogue
 
 
 def backend():

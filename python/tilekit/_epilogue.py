@@ -12,6 +12,13 @@ extension's gemm_run in C (the GIL released, the thread's handle), or the
 fallback's through ctypes (_lib.GemmDesc). It is a function of its own, not
 keywords of gemm(), so that gemm keeps its C entry point without a Python
 frame and its checks (out M x N, beta with out None) stay as they are.
+
+With the extension, tilekit.gemm_epilogue is the extension's own
+(_tilekit.c, py_gemm_epilogue): calls on torch tensors with plain
+arguments are checked and run in C by these rules, giving the same
+descriptor; it hands every other call, and every call a rule refuses, to
+gemm_epilogue here as it came (setup_epilogue below), so the checks and
+messages of this file are the only ones.
 """
 from . import _lib
 from . import _fallback
@@ -212,3 +219,7 @@ def gemm_epilogue(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fa
         if p.joins:
             _fallback._join(run, p.joins, True)
     return p.result
+
+
+if _lib.EXT is not None:
+    _lib.EXT.setup_epilogue(gemm_epilogue)

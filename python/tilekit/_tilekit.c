@@ -2823,6 +2823,27 @@ PyDoc_STRVAR(gemm_run_doc,
 "cudaStream_t value or None. The library's refusal raises as\n"
 "tilekit.gemm_epilogue's.");
 
+/* tk_gemm_run of d on the thread's handle for device (-1: the current
+ * one), made current, the GIL released; a refusal raised as
+ * tilekit.gemm_epilogue's. 0, or -1 with an exception set. */
+static int run_desc(int device, const tk_gemm_desc *d, const char *kernel, void *stream)
+{
+    int prev;
+    if (need_lib() || enter_dev(device, &prev))
+        return -1;
+    tk_handle h = get_handle(device >= 0 ? device : current_device());
+    if (!h) {
+        leave_device(prev);
+        return -1;
+    }
+    tk_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = L.gemm_run(h, d, kernel, stream);
+    Py_END_ALLOW_THREADS
+    leave_device(prev);
+    return failed(st, h, "tilekit.gemm_epilogue") ? -1 : 0;
+}
+
 static PyObject *py_gemm_run(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -2860,21 +2881,309 @@ static PyObject *py_gemm_run(PyObject *mod, PyObject *args)
     d.aux = (void *)(uintptr_t)aux;
     d.ldaux = ldaux;
     d.bias_grad = (float *)(uintptr_t)bias_grad;
-    int prev;
-    if (need_lib() || enter_dev(device, &prev))
+    if (run_desc(device, &d, kernel, stream))
         return NULL;
-    tk_handle h = get_handle(device >= 0 ? device : current_device());
-    if (!h) {
-        leave_device(prev);
-        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- issue 39: gemm_epilogue's fast path, for torch tensors ---- */
+
+/* tilekit.gemm_epilogue with the extension: the calls whose operands are
+ * all torch tensors and whose other arguments are plain (exact ints,
+ * floats, bools and strs) are checked here and run (epi_plan, run_desc),
+ * with _epilogue.plan's rules and the tk_gemm_desc it and gemm_run make.
+ * Every other call, and every call one of those rules refuses, goes to
+ * _epilogue.gemm_epilogue (registered by setup_epilogue) with its
+ * arguments as given, so its exceptions and messages are the only ones a
+ * caller sees: this path raises nothing of its own before the library. */
+
+enum {
+    E_A, E_B, E_OUT, E_ALPHA, E_BETA, E_TA, E_TB, E_KERNEL, E_EPILOGUE, E_ACTIVATION, E_BIAS, E_BIAS_ALONG, E_B_UP,
+    E_D, E_AUX, E_BIAS_GRAD, E_STREAM, NEPI
+};
+static const char *const epi_cnames[NEPI] = { "A",        "B",          "out",  "alpha",      "beta",
+                                              "trans_a",  "trans_b",    "kernel", "epilogue", "activation",
+                                              "bias",     "bias_along", "b_up", "d",          "aux",
+                                              "bias_grad", "stream" };
+static PyObject *epi_names[NEPI];
+static PyObject *epi_fallback;   /* _epilogue.gemm_epilogue */
+
+/* _epilogue.EPILOGUES, ACTIVATIONS (None: 0, then the names from 1) and BIAS_ALONG (from 0) */
+static const char *const epi_kind_names[] = { "bias_act", "gated", "backward", "gated_backward" };
+static const char *const epi_act_names[] = { "relu", "gelu", "gelu_tanh", "silu" };
+static const char *const epi_along_names[] = { "columns", "rows" };
+
+#define GIVEN(x) ((x) && (x) != Py_None)
+
+/* _epilogue._choice for a table whose names are `names` numbered from
+ * `first` (1: None is 0 as well): the value, `dflt` when absent, -1 when
+ * not a plain str of the table (not taken). */
+static int epi_choice(PyObject *v, const char *const *names, int n, int first, int dflt)
+{
+    if (!v)
+        return dflt;
+    if (v == Py_None)
+        return first ? 0 : -1;
+    if (!PyUnicode_CheckExact(v))
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (PyUnicode_CompareWithASCIIString(v, names[i]) == 0)
+            return first + i;
+    return -1;
+}
+
+/* _fallback._real of an exact float or int (absent: dflt); -1 otherwise. */
+static int epi_real(PyObject *v, double dflt, double *out)
+{
+    if (!v)
+        *out = dflt;
+    else if (PyFloat_CheckExact(v))
+        *out = PyFloat_AS_DOUBLE(v);
+    else if (!PyLong_CheckExact(v) || ((*out = PyLong_AsDouble(v)) == -1.0 && PyErr_Occurred()))
+        return -1;
+    return 0;
+}
+
+/* The truth of trans_a or trans_b: absent, None, a bool or an exact int
+ * (no __bool__ of the caller's to call); -1 otherwise. */
+static int epi_flag(PyObject *v)
+{
+    if (!v || v == Py_None || v == Py_False)
+        return 0;
+    if (v == Py_True)
+        return 1;
+    if (!PyLong_CheckExact(v))
+        return -1;
+    int big = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &big);
+    return x == -1 && PyErr_Occurred() ? -1 : big || x != 0;
+}
+
+/* _arrays.describe of a torch tensor of `ranks`; -1 for anything else or
+ * anything describe refuses. A torch operand owns no reference (no CAI
+ * stream, no capsule): nothing to release. */
+static int epi_operand(PyObject *x, mat *m, const char *name, unsigned ranks)
+{
+    static const dl_ctx no_dlpack = { NULL, 1 };
+    m->name = name;
+    m->ranks = ranks;
+    return is_torch_tensor(x) ? describe(x, m, &no_dlpack) : -1;
+}
+
+/* _epilogue._vector: a 1-D tensor of `length` contiguous elements. */
+static int epi_vector(PyObject *x, mat *v, const char *name, int64_t length)
+{
+    return epi_operand(x, v, name, R1) || v->cols != length || (v->cols > 1 && v->scol != 1) ? -1 : 0;
+}
+
+/* _epilogue._row_major: x's leading dimension when its rows are contiguous. */
+static int epi_row_major(const mat *x, int64_t *ld)
+{
+    return storage(x, ROW, ld) == ROW ? 0 : -1;
+}
+
+/* A checked gemm_epilogue call: the descriptor gemm_run would fill, and
+ * where it runs. */
+typedef struct epi_plan {
+    tk_gemm_desc desc;
+    int device;
+    void *stream;
+    const char *kernel;          /* NULL: auto; else the UTF-8 of the caller's str (alive for the call) */
+    PyObject *result;            /* borrowed: d, else out */
+} epi_plan;
+
+/* _epilogue.plan of the bound arguments (arg, indexed by E_*), for the
+ * calls this path takes: 0 with e filled, or -1 (an exception may be set)
+ * for the Python path to check and raise. */
+static int epi_make_plan(epi_plan *e, PyObject *const *arg)
+{
+    mat a = { 0 }, b = { 0 }, up = { 0 }, c = { 0 }, d = { 0 }, vm = { 0 }, xm = { 0 }, gm = { 0 };
+    const int kind = epi_choice(arg[E_EPILOGUE], epi_kind_names, 4, 1, TK_EPI_NONE),
+              act = epi_choice(arg[E_ACTIVATION], epi_act_names, 4, 1, TK_ACT_NONE),
+              along = epi_choice(arg[E_BIAS_ALONG], epi_along_names, 2, 0, TK_BIAS_COLUMNS);
+    const int has_up = GIVEN(arg[E_B_UP]), has_c = GIVEN(arg[E_OUT]), has_d = GIVEN(arg[E_D]),
+              has_bias = GIVEN(arg[E_BIAS]), has_aux = GIVEN(arg[E_AUX]), has_grad = GIVEN(arg[E_BIAS_GRAD]);
+    double alpha, beta;
+    const int ta = epi_flag(arg[E_TA]), tb = epi_flag(arg[E_TB]);
+    if (kind < 0 || act < 0 || along < 0 || ta < 0 || tb < 0 || (!has_c && !has_d) || torch_ready() <= 0 ||
+        epi_real(arg[E_ALPHA], 1.0, &alpha) || epi_real(arg[E_BETA], 0.0, &beta))
+        return -1;
+    if (epi_operand(arg[E_A], &a, "A", R2) || epi_operand(arg[E_B], &b, "B", R2) ||
+        (has_up && epi_operand(arg[E_B_UP], &up, "b_up", R2)) || a.dtype != DT_BF16 || b.dtype != DT_BF16 ||
+        (has_up && up.dtype != DT_BF16))
+        return -1;
+    PyObject *kernel = arg[E_KERNEL];
+    e->kernel = NULL;
+    if (GIVEN(kernel)) {
+        if (!PyUnicode_CheckExact(kernel))
+            return -1;
+        if (PyUnicode_GetLength(kernel) > 0 && PyUnicode_CompareWithASCIIString(kernel, "auto") != 0 &&
+            !(e->kernel = PyUnicode_AsUTF8(kernel)))
+            return -1;
     }
-    tk_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = L.gemm_run(h, &d, kernel, stream);
-    Py_END_ALLOW_THREADS
-    leave_device(prev);
-    if (failed(st, h, "tilekit.gemm_epilogue"))
-        return NULL;
+    const mat oa = ta ? mat_t(&a) : a, ob = tb ? mat_t(&b) : b;   /* op(A) M x K, op(B) K x N (N/2 with b_up) */
+    int op_a, op_b, op_up;
+    int64_t lda, ldb, ld_up;
+    if (oa.cols != ob.rows || operand(&oa, ROW, &op_a, &lda) || operand(&ob, ROW, &op_b, &ldb))
+        return -1;
+    const int64_t m = oa.rows, k = oa.cols;
+    int64_t n = ob.cols;
+    if (has_up) {   /* the up projection: B's shape, op and leading dimension */
+        const mat ou = tb ? mat_t(&up) : up;
+        if (ou.rows != ob.rows || ou.cols != ob.cols || operand(&ou, ROW, &op_up, &ld_up) || op_up != op_b ||
+            ld_up != ldb)
+            return -1;
+        n *= 2;
+    }
+    if (n > INT64_MAX / 4 || (kind == TK_EPI_GATED && n % 2))
+        return -1;
+    /* D's columns: N, N/2 (gated) or 2N (gated_backward); aux's: N, or 2N (gated_backward) */
+    const int64_t width = kind == TK_EPI_GATED ? n / 2 : kind == TK_EPI_GATED_BACKWARD ? 2 * n : n;
+    const int64_t aux_width = kind == TK_EPI_GATED_BACKWARD ? 2 * n : n;
+    if ((has_d && (epi_operand(arg[E_D], &d, "d", R2) || d.rows != m || d.cols != width)) ||
+        (has_c && (epi_operand(arg[E_OUT], &c, "out", R2) || c.rows != m || c.cols != width)))
+        return -1;
+    const mat *dst = has_d ? &d : &c;   /* D */
+    int64_t ldd, ldc, ldaux = 0;
+    if (epi_row_major(dst, &ldd))
+        return -1;
+    ldc = ldd;   /* C's: D's when C is D or absent */
+    if (has_c && has_d) {
+        if (c.dtype != d.dtype || epi_row_major(&c, &ldc))
+            return -1;
+    } else if (!has_c && beta != 0.0) {
+        return -1;
+    }
+    const mat *reads[5] = { &a, &b, has_up ? &up : NULL }, *written[3] = { dst };
+    int nr = 3, nw = 1;
+    if (has_bias) {
+        if (epi_vector(arg[E_BIAS], &vm, "bias", along ? m : n))
+            return -1;
+        reads[nr++] = &vm;
+    }
+    if (has_aux) {
+        if (epi_operand(arg[E_AUX], &xm, "aux", R2) || xm.dtype != DT_BF16 || xm.rows != m ||
+            xm.cols != aux_width || epi_row_major(&xm, &ldaux))
+            return -1;
+        if (kind == TK_EPI_BACKWARD || kind == TK_EPI_GATED_BACKWARD)
+            reads[nr++] = &xm;
+        else
+            written[nw++] = &xm;
+    }
+    if (has_grad) {
+        if (epi_vector(arg[E_BIAS_GRAD], &gm, "bias_grad", width) || gm.dtype != DT_F32)
+            return -1;
+        written[nw++] = &gm;
+    }
+    for (int i = 0; i < nw; i++)   /* a torch tensor is never read-only */
+        for (int j = 0; j < nr; j++)
+            if (reads[j] && overlaps(written[i], reads[j]))
+                return -1;
+    const mat *ops[8] = { &a, &b, &up, &c, &d, &vm, &xm, &gm };
+    for (int i = 1; i < 8; i++)   /* one device (the operands not given have no name) */
+        if (ops[i]->name && ops[i]->device != a.device)
+            return -1;
+    e->device = a.device;
+    PyObject *stream = arg[E_STREAM];
+    if (!GIVEN(stream)) {
+        if (torch_stream(e->device, &e->stream))
+            return -1;
+    } else if (!PyLong_CheckExact(stream) || (!(e->stream = PyLong_AsVoidPtr(stream)) && PyErr_Occurred())) {
+        return -1;
+    }
+    e->result = has_d ? arg[E_D] : arg[E_OUT];
+    tk_gemm_desc q = TK_GEMM_DESC_INIT;
+    q.problem = (tk_gemm_problem){
+        .layout = TK_ROW_MAJOR, .op_a = (tk_op)op_a, .op_b = (tk_op)op_b, .m = m, .n = n, .k = k,
+        .alpha = (float)alpha, .beta = (float)beta, .a = (const void *)(uintptr_t)a.ptr, .lda = lda,
+        .b = (const void *)(uintptr_t)b.ptr, .ldb = ldb, .c = has_c ? (void *)(uintptr_t)c.ptr : NULL, .ldc = ldc,
+        .c_type = (tk_dtype)dst->dtype,
+    };
+    q.epilogue = kind;
+    q.activation = act;
+    q.bias = has_bias ? (const void *)(uintptr_t)vm.ptr : NULL;
+    q.bias_type = has_bias ? vm.dtype : 0;
+    q.bias_along = along;
+    q.b_up = has_up ? (const void *)(uintptr_t)up.ptr : NULL;
+    q.d = has_d ? (void *)(uintptr_t)d.ptr : NULL;
+    q.ldd = has_d ? ldd : 0;
+    q.aux = has_aux ? (void *)(uintptr_t)xm.ptr : NULL;
+    q.ldaux = ldaux;
+    q.bias_grad = has_grad ? (float *)(uintptr_t)gm.ptr : NULL;
+    e->desc = q;
+    return 0;
+}
+
+/* Binds gemm_epilogue's arguments (A to kernel by position or name, the
+ * rest by name) and plans the call: 0, or -1 with no exception set for
+ * the Python path to take it. */
+static int epi_bind_plan(epi_plan *e, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const fast_sig sig = { "gemm_epilogue", epi_cnames, epi_names, 2, 8, NEPI };
+    PyObject *arg[NEPI];
+    if (bind_sig(&sig, args, nargs, kwnames, arg) == 0 && epi_make_plan(e, arg) == 0)
+        return 0;
+    PyErr_Clear();
+    return -1;
+}
+
+PyDoc_STRVAR(gemm_epilogue_doc,
+"gemm_epilogue($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, kernel=None, *,\n"
+"              epilogue=None, activation=None, bias=None, bias_along='columns', b_up=None, d=None, aux=None,\n"
+"              bias_grad=None, stream=None)\n--\n\n"
+"D = epilogue(alpha * op(A) @ op(B)) + beta * C in the kernel's own epilogue\n"
+"(tk_gemm_run); returns D. Calls on torch tensors are checked and run in C;\n"
+"every other call, and every call a check refuses, runs through\n"
+"tilekit._epilogue.gemm_epilogue, whose docstring has the arguments.");
+
+static PyObject *py_gemm_epilogue(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    epi_plan e;
+    if (epi_bind_plan(&e, args, nargs, kwnames)) {
+        if (!epi_fallback)
+            return PyErr_Format(PyExc_RuntimeError, "tilekit._tilekit: setup_epilogue() was not called");
+        return PyObject_Vectorcall(epi_fallback, args, (size_t)nargs, kwnames);
+    }
+    return run_desc(e.device, &e.desc, e.kernel, e.stream) ? NULL : Py_NewRef(e.result);
+}
+
+PyDoc_STRVAR(epilogue_plan_doc,
+"epilogue_plan($module, A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, kernel=None, *,\n"
+"              epilogue=None, activation=None, bias=None, bias_along='columns', b_up=None, d=None, aux=None,\n"
+"              bias_grad=None, stream=None)\n--\n\n"
+"The fast path's plan of a gemm_epilogue call, loading nothing (for tests):\n"
+"None where the call goes to the Python path, else (fields, device, stream,\n"
+"kernel): the tk_gemm_desc's values in gemm_run's order (alpha and beta as\n"
+"stored, float32), the device, the stream (None: the legacy default) and\n"
+"the kernel (bytes, None: auto).");
+
+static PyObject *py_epilogue_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)mod;
+    epi_plan e;
+    if (epi_bind_plan(&e, args, nargs, kwnames))
+        Py_RETURN_NONE;
+    const tk_gemm_desc *q = &e.desc;
+    const tk_gemm_problem *p = &q->problem;
+#define PTR(x) (unsigned long long)(uintptr_t)(x)
+    return Py_BuildValue("((iiiLLLddKLKLKLiiiKiiKKLKLK)iNN)", (int)p->layout, (int)p->op_a, (int)p->op_b,
+                         (long long)p->m, (long long)p->n, (long long)p->k, (double)p->alpha, (double)p->beta,
+                         PTR(p->a), (long long)p->lda, PTR(p->b), (long long)p->ldb, PTR(p->c), (long long)p->ldc,
+                         (int)p->c_type, (int)q->epilogue, (int)q->activation, PTR(q->bias), (int)q->bias_type,
+                         (int)q->bias_along, PTR(q->b_up), PTR(q->d), (long long)q->ldd, PTR(q->aux),
+                         (long long)q->ldaux, PTR(q->bias_grad), e.device,
+                         e.stream ? PyLong_FromVoidPtr(e.stream) : Py_NewRef(Py_None),
+                         e.kernel ? PyBytes_FromString(e.kernel) : Py_NewRef(Py_None));
+#undef PTR
+}
+
+static PyObject *py_setup_epilogue(PyObject *mod, PyObject *fallback)
+{
+    (void)mod;
+    if (!PyCallable_Check(fallback))
+        return PyErr_Format(PyExc_TypeError, "setup_epilogue: %R is not callable", fallback);
+    Py_XSETREF(epi_fallback, Py_NewRef(fallback));
     Py_RETURN_NONE;
 }
 
@@ -2907,6 +3216,12 @@ static PyMethodDef methods[] = {
       workspace_size_doc },
     { "plan_create", (PyCFunction)(void (*)(void))py_plan_create, METH_FASTCALL | METH_KEYWORDS, plan_create_doc },
     { "gemm_run", py_gemm_run, METH_VARARGS, gemm_run_doc },
+    { "gemm_epilogue", (PyCFunction)(void (*)(void))py_gemm_epilogue, METH_FASTCALL | METH_KEYWORDS,
+      gemm_epilogue_doc },
+    { "epilogue_plan", (PyCFunction)(void (*)(void))py_epilogue_plan, METH_FASTCALL | METH_KEYWORDS,
+      epilogue_plan_doc },
+    { "setup_epilogue", py_setup_epilogue, METH_O,
+      "setup_epilogue(fn): the Python gemm_epilogue, for the calls the fast path does not take." },
     { NULL, NULL, 0, NULL },
 };
 
@@ -2933,6 +3248,9 @@ PyMODINIT_FUNC PyInit__tilekit(void)
             return NULL;
     for (int i = 0; i < NARG; i++)
         if (!arg_names[i] && !(arg_names[i] = PyUnicode_InternFromString(arg_cnames[i])))
+            return NULL;
+    for (int i = 0; i < NEPI; i++)
+        if (!epi_names[i] && !(epi_names[i] = PyUnicode_InternFromString(epi_cnames[i])))
             return NULL;
     if (!S.real) {
         PyObject *numbers = PyImport_ImportModule("numbers");

@@ -36,6 +36,8 @@ backward op: torch.compile(fullgraph=True) traces them without a graph
 break. In eager mode the same bodies run through a torch.autograd.Function
 (or directly without autograd): the custom op's dispatch costs ~10 us of
 host time a call (tilekit.matmul's reason, docs/NOTES.md session 6).
+tilekit.linear without autograd makes no check of its own before its one
+gemm_epilogue call, which checks the same (_linear_eager).
 Custom ops return tensors only: an output that is not needed (z without a
 backward, a gradient nobody asked for) is an empty tensor, never used.
 """
@@ -231,11 +233,12 @@ def _check(where, x, weights, biases):
 
 
 def _flat(x, k, where):
-    """x as a 2-D T x K matrix (its leading dimensions flattened) and those dimensions."""
+    """x as a 2-D T x K matrix (its leading dimensions flattened; x itself
+    when 2-D) and those dimensions."""
     if x.dim() < 1 or x.shape[-1] != k:
         raise ValueError("%s: shape mismatch: x is %s but the weight takes %d input features"
                          % (where, tuple(x.shape), k))
-    return x.reshape(-1, k), x.shape[:-1]
+    return (x if x.dim() == 2 else x.reshape(-1, k)), x.shape[:-1]
 
 
 def _needs_grad(*tensors):
@@ -261,10 +264,12 @@ def _check_linear(x, w, bias):
 
 def _tma_strides(*ts):
     """Whether the fused Hopper kernels can take these 2-D operands: every
-    row stride a multiple of 8 elements (16 bytes) and every base 16-byte
-    aligned (TMA's rule); else an epilogue runs on k01_naive."""
+    stride other than 1 (of a dimension longer than 1) a multiple of 8
+    elements (16 bytes) and every base 16-byte aligned (TMA's rule); else an
+    epilogue runs on k01_naive."""
     for t in ts:
-        if t.data_ptr() % 16 or any(st % 8 for st, n in zip(t.stride(), t.shape) if st != 1 and n > 1):
+        (r, c), (sr, sc) = t.shape, t.stride()
+        if t.data_ptr() % 16 or (sr % 8 and sr != 1 and r > 1) or (sc % 8 and sc != 1 and c > 1):
             return False
     return True
 
@@ -373,12 +378,29 @@ class _LinearFunction(torch.autograd.Function):
         return _pick(needs, (dx, dw, _cast(db, bias))) + (None,)
 
 
+def _linear_eager(x, w, bias, activation):
+    """y of the eager call without a gradient, checked by gemm_epilogue
+    alone: it checks what _check_linear and _usable would (dtypes, shapes,
+    devices, strides; the extension in C), so a valid call makes no check
+    of its own. Any refusal, and strides TMA cannot take, go to
+    _linear_fwd, which checks first and so raises tilekit.linear's own
+    messages (a refused call wrote nothing)."""
+    y = torch.empty((x.shape[0], w.shape[1]), dtype=torch.bfloat16, device=x.device)
+    if _tma_strides(x, w, y):
+        try:
+            tilekit.gemm_epilogue(x, w, y, epilogue="bias_act", activation=activation, bias=bias)
+            return y
+        except Exception:
+            pass
+    return _linear_fwd(x, w, bias, activation, False)[0]
+
+
 def _linear_call(x, w, bias, activation):
     if torch.compiler.is_compiling():
         return linear_op(x, w, bias, activation, _needs_grad(x, w, bias))[0]
     if _needs_grad(x, w, bias):
         return _LinearFunction.apply(x, w, bias, activation)
-    return _linear_fwd(x, w, bias, activation, False)[0]
+    return _linear_eager(x, w, bias, activation)
 
 
 def linear(x, weight, bias=None, activation=None):
@@ -401,7 +423,8 @@ def linear(x, weight, bias=None, activation=None):
     if activation is None and bias is None:
         return matmul(x, weight.t())
     x2, lead = _flat(x, weight.shape[1], "tilekit.linear")
-    return _linear_call(x2, weight.t(), bias, activation).reshape(*lead, weight.shape[0])
+    y = _linear_call(x2, weight.t(), bias, activation)
+    return y if x2 is x else y.reshape(*lead, weight.shape[0])
 
 
 # ---- tilekit.gated_mlp: (act(x wg) * (x wu)) wd ----

@@ -450,6 +450,48 @@ def test_linear_route_by_strides():
               "linear %d -> %d" % (k, n))
 
 
+def test_linear_eager_no_grad():
+    """tilekit.linear without a gradient: one gemm_epilogue call and no
+    check of its own (_check_linear, _usable) for a valid call, 2-D or
+    3-D; a call gemm_epilogue refuses goes the full way (_linear_fwd) and
+    raises tilekit.linear's messages; strides TMA cannot take too (x
+    copied, then fused)."""
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn(6, 16, generator=gen).to(torch.bfloat16)
+    w = torch.randn(24, 16, generator=gen).to(torch.bfloat16)
+    b = torch.randn(24, generator=gen)
+    want = act64(torch.nn.functional.linear(x.double(), w.double(), b.double()), "gelu_tanh")
+    checks = []
+    check, usable = _torch_fused._check_linear, _torch_fused._usable
+    _torch_fused._check_linear = lambda *a: checks.append("check") or check(*a)
+    _torch_fused._usable = lambda t: checks.append("usable") or usable(t)
+    try:
+        with Float64Tilekit() as fake, torch.no_grad():
+            close(tilekit.linear(x, w, b, "gelu_tanh"), want, TOL_OP, "linear 2-D")
+            y3 = tilekit.linear(x.view(2, 3, 16), w, b, "gelu_tanh")
+            assert y3.shape == (2, 3, 24), y3.shape
+            close(y3.reshape(6, 24), want, TOL_OP, "linear 3-D")
+            assert fake.calls == ["bias_act"] * 2 and checks == [], (fake.calls, checks)
+            for exc, args, match in ((TypeError, (x.float(), w, b), "tilekit.linear: x has dtype torch.float32"),
+                                     (TypeError, (x, w.float(), b), "tilekit.linear: weight has dtype"),
+                                     (ValueError, (x, w, b[:5]), "tilekit.linear: bias has shape (5,)"),
+                                     (TypeError, (x, w, b.int()), "tilekit.linear: bias has dtype torch.int32")):
+                del checks[:]
+                raises(exc, tilekit.linear, *args, "gelu_tanh", match=match)
+                assert checks == ["check"], checks
+            del checks[:], fake.calls[:]
+            xs = torch.randn(6, 32, generator=gen).to(torch.bfloat16)[:, ::2]   # stride 2: copied by _usable
+            close(tilekit.linear(xs, w, b, "gelu_tanh"),
+                  act64(torch.nn.functional.linear(xs.double(), w.double(), b.double()), "gelu_tanh"), TOL_OP,
+                  "linear strided")
+            assert checks == ["check", "usable", "usable"] and fake.calls == ["bias_act"], (checks, fake.calls)
+    finally:
+        _torch_fused._check_linear, _torch_fused._usable = check, usable
+    # tilekit's own gemm_epilogue: CPU tensors refused with its message (the Python path's), after linear's checks
+    with torch.no_grad():
+        raises(TypeError, tilekit.linear, x, w, b, "gelu_tanh", match="A: tensor is on cpu")
+
+
 def test_mlps_vs_float64():
     """gated_mlp with and without biases and mlp in both weight layouts
     (nn.Linear's and Conv1D's), against float64 autograd: values, every
