@@ -286,9 +286,9 @@ def _linear_fwd(x, w, bias, activation, save):
     keep = save and activation is not None
     y = _empty(x, x.shape[0], w.shape[1])
     if not _tma_strides(x, w, y):
-        if bias is not None:
+        if bias is not None:   # bf16 out for an fp32 bias too: the sum rounded once, in fp32
             _gemm(x, w, y)
-            y = y + bias
+            y = (y.float() + bias.float()).to(torch.bfloat16)
         else:
             _gemm(x, w, y)
         if activation is None:

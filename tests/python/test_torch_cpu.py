@@ -22,6 +22,7 @@ Needs torch and transformers (.ci/run's torch-cpu step installs them into a
 virtual environment); without them the file defines no test and says so.
 """
 import copy
+import itertools
 import math
 
 try:
@@ -439,13 +440,15 @@ def test_linear_route_by_strides():
     plain product (routed by tilekit to a fast kernel) with the bias and
     the activation in torch, never k01_naive's fused call."""
     gen = torch.Generator().manual_seed(5)
-    for k, n, want in ((16, 24, ["bias_act"]), (13, 24, [None]), (16, 5, [None])):
+    cases = ((16, 24, ["bias_act"]), (13, 24, [None]), (16, 5, [None]))
+    for (k, n, want), bias_dtype in itertools.product(cases, (torch.bfloat16, torch.float32)):
         x = torch.randn(7, k, generator=gen).to(torch.bfloat16)
         w = torch.randn(n, k, generator=gen).to(torch.bfloat16)
-        b = torch.randn(n, generator=gen).to(torch.bfloat16)
+        b = torch.randn(n, generator=gen).to(bias_dtype)
         with Float64Tilekit() as fake:
             y = tilekit.linear(x, w, b, "gelu")
         assert fake.calls == want, (k, n, fake.calls)
+        assert y.dtype == torch.bfloat16 and y.shape == (7, n), (k, n, bias_dtype, y.dtype, tuple(y.shape))
         close(y, act64(torch.nn.functional.linear(x.double(), w.double(), b.double()), "gelu"), TOL_OP,
               "linear %d -> %d" % (k, n))
 
