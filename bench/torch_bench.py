@@ -227,19 +227,20 @@ HOLD_MARGIN = 4              # the hold covers this many times the host's time t
 HOLD_CLOCK_HZ = 2.0e9        # cycles a second for that (the sleep counts SM cycles: at a lower clock it holds longer)
 
 
-def host_seconds(calls, flush, reps=3):
+def host_seconds(calls, flush, reps=5):
     """{name: s}: the host's time to issue flush() and then each call, the
-    most of `reps` warm tries (the GPU is not waited for)."""
+    median of `reps` warm tries (the GPU is not waited for; the median, as
+    one try in a session-28 run took 20 ms where the others took 0.2)."""
     out = {}
     for name, fn in calls:
-        worst = 0.0
+        tries = []
         for _ in range(reps):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             flush()
             fn()
-            worst = max(worst, time.perf_counter() - t0)
-        out[name] = worst
+            tries.append(time.perf_counter() - t0)
+        out[name] = statistics.median(tries)
     torch.cuda.synchronize()
     return out
 
