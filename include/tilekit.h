@@ -181,6 +181,11 @@ typedef struct tk_gemm_desc {
     void *d; int64_t ldd;        /* the output D (c_type), or NULL: D is C (in place) */
     void *aux; int64_t ldaux;    /* bf16: the pre-activation z, stored (forward) or read (backward) */
     float *bias_grad;            /* fp32 device memory or NULL: D's column sums (backward kinds) */
+    /* version 4: FP8 operands with scales (tk_fp8_format, tk_scale_mode below; 0: bf16) */
+    int32_t a_fp8, b_fp8;        /* tk_fp8_format of A and of B: both 0 (bf16) or both set */
+    int32_t scale_mode;          /* tk_scale_mode */
+    const float *scale_a, *scale_b;     /* fp32 device memory: the operands' scales (scale_mode) */
+    int64_t ld_scale_a, ld_scale_b;     /* TK_SCALE_BLOCK: elements from one k-block's scales to the next */
     /* later versions append here */
 } tk_gemm_desc;
 
@@ -284,6 +289,24 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
  * TK_EPI_GATED, a missing aux, bias_grad with a forward kind, a column-
  * major problem), a kernel without epilogues TK_ERR_NOT_SUPPORTED; D, aux
  * and bias_grad are then untouched. */
+/* ---- FP8 operands (tk_gemm_desc version 4; issue 40, in progress) ----
+ * A and B in one of the OCP 8-bit formats (a_fp8, b_fp8: E4M3 or E5M2, in
+ * any pairing), products summed in fp32, C fp32 or bf16 as c_type says,
+ * alpha and beta as for bf16. The product is sum_k (sa a)(sb b) with the
+ * scales (fp32, device memory) of scale_mode:
+ *   TK_SCALE_TENSOR: scale_a and scale_b one value each;
+ *   TK_SCALE_ROW: scale_a M values (one per row of op(A)), scale_b N (one
+ *     per column of op(B)): torch._scaled_mm's row-wise mode;
+ *   TK_SCALE_BLOCK: DeepSeek-V3's: scale_a one value per row of op(A) and
+ *     128 consecutive k (row i, k-block j at scale_a[i + j * ld_scale_a],
+ *     ld_scale_a >= M), scale_b one per 128 x 128 block of op(B) (n-block
+ *     i, k-block j at scale_b[i + j * ld_scale_b], ld_scale_b >=
+ *     ceil(N / 128)); K a multiple of 128.
+ * Not yet: no kernel takes FP8 operands (TK_ERR_NOT_SUPPORTED after the
+ * checks), nor an epilogue or many products with them. */
+typedef enum tk_fp8_format { TK_FP8_NONE = 0, TK_FP8_E4M3 = 1, TK_FP8_E5M2 = 2 } tk_fp8_format;
+typedef enum tk_scale_mode { TK_SCALE_NONE = 0, TK_SCALE_TENSOR = 1, TK_SCALE_ROW = 2, TK_SCALE_BLOCK = 3 } tk_scale_mode;
+
 typedef enum tk_epilogue_kind {
     TK_EPI_NONE = 0,
     TK_EPI_BIAS_ACT = 1,

@@ -682,7 +682,8 @@ def gemm_run(device, stream, kernel, fields):
     lib = _lib.load_ctypes()
     desc = _lib.GemmDesc(size=ctypes.sizeof(_lib.GemmDesc))
     desc.problem = _lib.GemmProblem(*fields[:15])
-    for (name, _), value in zip(_lib.GemmDesc._fields_[-11:], fields[15:]):
-        setattr(desc, name, value)
+    names = [name for name, _ in _lib.GemmDesc._fields_]
+    for name, value in zip(names[names.index("epilogue"):names.index("bias_grad") + 1], fields[15:]):
+        setattr(desc, name, value)   # the epilogue's 11 fields (version 3; later versions follow them)
     h = _lib.handle(device if device >= 0 else _lib.current_device())
     _lib.check(lib.tk_gemm_run(h, ctypes.byref(desc), kernel, stream), h, "tilekit.gemm_epilogue")

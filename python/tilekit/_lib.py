@@ -139,7 +139,7 @@ class GemmProblem(ctypes.Structure):
 
 
 class GemmDesc(ctypes.Structure):
-    """tk_gemm_desc up to its version-3 fields (versioned: size first; the
+    """tk_gemm_desc up to its version-4 fields (versioned: size first; the
     fields after the problem are laid out as the C compiler lays out the
     header's: tests/python/test_fake_lib_epilogue.py compares the offsets)."""
     _fields_ = [
@@ -153,6 +153,10 @@ class GemmDesc(ctypes.Structure):
         ("bias", ctypes.c_void_p), ("bias_type", ctypes.c_int32), ("bias_along", ctypes.c_int32),
         ("b_up", ctypes.c_void_p), ("d", ctypes.c_void_p), ("ldd", ctypes.c_int64),
         ("aux", ctypes.c_void_p), ("ldaux", ctypes.c_int64), ("bias_grad", ctypes.c_void_p),
+        # version 4: FP8 operands and their scales (tk_fp8_format, tk_scale_mode)
+        ("a_fp8", ctypes.c_int32), ("b_fp8", ctypes.c_int32), ("scale_mode", ctypes.c_int32),
+        ("scale_a", ctypes.c_void_p), ("scale_b", ctypes.c_void_p),
+        ("ld_scale_a", ctypes.c_int64), ("ld_scale_b", ctypes.c_int64),
     ]
 
 

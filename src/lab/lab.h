@@ -30,6 +30,26 @@ uint64_t tk_lab_mix64(uint64_t x);             /* the splitmix64 finalizer: a co
 typedef enum tk_lab_fp8 { TK_LAB_E4M3 = 0, TK_LAB_E5M2 = 1 } tk_lab_fp8;
 double tk_lab_fp8_decode(uint8_t v, tk_lab_fp8 f);
 uint8_t tk_lab_fp8_encode(double x, tk_lab_fp8 f, int satfinite);
+/* The FP8 quantizer's reference (issue 40: what tk_quantize_fp8 must give
+ * bit for bit). x: rows x cols fp32 values, row-major with leading
+ * dimension ldx; q: the codes, rows x cols with leading dimension ldq;
+ * scale: fp32, x ~ scale * decode(q) per group. A group's scale is
+ * fl32(amax / fmax) (fmax: 448 or 57344; 1 where amax is 0; NaN where the
+ * group holds a NaN, and then every code of it NaN), each code
+ * encode(fl32(x / scale)) with satfinite.
+ * Groups and where their scales go (tk_gemm_desc's layouts, version 4):
+ *   TK_LAB_Q_TENSOR: one, scale[0];
+ *   TK_LAB_Q_ROW: one per row, scale[r];
+ *   TK_LAB_Q_1X128: per row and 128 columns, scale[r + (c / 128) * rows]
+ *     (scale_a's: ld_scale_a = rows);
+ *   TK_LAB_Q_128X128: per 128 x 128 block, scale[r / 128 + (c / 128) *
+ *     ceil(rows / 128)] (scale_b's for a weight stored N x K: ld_scale_b =
+ *     ceil(N / 128)).
+ * The scales it writes: tk_lab_fp8_nscales. */
+typedef enum tk_lab_qmode { TK_LAB_Q_TENSOR, TK_LAB_Q_ROW, TK_LAB_Q_1X128, TK_LAB_Q_128X128 } tk_lab_qmode;
+int64_t tk_lab_fp8_nscales(tk_lab_qmode mode, int64_t rows, int64_t cols);
+void tk_lab_fp8_quantize(const float *x, int64_t rows, int64_t cols, int64_t ldx, tk_lab_fp8 f, tk_lab_qmode mode,
+                         uint8_t *q, int64_t ldq, float *scale);
 /* Element i of the stream `seed`: uniform in [-1, 1] rounded to bf16, never 0.
  * Counter-based, so any slice can be filled by any thread deterministically. */
 uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i);

@@ -68,6 +68,59 @@ uint8_t tk_lab_fp8_encode(double x, tk_lab_fp8 f, int satfinite)
     return sign | (uint8_t)(((ex + bias) << mb) | m);
 }
 
+int64_t tk_lab_fp8_nscales(tk_lab_qmode mode, int64_t rows, int64_t cols)
+{
+    const int64_t cb = (cols + 127) / 128;
+    switch (mode) {
+    case TK_LAB_Q_TENSOR:
+        return 1;
+    case TK_LAB_Q_ROW:
+        return rows;
+    case TK_LAB_Q_1X128:
+        return rows * cb;
+    default:
+        return (rows + 127) / 128 * cb;
+    }
+}
+
+/* Where element (r, c)'s group scale lives (tk_lab_fp8_quantize's layouts). */
+static int64_t q_group(tk_lab_qmode mode, int64_t rows, int64_t r, int64_t c)
+{
+    switch (mode) {
+    case TK_LAB_Q_TENSOR:
+        return 0;
+    case TK_LAB_Q_ROW:
+        return r;
+    case TK_LAB_Q_1X128:
+        return r + c / 128 * rows;
+    default:
+        return r / 128 + c / 128 * ((rows + 127) / 128);
+    }
+}
+
+void tk_lab_fp8_quantize(const float *x, int64_t rows, int64_t cols, int64_t ldx, tk_lab_fp8 f, tk_lab_qmode mode,
+                         uint8_t *q, int64_t ldq, float *scale)
+{
+    const int64_t ns = tk_lab_fp8_nscales(mode, rows, cols);
+    for (int64_t g = 0; g < ns; g++)
+        scale[g] = 0.0f;   /* the groups' amax first */
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            const float a = fabsf(x[r * ldx + c]);
+            float *m = &scale[q_group(mode, rows, r, c)];
+            if (a > *m || isnan(a))   /* a NaN stays (fmaxf would drop it) */
+                *m = isnan(*m) ? *m : a;
+        }
+    const float fmax = (float)fp8_max(f);
+    for (int64_t g = 0; g < ns; g++)
+        scale[g] = scale[g] == 0.0f ? 1.0f : scale[g] / fmax;   /* fp32 division: fl32(amax / fmax) */
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            const float s = scale[q_group(mode, rows, r, c)];
+            q[r * ldq + c] = tk_lab_fp8_encode((double)(x[r * ldx + c] / s), f, 1);
+        }
+}
+
 uint16_t tk_lab_rand_bf16(uint64_t seed, uint64_t i) { return tk_lab_rand_elem(seed, i); }
 
 int tk_lab_threads(void)

@@ -510,6 +510,10 @@ tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, vo
     tk_status st = read_desc(h, d, &desc);
     if (st)
         return st;
+    if (desc.a_fp8 || desc.b_fp8)
+        return tk_fp8_run(h, &desc, kernel, stream);
+    if ((st = tk_fp8_none_check(h, &desc)))
+        return st;
     if (desc.epilogue)
         return tk_epilogue_run(h, &desc, kernel, stream);
     if ((st = tk_epi_none_check(h, &desc)))

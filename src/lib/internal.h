@@ -278,6 +278,11 @@ void tk_epi_args_of(const tk_gemm_desc *d, tk_epi_args *e);
 /* One without: its other epilogue fields must be 0 (a bias or D set with
  * the epilogue forgotten would run a plain product silently). */
 tk_status tk_epi_none_check(tk_handle h, const tk_gemm_desc *d);
+/* fp8.c: tk_gemm_desc's version-4 fields. tk_fp8_none_check: none of
+ * them set (bf16 operands); tk_fp8_run: FP8 operands, checked, then
+ * refused (no kernel takes them yet). */
+tk_status tk_fp8_none_check(tk_handle h, const tk_gemm_desc *d);
+tk_status tk_fp8_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
 /* Whether the work enqueued on s is being captured into a CUDA graph. */
 int tk_stream_capturing(cudaStream_t s);
 /* The split workspace k asks of h for a (0 where h never splits), *nflags

@@ -4,6 +4,7 @@
  * ties to even at every midpoint between neighbours, overflow with and
  * without satfinite, underflow to signed zero, NaN and infinities. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "lab/lab.h"
 #include "check.h"
@@ -123,6 +124,111 @@ static void test_underflow(void)
     }
 }
 
+/* ---- the quantizer's reference (tk_lab_fp8_quantize) ---- */
+
+static const tk_lab_qmode qmodes[] = { TK_LAB_Q_TENSOR, TK_LAB_Q_ROW, TK_LAB_Q_1X128, TK_LAB_Q_128X128 };
+
+/* Values of a few magnitudes and both signs, never 0: x(r, c). */
+static float qval(int64_t r, int64_t c)
+{
+    const uint64_t h = (uint64_t)(r * 7919 + c * 104729 + 17) * 0x9E3779B97F4A7C15ull;
+    const float m = (float)((h >> 40) % 1000 + 1) / 1000.0f;
+    return (h >> 11 & 1 ? -m : m) * (float)(1 << ((h >> 20) % 6));
+}
+
+/* Every group: its scale is fl32(amax / fmax) computed here independently,
+ * its amax element encodes to the format's largest code, and every code
+ * decodes within half a quantum (relative 2^-(mbits+1) for normals, half
+ * the least subnormal times the scale below) of x / scale; the groups
+ * computed from the layout's formula, so a layout bug moves a scale. */
+static void test_quantize_groups(void)
+{
+    static const int64_t shapes[][2] = { { 1, 1 }, { 3, 130 }, { 130, 3 }, { 129, 257 }, { 256, 128 } };
+    for (int f = TK_LAB_E4M3; f <= TK_LAB_E5M2; f++)
+        for (size_t mi = 0; mi < sizeof qmodes / sizeof qmodes[0]; mi++)
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+                const tk_lab_qmode mode = qmodes[mi];
+                const int64_t rows = shapes[si][0], cols = shapes[si][1], ldx = cols + 3, ldq = cols + 5;
+                const int64_t ns = tk_lab_fp8_nscales(mode, rows, cols);
+                float *x = malloc(sizeof(float) * (size_t)(rows * ldx)), *scale = malloc(sizeof(float) * (size_t)ns);
+                float *amax = calloc((size_t)ns, sizeof(float));
+                uint8_t *q = malloc((size_t)(rows * ldq));
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t c = 0; c < ldx; c++)
+                        x[r * ldx + c] = c < cols ? qval(r, c) : NAN;   /* padding: never read */
+                tk_lab_fp8_quantize(x, rows, cols, ldx, (tk_lab_fp8)f, mode, q, ldq, scale);
+                const int64_t rb = (rows + 127) / 128;
+                int bad = 0;
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t c = 0; c < cols; c++) {
+                        const int64_t g = mode == TK_LAB_Q_TENSOR ? 0 : mode == TK_LAB_Q_ROW ? r
+                                          : mode == TK_LAB_Q_1X128 ? r + c / 128 * rows : r / 128 + c / 128 * rb;
+                        amax[g] = fmaxf(amax[g], fabsf(x[r * ldx + c]));
+                    }
+                const float top = f == TK_LAB_E4M3 ? 448.0f : 57344.0f;
+                const int mb = f == TK_LAB_E4M3 ? 3 : 2;
+                for (int64_t g = 0; g < ns && !bad; g++)
+                    if (scale[g] != amax[g] / top) {
+                        CHECK(0, "%s mode %zu %lldx%lld: scale %lld %.9g, expected %.9g", fmt_name(f), mi,
+                              (long long)rows, (long long)cols, (long long)g, scale[g], amax[g] / top);
+                        bad = 1;
+                    }
+                for (int64_t r = 0; r < rows && !bad; r++)
+                    for (int64_t c = 0; c < cols && !bad; c++) {
+                        const int64_t g = mode == TK_LAB_Q_TENSOR ? 0 : mode == TK_LAB_Q_ROW ? r
+                                          : mode == TK_LAB_Q_1X128 ? r + c / 128 * rows : r / 128 + c / 128 * rb;
+                        const double v = x[r * ldx + c] / scale[g], d = tk_lab_fp8_decode(q[r * ldq + c], (tk_lab_fp8)f);
+                        const double sub = tk_lab_fp8_decode(0x01, (tk_lab_fp8)f);
+                        const double lim = fmax(fabs(v) * ldexp(1.0, -(mb + 1)), sub / 2) * (1 + 1e-6);
+                        if (fabs(d - v) > lim || (fabsf(x[r * ldx + c]) == amax[g] && fabs(d) != top)) {
+                            CHECK(0, "%s mode %zu %lldx%lld (%lld, %lld): x/s %.9g coded %.9g", fmt_name(f), mi,
+                                  (long long)rows, (long long)cols, (long long)r, (long long)c, v, d);
+                            bad = 1;
+                        }
+                    }
+                free(x);
+                free(scale);
+                free(amax);
+                free(q);
+            }
+}
+
+/* One element much larger than the rest moves its own group's scale only
+ * (a layout that mixes groups moves another), a group of zeros has scale
+ * 1 and zero codes, and a NaN makes its group's scale and codes NaN. */
+static void test_quantize_outlier_zero_nan(void)
+{
+    const int64_t rows = 200, cols = 300;
+    float *x = malloc(sizeof(float) * (size_t)(rows * cols));
+    uint8_t *q = malloc((size_t)(rows * cols));
+    float *s0 = malloc(sizeof(float) * 8 * 3), *s1 = malloc(sizeof(float) * (size_t)(rows * 3));
+    for (size_t mi = 1; mi < sizeof qmodes / sizeof qmodes[0]; mi++) {
+        const tk_lab_qmode mode = qmodes[mi];
+        const int64_t ns = tk_lab_fp8_nscales(mode, rows, cols);
+        float *a = mode == TK_LAB_Q_128X128 ? s0 : s1, *b = malloc(sizeof(float) * (size_t)ns);
+        for (int64_t i = 0; i < rows * cols; i++)
+            x[i] = qval(i / cols, i % cols);
+        tk_lab_fp8_quantize(x, rows, cols, cols, TK_LAB_E4M3, mode, q, cols, a);
+        x[150 * cols + 260] = 1e4f;   /* row 150, column block 2, row block 1 */
+        tk_lab_fp8_quantize(x, rows, cols, cols, TK_LAB_E4M3, mode, q, cols, b);
+        const int64_t moved = mode == TK_LAB_Q_ROW ? 150 : mode == TK_LAB_Q_1X128 ? 150 + 2 * rows : 1 + 2 * 2;
+        for (int64_t g = 0; g < ns; g++)
+            CHECK((a[g] != b[g]) == (g == moved), "mode %zu: scale %lld %s", mi, (long long)g,
+                  g == moved ? "did not move" : "moved");
+        free(b);
+    }
+    for (int64_t i = 0; i < rows * cols; i++)
+        x[i] = i / cols == 7 ? 0.0f : qval(i / cols, i % cols);
+    x[9 * cols + 5] = NAN;
+    tk_lab_fp8_quantize(x, rows, cols, cols, TK_LAB_E4M3, TK_LAB_Q_ROW, q, cols, s1);
+    CHECK(s1[7] == 1.0f && q[7 * cols] == 0 && q[7 * cols + 299] == 0, "zero row: scale %g", s1[7]);
+    CHECK(isnan(s1[9]) && q[9 * cols] == 0x7F && !isnan(s1[8]) && q[8 * cols] != 0x7F, "NaN row: scale %g", s1[9]);
+    free(x);
+    free(q);
+    free(s0);
+    free(s1);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_decode_fixed_points);
@@ -130,4 +236,6 @@ void tk_tests(void)
     TK_TEST(test_ties_to_even);
     TK_TEST(test_overflow_nan_inf);
     TK_TEST(test_underflow);
+    TK_TEST(test_quantize_groups);
+    TK_TEST(test_quantize_outlier_zero_nan);
 }
