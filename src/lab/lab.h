@@ -243,6 +243,18 @@ void tk_lab_ref_points(const tk_gemm_problem *hp, size_t npts, const int64_t *ro
                        double *s);
 /* All M x N entries, written logical row-major (want[i*N + j]); s may be NULL. */
 void tk_lab_ref_full(const tk_gemm_problem *hp, double *want, double *s);
+/* The same with FP8 operands (issue 40): hp->a and hp->b point at one-byte
+ * codes (lda, ldb in elements), decoded with fa and fb, each term scaled as
+ * tk_gemm_desc version 4 says (scale_mode: TK_SCALE_TENSOR, _ROW, _BLOCK;
+ * host copies of the scales): want = alpha sum_k (sa a)(sb b) + beta C0 and
+ * s = sum_k |(sa a)(sb b)|. */
+typedef struct tk_lab_fp8_ref {
+    tk_lab_fp8 fa, fb;
+    int scale_mode;
+    const float *scale_a, *scale_b;
+    int64_t ld_scale_a, ld_scale_b;
+} tk_lab_fp8_ref;
+void tk_lab_ref_full_fp8(const tk_gemm_problem *hp, const tk_lab_fp8_ref *f8, double *want, double *s);
 
 /* ---- comparison and error map (lab_compare.c), pure host code ---- */
 /* The tolerance of one element; see the derivation in lab_compare.c.

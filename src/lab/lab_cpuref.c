@@ -1,5 +1,6 @@
 /* lab_cpuref.c - the fp64 CPU reference: exact bf16 products summed in
- * double, for any layout and op, split over all CPUs with pthreads.
+ * double, for any layout and op, split over all CPUs with pthreads; FP8
+ * operands with their scales too (tk_lab_ref_full_fp8).
  *
  * With bf16 inputs (8-bit significands) every product is exact in double
  * and a sum of K <= 2^29 of them loses at most K * 2^-53 relative to
@@ -21,6 +22,7 @@ typedef struct ref_view {
     tk_dtype c_type;
     tk_layout layout;
     int64_t ldc;
+    const tk_lab_fp8_ref *f8;   /* FP8 operands and their scales (a and b then point at bytes), or NULL */
 } ref_view;
 
 static void view_init(const tk_gemm_problem *p, ref_view *v)
@@ -44,14 +46,37 @@ static void view_init(const tk_gemm_problem *p, ref_view *v)
     v->ldc = p->ldc;
 }
 
+/* The scale of term kk of element (i, j) (tk_gemm_desc version 4's modes). */
+static double fp8_scale(const tk_lab_fp8_ref *f, int64_t i, int64_t j, int64_t kk)
+{
+    switch (f->scale_mode) {
+    case TK_SCALE_TENSOR:
+        return (double)f->scale_a[0] * (double)f->scale_b[0];
+    case TK_SCALE_ROW:
+        return (double)f->scale_a[i] * (double)f->scale_b[j];
+    default:   /* TK_SCALE_BLOCK: row i and n-block j / 128, each at k-block kk / 128 */
+        return (double)f->scale_a[i + kk / 128 * f->ld_scale_a] * (double)f->scale_b[j / 128 + kk / 128 * f->ld_scale_b];
+    }
+}
+
 static void ref_one(const ref_view *v, int64_t i, int64_t j, double *want, double *s)
 {
-    const uint16_t *a = v->a + i * v->a_si, *b = v->b + j * v->b_sj;
     double acc = 0.0, abs_acc = 0.0;
-    for (int64_t kk = 0; kk < v->k; kk++) {
-        double x = (double)tk_lab_bf16_to_f32(a[kk * v->a_sk]) * (double)tk_lab_bf16_to_f32(b[kk * v->b_sk]);
-        acc += x;
-        abs_acc += fabs(x);
+    if (v->f8) {   /* (sa a)(sb b): a double holds each term to 2^-53 (4 + 4 + 24 + 24 significant bits) */
+        const uint8_t *a = (const uint8_t *)v->a + i * v->a_si, *b = (const uint8_t *)v->b + j * v->b_sj;
+        for (int64_t kk = 0; kk < v->k; kk++) {
+            double x = tk_lab_fp8_decode(a[kk * v->a_sk], v->f8->fa) * tk_lab_fp8_decode(b[kk * v->b_sk], v->f8->fb) *
+                       fp8_scale(v->f8, i, j, kk);
+            acc += x;
+            abs_acc += fabs(x);
+        }
+    } else {
+        const uint16_t *a = v->a + i * v->a_si, *b = v->b + j * v->b_sj;
+        for (int64_t kk = 0; kk < v->k; kk++) {
+            double x = (double)tk_lab_bf16_to_f32(a[kk * v->a_sk]) * (double)tk_lab_bf16_to_f32(b[kk * v->b_sk]);
+            acc += x;
+            abs_acc += fabs(x);
+        }
     }
     double r = v->alpha * acc;
     if (v->beta != 0.0)   /* C0 is read only when beta != 0 (it may be NaN poison) */
@@ -79,12 +104,13 @@ static void *ref_worker(void *arg)
     return NULL;
 }
 
-static void ref_run(const tk_gemm_problem *hp, size_t npts, const int64_t *row, const int64_t *col, double *want,
-                    double *s)
+static void ref_run(const tk_gemm_problem *hp, const tk_lab_fp8_ref *f8, size_t npts, const int64_t *row,
+                    const int64_t *col, double *want, double *s)
 {
     enum { MAXT = 256 };
     ref_view v;
     view_init(hp, &v);
+    v.f8 = f8;
     /* One thread per ~64k multiply-adds at least, so tiny problems stay serial. */
     double work = (double)npts * (double)(hp->k > 0 ? hp->k : 1);
     int nt = tk_lab_threads();
@@ -111,11 +137,17 @@ void tk_lab_ref_points(const tk_gemm_problem *hp, size_t npts, const int64_t *ro
                        double *s)
 {
     if (npts)
-        ref_run(hp, npts, row, col, want, s);
+        ref_run(hp, NULL, npts, row, col, want, s);
 }
 
 void tk_lab_ref_full(const tk_gemm_problem *hp, double *want, double *s)
 {
     if (hp->m > 0 && hp->n > 0)
-        ref_run(hp, (size_t)hp->m * (size_t)hp->n, NULL, NULL, want, s);
+        ref_run(hp, NULL, (size_t)hp->m * (size_t)hp->n, NULL, NULL, want, s);
+}
+
+void tk_lab_ref_full_fp8(const tk_gemm_problem *hp, const tk_lab_fp8_ref *f8, double *want, double *s)
+{
+    if (hp->m > 0 && hp->n > 0)
+        ref_run(hp, f8, (size_t)hp->m * (size_t)hp->n, NULL, NULL, want, s);
 }

@@ -229,6 +229,102 @@ static void test_quantize_outlier_zero_nan(void)
     free(s1);
 }
 
+/* ---- the FP8 GEMM reference (tk_lab_ref_full_fp8) ---- */
+
+/* Small-integer codes and power-of-two scales: every sum exact in double,
+ * so the reference must equal, bit for bit, the block-by-block sum written
+ * here (each k-block's products summed, then scaled: the order a kernel
+ * applying block scales in its k-loop uses) for op_b T and N; the row and
+ * tensor modes must equal the block mode with scales constant along k. */
+static void test_ref_fp8_modes(void)
+{
+    const int64_t M = 5, N = 130, K = 256, kb = K / 128, nb = (N + 127) / 128;
+    uint8_t *a = malloc((size_t)(M * K)), *bt = malloc((size_t)(N * K)), *bn = malloc((size_t)(K * N));
+    float *sa = malloc(sizeof(float) * (size_t)(M * kb)), *sb = malloc(sizeof(float) * (size_t)(nb * kb));
+    float *ra = malloc(sizeof(float) * (size_t)M), *rb = malloc(sizeof(float) * (size_t)N);
+    double *want = malloc(sizeof(double) * (size_t)(M * N)), *s = malloc(sizeof(double) * (size_t)(M * N));
+    double *w2 = malloc(sizeof(double) * (size_t)(M * N));
+    for (int64_t i = 0; i < M * K; i++)
+        a[i] = tk_lab_fp8_encode((double)((int)(i * 37 % 17) - 8), TK_LAB_E4M3, 1);
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t k = 0; k < K; k++) {
+            bt[j * K + k] = tk_lab_fp8_encode((double)((int)((j * 11 + k * 5) % 13) - 6), TK_LAB_E5M2, 1);
+            bn[k * N + j] = bt[j * K + k];
+        }
+    for (int64_t i = 0; i < M * kb; i++)
+        sa[i] = ldexpf(1.0f, (int)(i * 5 % 7) - 3);
+    for (int64_t i = 0; i < nb * kb; i++)
+        sb[i] = ldexpf(1.0f, (int)(i * 3 % 5) - 2);
+    for (int op = 0; op < 2; op++) {
+        tk_gemm_problem p = { .layout = TK_ROW_MAJOR, .op_a = TK_OP_N, .op_b = op ? TK_OP_N : TK_OP_T, .m = M,
+                              .n = N, .k = K, .alpha = 0.5f, .beta = 0.0f, .a = a, .lda = K, .b = op ? bn : bt,
+                              .ldb = op ? N : K, .c_type = TK_F32, .ldc = N };
+        const tk_lab_fp8_ref blk = { TK_LAB_E4M3, TK_LAB_E5M2, TK_SCALE_BLOCK, sa, sb, M, nb };
+        tk_lab_ref_full_fp8(&p, &blk, want, s);
+        int bad = 0;
+        for (int64_t i = 0; i < M && !bad; i++)
+            for (int64_t j = 0; j < N && !bad; j++) {
+                double sum = 0.0, abs_sum = 0.0;
+                for (int64_t q = 0; q < kb; q++) {
+                    double part = 0.0, abs_part = 0.0;
+                    for (int64_t k = q * 128; k < q * 128 + 128; k++) {
+                        const double x = tk_lab_fp8_decode(a[i * K + k], TK_LAB_E4M3) *
+                                         tk_lab_fp8_decode(bt[j * K + k], TK_LAB_E5M2);
+                        part += x;
+                        abs_part += fabs(x);
+                    }
+                    const double sc = (double)sa[i + q * M] * (double)sb[j / 128 + q * nb];
+                    sum += part * sc;
+                    abs_sum += abs_part * sc;
+                }
+                if (want[i * N + j] != 0.5 * sum || s[i * N + j] != abs_sum) {
+                    CHECK(0, "op_b %s (%lld, %lld): %.17g / %.17g, expected %.17g / %.17g", op ? "N" : "T",
+                          (long long)i, (long long)j, want[i * N + j], s[i * N + j], 0.5 * sum, abs_sum);
+                    bad = 1;
+                }
+            }
+        /* row mode = block mode with the same scale at every k-block; tensor = row with one value */
+        for (int64_t i = 0; i < M; i++)
+            ra[i] = sa[i];
+        for (int64_t j = 0; j < N; j++)
+            rb[j] = sb[j / 128];
+        for (int64_t q = 1; q < kb; q++) {
+            for (int64_t i = 0; i < M; i++)
+                sa[i + q * M] = sa[i];
+            for (int64_t jb = 0; jb < nb; jb++)
+                sb[jb + q * nb] = sb[jb];
+        }
+        tk_lab_ref_full_fp8(&p, &blk, want, NULL);
+        const tk_lab_fp8_ref row = { TK_LAB_E4M3, TK_LAB_E5M2, TK_SCALE_ROW, ra, rb, 0, 0 };
+        tk_lab_ref_full_fp8(&p, &row, w2, NULL);
+        CHECK(!memcmp(want, w2, sizeof(double) * (size_t)(M * N)), "op_b %s: row mode differs from block mode",
+              op ? "N" : "T");
+        const tk_lab_fp8_ref ten = { TK_LAB_E4M3, TK_LAB_E5M2, TK_SCALE_TENSOR, sa + 2, sb + 1, 0, 0 };
+        for (int64_t i = 0; i < M; i++)
+            ra[i] = sa[2];
+        for (int64_t j = 0; j < N; j++)
+            rb[j] = sb[1];
+        tk_lab_ref_full_fp8(&p, &ten, want, NULL);
+        tk_lab_ref_full_fp8(&p, &row, w2, NULL);
+        CHECK(!memcmp(want, w2, sizeof(double) * (size_t)(M * N)), "op_b %s: tensor mode differs from row mode",
+              op ? "N" : "T");
+        for (int64_t i = 0; i < M * kb; i++)   /* back to per-block scales for the next op */
+            sa[i] = ldexpf(1.0f, (int)(i * 5 % 7) - 3);
+        for (int64_t i = 0; i < nb * kb; i++)
+            sb[i] = ldexpf(1.0f, (int)(i * 3 % 5) - 2);
+    }
+    free(a);
+    free(bt);
+    free(bn);
+    free(sa);
+    free(sb);
+    free(ra);
+    free(rb);
+    free(want);
+    free(s);
+    free(w2);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_decode_fixed_points);
@@ -238,4 +334,5 @@ void tk_tests(void)
     TK_TEST(test_underflow);
     TK_TEST(test_quantize_groups);
     TK_TEST(test_quantize_outlier_zero_nan);
+    TK_TEST(test_ref_fp8_modes);
 }
