@@ -32,7 +32,7 @@ import sys
 import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from readme_table import InputError, write_section  # noqa: E402
+from readme_table import InputError, emit_section  # noqa: E402
 
 SECTION = "mlp"
 TOOL = "mlp_bench.py "
@@ -181,11 +181,7 @@ def main(argv=None):
     try:
         datasets = [load(p) for p in a.json]
         body = render_section(datasets, "python3 bench/mlp_readme.py " + shlex.join(argv), a.command, a.date)
-        if a.readme:
-            write_section(a.readme, a.section, body)
-            print("mlp_readme: wrote the %s section of %s" % (a.section, a.readme))
-        else:
-            print(body)
+        emit_section("mlp_readme", a.readme, a.section, body)
     except (InputError, OSError) as e:
         print("mlp_readme: %s" % e, file=sys.stderr)
         return 1

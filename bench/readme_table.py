@@ -526,6 +526,16 @@ def write_section(path, section, body):
     _write(path, replace_section(text, body, "<!-- %s:begin -->" % section, "<!-- %s:end -->" % section, path))
 
 
+def emit_section(tool, readme, section, body, show=True):
+    """The section scripts' output: body written into readme's section
+    (saying so), or printed where no readme is named (and show)."""
+    if readme:
+        write_section(readme, section, body)
+        print("%s: wrote the %s section of %s" % (tool, section, readme))
+    elif show:
+        print(body)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Render tilekit bench JSON into README.md's results section "
                                              "(and docs/seeds.md's tables with --docs).")

@@ -31,7 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grouped_suite  # noqa: E402
-from readme_table import InputError, write_section  # noqa: E402
+from readme_table import InputError, emit_section  # noqa: E402
 
 THRESHOLD = grouped_suite.THRESHOLD
 SECTION = "torch-grouped"
@@ -185,11 +185,7 @@ def main(argv=None):
         body = render_section(datasets, "python3 bench/torch_readme.py " + shlex.join(argv), a.command, a.date)
         if a.table:
             print(render_table(datasets))
-        if a.readme:
-            write_section(a.readme, a.section, body)
-            print("torch_readme: wrote the %s section of %s" % (a.section, a.readme))
-        elif not a.table:
-            print(body)
+        emit_section("torch_readme", a.readme, a.section, body, not a.table)
     except (InputError, OSError) as e:
         print("torch_readme: %s" % e, file=sys.stderr)
         return 1

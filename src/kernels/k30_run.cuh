@@ -19,8 +19,10 @@
  * (k30_wgmma_tma 128 x 256, k33 128 x 128, k34 128 x 64, k35 128 x 192;
  * k42 64 x 128..192, one consumer); SWAP (k36) swaps the operands' roles;
  * GRP = 1 (k43) walks the units of many products (k30_gwalk_next) instead
- * of one product's tiles; EPI = 1 applies the fused epilogue
- * (k30_epi_transform) to each tile's final sum before storing it. */
+ * of one product's tiles; EPI = 2 (k30_epi_kernel) runs ping-pong
+ * consumers and applies the fused epilogue (k30_epi_store, the gated
+ * kinds' k30_epi_transform) to each tile's final sum before storing it;
+ * the dense and grouped instances have EPI = 0. */
 template <int A_MN, int B_MN, int BM, int BN, int SWAP, int GRP, int EPI>
 static __device__ __forceinline__ void k30_run(const k30_params &p)
 {
