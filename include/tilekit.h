@@ -302,8 +302,9 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
  *     ld_scale_a >= M), scale_b one per 128 x 128 block of op(B) (n-block
  *     i, k-block j at scale_b[i + j * ld_scale_b], ld_scale_b >=
  *     ceil(N / 128)); K a multiple of 128.
- * Not yet: no kernel takes FP8 operands (TK_ERR_NOT_SUPPORTED after the
- * checks), nor an epilogue or many products with them. */
+ * k01_naive takes them (auto-dispatch's one choice so far: correct, slow);
+ * not yet: the fast kernels, an epilogue or many products with FP8
+ * (TK_ERR_NOT_SUPPORTED), block scales with TK_COL_MAJOR (likewise). */
 typedef enum tk_fp8_format { TK_FP8_NONE = 0, TK_FP8_E4M3 = 1, TK_FP8_E5M2 = 2 } tk_fp8_format;
 typedef enum tk_scale_mode { TK_SCALE_NONE = 0, TK_SCALE_TENSOR = 1, TK_SCALE_ROW = 2, TK_SCALE_BLOCK = 3 } tk_scale_mode;
 

@@ -18,6 +18,11 @@
  * fp32: slow, deterministic. It runs before k01_epi_kernel because D may be
  * C (in place) and the values read C when beta != 0.
  *
+ * FP8 operands (tk_fp8_args; issue 40): k01_fp8_kernel, one thread per
+ * element of C, the codes decoded to fp32 (exact), products summed in fp32
+ * by fma; TK_SCALE_BLOCK scales each 128-deep k-block's sum by its two
+ * scales before adding it, the others scale the whole sum once.
+ *
  * Tile configuration: BM = BN = 16 (one thread per element), no shared memory.
  * Figure: far below cuBLAS by design; see the README table.
  * Reproduce: build/tilekit bench --kernel k01_naive
@@ -27,6 +32,7 @@
 #include "../lib/group.h"
 #include "../tiles/epilogue.cuh"
 #include "../tiles/activation.cuh"
+#include "../tiles/fp8.cuh"
 
 #define NAIVE_BLOCK 16
 #define NAIVE_GRAD_THREADS 256   /* k01_bias_grad_kernel's block: one thread a column */
@@ -211,6 +217,35 @@ static __global__ void k01_grouped_kernel(tk_args p, tk_group_args g)
     }
 }
 
+/* ---- FP8 operands ---- */
+
+static __global__ void k01_fp8_kernel(tk_args p, tk_fp8_args f)
+{
+    const uint8_t *A = (const uint8_t *)p.a, *B = (const uint8_t *)p.b;
+    const int64_t a_si = p.op_a == TK_OP_N ? p.lda : 1, a_sk = p.op_a == TK_OP_N ? 1 : p.lda;
+    const int64_t b_sk = p.op_b == TK_OP_N ? p.ldb : 1, b_sj = p.op_b == TK_OP_N ? 1 : p.ldb;
+    for (int64_t i = (int64_t)blockIdx.y * NAIVE_BLOCK + threadIdx.y; i < p.m; i += (int64_t)gridDim.y * NAIVE_BLOCK)
+        for (int64_t j = (int64_t)blockIdx.x * NAIVE_BLOCK + threadIdx.x; j < p.n;
+             j += (int64_t)gridDim.x * NAIVE_BLOCK) {
+            float acc = 0.0f;
+            for (int64_t k0 = 0; k0 < p.k; k0 += 128) {
+                const int64_t k1 = k0 + 128 < p.k ? k0 + 128 : p.k;
+                float part = 0.0f;
+                for (int64_t kk = k0; kk < k1; kk++)
+                    part = fmaf(tk_fp8_to_f32(A[i * a_si + kk * a_sk], f.fa), tk_fp8_to_f32(B[kk * b_sk + j * b_sj], f.fb),
+                                part);
+                if (f.mode == TK_SCALE_BLOCK)   /* row i and n-block j / 128 at k-block k0 / 128 */
+                    part *= f.sa[i + k0 / 128 * f.ld_sa] * f.sb[j / 128 + k0 / 128 * f.ld_sb];
+                acc += part;
+            }
+            if (f.mode == TK_SCALE_TENSOR)
+                acc *= f.sa[0] * f.sb[0];
+            else if (f.mode == TK_SCALE_ROW)
+                acc *= f.sa[i] * f.sb[j];
+            tk_epilogue_store(p.c, i * p.ldc + j, p.c_type, acc, p.alpha, p.beta);
+        }
+}
+
 static tk_status naive_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
     (void)k; (void)a; (void)dev; (void)why; (void)len;
@@ -220,7 +255,8 @@ static tk_status naive_supports(const tk_kernel *k, const tk_args *a, const tk_d
 static void naive_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
     (void)k; (void)dev;
-    r->func = a && a->grp ? (const void *)k01_grouped_kernel
+    r->func = a && a->fp8  ? (const void *)k01_fp8_kernel
+            : a && a->grp ? (const void *)k01_grouped_kernel
             : a && a->epi ? (const void *)k01_epi_kernel : (const void *)k01_naive_kernel;
     r->threads = NAIVE_BLOCK * NAIVE_BLOCK;
     r->dyn_smem = 0;
@@ -266,6 +302,11 @@ static tk_status naive_launch(const tk_kernel *k, const tk_args *a, const tk_dev
     (void)k; (void)dev;
     if (a->epi)
         return naive_launch_epi(a, stream, why, len);
+    if (a->fp8) {
+        dim3 grid(naive_grid((a->n + NAIVE_BLOCK - 1) / NAIVE_BLOCK), naive_grid((a->m + NAIVE_BLOCK - 1) / NAIVE_BLOCK));
+        k01_fp8_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a, *a->fp8);
+        return naive_launch_error(why, len);
+    }
     int64_t gx = (a->n + NAIVE_BLOCK - 1) / NAIVE_BLOCK, gy = (a->m + NAIVE_BLOCK - 1) / NAIVE_BLOCK;
     if (a->grp && a->grp->kind == TK_GROUP_ROWS)   /* the mean group's rows; larger groups grid-stride */
         gy = (a->m / a->grp->count + NAIVE_BLOCK - 1) / NAIVE_BLOCK;

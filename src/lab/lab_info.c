@@ -42,10 +42,11 @@ static int family_width(int min)
 /* The problem bits a family accepts, as info prints them ("bf16->f32,bf16 dense"). */
 static void accepts_str(unsigned accepts, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s%s%s%s%s%s%s", accepts & TK_ACCEPT_AB_BF16 ? "bf16" : "",
-             accepts & TK_ACCEPT_C_F32 ? "->f32" : "", accepts & TK_ACCEPT_C_BF16 ? ",bf16" : "",
-             accepts & TK_ACCEPT_DENSE ? " dense" : "", accepts & TK_ACCEPT_BATCHED ? " batched" : "",
-             accepts & TK_ACCEPT_GROUPED ? " grouped" : "", accepts & TK_ACCEPT_EPILOGUE ? " epilogue" : "");
+    snprintf(buf, len, "%s%s%s%s%s%s%s%s", accepts & TK_ACCEPT_AB_BF16 ? "bf16" : "",
+             accepts & TK_ACCEPT_AB_FP8 ? ",fp8" : "", accepts & TK_ACCEPT_C_F32 ? "->f32" : "",
+             accepts & TK_ACCEPT_C_BF16 ? ",bf16" : "", accepts & TK_ACCEPT_DENSE ? " dense" : "",
+             accepts & TK_ACCEPT_BATCHED ? " batched" : "", accepts & TK_ACCEPT_GROUPED ? " grouped" : "",
+             accepts & TK_ACCEPT_EPILOGUE ? " epilogue" : "");
 }
 
 static void print_registry(FILE *f, const char *const *kernels)
@@ -200,7 +201,7 @@ static void write_json(FILE *f, const tk_device *d, const char *device_error, co
     static const struct { unsigned bit; const char *name; } bits[] = {
         { TK_ACCEPT_AB_BF16, "ab_bf16" }, { TK_ACCEPT_C_F32, "c_f32" }, { TK_ACCEPT_C_BF16, "c_bf16" },
         { TK_ACCEPT_DENSE, "dense" }, { TK_ACCEPT_BATCHED, "batched" }, { TK_ACCEPT_GROUPED, "grouped" },
-        { TK_ACCEPT_EPILOGUE, "epilogue" },
+        { TK_ACCEPT_EPILOGUE, "epilogue" }, { TK_ACCEPT_AB_FP8, "ab_fp8" },
     };
     for (int i = 0; i < tk_family_count(); i++) {
         const tk_family *fam = tk_family_at(i);

@@ -288,7 +288,7 @@ tk_status tk_epilogue_run(tk_handle h, const tk_gemm_desc *d, const char *kernel
     const int64_t cols = out_cols(kind, n);
     /* B holds N/2 columns when b_up holds the up half; C has D's columns,
      * and is neither read nor written with a D apart and beta 0 */
-    const tk_widths w = { kind == TK_EPI_GATED && d->b_up ? n / 2 : n, cols, d->d && p->beta == 0.0f };
+    const tk_widths w = { kind == TK_EPI_GATED && d->b_up ? n / 2 : n, cols, d->d && p->beta == 0.0f, 0 };
     tk_args a;
     int noop = 0;
     const tk_kernel *k = NULL;

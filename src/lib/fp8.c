@@ -1,8 +1,9 @@
 /* fp8.c - FP8 operands (tilekit.h, tk_gemm_desc version 4; issue 40, in
- * progress): the checks of the version-4 fields. As epilogue.c's, every
- * refusal names the field, what it holds and what was expected, and all
- * come before the device is asked for. No kernel takes FP8 operands yet:
- * a call that passes the checks is refused with TK_ERR_NOT_SUPPORTED. */
+ * progress): the checks of the version-4 fields, then the call, routed
+ * like any other to the kernels whose family accepts TK_ACCEPT_AB_FP8
+ * (k01_naive alone so far). As epilogue.c's, every refusal names the
+ * field, what it holds and what was expected, and all come before the
+ * device is asked for. */
 #include <inttypes.h>
 #include "internal.h"
 
@@ -77,7 +78,6 @@ static tk_status check_fields(tk_handle h, const tk_gemm_desc *d)
 
 tk_status tk_fp8_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)
 {
-    (void)stream;
     tk_status st = check_fields(h, d);
     if (st)
         return st;
@@ -91,8 +91,27 @@ tk_status tk_fp8_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, voi
                        "group_kind: %d with FP8 operands: batched and grouped FP8 products are not supported yet "
                        "(expected TK_GROUP_NONE (0))",
                        d->group_kind);
-    return tk_fail(h, TK_ERR_NOT_SUPPORTED,
-                   "a_fp8, b_fp8: %s x %s: %s takes no FP8 operands (no tilekit kernel does yet: issue 40 is in "
-                   "progress)",
-                   fp8_name(d->a_fp8), fp8_name(d->b_fp8), kernel && *kernel ? kernel : "auto-dispatch");
+    const tk_gemm_problem *p = &d->problem;
+    const int col = p->layout == TK_COL_MAJOR;
+    if (col && d->scale_mode == TK_SCALE_BLOCK)
+        return tk_fail(h, TK_ERR_NOT_SUPPORTED,
+                       "layout: TK_COL_MAJOR with TK_SCALE_BLOCK: block scales are laid out for the row-major problem "
+                       "(expected TK_ROW_MAJOR, or TK_SCALE_ROW / TK_SCALE_TENSOR)");
+    const tk_widths w = { p->n, p->n, 0, 1 };
+    tk_args a;
+    int noop = 0;
+    const tk_kernel *k = NULL;
+    if ((st = tk_prepare_widths(h, p, kernel, &a, &noop, &k, 1, &w)))
+        return st;
+    if (noop)
+        return TK_SUCCESS;
+    if ((st = tk_device_ready(h)))
+        return st;
+    /* column-major C = op(A) op(B) runs as row-major C^T = op(B)^T op(A)^T (normalize):
+     * the formats and the per-row / per-column scales change places with the operands */
+    const tk_fp8_args f = { col ? d->b_fp8 : d->a_fp8, col ? d->a_fp8 : d->b_fp8, d->scale_mode,
+                            col ? d->scale_b : d->scale_a, col ? d->scale_a : d->scale_b,
+                            d->ld_scale_a, d->ld_scale_b };
+    a.fp8 = &f;
+    return tk_run_args(h, &a, k, (cudaStream_t)stream);
 }

@@ -83,8 +83,9 @@ static tk_status normalize(tk_handle h, const tk_gemm_problem *p, tk_args *o, in
     tk_status st;
     int64_t c_bytes = p->c_type == TK_F32 ? 4 : 2;
     const int64_t b_cols = w ? w->b_cols : p->n, c_cols = w ? w->c_cols : p->n;
-    if ((st = tk_check_matrix(h, "A", "lda", p->layout, p->op_a, p->m, p->k, p->lda, 2, p->a, mnk)) ||
-        (st = tk_check_matrix(h, "B", "ldb", p->layout, p->op_b, p->k, b_cols, p->ldb, 2, p->b, mnk)) ||
+    const int64_t ab = w && w->ab_bytes ? w->ab_bytes : 2;
+    if ((st = tk_check_matrix(h, "A", "lda", p->layout, p->op_a, p->m, p->k, p->lda, ab, p->a, mnk)) ||
+        (st = tk_check_matrix(h, "B", "ldb", p->layout, p->op_b, p->k, b_cols, p->ldb, ab, p->b, mnk)) ||
         (!(w && w->c_unused) &&
          (st = tk_check_matrix(h, "C", "ldc", p->layout, TK_OP_N, p->m, c_cols, p->ldc, c_bytes, p->c, mn))))
         return st;
@@ -150,6 +151,7 @@ tk_status tk_kernel_check(tk_handle h, const tk_kernel *k, const tk_args *a, cha
                  missing & TK_ACCEPT_C_F32    ? "fp32 C"
                  : missing & TK_ACCEPT_C_BF16 ? "bf16 C"
                  : missing & TK_ACCEPT_AB_BF16 ? "bf16 A and B"
+                 : missing & TK_ACCEPT_AB_FP8 ? "FP8 A and B (tk_gemm_desc's a_fp8, b_fp8)"
                  : missing & TK_ACCEPT_EPILOGUE ? "epilogues (tk_gemm_desc's epilogue fields)"
                  : missing & TK_ACCEPT_BATCHED ? "batched products (TK_GROUP_BATCHED)"
                  : missing & TK_ACCEPT_GROUPED ? "grouped products (offsets in device memory)"

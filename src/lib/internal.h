@@ -212,10 +212,12 @@ tk_status tk_prepare_args(tk_handle h, const tk_gemm_problem *p, const char *ker
 /* The columns the problem's checks measure B and C by where they are not
  * N (epilogue.c): B holds b_cols (N/2 for a gated product with its own
  * b_up), C c_cols (the epilogue's output columns), or C is neither read
- * nor written (c_unused: a separate D and beta == 0) and is not checked. */
+ * nor written (c_unused: a separate D and beta == 0) and is not checked;
+ * ab_bytes: A's and B's element size (0: 2, bf16; FP8: 1, fp8.c). */
 typedef struct tk_widths {
     int64_t b_cols, c_cols;
     int c_unused;
+    int ab_bytes;
 } tk_widths;
 /* tk_prepare_args with those widths (w NULL: N for both). */
 tk_status tk_prepare_widths(tk_handle h, const tk_gemm_problem *p, const char *kernel, tk_args *a, int *noop,

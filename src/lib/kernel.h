@@ -68,7 +68,21 @@ typedef struct tk_args {
     const struct tk_group_args *grp;
     /* Work fused after the product (tk_epi_args); NULL: none. */
     const struct tk_epi_args *epi;
+    /* FP8 operands (tk_fp8_args): a and b then point at one-byte codes; NULL: bf16. */
+    const struct tk_fp8_args *fp8;
 } tk_args;
+
+/* FP8 operands (tilekit.h, tk_gemm_desc version 4; issue 40) of the
+ * row-major problem tk_args holds (fp8.c swaps a column-major call's
+ * formats and scales with its operands): fa, fb the tk_fp8_format of a
+ * and b; mode the tk_scale_mode; sa, sb the fp32 scales in device memory,
+ * ld_sa, ld_sb their k-block strides (TK_SCALE_BLOCK). */
+typedef struct tk_fp8_args {
+    int fa, fb;
+    int mode;
+    const float *sa, *sb;
+    int64_t ld_sa, ld_sb;
+} tk_fp8_args;
 
 /* An epilogue (tilekit.h, tk_epilogue_kind), checked by epilogue.c: the
  * problem is row-major, so these are the public fields as they are. The
@@ -127,6 +141,7 @@ enum {
     TK_ACCEPT_BATCHED = 1 << 4,  /* TK_GROUP_BATCHED: products of one shape, sizes known on the host */
     TK_ACCEPT_GROUPED = 1 << 5,  /* TK_GROUP_ROWS, _K, _MASKED: sizes in device memory */
     TK_ACCEPT_EPILOGUE = 1 << 6, /* tk_epi_args: every tk_epilogue_kind and activation */
+    TK_ACCEPT_AB_FP8 = 1 << 7,   /* tk_fp8_args: FP8 A and B with their scales, every format and mode */
 };
 #define TK_ACCEPTS_BF16_GEMM (TK_ACCEPT_AB_BF16 | TK_ACCEPT_C_F32 | TK_ACCEPT_C_BF16 | TK_ACCEPT_DENSE)
 #define TK_ACCEPTS_ALL_FORMS (TK_ACCEPTS_BF16_GEMM | TK_ACCEPT_BATCHED | TK_ACCEPT_GROUPED)
@@ -134,8 +149,8 @@ enum {
 static inline unsigned tk_args_needs(const tk_args *a)
 {
     unsigned form = !a->grp ? TK_ACCEPT_DENSE : a->grp->kind == TK_GROUP_BATCHED ? TK_ACCEPT_BATCHED : TK_ACCEPT_GROUPED;
-    return TK_ACCEPT_AB_BF16 | form | (a->c_type == TK_F32 ? TK_ACCEPT_C_F32 : TK_ACCEPT_C_BF16) |
-           (a->epi ? TK_ACCEPT_EPILOGUE : 0u);
+    return (a->fp8 ? TK_ACCEPT_AB_FP8 : TK_ACCEPT_AB_BF16) | form |
+           (a->c_type == TK_F32 ? TK_ACCEPT_C_F32 : TK_ACCEPT_C_BF16) | (a->epi ? TK_ACCEPT_EPILOGUE : 0u);
 }
 
 typedef struct tk_kernel tk_kernel;

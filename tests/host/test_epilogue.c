@@ -769,7 +769,7 @@ static void test_kernels_and_bit(void)
                 int noop_ = 0;
                 const tk_kernel *named = NULL;
                 tk_epi_args e;
-                const tk_widths w = { N, out_cols(kinds[i]), 0 };
+                const tk_widths w = { N, out_cols(kinds[i]), 0, 0 };
                 CHECK(tk_prepare_widths(&fake, &d.problem, k->name, &a, &noop_, &named, 1, &w) == TK_SUCCESS,
                       "prepare: %s", tk_last_error(&fake));
                 tk_epi_args_of(&d, &e);
@@ -832,7 +832,7 @@ static void test_k30_fused(void)
         tk_args a;
         int noop_ = 0;
         const tk_kernel *named = NULL;
-        const tk_widths w = { N, out_cols(kinds[i]), 0 };
+        const tk_widths w = { N, out_cols(kinds[i]), 0, 0 };
         CHECK(tk_prepare_widths(&fake, &d.problem, "k01_naive", &a, &noop_, &named, 1, &w) == TK_SUCCESS,
               "prepare: %s", tk_last_error(&fake));
         tk_epi_args e;
@@ -936,7 +936,7 @@ static void test_auto_pick(void)
             tk_args a;
             int noop_ = 0;
             const tk_kernel *named = NULL;
-            const tk_widths w = { n, gated ? n / 2 : n, 0 };
+            const tk_widths w = { n, gated ? n / 2 : n, 0, 0 };
             CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop_, &named, 1, &w) == TK_SUCCESS, "prepare: %s",
                   tk_last_error(&fake));
             tk_epi_args e;

@@ -1,9 +1,11 @@
 /* test_fp8_args.c - the argument checks of FP8 operands (issue 40,
  * tk_gemm_desc version 4) on the CPU: each bad field refused with
  * TK_ERR_INVALID_VALUE and a message that starts with its name, for each
- * scale mode; scales with bf16 operands refused; a valid FP8 call refused
- * with TK_ERR_NOT_SUPPORTED (no kernel takes FP8 operands yet), and so are
- * an epilogue or many products with FP8; a bf16 call unchanged. */
+ * scale mode; scales with bf16 operands refused; a valid FP8 call passes
+ * them and routes to k01_naive (the one family accepting TK_ACCEPT_AB_FP8),
+ * a named bf16 kernel refuses it; an epilogue, many products, or block
+ * scales with a column-major problem refused with TK_ERR_NOT_SUPPORTED; a
+ * bf16 call unchanged. */
 #include <stdint.h>
 #include <string.h>
 #include "tilekit.h"
@@ -40,15 +42,29 @@ static void expect(tk_handle h, const tk_gemm_desc *d, tk_status want, const cha
     fh_check_outcome(h, tk_gemm_run(h, d, NULL, NULL), want, label, "tk_gemm_run", field, word ? words : words + 1);
 }
 
-static void test_valid_calls_refused_for_now(void)
+/* A valid call passes every check and reaches auto-dispatch (on this
+ * stand-in handle every kernel is then refused: cudaFuncGetAttributes has
+ * no GPU; test_route asks the route with the attributes stood in); FP8
+ * pointers need no 2-byte alignment (one-byte elements). */
+static int reached_dispatch(tk_handle h, tk_status st)
+{
+    return st != TK_ERR_INVALID_VALUE && (st != TK_ERR_NOT_SUPPORTED || !strncmp(tk_last_error(h), "auto:", 5));
+}
+
+static void test_valid_calls_pass(void)
 {
     struct tk_handle_s fake;
     fh_init(&fake, 90);
     for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
         tk_gemm_desc d = fp8_desc(mode);
-        expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "valid FP8 call", "a_fp8, b_fp8:", "no tilekit kernel does yet");
+        tk_status st = tk_gemm_run(&fake, &d, NULL, NULL);
+        CHECK(reached_dispatch(&fake, st), "mode %d: %s (%s)", mode,
+              tk_status_string(st), tk_last_error(&fake));
         d.a_fp8 = TK_FP8_E5M2;   /* the gradient-side pairing */
-        expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "e5m2 x e4m3", "a_fp8, b_fp8:", "TK_FP8_E5M2 x TK_FP8_E4M3");
+        d.problem.a = (const void *)((uintptr_t)FAKE(1) + 1);
+        st = tk_gemm_run(&fake, &d, NULL, NULL);
+        CHECK(reached_dispatch(&fake, st), "mode %d, e5m2 x e4m3, odd A: %s (%s)", mode,
+              tk_status_string(st), tk_last_error(&fake));
         d = fp8_desc(mode);
         d.epilogue = TK_EPI_BIAS_ACT;
         expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "FP8 + epilogue", "epilogue:", "not supported yet");
@@ -56,6 +72,46 @@ static void test_valid_calls_refused_for_now(void)
         d.group_kind = TK_GROUP_BATCHED;
         d.count = 2;
         expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "FP8 + batched", "group_kind:", "not supported yet");
+    }
+    tk_gemm_desc d = fp8_desc(TK_SCALE_BLOCK);
+    d.problem.layout = TK_COL_MAJOR;
+    d.problem.lda = M;   /* column-major op_a N: A is M x K, ld >= M */
+    d.problem.ldb = N;   /* op_b T: B is N x K */
+    d.problem.ldc = M;
+    expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "column-major, block scales", "layout:", "row-major problem");
+}
+
+/* Auto-dispatch sends FP8 operands to k01_naive, whatever the shape; a
+ * bf16 kernel asked by name refuses them, saying so. */
+static void test_route(void)
+{
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    const int64_t shapes[][3] = { { 1, 4096, 4096 }, { 4096, 4096, 4096 }, { 7, 130, 256 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        tk_gemm_desc d = fp8_desc(TK_SCALE_ROW);
+        d.problem.m = shapes[s][0];
+        d.problem.n = shapes[s][1];
+        d.problem.k = shapes[s][2];
+        d.problem.lda = d.problem.ldb = shapes[s][2];
+        d.problem.ldc = shapes[s][1];
+        tk_args a;
+        int noop = 0;
+        const tk_kernel *named = NULL;
+        const tk_widths w = { d.problem.n, d.problem.n, 0, 1 };
+        CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop, &named, 1, &w) == TK_SUCCESS, "prepare: %s",
+              tk_last_error(&fake));
+        const tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E4M3, TK_SCALE_ROW, d.scale_a, d.scale_b, 0, 0 };
+        a.fp8 = &f;
+        fh_attrs_args(&fake, &a);
+        tk_route r;
+        const int ok = tk_route_choose(&fake, &a, &r, 0);
+        CHECK(ok && r.k && !strcmp(r.k->name, "k01_naive"), "%lldx%lldx%lld: auto picked %s", (long long)shapes[s][0],
+              (long long)shapes[s][1], (long long)shapes[s][2], ok && r.k ? r.k->name : "nothing");
+        char why[TK_MSG_LEN] = "";
+        const tk_status st = tk_kernel_check(&fake, tk_registry_find("k30_wgmma_tma"), &a, why, sizeof why);
+        CHECK(st == TK_ERR_NOT_SUPPORTED && strstr(why, "FP8 A and B"), "k30 named: %s (%s)", tk_status_string(st),
+              why);
     }
 }
 
@@ -124,7 +180,8 @@ static void test_bf16_takes_no_scales(void)
 
 void tk_tests(void)
 {
-    TK_TEST(test_valid_calls_refused_for_now);
+    TK_TEST(test_valid_calls_pass);
+    TK_TEST(test_route);
     TK_TEST(test_bad_fields);
     TK_TEST(test_bf16_takes_no_scales);
 }
