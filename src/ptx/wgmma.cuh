@@ -322,4 +322,36 @@ static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint
         tk_wgmma_m64n16k16_f32_bf16<TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
 }
 
+
+/* ---- 8-bit operands (issue 40) ----
+ * wgmma.mma_async.sync.aligned.m64nNk32.f32.<ta>.<tb> d, descA, descB, p, 1, 1
+ *   D(64xN, f32) = A(64x32, ta, smem) * B(32xN, tb, smem) + (p ? D : 0),
+ *   ta, tb in e4m3, e5m2 (any pairing). Both operands K-major (8-bit types
+ *   take no transpose); in the 128B swizzle a 128-byte row holds 128 K
+ *   values, so one k32 step is 32 bytes, as one k16 step of bf16. D's
+ *   fragment is bf16's above. FP8_A, FP8_B: tk_fp8_format (1 E4M3, 2 E5M2):
+ *   a template because the types are part of the instruction's name. */
+#define TK_WGMMA_FP8_N8(ta, tb)                                                                               \
+    "wgmma.mma_async.sync.aligned.m64n8k32.f32." ta "." tb " {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n"
+template <int FP8_A, int FP8_B>
+static __device__ __forceinline__ void tk_wgmma_m64n8k32_f32_fp8(float d[4], uint64_t desc_a, uint64_t desc_b,
+                                                                 int scale_d)
+{
+#define TK_WGMMA_FP8_N8_ASM(ta, tb)                                                                           \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n" TK_WGMMA_FP8_N8(ta, tb) "}\n"                \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                             \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                                     \
+                 : "memory")
+    if constexpr (FP8_A == 1 && FP8_B == 1)
+        TK_WGMMA_FP8_N8_ASM("e4m3", "e4m3");
+    else if constexpr (FP8_A == 1)
+        TK_WGMMA_FP8_N8_ASM("e4m3", "e5m2");
+    else if constexpr (FP8_B == 1)
+        TK_WGMMA_FP8_N8_ASM("e5m2", "e4m3");
+    else
+        TK_WGMMA_FP8_N8_ASM("e5m2", "e5m2");
+#undef TK_WGMMA_FP8_N8_ASM
+}
+#undef TK_WGMMA_FP8_N8
+
 #endif
