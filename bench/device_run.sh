@@ -43,6 +43,11 @@
 # all` (400 cases on auto, k01, k30, k31), compute-sanitizer's four tools on
 # its edge shapes through k30, k31 and k01_naive; each step stopped after
 # EPI_TIMEOUT seconds (default 300).
+# PART=fp8 (not in all): FP8 operands (issue 40): tests/gpu/fp8_mma (the FP8
+# wgmma's accumulator, measured: the figures lab_compare.c's FP8 tolerance
+# rests on), gpu_test_fp8 (every FP8 kernel against the fp64 reference),
+# compute-sanitizer memcheck and racecheck on its sweep; each step stopped
+# after FP8_TIMEOUT seconds (default 300).
 # PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
 # test_concurrency, test_graph, test_isolation), compute-sanitizer memcheck
 # and racecheck on test_handle's flag and capture tests, and the host time
@@ -193,6 +198,16 @@ if [ "$PART" = epilogue ]; then
         summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-epilogue-$tool.log" | tail -n 1)")
     done
     summary+=("then: python3 bench/mlp_readme.py $out/mlp_linear.json $out/mlp_gated.json $out/mlp_llama.json --readme README.md")
+fi
+if [ "$PART" = fp8 ]; then
+    lim=${FP8_TIMEOUT:-300}
+    step fp8_mma "$BUILD/tests/gpucu_fp8_mma"
+    grep -E '^(align|random)' "$out/fp8_mma.log"
+    step test_fp8 "$BUILD/tests/gpu_test_fp8"
+    for tool in memcheck racecheck; do
+        step "sanitize-fp8-$tool" compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/gpu_test_fp8" sweep
+        summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-fp8-$tool.log" | tail -n 1)")
+    done
 fi
 if [ "$PART" = handle ]; then
     for t in gpu_test_handle gpu_test_concurrency gpu_test_graph gpu_test_isolation; do

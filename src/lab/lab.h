@@ -263,6 +263,8 @@ void tk_lab_ref_full_fp8(const tk_gemm_problem *hp, const tk_lab_fp8_ref *f8, do
  * is another fp32-accumulating GEMM (cuBLAS) with errors of its own. */
 double tk_lab_tolerance(int64_t k, float alpha, float beta, double s, double c0, double want, tk_dtype out,
                         int exact_ref);
+/* The same for FP8 operands, s = sum_k |(sa a)(sb b)| (lab_compare.c says why). */
+double tk_lab_tolerance_fp8(int64_t k, float alpha, float beta, double s, double c0, double want, tk_dtype out);
 
 typedef struct tk_lab_mat {     /* a host matrix in C's layout */
     const void *data;
@@ -614,6 +616,38 @@ void tk_lab_epi_verify_print(FILE *f, const char *kernel, const tk_lab_case *c, 
 /* One JSON object (no separator) of a verify row. */
 void tk_lab_epi_verify_json(FILE *f, const char *kernel, const tk_lab_case *c, const tk_lab_epi *e,
                             const tk_lab_epi_result *r);
+
+/* ---- FP8 verify (lab_f8verify.c; issue 40) ----
+ * One case (tk_lab_case: layout, ops, sizes, alpha, beta, out, seed, pad)
+ * with FP8 operands: codes uniform over the format's range (exact: integers
+ * in [-4, 4] with power-of-two scales, whose sums every kernel must return
+ * exactly into fp32), fp32 scales of scale_mode (tk_scale_mode) in the
+ * descriptor's layouts, C poisoned with NaN (values where beta != 0) with
+ * a poisoned guard band after it; C against tk_lab_ref_full_fp8 within
+ * tk_lab_tolerance_fp8, and every element outside M x N unchanged (all of
+ * C on a refusal: outcome 2 with the status and message). */
+typedef struct tk_lab_f8 {
+    tk_lab_fp8 fa, fb;
+    int scale_mode;             /* TK_SCALE_TENSOR, _ROW, _BLOCK */
+    int exact;
+} tk_lab_f8;
+typedef struct tk_lab_f8_result {
+    int outcome;                /* 0 passed, 1 failed, 2 refused, -1 error */
+    tk_status status;
+    char msg[TK_LAB_MSG_LEN];
+    int64_t checked, over;
+    double max_rel;
+    int64_t bad_row, bad_col;
+    double bad_got, bad_want, bad_tol;
+    int64_t guard_writes;
+    char guard_where[96];
+} tk_lab_f8_result;
+void tk_lab_f8_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *c, const tk_lab_f8 *f,
+                          tk_lab_f8_result *r);
+void tk_lab_f8_verify_print(FILE *o, const char *kernel, const tk_lab_case *c, const tk_lab_f8 *f,
+                            const tk_lab_f8_result *r);
+/* "e4m3 x e5m2, scale block[, exact]" */
+void tk_lab_f8_name(const tk_lab_f8 *f, char *buf, size_t len);
 
 /* ---- bench (lab_bench.c; the table, JSON and CSV in lab_report.c) ---- */
 typedef struct tk_lab_bench tk_lab_bench;

@@ -44,6 +44,17 @@ double tk_lab_tolerance(int64_t k, float alpha, float beta, double s, double c0,
     return exact_ref ? e : 2.0 * e;
 }
 
+/* FP8 operands (issue 40): products of two FP8 codes (at most 4 + 4
+ * significant bits) are exact in fp32, and a kernel that sums them in fp32
+ * (k01_naive) and scales each 128-deep block's partial sum (two roundings
+ * per block, at most 2 u of the block's sum of |terms|, so 2 u S in all)
+ * is inside the bf16 derivation above with S the sum of the scaled terms'
+ * magnitudes. */
+double tk_lab_tolerance_fp8(int64_t k, float alpha, float beta, double s, double c0, double want, tk_dtype out)
+{
+    return tk_lab_tolerance(k, alpha, beta, s, c0, want, out, 1) + 2.0 * 0x1p-24 * fabs((double)alpha) * s;
+}
+
 typedef struct elem {
     int64_t i, j;
     double got, want, tol;

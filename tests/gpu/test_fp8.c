@@ -1,0 +1,128 @@
+/* test_fp8 - FP8 operands through tk_gemm_run on the device (issue 40):
+ * every kernel that takes them against the fp64 reference of the
+ * dequantized terms (lab_f8verify.c), C NaN-poisoned between guard bands.
+ *
+ *   gpu_test_fp8 [name-substring]
+ *   TK_FP8_KERNELS=auto,k01_naive gpu_test_fp8     (the default list)
+ *
+ * sweep: the four format pairings x the three scale modes x both ops and
+ * layouts (block scales: row-major only, K a multiple of 128; the
+ * column-major call must be refused with C untouched) over edge shapes (M
+ * 1, 7, 130; N 1, 9, 258; K 1, 5, 200 or 128, 384), fp32 and bf16 C, beta
+ * 0.5 in some, padded leading dimensions in half; exact: integer codes
+ * with power-of-two scales must come back exact in fp32 C; long_k: K =
+ * 32768 within the tolerance. */
+#include <stdio.h>
+#include <string.h>
+#include "tilekit.h"
+#include "lab/lab.h"
+#include "../host/check.h"
+
+#define MAX_KERNELS 8
+
+static const char *kernels[MAX_KERNELS];
+static int nkernels;
+static tk_lab_verify *v;
+static int ran[MAX_KERNELS];
+
+static void run(const tk_lab_case *c, const tk_lab_f8 *f, int must_refuse)
+{
+    for (int i = 0; i < nkernels; i++) {
+        tk_lab_f8_result r;
+        tk_lab_f8_verify_run(v, kernels[i], c, f, &r);
+        int ok = must_refuse ? r.outcome == 2 && r.status == TK_ERR_NOT_SUPPORTED : r.outcome == 0;
+        ran[i] += ok;
+        if (!ok || r.outcome == 1) {
+            tk_lab_f8_verify_print(stdout, kernels[i], c, f, &r);
+            char name[160], fn[64];
+            tk_lab_case_name(c, name, sizeof name);
+            tk_lab_f8_name(f, fn, sizeof fn);
+            CHECK(0, "%s %s | %s: outcome %d%s (%s)", kernels[i], name, fn, r.outcome,
+                  must_refuse ? ", expected a refusal" : "", r.msg);
+        }
+    }
+}
+
+static void report(const char *test)
+{
+    for (int i = 0; i < nkernels; i++) {
+        printf("  %s %-18s %4d cases\n", test, kernels[i], ran[i]);
+        CHECK(ran[i] > 0, "%s: %s ran none", test, kernels[i]);
+        ran[i] = 0;
+    }
+}
+
+static void case_init(tk_lab_case *c, int64_t m, int64_t n, int64_t k, unsigned t)
+{
+    memset(c, 0, sizeof *c);
+    c->layout = (t >> 3) & 1 ? TK_COL_MAJOR : TK_ROW_MAJOR;
+    c->op_a = t & 1 ? TK_OP_T : TK_OP_N;
+    c->op_b = t & 2 ? TK_OP_N : TK_OP_T;
+    c->m = m, c->n = n, c->k = k;
+    c->alpha = t % 3 == 0 ? 1.0f : 0.75f;
+    c->beta = t % 5 == 1 ? 0.5f : 0.0f;
+    c->out = (t >> 2) & 1 ? TK_BF16 : TK_F32;
+    c->seed = 4000 + t;
+    c->pad = (t >> 4) & 1;
+}
+
+static void sweep(void)
+{
+    static const int64_t Ms[] = { 1, 7, 130 }, Ns[] = { 1, 9, 258 }, Ks[] = { 1, 5, 200 }, Kb[] = { 128, 384 };
+    unsigned t = 0;
+    for (int fa = 0; fa < 2; fa++)
+        for (int fb = 0; fb < 2; fb++)
+            for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++)
+                for (int s = 0; s < 9; s++, t++) {
+                    tk_lab_case c;
+                    const int64_t k = mode == TK_SCALE_BLOCK ? Kb[s % 2] : Ks[(s + t) % 3];
+                    case_init(&c, Ms[s % 3], Ns[(s / 3 + t) % 3], k, t * 7 + (unsigned)s);
+                    tk_lab_f8 f = { fa ? TK_LAB_E5M2 : TK_LAB_E4M3, fb ? TK_LAB_E5M2 : TK_LAB_E4M3, mode, 0 };
+                    run(&c, &f, mode == TK_SCALE_BLOCK && c.layout == TK_COL_MAJOR);
+                }
+    report("sweep");
+}
+
+static void exact(void)
+{
+    for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++)
+        for (unsigned t = 0; t < 4; t++) {
+            tk_lab_case c;
+            case_init(&c, 67, 131, mode == TK_SCALE_BLOCK ? 512 : 300, t);
+            c.layout = TK_ROW_MAJOR, c.out = TK_F32, c.alpha = 1.0f, c.beta = 0.0f;
+            tk_lab_f8 f = { t & 1 ? TK_LAB_E5M2 : TK_LAB_E4M3, t & 2 ? TK_LAB_E5M2 : TK_LAB_E4M3, mode, 1 };
+            run(&c, &f, 0);
+        }
+    report("exact");
+}
+
+static void long_k(void)
+{
+    for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
+        tk_lab_case c;
+        case_init(&c, 64, 72, 32768, 0);
+        c.layout = TK_ROW_MAJOR;
+        tk_lab_f8 f = { TK_LAB_E4M3, TK_LAB_E4M3, mode, 0 };
+        run(&c, &f, 0);
+    }
+    report("long_k");
+}
+
+void tk_tests(void)
+{
+    char why[256];
+    if (tk_lab_verify_open(&v, why, sizeof why)) {
+        printf("no GPU: %s\n", why);
+        return;
+    }
+    tk_lab_verify_set_cublas(v, 0);
+    nkernels = tk_test_kernels_from_env("TK_FP8_KERNELS", kernels, MAX_KERNELS);
+    if (!nkernels) {
+        kernels[nkernels++] = "auto";
+        kernels[nkernels++] = "k01_naive";
+    }
+    TK_TEST(sweep);
+    TK_TEST(exact);
+    TK_TEST(long_k);
+    tk_lab_verify_close(v);
+}
