@@ -15,7 +15,8 @@
  *   random    codes of uniform data at full e4m3 range: the error over
  *             S = sum |a b|, with and without promotion, K 128 ... 16384.
  * The figures it prints are what lab_compare.c's FP8 tolerance is derived
- * from (docs/NOTES.md, session 29). */
+ * from (docs/NOTES.md, session 29); the promoted sums must stay inside it
+ * and the chained ones at K = 16384 must not. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,7 @@ static void measure_random(void)
             CHECK(probe_run(&p), "the probe kernel failed");
             size_t n = (size_t)blocks * PM * PN;
             double mx = 0, mxc = 0, e2 = 0, w2 = 0;
+            int64_t over = 0;
             double *rel = (double *)malloc(n * sizeof(double));
             for (size_t i = 0; i < n; i++) {
                 double e = fabs((double)p.hd[i] - p.want[i]);
@@ -251,6 +253,7 @@ static void measure_random(void)
                 mxc = fmax(mxc, e / (0x1p-13 * sc));
                 e2 += e * e, w2 += p.want[i] * p.want[i];
                 rel[i] = p.want[i] ? e / fabs(p.want[i]) : 0;
+                over += e > tk_lab_tolerance_fp8(k, 1.0f, 0.0f, p.s[i], 0.0, p.want[i], TK_F32);
             }
             /* median by partial selection sort would be long; a simple sort */
             for (size_t i = 1; i < n; i++) {
@@ -263,13 +266,20 @@ static void measure_random(void)
             printf("random: K %5d promote %3d: max err/S %.3g, max err/(2^-13 S_chunk) %.3g, ||err||/||want|| %.3g, "
                    "median rel %.3g, max err/(sqrt(K) 2^-24 S) %.3g\n",
                    k, chunk, mx, mxc, sqrt(e2 / w2), rel[n / 2], mx / (sqrt((double)k) * 0x1p-24));
+            printf("        %lld of %zu over tk_lab_tolerance_fp8\n", (long long)over, n);
+            if (chunk)
+                CHECK(over == 0, "K %d promoted every 128: %lld sums over the FP8 tolerance", k, (long long)over);
+            else if (k == 16384)
+                CHECK(over > 0, "K %d chained: every sum inside the FP8 tolerance (it should not hide a missing "
+                      "promotion)", k);
             free(rel);
             probe_free(&p);
         }
 }
 
-/* The measurements print and cannot fail (their figures go to NOTES);
- * test_exact fails on a wrong layout or descriptor. */
+/* test_exact fails on a wrong layout or descriptor; test_measure prints
+ * the figures (NOTES) and fails where the hardware leaves the tolerance's
+ * model: a promoted sum over it, or a chained K = 16384 inside it. */
 static void test_measure(void)
 {
     measure_align();

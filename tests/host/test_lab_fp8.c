@@ -325,6 +325,78 @@ static void test_ref_fp8_modes(void)
     free(w2);
 }
 
+/* The FP8 tolerance's derivation (lab_compare.c) on a model of the FP8
+ * wgmma that tests/gpu/fp8_mma measured: each k32 instruction aligns its
+ * products and the accumulator to the largest magnitude among them and
+ * truncates each to 13 bits after that point. On uniform full-range e4m3
+ * data the model's sums, promoted to a double every 128, stay inside
+ * tk_lab_tolerance_fp8 at K 128 ... 32768 with a margin of 4 at least
+ * (the model errs less than the hardware: 0.6 against 1.45 of 2^-13 S at K
+ * = 128, so the check is of the derivation's arithmetic, and fp8_mma
+ * checks the hardware itself); one lost 128-deep block leaves it in a
+ * quarter of the elements at least (nearly all at K <= 1024), so verify's
+ * thousands of elements catch it. */
+static double trunc_to(double x, double ulp) { return trunc(x / ulp) * ulp; }
+
+static double model_chunk(const double *t, int n, double acc)
+{
+    for (int i0 = 0; i0 < n; i0 += 32) {
+        double mx = fabs(acc);
+        for (int i = i0; i < i0 + 32 && i < n; i++)
+            mx = fmax(mx, fabs(t[i]));
+        if (mx == 0.0)
+            continue;
+        const double ulp = ldexp(1.0, ilogb(mx) - 13);
+        double sum = trunc_to(acc, ulp);
+        for (int i = i0; i < i0 + 32 && i < n; i++)
+            sum += trunc_to(t[i], ulp);
+        acc = (float)sum;
+    }
+    return acc;
+}
+
+static void test_tolerance_fp8(void)
+{
+    static const int ks[] = { 128, 1024, 4096, 32768 };
+    uint64_t x = 99;
+    double *t = malloc(32768 * sizeof *t);
+    for (int ki = 0; ki < 4; ki++) {
+        const int k = ks[ki];
+        int over_promoted = 0, lost_caught = 0;
+        double worst = 0.0;
+        for (int rep = 0; rep < 64; rep++) {
+            double want = 0.0, s = 0.0;
+            for (int i = 0; i < k; i++) {
+                double ab[2];
+                for (int h = 0; h < 2; h++) {
+                    x = tk_lab_mix64(x + 1);
+                    ab[h] = tk_lab_fp8_decode(tk_lab_fp8_encode(448.0 * ((double)(x >> 11) * 0x1p-53 * 2 - 1),
+                                                                TK_LAB_E4M3, 1), TK_LAB_E4M3);
+                }
+                t[i] = ab[0] * ab[1];
+                want += t[i], s += fabs(t[i]);
+            }
+            double promoted = 0.0, lost = 0.0;
+            for (int c = 0; c < k; c += 128) {
+                double part = model_chunk(t + c, 128, 0.0);
+                promoted += part;
+                if (c != 0)
+                    lost += part;
+            }
+            const double tol = tk_lab_tolerance_fp8(k, 1.0f, 0.0f, s, 0.0, want, TK_F32);
+            worst = fmax(worst, fabs(promoted - want) / tol);
+            over_promoted += fabs(promoted - want) > tol;
+            lost_caught += fabs(lost - want) > tol;
+
+        }
+        CHECK(over_promoted == 0, "K %d: the promoted model over the tolerance in %d of 64 (worst %.2f of it)", k,
+              over_promoted, worst);
+        CHECK(worst < 0.25, "K %d: the promoted model at %.2f of the tolerance (the derivation expects < 1/8)", k, worst);
+        CHECK(lost_caught >= 16, "K %d: a lost block over the tolerance in %d of 64 elements", k, lost_caught);
+    }
+    free(t);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_decode_fixed_points);
@@ -335,4 +407,5 @@ void tk_tests(void)
     TK_TEST(test_quantize_groups);
     TK_TEST(test_quantize_outlier_zero_nan);
     TK_TEST(test_ref_fp8_modes);
+    TK_TEST(test_tolerance_fp8);
 }
