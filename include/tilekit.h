@@ -302,8 +302,10 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
  *     ld_scale_a >= M), scale_b one per 128 x 128 block of op(B) (n-block
  *     i, k-block j at scale_b[i + j * ld_scale_b], ld_scale_b >=
  *     ceil(N / 128)); K a multiple of 128.
- * k01_naive takes them (auto-dispatch's one choice so far: correct, slow);
- * not yet: the fast kernels, an epilogue or many products with FP8
+ * Kernels: k33_wgmma_128x128 (sm_90a; A and B K-major: op_a N and op_b T
+ * in a row-major problem; each 128 of K promoted to fp32) and k01_naive
+ * (any layout, any GPU: correct, slow); auto-dispatch picks the first
+ * that takes the call. Not yet: an epilogue or many products with FP8
  * (TK_ERR_NOT_SUPPORTED), block scales with TK_COL_MAJOR (likewise). */
 typedef enum tk_fp8_format { TK_FP8_NONE = 0, TK_FP8_E4M3 = 1, TK_FP8_E5M2 = 2 } tk_fp8_format;
 typedef enum tk_scale_mode { TK_SCALE_NONE = 0, TK_SCALE_TENSOR = 1, TK_SCALE_ROW = 2, TK_SCALE_BLOCK = 3 } tk_scale_mode;

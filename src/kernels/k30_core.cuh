@@ -202,6 +202,11 @@ typedef struct k30_params {
      * the up half's (map_bu, over op(b_up)); n is then D's N / 2 columns. */
     int epi_gated;
     CUtensorMap map_bu;
+    /* FP8 operands (k30_fp8_kernel; tk_fp8_args): the scale mode and the
+     * scales, in the row-major problem's terms (tilekit.h, version 4) */
+    int f8_mode;
+    const float *f8_sa, *f8_sb;
+    int64_t f8_ld_sa, f8_ld_sb;
 } k30_params;
 
 /* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
@@ -385,7 +390,7 @@ static __device__ __forceinline__ int k30_gwalk_next(const k30_params *p, k30_gw
  * tn, into the ring from stage *s / parity *phase on.
  * A template because the operand majors fix the TMA box pattern (A_MN: op_a
  * T, B_MN: op_b N) and the tile rows of A and B (BM, BN) the sizes. */
-template <int A_MN, int B_MN, int BM, int BN, int KA, int GRP = 0, int GATE = 0>
+template <int A_MN, int B_MN, int BM, int BN, int KA, int GRP = 0, int GATE = 0, int F8 = 0>
 static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uint32_t ring, uint32_t full_bar,
                                                         uint32_t empty_bar, int tr, int tn, int kb, int ke,
                                                         int cluster, uint32_t rank, int *s, uint32_t *phase,
@@ -416,7 +421,9 @@ static __device__ __forceinline__ void k30_produce_tile(const k30_params *p, uin
         for (int ka = 0; ka < KA; ka++) {
             /* A k-tile past the unit's range (KA > 1) is loaded from past K:
              * zeros, which add nothing. */
-            const int k0 = (KA == 1 || kt + ka < ke ? kt + ka : p->k_tiles) * K30_BK + (GRP ? u->k0 : 0);
+            /* a k-tile is one 128-byte row: 64 bf16 or 128 FP8 values of K */
+            const int k0 = (KA == 1 || kt + ka < ke ? kt + ka : p->k_tiles) * (F8 ? 2 * K30_BK : K30_BK) +
+                           (GRP ? u->k0 : 0);
             const uint32_t sa = s0 + ka * K30_A_BYTES_M(BM);
             const uint32_t sb = s0 + KA * K30_A_BYTES_M(BM) + ka * K30_B_BYTES_N(BN);
             if (GRP) {
@@ -747,6 +754,88 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
 #pragma unroll
     for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
         tk_wgmma_reg_fence(acc[i]);
+}
+
+/* FP8 operands (k30_fp8_kernel; F8 = 4 * format of A + format of B,
+ * tk_fp8_format): consumer warpgroup c's 64 x BN tile over k_tiles k-tiles
+ * of 128 (one 128-byte row of K-major A and B, four m64nNk32 a tile),
+ * from the unit's k-tile kt0 on. The FP8 wgmma keeps 13 bits after the
+ * largest magnitude it adds (tests/gpu/fp8_mma; lab_compare.c), so each
+ * k-tile's products are summed alone in the tensor core (d) and then
+ * added to fp32 registers (acc): the promotion every 128 of K, where
+ * TK_SCALE_BLOCK's scales are applied (row r's 1 x 128 scale times the
+ * 128 x 128 block's); the other modes scale the final sum
+ * (k30_fp8_finish). A k-tile waits for its own products before the
+ * promotion; the other consumer's products keep the tensor cores busy
+ * meanwhile. m0, n0: the tile's corner. */
+template <int BM, int BN, int F8>
+static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, float *acc, uint32_t ring,
+                                                       uint32_t full_bar, const uint32_t *empty, int k_tiles, int kt0,
+                                                       int c, int warp, int lane, int m0, int n0, int *s,
+                                                       uint32_t *phase)
+{
+    static_assert(BN == 128, "an FP8 tile's B is one 128 x 128 block of scales (TK_SCALE_BLOCK)");
+    float d[BN / 2];
+    const bool block = p->f8_mode == TK_SCALE_BLOCK;
+    /* the thread's two rows (d[4j + 2h + e]: row 16 warp + lane / 4 + 8 h),
+     * held inside M for the scales' reads */
+    const int r0 = min(m0 + 64 * c + 16 * warp + lane / 4, p->m - 1), r1 = min(r0 + 8, p->m - 1);
+    for (int kt = 0; kt < k_tiles; kt++) {
+        float s0 = 1.0f, s1 = 1.0f;
+        if (block) {   /* read before the wait: the stage's arrival hides them */
+            const int kb = kt0 + kt;
+            const float sb = __ldg(p->f8_sb + n0 / 128 + kb * p->f8_ld_sb);
+            s0 = __ldg(p->f8_sa + r0 + kb * p->f8_ld_sa) * sb;
+            s1 = __ldg(p->f8_sa + r1 + kb * p->f8_ld_sa) * sb;
+        }
+        const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + c * K30_BOX;
+        const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + K30_A_BYTES_M(BM);
+        tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
+        tk_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            tk_wgmma_m64n128k32_f32_fp8<F8 / 4, F8 % 4>(d, tk_wgmma_desc_sw128(sa + 32 * kk, 16, 1024),
+                                                        tk_wgmma_desc_sw128(sb + 32 * kk, 16, 1024), kk > 0);
+        tk_wgmma_commit();
+        tk_wgmma_wait(0);
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            tk_wgmma_reg_fence(d[i]);
+        k30_release(empty, 1, *s, lane);
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[i] = fmaf(d[i], i & 2 ? s1 : s0, kt > 0 ? acc[i] : 0.0f);
+        if (++*s == K30_STAGES_MNA(BM, BN, 1)) {
+            *s = 0;
+            *phase ^= 1;
+        }
+    }
+}
+
+/* The per-tensor and row-wise scales of an FP8 tile's final sum (r0, c0:
+ * the consumer's 64 x BN corner); rows and columns past M and N read
+ * their last scale (their values are never stored). */
+template <int BN>
+static __device__ __forceinline__ void k30_fp8_finish(const k30_params *p, float *acc, int r0, int c0, int warp,
+                                                      int lane)
+{
+    if (p->f8_mode == TK_SCALE_TENSOR) {
+        const float t = __ldg(p->f8_sa) * __ldg(p->f8_sb);
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[i] *= t;
+    } else if (p->f8_mode == TK_SCALE_ROW) {
+        const int r = r0 + 16 * warp + lane / 4;
+        const float a0 = __ldg(p->f8_sa + min(r, p->m - 1)), a1 = __ldg(p->f8_sa + min(r + 8, p->m - 1));
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const float b = __ldg(p->f8_sb + min(c0 + 8 * j + 2 * (lane % 4) + e, p->n - 1));
+                acc[4 * j + e] *= a0 * b;
+                acc[4 * j + 2 + e] *= a1 * b;
+            }
+    }
 }
 
 static __device__ __forceinline__ uint32_t k30_pack_bf16x2(float lo, float hi)
@@ -1537,9 +1626,10 @@ static inline tk_status k30_supports_common(const tk_args *a, const tk_device *d
     }
     /* C has no requirement: the direct epilogue stores single elements
      * where pairs would be misaligned (k30_epilogue_direct). */
-    tk_status st = tk_tma_check("A", a->a, a->lda, 2, why, len);
+    const size_t es = a->fp8 ? 1 : 2;   /* FP8: one-byte elements */
+    tk_status st = tk_tma_check("A", a->a, a->lda, es, why, len);
     if (st == TK_SUCCESS)
-        st = tk_tma_check("B", a->b, a->ldb, 2, why, len);
+        st = tk_tma_check("B", a->b, a->ldb, es, why, len);
     return st;
 }
 
@@ -1660,10 +1750,15 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
         p->a_boxes = (int)((a->m + 63) / 64);
     }
     p->a_bytes = (a->op_a == TK_OP_N ? p->a_rows : 64 * p->a_boxes) * K30_BK * 2;
+    /* FP8 (K-major only, k30_supports_fp8): one-byte codes, 128 of K a
+     * 128-byte row, so the boxes' bytes are bf16's */
+    const CUtensorMapDataType kt = a->fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    const size_t es = a->fp8 ? 1 : 2;
+    const uint32_t bk = a->fp8 ? 2 * K30_BK : K30_BK;
     /* A: M x K (K-major, box a_rows x BK) or stored K x M (M-major, 64 x 64 boxes). */
     if (a->op_a == TK_OP_N)
-        st = tk_tma_map_2d(a->lc, &p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->m, a->k, a->lda,
-                           (uint32_t)p->a_rows, K30_BK, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+        st = tk_tma_map_2d(a->lc, &p->map_a, kt, es, a->a, a->m, a->k, a->lda, (uint32_t)p->a_rows, bk,
+                           CU_TENSOR_MAP_SWIZZLE_128B, why, len);
     else
         st = tk_tma_map_2d(a->lc, &p->map_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->a, a->k, a->m, a->lda, K30_BK, 64,
                            CU_TENSOR_MAP_SWIZZLE_128B, why, len);
@@ -1671,8 +1766,8 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
         return st;
     /* B: stored N x K (op T, K-major) or K x N (op N, N-major, 64 x 64 boxes). */
     if (a->op_b == TK_OP_T)
-        st = tk_tma_map_2d(a->lc, &p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->n, a->k, a->ldb,
-                           (uint32_t)(bn / cluster), K30_BK, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
+        st = tk_tma_map_2d(a->lc, &p->map_b, kt, es, a->b, a->n, a->k, a->ldb, (uint32_t)(bn / cluster), bk,
+                           CU_TENSOR_MAP_SWIZZLE_128B, why, len);
     else
         st = tk_tma_map_2d(a->lc, &p->map_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->b, a->k, a->n, a->ldb, K30_BK, 64,
                            CU_TENSOR_MAP_SWIZZLE_128B, why, len);
@@ -1684,12 +1779,44 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
     p->n = (int)a->n;
     p->tiles_m = (int)((a->m + bm - 1) / bm);
     p->tiles_n = (int)((a->n + bn - 1) / bn);
-    p->k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    p->k_tiles = (int)((a->k + bk - 1) / bk);
     p->alpha = a->alpha;
     p->beta = a->beta;
     p->c_bf16 = a->c_type == TK_BF16;
     p->c_pairs = a->ldc % 2 == 0 && (uintptr_t)a->c % (a->c_type == TK_F32 ? 8 : 4) == 0;
     p->c_vec4 = a->ldc % 4 == 0 && (uintptr_t)a->c % (a->c_type == TK_F32 ? 16 : 8) == 0;
+    if (a->fp8) {
+        p->f8_mode = a->fp8->mode;
+        p->f8_sa = a->fp8->sa;
+        p->f8_sb = a->fp8->sb;
+        p->f8_ld_sa = a->fp8->ld_sa;
+        p->f8_ld_sb = a->fp8->ld_sb;
+    }
+    return TK_SUCCESS;
+}
+
+/* Support check of FP8 operands (a->fp8; nothing to check without them):
+ * the configurations with an FP8 instance (has_instance; k30_fp8.cu) and
+ * the layout FP8 wgmma reads. */
+static inline tk_status k30_supports_fp8(const tk_args *a, int has_instance, char *why, size_t len)
+{
+    if (!a->fp8)
+        return TK_SUCCESS;
+    if (!has_instance) {
+        snprintf(why, len, "FP8 operands: only k33_wgmma_128x128 has FP8 instances (k30_fp8.cu)");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (a->op_a != TK_OP_N || a->op_b != TK_OP_T) {
+        snprintf(why, len,
+                 "FP8 operands: wgmma reads 8-bit A and B K-major only: op_a N (A stored M x K) and op_b T (B "
+                 "stored N x K) in the row-major problem; this call has op_a %s, op_b %s",
+                 a->op_a == TK_OP_N ? "N" : "T", a->op_b == TK_OP_N ? "N" : "T");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (a->k == 0) {
+        snprintf(why, len, "k: 0 with FP8 operands (the tile loop needs a k-tile; k01_naive stores beta * C)");
+        return TK_ERR_NOT_SUPPORTED;
+    }
     return TK_SUCCESS;
 }
 

@@ -22,8 +22,11 @@
  * of one product's tiles; EPI = 2 (k30_epi_kernel) runs ping-pong
  * consumers and applies the fused epilogue (k30_epi_store, the gated
  * kinds' k30_epi_transform) to each tile's final sum before storing it;
- * the dense and grouped instances have EPI = 0. */
-template <int A_MN, int B_MN, int BM, int BN, int SWAP, int GRP, int EPI>
+ * the dense and grouped instances have EPI = 0. F8 (k30_fp8_kernel):
+ * FP8 operands, K-major both, k-tiles of 128 promoted to fp32 one by one
+ * (k30_consume_fp8) and the final scales applied before the store
+ * (k30_fp8_finish); 0 for bf16. */
+template <int A_MN, int B_MN, int BM, int BN, int SWAP, int GRP, int EPI, int F8 = 0>
 static __device__ __forceinline__ void k30_run(const k30_params &p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -72,8 +75,8 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
             int s = 0, t, tm, tn, kb, ke, v;
             uint32_t phase = 0;
             while (k30_walk_tile(&p, &w, p.tiles_m, K30_GROUP_M, &t, &tm, &tn, &kb, &ke, &v))
-                k30_produce_tile<A_MN, B_MN, BM, BN, K30_KA(SWAP), 0, EPI>(&p, ring, full_bar, empty_bar, tm, tn, kb,
-                                                                           ke, 1, 0, &s, &phase);
+                k30_produce_tile<A_MN, B_MN, BM, BN, K30_KA(SWAP), 0, EPI, F8>(&p, ring, full_bar, empty_bar, tm, tn,
+                                                                               kb, ke, 1, 0, &s, &phase);
         }
     } else {
         /* Consumer warpgroup c: rows 64c..64c+63 of each tile (SWAP: the
@@ -139,8 +142,12 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
                     bias2 = k30_epi_bias_pair<BN>(&p, tn * BN, tid);
             if (PP && turn++ > 0)
                 k30_pp_wait(c);        /* the other consumer's previous unit issued */
-            k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, rc, lane, &s,
-                                                                     &phase);
+            if constexpr (F8)
+                k30_consume_fp8<BM, BN, F8>(&p, acc, ring, full_bar, empty, ke - kb, kb, rc, warp, lane, tm * BM,
+                                            tn * BN, &s, &phase);
+            else
+                k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, rc,
+                                                                         lane, &s, &phase);
             if (PP) {                  /* the next unit, if any, is the other consumer's */
                 k30_walk nw = w;
                 int nt, nkb, nke, nv;
@@ -157,6 +164,8 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
                 }
                 k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, rc, CONS, tid, 1 + c);
             }
+            if constexpr (F8)
+                k30_fp8_finish<BN>(&p, acc, tm * BM + 64 * rc, tn * BN, warp, lane);
             if constexpr (EPI) {   /* the tile's final sum, on its owner (if constexpr: BN 256 alone) */
                 if constexpr (PP)
                     if (stage_bias)
@@ -217,6 +226,9 @@ extern "C" const void *k30_epi_func_tt(void);
     {                                                                                                                \
         return (const void *)k30_epi_kernel<a_mn, b_mn, K30_PP_BM, K30_BN>;                                             \
     }
+/* The FP8 instances (k30_fp8.cu): K-major A and B of formats fa, fb
+ * (tk_fp8_format), 128 x 128 tiles. */
+extern "C" const void *k30_fp8_func(int fa, int fb);
 static inline const void *k30_epi_func(tk_op op_a, tk_op op_b)
 {
     if (op_a == TK_OP_N)

@@ -73,6 +73,13 @@ static int k30_has_epi(int bm, int bn, int swap)
     return !swap && bm == K30_BM && bn == K30_BN;
 }
 
+/* Whether configuration (bm, bn, swap) has FP8 instances (k30_fp8.cu):
+ * k33_wgmma_128x128's line alone. */
+static int k30_has_fp8(int bm, int bn, int swap)
+{
+    return !swap && bm == K30_BM && bn == 128;
+}
+
 /* A configuration: tiles of bm rows of A and bn of B, the roles swapped
  * (k36) or not. */
 static tk_status k30_supports_cfg(int bm, int bn, int swap, const tk_args *a, const tk_device *dev, char *why,
@@ -85,7 +92,10 @@ static tk_status k30_supports_cfg(int bm, int bn, int swap, const tk_args *a, co
                  bm);
         return TK_ERR_NOT_SUPPORTED;
     }
-    tk_status st = k30_supports_common(a, dev, bm, why, len);
+    /* FP8's layout first: its refusal says more than TMA's strides would */
+    tk_status st = k30_supports_fp8(a, k30_has_fp8(bm, bn, swap), why, len);
+    if (st == TK_SUCCESS)
+        st = k30_supports_common(a, dev, bm, why, len);
     if (st == TK_SUCCESS)
         st = k30_supports_epi(a, k30_has_epi(bm, bn, swap), 1,
                               swap ? "the swapped configurations (k36_swap_*, k38_swap_144x128) take no fused "
@@ -130,6 +140,8 @@ static void k30_resources_cfg(int bm, int bn, int swap, const tk_args *a, tk_res
         r->threads = K30_PP_THREADS;
         r->dyn_smem = (size_t)K30_PP_SMEM;
     }
+    if (a && a->fp8)   /* the FP8 instance; NULL where there is none (k30_supports_cfg refuses it) */
+        r->func = k30_has_fp8(bm, bn, swap) ? k30_fp8_func(a->fp8->fa, a->fp8->fb) : NULL;
 }
 
 static tk_status k30_launch_cfg(int bm, int bn, int swap, const tk_args *a, const tk_device *dev,
@@ -138,7 +150,8 @@ static tk_status k30_launch_cfg(int bm, int bn, int swap, const tk_args *a, cons
     tk_resources r;
     k30_resources_cfg(bm, bn, swap, a, &r);
     if (!r.func) {
-        snprintf(why, len, "epilogue: this configuration has no instance with a fused epilogue");
+        snprintf(why, len, "%s: this configuration has no instance for it",
+                 a->fp8 ? "FP8 operands" : "epilogue");
         return TK_ERR_NOT_SUPPORTED;
     }
     k30_params p;
@@ -218,6 +231,8 @@ static int k30_family_rank(const tk_kernel *k, const tk_args *a, const tk_device
 {
     if (a->epi && k30_has_epi(k->bm, k->bn, k->swap))
         return K30_EPI_RANK;
+    if (a->fp8)   /* the one FP8 configuration, above k01_naive */
+        return k30_has_fp8(k->bm, k->bn, k->swap) ? K30_EPI_RANK : 0;
     return k30_rank_cfg(k->bm, k->bn, k->swap, k->first_rank, k->auto_rank, a, dev);
 }
 

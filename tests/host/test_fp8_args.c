@@ -81,38 +81,55 @@ static void test_valid_calls_pass(void)
     expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "column-major, block scales", "layout:", "row-major problem");
 }
 
-/* Auto-dispatch sends FP8 operands to k01_naive, whatever the shape; a
- * bf16 kernel asked by name refuses them, saying so. */
+/* Auto-dispatch sends FP8 operands with K-major A and B to k30's FP8
+ * instance (k33_wgmma_128x128) on sm_90 and to k01_naive elsewhere (the
+ * other layouts, sm_80); a bf16 family asked by name refuses them, and
+ * k30's configurations without FP8 instances say which one has them. */
 static void test_route(void)
 {
-    struct tk_handle_s fake;
-    fh_init(&fake, 90);
     const int64_t shapes[][3] = { { 1, 4096, 4096 }, { 4096, 4096, 4096 }, { 7, 130, 256 } };
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        tk_gemm_desc d = fp8_desc(TK_SCALE_ROW);
-        d.problem.m = shapes[s][0];
-        d.problem.n = shapes[s][1];
-        d.problem.k = shapes[s][2];
-        d.problem.lda = d.problem.ldb = shapes[s][2];
-        d.problem.ldc = shapes[s][1];
-        tk_args a;
-        int noop = 0;
-        const tk_kernel *named = NULL;
-        const tk_widths w = { d.problem.n, d.problem.n, 0, 1 };
-        CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop, &named, 1, &w) == TK_SUCCESS, "prepare: %s",
-              tk_last_error(&fake));
-        const tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E4M3, TK_SCALE_ROW, d.scale_a, d.scale_b, 0, 0 };
-        a.fp8 = &f;
-        fh_attrs_args(&fake, &a);
-        tk_route r;
-        const int ok = tk_route_choose(&fake, &a, &r, 0);
-        CHECK(ok && r.k && !strcmp(r.k->name, "k01_naive"), "%lldx%lldx%lld: auto picked %s", (long long)shapes[s][0],
-              (long long)shapes[s][1], (long long)shapes[s][2], ok && r.k ? r.k->name : "nothing");
-        char why[TK_MSG_LEN] = "";
-        const tk_status st = tk_kernel_check(&fake, tk_registry_find("k30_wgmma_tma"), &a, why, sizeof why);
-        CHECK(st == TK_ERR_NOT_SUPPORTED && strstr(why, "FP8 A and B"), "k30 named: %s (%s)", tk_status_string(st),
-              why);
-    }
+    for (int sm = 80; sm <= 90; sm += 10)
+        for (int op_a = 0; op_a < 2; op_a++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                struct tk_handle_s fake;
+                fh_init(&fake, sm);
+                tk_gemm_desc d = fp8_desc(TK_SCALE_ROW);
+                d.problem.m = shapes[s][0];
+                d.problem.n = shapes[s][1];
+                d.problem.k = shapes[s][2];
+                d.problem.op_a = op_a ? TK_OP_T : TK_OP_N;
+                d.problem.op_b = TK_OP_T;
+                d.problem.lda = op_a ? shapes[s][0] : shapes[s][2];
+                d.problem.ldb = shapes[s][2];
+                d.problem.ldc = shapes[s][1];
+                tk_args a;
+                int noop = 0;
+                const tk_kernel *named = NULL;
+                const tk_widths w = { d.problem.n, d.problem.n, 0, 1 };
+                CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop, &named, 1, &w) == TK_SUCCESS,
+                      "prepare: %s", tk_last_error(&fake));
+                const tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E4M3, TK_SCALE_ROW, d.scale_a, d.scale_b, 0, 0 };
+                a.fp8 = &f;
+                fh_attrs_args(&fake, &a);
+                tk_route r;
+                const int ok = tk_route_choose(&fake, &a, &r, 0);
+                const char *want = sm == 90 && !op_a ? "k33_wgmma_128x128" : "k01_naive";
+                CHECK(ok && r.k && !strcmp(r.k->name, want), "sm_%d op_a %s %lldx%lldx%lld: auto picked %s (expected %s)",
+                      sm, op_a ? "T" : "N", (long long)shapes[s][0], (long long)shapes[s][1],
+                      (long long)shapes[s][2], ok && r.k ? r.k->name : "nothing", want);
+                char why[TK_MSG_LEN] = "";
+                tk_status st = tk_kernel_check(&fake, tk_registry_find("k21_mma_fastload"), &a, why, sizeof why);
+                CHECK(st == TK_ERR_NOT_SUPPORTED && strstr(why, "FP8 A and B"), "k21 named: %s (%s)",
+                      tk_status_string(st), why);
+                if (sm == 90) {
+                    st = tk_kernel_check(&fake, tk_registry_find("k30_wgmma_tma"), &a, why, sizeof why);
+                    CHECK(st == TK_ERR_NOT_SUPPORTED && strstr(why, "only k33_wgmma_128x128 has FP8"),
+                          "k30 named: %s (%s)", tk_status_string(st), why);
+                    st = tk_kernel_check(&fake, tk_registry_find("k33_wgmma_128x128"), &a, why, sizeof why);
+                    CHECK(op_a ? st == TK_ERR_NOT_SUPPORTED && strstr(why, "K-major only") : st == TK_SUCCESS,
+                          "k33 named, op_a %s: %s (%s)", op_a ? "T" : "N", tk_status_string(st), why);
+                }
+            }
 }
 
 static void test_bad_fields(void)

@@ -1,0 +1,31 @@
+/* k30_fp8 - k30_wgmma_tma's core with FP8 operands (issue 40): the
+ * 128 x 128 tiles of k33_wgmma_128x128, A and B both K-major (FP8 wgmma
+ * takes no other layout), a k-tile 128 values of K (the same 128-byte rows
+ * and swizzle as 64 bf16 values, so the ring, the TMA boxes' bytes and the
+ * descriptors are bf16's), four m64n128k32 a k-tile summed in the tensor
+ * core and promoted to fp32 registers after each (the FP8 accumulator keeps
+ * 13 bits: tests/gpu/fp8_mma), with TK_SCALE_BLOCK's scales applied there
+ * and the per-tensor and row-wise scales on the final sum (k30_run.cuh,
+ * k30_consume_fp8 and k30_fp8_finish in k30_core.cuh). A translation unit
+ * of its own so that it compiles beside the others. 128 x 128 because the
+ * promotion holds two accumulator sets (the tensor core's and fp32's): 128
+ * registers a thread, as k30_wgmma_tma's one set of 128 x 256.
+ * Figure and command: docs/NOTES.md, session 29. */
+#include "k30_run.cuh"
+
+/* A template because the formats are part of the wgmma instruction's name
+ * (F8 = 4 * format of A + format of B). */
+template <int F8>
+static __global__ void __launch_bounds__(K30_THREADS_CFG(K30_BM, 0), 1) k30_fp8_kernel(const __grid_constant__ k30_params p)
+{
+    k30_run<0, 0, K30_BM, 128, 0, 0, 0, F8>(p);
+}
+
+extern "C" const void *k30_fp8_func(int fa, int fb)
+{
+    if (fa == TK_FP8_E4M3)
+        return fb == TK_FP8_E4M3 ? (const void *)k30_fp8_kernel<4 * TK_FP8_E4M3 + TK_FP8_E4M3>
+                                 : (const void *)k30_fp8_kernel<4 * TK_FP8_E4M3 + TK_FP8_E5M2>;
+    return fb == TK_FP8_E4M3 ? (const void *)k30_fp8_kernel<4 * TK_FP8_E5M2 + TK_FP8_E4M3>
+                             : (const void *)k30_fp8_kernel<4 * TK_FP8_E5M2 + TK_FP8_E5M2>;
+}
