@@ -286,9 +286,10 @@ def _linear_fwd(x, w, bias, activation, save):
     keep = save and activation is not None
     y = _empty(x, x.shape[0], w.shape[1])
     if not _tma_strides(x, w, y):
-        if bias is not None:   # bf16 out for an fp32 bias too: the sum rounded once, in fp32
-            _gemm(x, w, y)
-            y = (y.float() + bias.float()).to(torch.bfloat16)
+        if bias is not None:   # the product in fp32 and the sum rounded once to bf16, as the fused kernels do
+            y32 = torch.empty((x.shape[0], w.shape[1]), dtype=torch.float32, device=x.device)
+            _gemm(x, w, y32)
+            y = (y32 + bias.float()).to(torch.bfloat16)
         else:
             _gemm(x, w, y)
         if activation is None:

@@ -756,55 +756,70 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
         tk_wgmma_reg_fence(acc[i]);
 }
 
-/* FP8 operands (k30_fp8_kernel; F8 = 4 * format of A + format of B,
- * tk_fp8_format): consumer warpgroup c's 64 x BN tile over k_tiles k-tiles
- * of 128 (one 128-byte row of K-major A and B, four m64nNk32 a tile),
- * from the unit's k-tile kt0 on. The FP8 wgmma keeps 13 bits after the
- * largest magnitude it adds (tests/gpu/fp8_mma; lab_compare.c), so each
- * k-tile's products are summed alone in the tensor core (d) and then
- * added to fp32 registers (acc): the promotion every 128 of K, where
+/* FP8 operands (k30_fp8_kernel, k31_fp8_kernel; F8 = 4 * format of A +
+ * format of B, tk_fp8_format): consumer warpgroup c's 64 x BN tile over
+ * k_tiles k-tiles of 128 (one 128-byte row of K-major A and B), from the
+ * unit's k-tile kt0 on, reading the ring as k30_consume_tile does (a stage
+ * released to every CTA of the cluster). The FP8 wgmma keeps 13 bits
+ * after the largest magnitude it adds (tests/gpu/fp8_mma; lab_compare.c),
+ * so each k-tile's products are summed alone in the tensor core (d) and
+ * then added to fp32 registers (acc): the promotion every 128 of K, where
  * TK_SCALE_BLOCK's scales are applied (row r's 1 x 128 scale times the
  * 128 x 128 block's); the other modes scale the final sum
- * (k30_fp8_finish). A k-tile waits for its own products before the
+ * (k30_fp8_finish). The tile goes by 128-column halves (four m64n128k32
+ * each, then their promotion), so d is 64 registers whatever BN: with acc
+ * that is 192 a thread at BN 256. A half waits for its products before its
  * promotion; the other consumer's products keep the tensor cores busy
  * meanwhile. m0, n0: the tile's corner. */
 template <int BM, int BN, int F8>
 static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, float *acc, uint32_t ring,
-                                                       uint32_t full_bar, const uint32_t *empty, int k_tiles, int kt0,
-                                                       int c, int warp, int lane, int m0, int n0, int *s,
-                                                       uint32_t *phase)
+                                                       uint32_t full_bar, const uint32_t *empty, int cluster,
+                                                       int k_tiles, int kt0, int c, int warp, int lane, int m0, int n0,
+                                                       int *s, uint32_t *phase)
 {
-    static_assert(BN == 128, "an FP8 tile's B is one 128 x 128 block of scales (TK_SCALE_BLOCK)");
-    float d[BN / 2];
+    static_assert(BN % 128 == 0, "an FP8 tile is whole 128 x 128 blocks of B's scales (TK_SCALE_BLOCK)");
+    constexpr int HALVES = BN / 128;
+    float d[64];
     const bool block = p->f8_mode == TK_SCALE_BLOCK;
     /* the thread's two rows (d[4j + 2h + e]: row 16 warp + lane / 4 + 8 h),
      * held inside M for the scales' reads */
     const int r0 = min(m0 + 64 * c + 16 * warp + lane / 4, p->m - 1), r1 = min(r0 + 8, p->m - 1);
     for (int kt = 0; kt < k_tiles; kt++) {
-        float s0 = 1.0f, s1 = 1.0f;
+        float a0 = 1.0f, a1 = 1.0f, sbh[HALVES];
+#pragma unroll
+        for (int h = 0; h < HALVES; h++)
+            sbh[h] = 1.0f;
         if (block) {   /* read before the wait: the stage's arrival hides them */
             const int kb = kt0 + kt;
-            const float sb = __ldg(p->f8_sb + n0 / 128 + kb * p->f8_ld_sb);
-            s0 = __ldg(p->f8_sa + r0 + kb * p->f8_ld_sa) * sb;
-            s1 = __ldg(p->f8_sa + r1 + kb * p->f8_ld_sa) * sb;
+            a0 = __ldg(p->f8_sa + r0 + kb * p->f8_ld_sa);
+            a1 = __ldg(p->f8_sa + r1 + kb * p->f8_ld_sa);
+#pragma unroll
+            for (int h = 0; h < HALVES; h++)   /* past N: the last block's (never stored) */
+                sbh[h] = __ldg(p->f8_sb + min(n0 / 128 + h, (p->n - 1) / 128) + kb * p->f8_ld_sb);
         }
         const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + c * K30_BOX;
         const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + K30_A_BYTES_M(BM);
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
-        tk_wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-            tk_wgmma_m64n128k32_f32_fp8<F8 / 4, F8 % 4>(d, tk_wgmma_desc_sw128(sa + 32 * kk, 16, 1024),
-                                                        tk_wgmma_desc_sw128(sb + 32 * kk, 16, 1024), kk > 0);
-        tk_wgmma_commit();
-        tk_wgmma_wait(0);
+        for (int h = 0; h < HALVES; h++) {
+            tk_wgmma_fence();
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            tk_wgmma_reg_fence(d[i]);
-        k30_release(empty, 1, *s, lane);
+            for (int kk = 0; kk < 4; kk++)   /* B's rows 128 h on: 128 rows of 128 bytes a half */
+                tk_wgmma_m64n128k32_f32_fp8<F8 / 4, F8 % 4>(d, tk_wgmma_desc_sw128(sa + 32 * kk, 16, 1024),
+                                                            tk_wgmma_desc_sw128(sb + h * 16384 + 32 * kk, 16, 1024),
+                                                            kk > 0);
+            tk_wgmma_commit();
+            tk_wgmma_wait(0);
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            acc[i] = fmaf(d[i], i & 2 ? s1 : s0, kt > 0 ? acc[i] : 0.0f);
+            for (int i = 0; i < 64; i++)
+                tk_wgmma_reg_fence(d[i]);
+            if (h == HALVES - 1)
+                k30_release(empty, cluster, *s, lane);
+            const float s0 = a0 * sbh[h], s1 = a1 * sbh[h];
+#pragma unroll
+            for (int i = 0; i < 64; i++)
+                acc[64 * h + i] = fmaf(d[i], i & 2 ? s1 : s0, kt > 0 ? acc[64 * h + i] : 0.0f);
+        }
         if (++*s == K30_STAGES_MNA(BM, BN, 1)) {
             *s = 0;
             *phase ^= 1;
@@ -1803,7 +1818,7 @@ static inline tk_status k30_supports_fp8(const tk_args *a, int has_instance, cha
     if (!a->fp8)
         return TK_SUCCESS;
     if (!has_instance) {
-        snprintf(why, len, "FP8 operands: only k33_wgmma_128x128 has FP8 instances (k30_fp8.cu)");
+        snprintf(why, len, "FP8 operands: only k33_wgmma_128x128 has FP8 instances among k30's configurations (k31_wgmma_cluster has them too)");
         return TK_ERR_NOT_SUPPORTED;
     }
     if (a->op_a != TK_OP_N || a->op_b != TK_OP_T) {

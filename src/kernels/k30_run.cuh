@@ -143,7 +143,7 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
             if (PP && turn++ > 0)
                 k30_pp_wait(c);        /* the other consumer's previous unit issued */
             if constexpr (F8)
-                k30_consume_fp8<BM, BN, F8>(&p, acc, ring, full_bar, empty, ke - kb, kb, rc, warp, lane, tm * BM,
+                k30_consume_fp8<BM, BN, F8>(&p, acc, ring, full_bar, empty, 1, ke - kb, kb, rc, warp, lane, tm * BM,
                                             tn * BN, &s, &phase);
             else
                 k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, rc,
@@ -227,7 +227,8 @@ extern "C" const void *k30_epi_func_tt(void);
         return (const void *)k30_epi_kernel<a_mn, b_mn, K30_PP_BM, K30_BN>;                                             \
     }
 /* The FP8 instances (k30_fp8.cu): K-major A and B of formats fa, fb
- * (tk_fp8_format), 128 x 128 tiles. */
+ * (tk_fp8_format), 128 x 128 tiles; k31's (k31_wgmma_cluster.cu) 128 x 256
+ * in 2-CTA clusters. */
 extern "C" const void *k30_fp8_func(int fa, int fb);
 static inline const void *k30_epi_func(tk_op op_a, tk_op op_b)
 {

@@ -44,8 +44,9 @@ static_assert(K30_SMEM_CFG(K30_BM, K30_BN, 0) <= 227 * 1024 && K30_SMEM_CFG(64, 
  * operand majors are wgmma immediates and fix the TMA box pattern (A_MN:
  * op_a T, B_MN: op_b N); BM and BN size the tile, the instruction and the
  * accumulators; EPI = 1 applies the fused epilogue (k30_epi_transform) to
- * each tile's final sum before storing it. */
-template <int A_MN, int B_MN, int BM, int BN, int EPI>
+ * each tile's final sum before storing it; F8 (k31_fp8_kernel): FP8
+ * operands, as k30_run's. */
+template <int A_MN, int B_MN, int BM, int BN, int EPI, int F8 = 0>
 static __device__ __forceinline__ void k31_run(const k30_params &p)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -79,8 +80,8 @@ static __device__ __forceinline__ void k31_run(const k30_params &p)
             while (k30_walk_next(&p, &w, &t, &kb, &ke, &v)) {
                 int ctm, tn;
                 k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
-                k30_produce_tile<A_MN, B_MN, BM, BN, 1>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke, K31_CLUSTER,
-                                                        rank, &s, &phase);
+                k30_produce_tile<A_MN, B_MN, BM, BN, 1, 0, 0, F8>(&p, ring, full_bar, empty_bar, ctm, tn, kb, ke,
+                                                                  K31_CLUSTER, rank, &s, &phase);
             }
             /* The tail: wait until every stage's last fill has been
              * released by the consumers of both CTAs, so no peer's arrival
@@ -120,8 +121,12 @@ static __device__ __forceinline__ void k31_run(const k30_params &p)
             int ctm, tn;
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
             const int tm = ctm * K31_CLUSTER + (int)rank;
-            k30_consume_tile<A_MN, B_MN, BM, BN, 0, 1>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane, &s,
-                                                       &phase);
+            if constexpr (F8)
+                k30_consume_fp8<BM, BN, F8>(&p, acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, kb, c, warp, lane,
+                                            tm * BM, tn * BN, &s, &phase);
+            else
+                k30_consume_tile<A_MN, B_MN, BM, BN, 0, 1>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane,
+                                                           &s, &phase);
             if (v >= 0) {
                 if (v < p.sk_tiles * (p.sk_slices - 1)) {
                     /* Not the tile's last slice: leave the sum to its owner. */
@@ -130,6 +135,8 @@ static __device__ __forceinline__ void k31_run(const k30_params &p)
                 }
                 k30_sk_gather<BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * CONS, tid, 1 + c);
             }
+            if constexpr (F8)
+                k30_fp8_finish<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
             if constexpr (EPI) {   /* the tile's final sum, on its owner */
                 k30_epi_store<BN, K30_EPI_PLAIN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c,
                                                  &nchunk);
@@ -165,6 +172,26 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1)
     k31_run<A_MN, B_MN, BM, BN, 1>(p);
 }
 
+/* With FP8 operands (issue 40): k31_run with F8 = 4 * format of A +
+ * format of B, K-major A and B, 128 x 256 tiles a CTA (k30_consume_fp8's
+ * 128-column halves); its own kernel as k31_epi_kernel is. A template
+ * because the formats are part of the wgmma instruction's name. */
+template <int F8>
+static __global__ void __launch_bounds__(K30_THREADS_CFG(K30_BM, 0), 1)
+    k31_fp8_kernel(const __grid_constant__ k30_params p)
+{
+    k31_run<0, 0, K30_BM, K30_BN, 0, F8>(p);
+}
+
+static const void *k31_fp8_func(int fa, int fb)
+{
+    if (fa == TK_FP8_E4M3)
+        return fb == TK_FP8_E4M3 ? (const void *)k31_fp8_kernel<4 * TK_FP8_E4M3 + TK_FP8_E4M3>
+                                 : (const void *)k31_fp8_kernel<4 * TK_FP8_E4M3 + TK_FP8_E5M2>;
+    return fb == TK_FP8_E4M3 ? (const void *)k31_fp8_kernel<4 * TK_FP8_E5M2 + TK_FP8_E4M3>
+                             : (const void *)k31_fp8_kernel<4 * TK_FP8_E5M2 + TK_FP8_E5M2>;
+}
+
 /* The instance of configuration (bm, bn) a CTA for a's operand majors: one
  * per k31 line of table.def. */
 static const void *k31_func(int bm, int bn, tk_op op_a, tk_op op_b)
@@ -194,6 +221,8 @@ static void k31_resources_cfg(int bm, int bn, const tk_args *a, tk_resources *r)
     r->func = a ? k31_func(bm, bn, a->op_a, a->op_b) : k31_func(bm, bn, TK_OP_N, TK_OP_T);
     if (a && a->epi)   /* NULL where the configuration has no such instance (k31_supports_cfg refuses it) */
         r->func = k31_has_epi(bm, bn) ? K30_SELECT_CFG(k31_epi_kernel, a->op_a, a->op_b, K30_BM, K30_BN) : NULL;
+    if (a && a->fp8)   /* the 128 x 256 tiles alone, as for epilogues */
+        r->func = k31_has_epi(bm, bn) ? k31_fp8_func(a->fp8->fa, a->fp8->fb) : NULL;
     r->threads = K30_THREADS_CFG(bm, 0);
     r->dyn_smem = (size_t)K30_SMEM_CFG(bm, bn, 0);
 }
@@ -208,7 +237,13 @@ static tk_status k31_launch_cfg(int bm, int bn, const tk_args *a, cudaStream_t s
 /* A CTA pair's last tile reaches K31_CLUSTER * bm rows past M at most. */
 static tk_status k31_supports_cfg(int bm, int bn, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    tk_status st = k30_supports_common(a, dev, K31_CLUSTER * bm, why, len);
+    tk_status st = a->fp8 && !k31_has_epi(bm, bn) ? TK_ERR_NOT_SUPPORTED : TK_SUCCESS;
+    if (st)
+        snprintf(why, len, "FP8 operands: of the cluster configurations only k31_wgmma_cluster has FP8 instances");
+    if (st == TK_SUCCESS)
+        st = k30_supports_fp8(a, 1, why, len);
+    if (st == TK_SUCCESS)
+        st = k30_supports_common(a, dev, K31_CLUSTER * bm, why, len);
     if (st == TK_SUCCESS)
         st = k30_supports_epi(a, k31_has_epi(bm, bn), 0,
                               "only the 128 x 256 tiles (k31_wgmma_cluster, k30_wgmma_tma) have instances with a "
@@ -285,6 +320,10 @@ static size_t k31_family_workspace(const tk_kernel *k, const tk_args *a, const t
  * that are not 128-byte multiples, one wave). */
 static int k31_family_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
 {
+    /* FP8: the cluster tiles where they fill a wave of clusters, above
+     * k33_wgmma_128x128's FP8 instance (31); that one elsewhere */
+    if (a->fp8)
+        return k->bm == K30_BM && k31_ctiles(K30_BM, K30_BN, a) >= dev->sm_count / K31_CLUSTER ? 32 : 0;
     if (k->bm == 64)
         return k30_pick_cluster64(a, dev->sm_count) ? k->first_rank : k->auto_rank;
     return k31_rank(a, dev);

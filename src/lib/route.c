@@ -82,7 +82,9 @@ void tk_route_plan(const tk_args *a, int pack_ab, int stage_c, tk_route *r)
         const void *p = w == 0 ? a->a : w == 1 ? a->b : a->c;
         int64_t ld = w == 0 ? a->lda : w == 1 ? a->ldb : a->ldc;
         size_t esz = w == 2 ? cb : 2;
-        int want = w < 2 ? pack_ab : stage_c;
+        /* FP8 operands are not repacked (the copy moves 2-byte units): a
+         * misaligned one goes to a kernel that reads it as it is (k01_naive) */
+        int want = w < 2 ? pack_ab && !a->fp8 : stage_c;
         if (!want || tk_route_aligned(p, ld, esz))
             continue;
         int64_t rows, cols;

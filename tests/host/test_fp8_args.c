@@ -81,10 +81,11 @@ static void test_valid_calls_pass(void)
     expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "column-major, block scales", "layout:", "row-major problem");
 }
 
-/* Auto-dispatch sends FP8 operands with K-major A and B to k30's FP8
- * instance (k33_wgmma_128x128) on sm_90 and to k01_naive elsewhere (the
- * other layouts, sm_80); a bf16 family asked by name refuses them, and
- * k30's configurations without FP8 instances say which one has them. */
+/* Auto-dispatch sends FP8 operands with K-major A and B to the FP8
+ * instances on sm_90 (k31_wgmma_cluster's or k33_wgmma_128x128's) and to
+ * k01_naive elsewhere (the other layouts, sm_80); a bf16 family asked by
+ * name refuses them, and k30's configurations without FP8 instances say
+ * which one has them. */
 static void test_route(void)
 {
     const int64_t shapes[][3] = { { 1, 4096, 4096 }, { 4096, 4096, 4096 }, { 7, 130, 256 } };
@@ -113,7 +114,10 @@ static void test_route(void)
                 fh_attrs_args(&fake, &a);
                 tk_route r;
                 const int ok = tk_route_choose(&fake, &a, &r, 0);
-                const char *want = sm == 90 && !op_a ? "k33_wgmma_128x128" : "k01_naive";
+                /* K-major on sm_90: k31's cluster tiles where they fill a wave of clusters (4096^3: 256 of
+                 * 256 x 256 on 66), k33's elsewhere */
+                const char *want = sm == 90 && !op_a ? (shapes[s][0] == 4096 ? "k31_wgmma_cluster" : "k33_wgmma_128x128")
+                                                     : "k01_naive";
                 CHECK(ok && r.k && !strcmp(r.k->name, want), "sm_%d op_a %s %lldx%lldx%lld: auto picked %s (expected %s)",
                       sm, op_a ? "T" : "N", (long long)shapes[s][0], (long long)shapes[s][1],
                       (long long)shapes[s][2], ok && r.k ? r.k->name : "nothing", want);
