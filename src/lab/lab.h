@@ -646,8 +646,42 @@ void tk_lab_f8_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_cas
                           tk_lab_f8_result *r);
 void tk_lab_f8_verify_print(FILE *o, const char *kernel, const tk_lab_case *c, const tk_lab_f8 *f,
                             const tk_lab_f8_result *r);
+/* One JSON object (no separator) of a verify row. */
+void tk_lab_f8_verify_json(FILE *o, const char *kernel, const tk_lab_case *c, const tk_lab_f8 *f,
+                           const tk_lab_f8_result *r);
 /* "e4m3 x e5m2, scale block[, exact]" */
 void tk_lab_f8_name(const tk_lab_f8 *f, char *buf, size_t len);
+/* Words of the CLI: "e4m3", "e5m2"; "tensor", "row", "block". The parsers
+ * return the value (tk_lab_fp8; tk_scale_mode) or -1. */
+const char *tk_lab_fp8_format_name(tk_lab_fp8 f);
+int tk_lab_fp8_format_parse(const char *word);
+const char *tk_lab_scale_mode_name(int mode);
+int tk_lab_scale_mode_parse(const char *word);
+
+/* The inputs of an FP8 case as verify, bench and fuzz make them (pure host
+ * code): A's and B's codes over their stored lines (the case's layout,
+ * ops and leading dimensions from tk_lab_problem), uniform over the
+ * format's range, never 0 (exact: integers in [-4, 4]), and the scales of
+ * f->scale_mode in tk_gemm_desc version 4's layouts, in [2^-8, 2^-6) and
+ * no power of two (exact: 2^-e, e in 0..4; block: ld_scale_a = M,
+ * ld_scale_b = ceil(N / 128)); all drawn from c->seed's streams, on every
+ * CPU for large operands. */
+typedef struct tk_lab_f8_data {
+    tk_gemm_problem p;          /* the case's problem: its layout, ops, sizes, scalars, lda, ldb, ldc; pointers NULL */
+    uint8_t *a, *b;             /* na, nb codes */
+    float *sa, *sb;             /* nsa, nsb scales */
+    size_t na, nb, nsa, nsb;
+    int64_t ld_sa, ld_sb;       /* the descriptor's ld_scale_a, ld_scale_b (0 but for TK_SCALE_BLOCK) */
+} tk_lab_f8_data;
+/* 0, or -1 (out of host memory: d holds nothing). */
+int tk_lab_f8_data_make(const tk_lab_case *c, const tk_lab_f8 *f, tk_lab_f8_data *d);
+void tk_lab_f8_data_free(tk_lab_f8_data *d);
+/* The scales' counts of case c in mode (tk_scale_mode) and their ld (0 but for block). */
+void tk_lab_f8_scale_dims(const tk_lab_case *c, int mode, size_t *na, size_t *nb, int64_t *lda, int64_t *ldb);
+/* out = the call of d's problem with f's version-4 fields over device
+ * buffers a, b, c and scales sa, sb. */
+void tk_lab_f8_desc(const tk_lab_f8 *f, const tk_lab_f8_data *d, const void *a, const void *b, void *c,
+                    const float *sa, const float *sb, tk_gemm_desc *out);
 
 /* ---- bench (lab_bench.c; the table, JSON and CSV in lab_report.c) ---- */
 typedef struct tk_lab_bench tk_lab_bench;
