@@ -437,6 +437,7 @@ int tk_lab_verdict_head(FILE *f, const char *kernel, const char *name, int outco
 
 /* ---- cuBLAS yardsticks of batched and grouped cases (lab_cublas.c) ---- */
 typedef struct tk_lab_cublas tk_lab_cublas;
+typedef struct tk_lab_cublaslt tk_lab_cublaslt;   /* FP8 cases' (lab_cublaslt.c) */
 
 /* A cuBLAS handle of the lab's own, on stream. 0, or -1 with why. */
 int tk_lab_cublas_open(tk_lab_cublas **out, void *stream, char *why, size_t len);
@@ -713,6 +714,9 @@ typedef struct tk_lab_bench_row {
     double read_gbs;            /* read_bytes / ms_median, GB/s */
     double ratio_grouped;       /* cublasGemmGroupedBatchedEx median / this row's; NaN: not measured */
     double ratio_dense;         /* the loop of dense tilekit calls' median / this row's; NaN: not measured */
+    /* FP8 rows (lab_f8bench.c): f8_set 1, ratio_cublas against cuBLASLt's FP8 matmul of the same case */
+    int f8_set;
+    tk_lab_f8 f8;
 } tk_lab_bench_row;
 
 typedef struct tk_lab_bench_info {
@@ -751,6 +755,8 @@ void *tk_lab_bench_stream(const tk_lab_bench *b);
 /* Its cuBLAS yardsticks of batched and grouped cases, opened on first use
  * (NULL with why when they cannot be). */
 tk_lab_cublas *tk_lab_bench_baselines(tk_lab_bench *b, char *why, size_t len);
+/* Its cuBLASLt handle for the FP8 yardstick, opened on first use (NULL with why). */
+tk_lab_cublaslt *tk_lab_bench_cublaslt(tk_lab_bench *b, char *why, size_t len);
 void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *info);
 void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *row);
 /* After the table of a suite run (rows with a suite name): for each kernel
@@ -771,6 +777,42 @@ void tk_lab_bench_print_gheader(FILE *f);
  * one per kernel; printed on out as timed. Returns the rows written. */
 int tk_lab_epi_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_epi *e, const char *const *kernels,
                           int nkernels, int no_cublas, FILE *out, tk_lab_bench_row *rows);
+
+/* ---- bench of FP8 cases (lab_f8bench.c; the yardstick in lab_cublaslt.c) ----
+ * The call through tk_gemm_run with tk_gemm_desc's version-4 fields over
+ * random codes and scales (tk_lab_f8_data_make, uploaded once per case),
+ * timed as the dense rows (tk_lab_bench_time), against the yardstick
+ * timed in the same run on the same buffers: cuBLASLt's FP8 matmul
+ * (TK_LAB_CUBLASLT), where cuBLASLt has the case's layout (A and B
+ * K-major), formats and scale mode (lab_cublaslt.c says which);
+ * ratio_cublas = its median / the row's. The rows carry f8 (f8_set 1) and
+ * print in their own table (tk_lab_bench_print_f8header). */
+#define TK_LAB_CUBLASLT "cublaslt"
+
+/* A cuBLASLt handle and workspace of the lab's own. 0, or -1 with why. */
+int tk_lab_cublaslt_open(tk_lab_cublaslt **out, char *why, size_t len);
+void tk_lab_cublaslt_close(tk_lab_cublaslt *x);
+/* Prepares cuBLASLt's FP8 matmul of d (FP8 fields set, over device
+ * buffers; host_scale_b: a host copy of d->scale_b's values, read in block
+ * mode). 0; 1 with why when cuBLASLt has no FP8 matmul for it (the layout,
+ * formats, mode or alignment); -1 with why on an error. */
+int tk_lab_cublaslt_prepare(tk_lab_cublaslt *x, const tk_gemm_desc *d, const float *host_scale_b, char *why,
+                            size_t len);
+/* One call of the prepared matmul on stream. 0, or -1 with why. */
+int tk_lab_cublaslt_run(tk_lab_cublaslt *x, void *stream, char *why, size_t len);
+
+/* Times the case: the cuBLASLt row first (unless no_cublas), then each of
+ * kernels[0..nkernels) ("auto" and registry names). rows gets one entry
+ * per row, status "ok" or why not (a refusal, "no cuBLASLt baseline: ...");
+ * each is printed on out (NULL: nowhere) as soon as it is timed. Returns
+ * the rows written. */
+int tk_lab_f8_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_f8 *f, const char *const *kernels,
+                         int nkernels, int no_cublas, FILE *out, tk_lab_bench_row *rows);
+/* The dense FP8 tensor peak of the bench's GPU in TFLOP/s (sm_90: twice
+ * in->peak_tflops, the bf16 one); 0 where unknown (no %peak then). */
+double tk_lab_fp8_peak_tflops(const tk_lab_bench_info *in);
+/* The header of the FP8 rows' table (printed before the first of them). */
+void tk_lab_bench_print_f8header(FILE *f);
 
 /* ---- bench of batched and grouped cases (lab_gbench.c) ----
  * A case is timed as one call of tilekit (tk_gemm_run of the whole case,
@@ -800,8 +842,8 @@ int tk_lab_gbench_case(tk_lab_bench *b, const tk_lab_gcase *g, const char *const
  * where that row is missing or was not timed, and in the yardstick's own
  * row). Pure host code. */
 void tk_lab_gbench_ratios(tk_lab_bench_row *rows, int n);
-/* Whether a row's kernel is a yardstick ("cublas" and the three above):
- * the suite summary leaves them out. */
+/* Whether a row's kernel is a yardstick ("cublas", the three above and
+ * TK_LAB_CUBLASLT): the suite summary leaves them out. */
 int tk_lab_is_yardstick(const char *kernel);
 
 /* After a table of batched and grouped rows: each timed row's rate of

@@ -234,6 +234,60 @@ static void test_bench_files(void)
     CHECK(strstr(buf, ",,,,,,,\"kernel k99: needs \"\"aligned\"\" ld\"\n"), "CSV refused row: %s", buf);
 }
 
+/* FP8 rows (lab_f8bench.c): their own table line (formats, scale mode,
+ * the ratio to cuBLASLt), dtype, dtype_b and scale in the files once a
+ * row is an FP8 one (bf16 and null in the others), the suite summary
+ * against cuBLASLt without its row, and the FP8 peak (sm_90: twice the
+ * bf16 one; unknown elsewhere). */
+static void test_bench_f8_rows(void)
+{
+    tk_lab_bench_info in = { .name = "Fake", .sm = 90, .sm_count = 132, .clock_mhz = 1980, .peak_tflops = 1000 };
+    const tk_lab_case c = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, 4096, 4096, 4096, 1.0f, 0.0f, TK_BF16, 1, 0, 0 };
+    const tk_lab_f8 f = { TK_LAB_E4M3, TK_LAB_E5M2, TK_SCALE_ROW, 0 };
+    tk_lab_bench_row rows[3] = {
+        { .kernel = TK_LAB_CUBLASLT, .c = c, .samples = 10, .ms_median = 0.2, .tflops = 687.2, .pct_peak = 34.4,
+          .ratio_cublas = NAN, .status = "ok", .suite = "square", .f8_set = 1, .f8 = f },
+        { .kernel = "auto", .c = c, .samples = 10, .ms_median = 0.16, .tflops = 859.0, .pct_peak = 42.9,
+          .ratio_cublas = 1.25, .status = "ok", .suite = "square", .f8_set = 1, .f8 = f },
+        { .kernel = "k99", .c = c, .ratio_cublas = NAN, .status = "TK_ERR_NOT_SUPPORTED: no FP8", .suite = "square",
+          .f8_set = 1, .f8 = f },
+    };
+    CHECK(tk_lab_fp8_peak_tflops(&in) == 2000, "sm_90's FP8 peak: %g", tk_lab_fp8_peak_tflops(&in));
+    in.sm = 80;
+    CHECK(tk_lab_fp8_peak_tflops(&in) == 0, "sm_80's FP8 peak: %g", tk_lab_fp8_peak_tflops(&in));
+    static char buf[1 << 14];
+    FILE *fp = tmpfile();
+    tk_lab_bench_print_f8header(fp);
+    for (int i = 0; i < 3; i++)
+        tk_lab_bench_print_row(fp, &rows[i]);
+    tk_lab_bench_print_summary(fp, rows, 3);
+    rewind(fp);
+    buf[fread(buf, 1, sizeof buf - 1, fp)] = '\0';
+    fclose(fp);
+    CHECK(strstr(buf, "xcuBLASLt") && strstr(buf, "e4m3xe5m2 row") && strstr(buf, "    1.250") &&
+              strstr(buf, "TK_ERR_NOT_SUPPORTED: no FP8") && strstr(buf, "against cuBLASLt's FP8 matmul"),
+          "the FP8 table:\n%s", buf);
+    const char *sum = strstr(buf, "summary:");
+    CHECK(sum && strstr(sum, "auto") && !strstr(strstr(sum, "\n") ? strstr(sum, "\n") : sum, TK_LAB_CUBLASLT " "),
+          "the summary lists cuBLASLt's row or lacks auto:\n%s", sum ? sum : buf);
+    tk_lab_bench_row mixed[2] = { rows[1], { .kernel = "cublas", .c = c, .ratio_cublas = NAN, .status = "ok" } };
+    fp = tmpfile();
+    CHECK(tk_lab_bench_write_json(fp, &in, mixed, 2) == 0, "json write");
+    rewind(fp);
+    buf[fread(buf, 1, sizeof buf - 1, fp)] = '\0';
+    fclose(fp);
+    CHECK(strstr(buf, "\"ratio_cublas\":1.25") && strstr(buf, "\"dtype\":\"e4m3\",\"dtype_b\":\"e5m2\",\"scale\":\"row\"}") &&
+              strstr(buf, "\"dtype\":\"bf16\",\"dtype_b\":\"bf16\",\"scale\":null}"),
+          "JSON of FP8 rows:\n%s", buf);
+    fp = tmpfile();
+    CHECK(tk_lab_bench_write_csv(fp, &in, mixed, 2) == 0, "csv write");
+    rewind(fp);
+    buf[fread(buf, 1, sizeof buf - 1, fp)] = '\0';
+    fclose(fp);
+    CHECK(strstr(buf, ",status,suite,chosen,dtype,dtype_b,scale\n") && strstr(buf, ",e4m3,e5m2,row\n") &&
+              strstr(buf, ",bf16,bf16,\n"), "CSV of FP8 rows:\n%s", buf);
+}
+
 /* tilekit info's fused-epilogue table, asked of the kernels' own checks
  * (on this machine's device, or an sm_90 stand-in without one): k01_naive
  * and k30_wgmma_tma take every kind, k31_wgmma_cluster the plain ones, and
@@ -283,4 +337,5 @@ void tk_tests(void)
     TK_TEST(test_unstable_rows);
     TK_TEST(test_tflops_and_peak);
     TK_TEST(test_bench_files);
+    TK_TEST(test_bench_f8_rows);
 }
