@@ -949,7 +949,13 @@ int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, d
  * products, every op, type of C and (batched) layout, random inputs; it
  * runs through verify's grouped path (tk_lab_gverify_run) judged by the
  * fp64 reference alone, with what no group owns checked untouched. Its
- * replay is --case gI. */
+ * replay is --case gI.
+ *
+ * FP8 cases (--forms ...,fp8 or --dtype; tk_lab_fuzz_fcase_gen) come from
+ * a stream of their own too, after dense case 2, 6, ... (case i in dense
+ * case i's place without dense cases): formats, scale mode, exact or not,
+ * through verify's FP8 check (tk_lab_f8_verify_run); a kernel without FP8
+ * operands skips them. Their replay is --case fI. */
 #define TK_LAB_FUZZ_MAX_SIZE 6000                   /* M, N, K at most: --max-size's default and limit */
 #define TK_LAB_FUZZ_MAX_VOLUME (INT64_C(1) << 30)   /* M*N*K at most: --max-volume's default */
 #define TK_LAB_FUZZ_SLOW_VOLUME (INT64_C(1) << 28)  /* k0* and k1* kernels skipped above this M*N*K */
@@ -961,10 +967,11 @@ int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, d
 #define TK_LAB_FUZZ_MANY_VOLUME (INT64_C(1) << 26)  /* flops / 2 of a many case at most (the reference is on the CPU) */
 
 /* --forms: which kinds of case run; ALL, the default, is the first three
- * (epilogue cases come with --forms ...,epilogue or --epilogue). */
+ * (epilogue cases come with --forms ...,epilogue or --epilogue, FP8 ones
+ * with --forms ...,fp8 or --dtype). */
 enum {
     TK_LAB_FORM_DENSE = 1, TK_LAB_FORM_BATCHED = 2, TK_LAB_FORM_GROUPED = 4, TK_LAB_FORM_ALL = 7,
-    TK_LAB_FORM_EPILOGUE = 8, TK_LAB_FORM_ANY = 15
+    TK_LAB_FORM_EPILOGUE = 8, TK_LAB_FORM_FP8 = 16, TK_LAB_FORM_ANY = 31
 };
 
 typedef struct tk_lab_fuzz_params {
@@ -1006,6 +1013,15 @@ typedef struct tk_lab_fuzz_ecase {
     tk_lab_epi e;
 } tk_lab_fuzz_ecase;
 
+/* An FP8 case of the fuzzer (a stream of its own: "--case fI"): a dense
+ * problem with FP8 operands, as verify --dtype runs it. */
+typedef struct tk_lab_fuzz_fcase {
+    uint64_t seed;              /* the run's seed and the case's index in the FP8 stream */
+    int64_t index;
+    tk_lab_case c;              /* c.seed: the inputs' stream */
+    tk_lab_f8 f;
+} tk_lab_fuzz_fcase;
+
 /* Case `index` of stream `seed`: M, N, K in 1..max_size (small values,
  * multiples of 8..256 and one off them, primes, log-uniform), M*N*K <=
  * max_volume; every op, layout and type of C; alpha, beta from {0, 1, -1,
@@ -1040,7 +1056,19 @@ void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g);
  * run. */
 void tk_lab_fuzz_ecase_gen(const tk_lab_fuzz_params *p, int kind, uint64_t seed, int64_t index,
                            tk_lab_fuzz_ecase *x);
-/* --forms LIST ("dense,batched,grouped,epilogue", any of them,
+/* FP8 case `index` of stream `seed`: the formats of A and B (fa, fb:
+ * tk_lab_fp8, or -1: drawn), the scale mode (mode: tk_scale_mode, or 0:
+ * drawn), exact (integer codes, power-of-two scales, alpha 1, 2, 0.5 or
+ * -1, beta 0: C checked bit for bit when fp32) or not, ops, layout
+ * (row-major for block scales: tilekit.h), the type of C, padding, alpha,
+ * beta; M, N, K as the dense cases draw them within max_size and 1024, M
+ * * N * K within max_volume and TK_LAB_FUZZ_MANY_VOLUME (the reference is
+ * all of C on the CPU), K rounded up to a multiple of 128 for block
+ * scales: every case a valid one, which auto-dispatch must run. The
+ * draws do not depend on fa, fb and mode. */
+void tk_lab_fuzz_fcase_gen(const tk_lab_fuzz_params *p, int fa, int fb, int mode, uint64_t seed, int64_t index,
+                           tk_lab_fuzz_fcase *x);
+/* --forms LIST ("dense,batched,grouped,epilogue,fp8", any of them,
  * comma-separated) into TK_LAB_FORM_* bits. 0, or -1 with why naming
  * --forms. */
 int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t len);
@@ -1057,6 +1085,9 @@ typedef struct tk_lab_fuzz_opts {
     int only_many;              /* with only_case >= 0: replay many case only_case (--case gI) */
     int only_epi;               /* with only_case >= 0: replay epilogue case only_case (--case eI) */
     int epi_kind;               /* epilogue cases: this tk_epilogue_kind only (--epilogue KIND); 0: any */
+    int only_f8;                /* with only_case >= 0: replay FP8 case only_case (--case fI) */
+    int fp8_a, fp8_b;           /* FP8 cases: A's, B's tk_lab_fp8 (--dtype, --dtype-b); -1: drawn */
+    int fp8_mode;               /* FP8 cases: this tk_scale_mode (--scale); 0: drawn */
 } tk_lab_fuzz_opts;
 
 typedef struct tk_lab_fuzz_stat {
@@ -1072,9 +1103,11 @@ typedef struct tk_lab_fuzz_failure {
     char kernel[80];            /* "auto -> k30_wgmma_tma" for auto-dispatch */
     int many;                   /* 1: a batched or grouped case (g), else the dense case c */
     int epi;                    /* 1: an epilogue case (e) */
+    int fp8;                    /* 1: an FP8 case (fc) */
     tk_lab_fuzz_case c;
     tk_lab_fuzz_gcase g;
     tk_lab_fuzz_ecase e;
+    tk_lab_fuzz_fcase fc;
     char what[TK_LAB_MSG_LEN];
 } tk_lab_fuzz_failure;
 
@@ -1082,6 +1115,7 @@ typedef struct tk_lab_fuzz_summary {
     int64_t cases;              /* dense cases run */
     int64_t many;               /* batched and grouped cases run */
     int64_t epi;                /* epilogue cases run */
+    int64_t fp8;                /* FP8 cases run */
     tk_lab_fuzz_stat total;     /* name "" */
     int nkernels;
     tk_lab_fuzz_stat kernel[TK_LAB_FUZZ_KERNELS];
@@ -1104,6 +1138,7 @@ int tk_lab_fuzz_check(const tk_lab_fuzz_opts *o, char *why, size_t len);
 void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 void tk_lab_fuzz_replay_many(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 void tk_lab_fuzz_replay_epi(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
+void tk_lab_fuzz_replay_f8(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 /* Runs the cases of o; each failure is one line on o->log with its replay
  * command. TK_SUCCESS when the cases ran (failures or not: see s); the
  * check's TK_ERR_INVALID_VALUE, TK_ERR_NO_DEVICE and the like with why
