@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lab/lab.h"
+#include "lib/kernel.h"
 #include "check.h"
 
 static void test_bf16_rounding(void)
@@ -325,9 +326,44 @@ static void test_info_lists_epilogues(void)
           header, k01, k30, k31, other);
 }
 
+/* tilekit info's FP8 table, asked of the kernels' own checks as the
+ * epilogue one: k01_naive takes every pairing of formats in every scale
+ * mode, and only kernels of families with TK_ACCEPT_AB_FP8 are listed. */
+static void test_info_lists_fp8(void)
+{
+    FILE *f = tmpfile();
+    CHECK(f != NULL, "tmpfile");
+    if (!f)
+        return;
+    tk_lab_info(f, NULL, NULL);
+    rewind(f);
+    char line[512];
+    int header = 0, k01 = 0, bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "FP8 operands (")) {
+            header = 1;
+            continue;
+        }
+        if (header == 1 && !strncmp(line, "kernel ", 7))
+            header = 2;
+        if (header != 1 || line[0] == '\n')
+            continue;
+        char name[128];
+        if (sscanf(line, "%127s", name) != 1)
+            continue;
+        const tk_kernel *k = tk_registry_find(name);
+        bad += !k || !(k->family->accepts & TK_ACCEPT_AB_FP8);
+        if (!strcmp(name, "k01_naive"))
+            k01 = strstr(line, " any pairing: tensor row block\n") != NULL;
+    }
+    fclose(f);
+    CHECK(header && k01 && !bad, "info's FP8 table: header %d, k01 %d, %d without FP8", header, k01, bad);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_info_lists_epilogues);
+    TK_TEST(test_info_lists_fp8);
     TK_TEST(test_bf16_rounding);
     TK_TEST(test_random_inputs);
     TK_TEST(test_reference_vs_triple_loop);
