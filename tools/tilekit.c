@@ -158,8 +158,9 @@ static void print_help(const char *cmd)
                "                               first three)\n"
                "  --epilogue KIND|all          add epilogue cases (bias_act, gated, backward, gated_backward,\n"
                "                               or all of them)\n"
-               "  --dtype e4m3|e5m2            add FP8 cases of this format (--dtype-b e4m3|e5m2: B's other one;\n"
-               "                               fp8 in --forms: any formats); --scale tensor|row|block: that mode alone\n"
+               "  --dtype e4m3|e5m2            add FP8 cases of this format (--dtype-b e4m3|e5m2: B's other\n"
+               "                               one; fp8 in --forms: any formats); --scale tensor|row|block:\n"
+               "                               that mode alone\n"
                "  --json FILE                  also write the counts and the first failures there\n"
                "Each case draws M, N, K (tile multiples and one off them, primes, small values; most\n"
                "small or medium), ops, layout, type of C, alpha and beta (0 included: C then starts as\n"
@@ -542,7 +543,8 @@ static int suite_args(opts *o, const char *clash, int kernel_given)
     for (int s = 0; o->fp8 && s < o->nsuite; s++)
         if (o->suite_shapes[s].kind)
             return bad("--suite: %s.txt:%d: a %s line: --dtype takes single products (M N K opA opB lines)",
-                       o->suite_shapes[s].suite, o->suite_shapes[s].line, tk_lab_group_kind_name(o->suite_shapes[s].kind));
+                       o->suite_shapes[s].suite, o->suite_shapes[s].line,
+                       tk_lab_group_kind_name(o->suite_shapes[s].kind));
     return check_suite_groups(o);
 }
 
@@ -967,9 +969,11 @@ static int f8_args(opts *o)
     return 0;
 }
 
-/* The kernels of an FP8 case: those --kernel names, or (all) auto and
- * every kernel whose family takes FP8 operands. Returns their number. */
-static int f8_kernels(const opts *o, const char **out)
+/* The kernels of a case that needs the accept bit `bit` (an epilogue, FP8
+ * operands, a batched or grouped form): those --kernel names, or (--kernel
+ * all, the default) auto and every kernel whose family takes it (the
+ * table's accept bits). Returns their number. */
+static int kernels_taking(const opts *o, unsigned bit, const char **out)
 {
     int n = 0;
     if (!o->kernels_all) {
@@ -979,24 +983,7 @@ static int f8_kernels(const opts *o, const char **out)
     }
     out[n++] = "auto";
     for (int i = 0; i < tk_registry_count() && n < MAX_LIST; i++)
-        if (tk_registry_at(i)->family->accepts & TK_ACCEPT_AB_FP8)
-            out[n++] = tk_registry_at(i)->name;
-    return n;
-}
-
-/* The kernels of an epilogue case: those --kernel names, or (all) auto and
- * every kernel whose family takes epilogues. Returns their number. */
-static int epi_kernels(const opts *o, const char **out)
-{
-    int n = 0;
-    if (!o->kernels_all) {
-        for (; n < o->nkernels; n++)
-            out[n] = o->kernels[n];
-        return n;
-    }
-    out[n++] = "auto";
-    for (int i = 0; i < tk_registry_count() && n < MAX_LIST; i++)
-        if (tk_registry_at(i)->family->accepts & TK_ACCEPT_EPILOGUE)
+        if (tk_registry_at(i)->family->accepts & bit)
             out[n++] = tk_registry_at(i)->name;
     return n;
 }
@@ -1123,23 +1110,10 @@ static void gcase_of(const opts *o, const shape *sh, tk_lab_gcase *g)
     tk_lab_group_spec_str(o->gspec, g->label, sizeof g->label);
 }
 
-/* The kernels a batched or grouped case runs: those --kernel names, or
- * (--kernel all, the default) auto and every kernel whose family takes the
- * form (the table's accept bits). Returns their number. */
+/* The kernels a batched or grouped case runs (kernels_taking). */
 static int form_kernels(const opts *o, int kind, const char **out)
 {
-    int n = 0;
-    if (!o->kernels_all) {
-        for (; n < o->nkernels; n++)
-            out[n] = o->kernels[n];
-        return n;
-    }
-    const unsigned bit = kind == TK_GROUP_BATCHED ? TK_ACCEPT_BATCHED : TK_ACCEPT_GROUPED;
-    out[n++] = "auto";
-    for (int i = 0; i < tk_registry_count() && n < MAX_LIST; i++)
-        if (tk_registry_at(i)->family->accepts & bit)
-            out[n++] = tk_registry_at(i)->name;
-    return n;
+    return kernels_taking(o, kind == TK_GROUP_BATCHED ? TK_ACCEPT_BATCHED : TK_ACCEPT_GROUPED, out);
 }
 
 /* verify --batch/--groups: each kernel on each case, judged group by
@@ -1193,51 +1167,48 @@ static void verify_groups(const opts *o, tk_lab_verify *v, FILE *jf, int *passed
     free(r);
 }
 
-/* verify --epilogue: each kernel on each shape; the counts go to *passed,
- * *failed, *skipped (a refusal), a row each to jf. */
-static void verify_epi(const opts *o, tk_lab_verify *v, FILE *jf, int *passed, int *failed, int *skipped)
+/* One verify row: kernel on case c, its verdict printed and (jf) its JSON
+ * object written; returns the outcome (0 passed, 1 failed, 2 refused, -1
+ * error). */
+typedef int (*verify_row)(const opts *o, tk_lab_verify *v, const char *kernel, const tk_lab_case *c, FILE *jf);
+
+static int epi_row(const opts *o, tk_lab_verify *v, const char *kernel, const tk_lab_case *c, FILE *jf)
 {
-    const char *kernels[MAX_LIST + 1];
-    const int nk = epi_kernels(o, kernels);
-    for (int s = 0, rows = 0; s < o->nshapes; s++)
-        for (int i = 0; i < nk; i++) {
-            tk_lab_case c = o->c;
-            c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
-            tk_lab_epi_result r;
-            tk_lab_epi_verify_run(v, kernels[i], &c, &o->epi, &r);
-            tk_lab_epi_verify_print(stdout, kernels[i], &c, &o->epi, &r);
-            fflush(stdout);
-            *passed += r.outcome == 0;
-            *failed += r.outcome == 1 || r.outcome < 0;
-            *skipped += r.outcome == 2;
-            if (jf) {
-                fputs(rows++ ? ",\n " : "\n ", jf);
-                tk_lab_epi_verify_json(jf, kernels[i], &c, &o->epi, &r);
-            }
-        }
+    tk_lab_epi_result r;
+    tk_lab_epi_verify_run(v, kernel, c, &o->epi, &r);
+    tk_lab_epi_verify_print(stdout, kernel, c, &o->epi, &r);
+    if (jf)
+        tk_lab_epi_verify_json(jf, kernel, c, &o->epi, &r);
+    return r.outcome;
 }
 
-/* verify --dtype: each kernel on each shape; the counts go to *passed,
- * *failed, *skipped (a refusal), a row each to jf. */
-static void verify_f8(const opts *o, tk_lab_verify *v, FILE *jf, int *passed, int *failed, int *skipped)
+static int f8_row(const opts *o, tk_lab_verify *v, const char *kernel, const tk_lab_case *c, FILE *jf)
 {
-    const char *kernels[MAX_LIST + 1];
-    const int nk = f8_kernels(o, kernels);
+    tk_lab_f8_result r;
+    tk_lab_f8_verify_run(v, kernel, c, &o->f8, &r);
+    tk_lab_f8_verify_print(stdout, kernel, c, &o->f8, &r);
+    if (jf)
+        tk_lab_f8_verify_json(jf, kernel, c, &o->f8, &r);
+    return r.outcome;
+}
+
+/* verify --epilogue and --dtype: each of kernels[0..nk) on each shape
+ * through row; the counts go to *passed, *failed, *skipped (a refusal),
+ * a row each to jf. */
+static void verify_rows(const opts *o, tk_lab_verify *v, FILE *jf, const char *const *kernels, int nk, verify_row row,
+                        int *passed, int *failed, int *skipped)
+{
     for (int s = 0, rows = 0; s < o->nshapes; s++)
         for (int i = 0; i < nk; i++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
-            tk_lab_f8_result r;
-            tk_lab_f8_verify_run(v, kernels[i], &c, &o->f8, &r);
-            tk_lab_f8_verify_print(stdout, kernels[i], &c, &o->f8, &r);
-            fflush(stdout);
-            *passed += r.outcome == 0;
-            *failed += r.outcome == 1 || r.outcome < 0;
-            *skipped += r.outcome == 2;
-            if (jf) {
+            if (jf)
                 fputs(rows++ ? ",\n " : "\n ", jf);
-                tk_lab_f8_verify_json(jf, kernels[i], &c, &o->f8, &r);
-            }
+            const int outcome = row(o, v, kernels[i], &c, jf);
+            fflush(stdout);
+            *passed += outcome == 0;
+            *failed += outcome == 1 || outcome < 0;
+            *skipped += outcome == 2;
         }
 }
 
@@ -1264,10 +1235,11 @@ static int cmd_verify(const opts *o)
     static const char *outcome[] = { "error", "ok", "fail", "skip" };
     if (o->batch || o->groups)
         verify_groups(o, v, jf, &passed, &failed, &skipped);
-    if (o->epi.kind)
-        verify_epi(o, v, jf, &passed, &failed, &skipped);
-    if (o->fp8)
-        verify_f8(o, v, jf, &passed, &failed, &skipped);
+    const char *kernels[MAX_LIST + 1];
+    if (o->epi.kind || o->fp8) {
+        const int nk = kernels_taking(o, o->fp8 ? TK_ACCEPT_AB_FP8 : TK_ACCEPT_EPILOGUE, kernels);
+        verify_rows(o, v, jf, kernels, nk, o->fp8 ? f8_row : epi_row, &passed, &failed, &skipped);
+    }
     for (int s = 0; !o->batch && !o->groups && !o->epi.kind && !o->fp8 && s < o->nshapes; s++)
         for (int i = 0; i < o->nkernels; i++) {
             tk_lab_case c = o->c;
@@ -1434,7 +1406,7 @@ static int cmd_bench(const opts *o)
     const char *kernels[MAX_LIST + 1];
     const int many = o->batch || o->groups;
     const int nk = many     ? form_kernels(o, o->batch ? TK_GROUP_BATCHED : o->group_kind, kernels)
-                   : o->fp8 ? f8_kernels(o, kernels)
+                   : o->fp8 ? kernels_taking(o, TK_ACCEPT_AB_FP8, kernels)
                             : o->nkernels;
     const int per = (norder > nk ? norder : nk) + 3;
     int total = per * (o->nshapes + o->nsuite), nrows = 0;
@@ -1445,7 +1417,7 @@ static int cmd_bench(const opts *o)
     }
     nrows = bench_suite(b, o, order, norder, rows);     /* --suite (then o->nshapes is 0) */
     if (o->epi.kind) {
-        const int ne = epi_kernels(o, kernels);
+        const int ne = kernels_taking(o, TK_ACCEPT_EPILOGUE, kernels);
         for (int s = 0; s < o->nshapes; s++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;

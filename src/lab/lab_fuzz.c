@@ -345,6 +345,23 @@ void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g)
         g->sizes = f->sizes;
 }
 
+/* M, N, K of a case whose reference is all of C on the CPU (epilogue and
+ * FP8 cases): as the dense cases draw them within max_size and 1024, the
+ * volume within max_volume and TK_LAB_FUZZ_MANY_VOLUME, as the many cases'. */
+static void draw_whole_dims(fuzz_rng *r, const tk_lab_fuzz_params *p, tk_lab_case *c)
+{
+    tk_lab_fuzz_params q = *p;
+    if (q.max_size > 1024)
+        q.max_size = 1024;
+    if (q.max_volume > TK_LAB_FUZZ_MANY_VOLUME)
+        q.max_volume = TK_LAB_FUZZ_MANY_VOLUME;
+    int64_t dim[3];
+    draw_dims(r, &q, dim);
+    c->m = dim[0];
+    c->n = dim[1];
+    c->k = dim[2];
+}
+
 void tk_lab_fuzz_ecase_gen(const tk_lab_fuzz_params *p, int kind, uint64_t seed, int64_t index,
                            tk_lab_fuzz_ecase *x)
 {
@@ -373,17 +390,7 @@ void tk_lab_fuzz_ecase_gen(const tk_lab_fuzz_params *p, int kind, uint64_t seed,
     c->pad = (int)rng_below(&r, 2);
     c->alpha = draw_alpha(&r, 0);
     c->beta = e->kind == TK_EPI_GATED_BACKWARD ? 0.0f : draw_beta(&r, 0);
-    /* the reference is the whole of D on the CPU: sizes as the many cases' */
-    tk_lab_fuzz_params q = *p;
-    if (q.max_size > 1024)
-        q.max_size = 1024;
-    if (q.max_volume > TK_LAB_FUZZ_MANY_VOLUME)
-        q.max_volume = TK_LAB_FUZZ_MANY_VOLUME;
-    int64_t dim[3];
-    draw_dims(&r, &q, dim);
-    c->m = dim[0];
-    c->n = dim[1];
-    c->k = dim[2];
+    draw_whole_dims(&r, p, c);
     if (e->kind == TK_EPI_GATED && c->n % 2)   /* N even: its gate and up halves */
         c->n = c->n > 1 ? c->n - 1 : 2;
     c->seed = rng_next(&r);
@@ -416,17 +423,7 @@ void tk_lab_fuzz_fcase_gen(const tk_lab_fuzz_params *p, int fa, int fb, int mode
     const float alpha = draw_alpha(&r, 0), beta = draw_beta(&r, 0), ealpha = exact_alpha[rng_below(&r, 4)];
     c->alpha = f->exact ? ealpha : alpha;
     c->beta = f->exact ? 0.0f : beta;
-    /* the reference is the whole of C on the CPU: sizes as the many cases' */
-    tk_lab_fuzz_params q = *p;
-    if (q.max_size > 1024)
-        q.max_size = 1024;
-    if (q.max_volume > TK_LAB_FUZZ_MANY_VOLUME)
-        q.max_volume = TK_LAB_FUZZ_MANY_VOLUME;
-    int64_t dim[3];
-    draw_dims(&r, &q, dim);
-    c->m = dim[0];
-    c->n = dim[1];
-    c->k = dim[2];
+    draw_whole_dims(&r, p, c);
     if (f->scale_mode == TK_SCALE_BLOCK)   /* K a multiple of 128 (tilekit.h), at most 1024 */
         c->k = c->k > 1024 - 127 ? 1024 : (c->k + 127) / 128 * 128;
     c->seed = rng_next(&r);

@@ -196,6 +196,28 @@ static const tk_device *check_device(const tk_device *dev, tk_device *h100)
     return h100;
 }
 
+/* The problem info asks the kernels' checks about: 1024^3 row-major, A M x
+ * K, B N x K (op_b T), bf16 C, alpha 1, beta 0, at stand-in addresses
+ * (aligned, apart, never dereferenced by a check) from INFO_BASE. */
+#define INFO_N 1024
+#define INFO_BASE ((char *)(uintptr_t)(UINT64_C(1) << 40))
+
+static void stand_in_args(tk_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->m = a->n = a->k = INFO_N;
+    a->a = INFO_BASE;
+    a->lda = INFO_N;
+    a->op_a = TK_OP_N;
+    a->b = INFO_BASE + (UINT64_C(1) << 30);
+    a->ldb = INFO_N;
+    a->op_b = TK_OP_T;
+    a->c = INFO_BASE + (UINT64_C(2) << 30);
+    a->ldc = INFO_N;
+    a->c_type = TK_BF16;
+    a->alpha = 1.0f;
+}
+
 /* Which scale modes (bit m: tk_scale_mode m) kernel k's own check
  * (tk_kernel_supports_args) takes with FP8 operands of formats fa x fb
  * (tk_fp8_format) on a 1024^3 row-major problem, A M x K and B N x K
@@ -206,24 +228,12 @@ static unsigned fp8_modes(const tk_kernel *k, const tk_device *dev, int fa, int 
 {
     if (!(k->family->accepts & TK_ACCEPT_AB_FP8) || dev->sm < k->min_sm)
         return 0;
-    const int64_t n = 1024;
-    /* stand-in addresses: aligned, apart, never dereferenced by a check */
-    char *const base = (char *)(uintptr_t)(UINT64_C(1) << 40);
+    const int64_t n = INFO_N;
+    char *const base = INFO_BASE;
     unsigned modes = 0;
     for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
         tk_args a;
-        memset(&a, 0, sizeof a);
-        a.m = a.n = a.k = n;
-        a.a = base;
-        a.lda = n;
-        a.op_a = TK_OP_N;
-        a.b = base + (UINT64_C(1) << 30);
-        a.ldb = n;
-        a.op_b = TK_OP_T;
-        a.c = base + (UINT64_C(2) << 30);
-        a.ldc = n;
-        a.c_type = TK_BF16;
-        a.alpha = 1.0f;
+        stand_in_args(&a);
         const tk_fp8_args f = { fa, fb, mode, (const float *)(base + (UINT64_C(3) << 30)),
                                 (const float *)(base + (UINT64_C(4) << 30)), mode == TK_SCALE_BLOCK ? n : 0,
                                 mode == TK_SCALE_BLOCK ? n / 128 : 0 };
@@ -409,9 +419,8 @@ static void print_epilogues(FILE *f, const tk_device *dev, const char *const *ke
     };
     tk_device h100;
     dev = check_device(dev, &h100);
-    const int64_t n = 1024;
-    /* stand-in addresses: aligned, apart, never dereferenced by a check */
-    char *const base = (char *)(uintptr_t)(UINT64_C(1) << 40);
+    const int64_t n = INFO_N;
+    char *const base = INFO_BASE;
     const int kw = kernel_width(kernels, 6);
     int header = 0;
     for (int i = 0; i < tk_registry_count(); i++) {
@@ -422,18 +431,8 @@ static void print_epilogues(FILE *f, const tk_device *dev, const char *const *ke
         for (size_t j = 0; j < sizeof kinds / sizeof kinds[0]; j++) {
             const int kind = kinds[j].kind;
             tk_args a;
-            memset(&a, 0, sizeof a);
-            a.m = a.n = a.k = n;
-            a.a = base;
-            a.lda = n;
-            a.op_a = TK_OP_N;
-            a.b = base + (UINT64_C(1) << 30);
-            a.ldb = n;
-            a.op_b = TK_OP_T;
-            a.c = base + (UINT64_C(2) << 30);
+            stand_in_args(&a);
             a.ldc = kind == TK_EPI_GATED ? n / 2 : kind == TK_EPI_GATED_BACKWARD ? 2 * n : n;
-            a.c_type = TK_BF16;
-            a.alpha = 1.0f;
             tk_epi_args e;
             memset(&e, 0, sizeof e);
             e.kind = kind;

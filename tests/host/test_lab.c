@@ -277,7 +277,8 @@ static void test_bench_f8_rows(void)
     rewind(fp);
     buf[fread(buf, 1, sizeof buf - 1, fp)] = '\0';
     fclose(fp);
-    CHECK(strstr(buf, "\"ratio_cublas\":1.25") && strstr(buf, "\"dtype\":\"e4m3\",\"dtype_b\":\"e5m2\",\"scale\":\"row\"}") &&
+    CHECK(strstr(buf, "\"ratio_cublas\":1.25") &&
+              strstr(buf, "\"dtype\":\"e4m3\",\"dtype_b\":\"e5m2\",\"scale\":\"row\"}") &&
               strstr(buf, "\"dtype\":\"bf16\",\"dtype_b\":\"bf16\",\"scale\":null}"),
           "JSON of FP8 rows:\n%s", buf);
     fp = tmpfile();
@@ -289,41 +290,72 @@ static void test_bench_f8_rows(void)
               strstr(buf, ",bf16,bf16,\n"), "CSV of FP8 rows:\n%s", buf);
 }
 
+/* Each row of the table of `tilekit info` (tk_lab_info, all kernels)
+ * whose header contains title, to row(line, ctx), up to the next table's
+ * header (with a GPU: the resources). Returns whether the header was seen. */
+static int info_table(const char *title, void (*row)(const char *line, void *ctx), void *ctx)
+{
+    FILE *f = tmpfile();
+    CHECK(f != NULL, "tmpfile");
+    if (!f)
+        return 0;
+    tk_lab_info(f, NULL, NULL);
+    rewind(f);
+    char line[512];
+    int header = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, title)) {
+            header = 1;
+            continue;
+        }
+        if (header == 1 && !strncmp(line, "kernel ", 7))
+            header = 2;
+        if (header == 1 && line[0] != '\n')
+            row(line, ctx);
+    }
+    fclose(f);
+    return header > 0;
+}
+
+typedef struct epi_seen { int k01, k30, k31, other; } epi_seen;
+
+static void epi_row(const char *line, void *ctx)
+{
+    epi_seen *e = ctx;
+    if (!strncmp(line, "k01_naive ", 10))
+        e->k01 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
+    else if (!strncmp(line, "k30_wgmma_tma ", 14))
+        e->k30 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
+    else if (!strncmp(line, "k31_wgmma_cluster ", 18))
+        e->k31 = strstr(line, " bias_act backward\n") != NULL;
+    else if (line[0] == 'k')
+        e->other++;
+}
+
 /* tilekit info's fused-epilogue table, asked of the kernels' own checks
  * (on this machine's device, or an sm_90 stand-in without one): k01_naive
  * and k30_wgmma_tma take every kind, k31_wgmma_cluster the plain ones, and
  * the configurations without fused instances are not listed. */
 static void test_info_lists_epilogues(void)
 {
-    FILE *f = tmpfile();
-    CHECK(f != NULL, "tmpfile");
-    if (!f)
+    epi_seen e = { 0, 0, 0, 0 };
+    const int header = info_table("fused epilogues (", epi_row, &e);
+    CHECK(header && e.k01 && e.k30 && e.k31 && !e.other,
+          "info's epilogue table: header %d, k01 %d, k30 %d, k31 %d, %d others", header, e.k01, e.k30, e.k31, e.other);
+}
+
+typedef struct fp8_seen { int k01, bad; } fp8_seen;
+
+static void fp8_row(const char *line, void *ctx)
+{
+    fp8_seen *x = ctx;
+    char name[128];
+    if (sscanf(line, "%127s", name) != 1)
         return;
-    tk_lab_info(f, NULL, NULL);
-    rewind(f);
-    char line[512];
-    int header = 0, k01 = 0, k30 = 0, k31 = 0, other = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (strstr(line, "fused epilogues (")) {
-            header = 1;
-            continue;
-        }
-        if (header == 1 && !strncmp(line, "kernel ", 7))   /* the next table (with a GPU): the resources */
-            header = 2;
-        if (header != 1 || line[0] == '\n')
-            continue;
-        if (!strncmp(line, "k01_naive ", 10))
-            k01 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
-        else if (!strncmp(line, "k30_wgmma_tma ", 14))
-            k30 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
-        else if (!strncmp(line, "k31_wgmma_cluster ", 18))
-            k31 = strstr(line, " bias_act backward\n") != NULL;
-        else if (line[0] == 'k')
-            other++;
-    }
-    fclose(f);
-    CHECK(header && k01 && k30 && k31 && !other, "info's epilogue table: header %d, k01 %d, k30 %d, k31 %d, %d others",
-          header, k01, k30, k31, other);
+    const tk_kernel *k = tk_registry_find(name);
+    x->bad += !k || !(k->family->accepts & TK_ACCEPT_AB_FP8);
+    if (!strcmp(name, "k01_naive"))
+        x->k01 = strstr(line, " any pairing: tensor row block\n") != NULL;
 }
 
 /* tilekit info's FP8 table, asked of the kernels' own checks as the
@@ -331,33 +363,9 @@ static void test_info_lists_epilogues(void)
  * mode, and only kernels of families with TK_ACCEPT_AB_FP8 are listed. */
 static void test_info_lists_fp8(void)
 {
-    FILE *f = tmpfile();
-    CHECK(f != NULL, "tmpfile");
-    if (!f)
-        return;
-    tk_lab_info(f, NULL, NULL);
-    rewind(f);
-    char line[512];
-    int header = 0, k01 = 0, bad = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (strstr(line, "FP8 operands (")) {
-            header = 1;
-            continue;
-        }
-        if (header == 1 && !strncmp(line, "kernel ", 7))
-            header = 2;
-        if (header != 1 || line[0] == '\n')
-            continue;
-        char name[128];
-        if (sscanf(line, "%127s", name) != 1)
-            continue;
-        const tk_kernel *k = tk_registry_find(name);
-        bad += !k || !(k->family->accepts & TK_ACCEPT_AB_FP8);
-        if (!strcmp(name, "k01_naive"))
-            k01 = strstr(line, " any pairing: tensor row block\n") != NULL;
-    }
-    fclose(f);
-    CHECK(header && k01 && !bad, "info's FP8 table: header %d, k01 %d, %d without FP8", header, k01, bad);
+    fp8_seen x = { 0, 0 };
+    const int header = info_table("FP8 operands (", fp8_row, &x);
+    CHECK(header && x.k01 && !x.bad, "info's FP8 table: header %d, k01 %d, %d without FP8", header, x.k01, x.bad);
 }
 
 void tk_tests(void)

@@ -389,7 +389,8 @@ static void test_fp8_arguments_exit_2(void)
         { "fuzz --scale row", "--scale: needs --dtype e4m3|e5m2 or fp8 in --forms" },
         { "fuzz --forms fp8 --dtype-b e5m2", "--dtype-b: needs --dtype (A's format)" },
         { "fuzz --dtype e4m3 --exact", "--exact: unknown option for 'fuzz'" },
-        { "fuzz --forms dense,fp16", "--forms: 'fp16' in 'dense,fp16' is not dense, batched, grouped, epilogue or fp8" },
+        { "fuzz --forms dense,fp16",
+          "--forms: 'fp16' in 'dense,fp16' is not dense, batched, grouped, epilogue or fp8" },
         { "fuzz --case f3", "--case f3 replays an FP8 case: add --forms ...,fp8 or --dtype" },
         { "fuzz --case fx --dtype e4m3", "--case (after f): 'x' is not an integer" },
         { "fuzz --dtype e4m3 --forms fp8 --case 3", "--case 3 replays a dense case" },
@@ -400,7 +401,8 @@ static void test_fp8_arguments_exit_2(void)
     for (int v = 0; v < 2; v++) {
         int rc = run(v ? "verify --help" : "bench --help", out, sizeof out);
         CHECK(rc == 0 && strstr(out, "--dtype e4m3|e5m2") && strstr(out, "--dtype-b e4m3|e5m2") &&
-                  strstr(out, "--scale tensor|row|block") && (v ? strstr(out, "--exact") != NULL : strstr(out, "cuBLASLt") != NULL),
+                  strstr(out, "--scale tensor|row|block") &&
+                  (v ? strstr(out, "--exact") != NULL : strstr(out, "cuBLASLt") != NULL),
               "'tilekit %s --help' does not document the FP8 options: %s", v ? "verify" : "bench", out);
     }
     int rc = run("fuzz --help", out, sizeof out);
