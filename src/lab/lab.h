@@ -68,6 +68,9 @@ int tk_lab_read_device(const void *x, size_t bytes, void *sink, int sms, void *s
 /* The same read with loads that allocate in L2: bench's flush (lab_bench.c). */
 int tk_lab_flush_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream);
 int tk_lab_threads(void);                      /* worker threads to use: online CPUs, >= 1 */
+/* body(ctx, lo, hi) over [0, n) in ranges, one per thread of
+ * tk_lab_threads() (one range when n < 2^20), all done on return. */
+void tk_lab_parallel(size_t n, void (*body)(void *ctx, size_t lo, size_t hi), void *ctx);
 
 /* The offset of logical element (i, j) of a matrix in layout l with leading dimension ld. */
 static inline int64_t tk_lab_index(tk_layout l, int64_t ld, int64_t i, int64_t j)

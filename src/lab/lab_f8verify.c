@@ -6,7 +6,6 @@
  * (tk_lab_ref_full_fp8) within tk_lab_tolerance_fp8. The codes and scales
  * (tk_lab_f8_data_make) are bench's and fuzz's too. */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -20,48 +19,31 @@ static double fmax_of(tk_lab_fp8 f) { return f == TK_LAB_E4M3 ? 448.0 : 57344.0;
  * integers in [-4, 4]), never 0, rounded to the format. */
 typedef struct codes_job {
     uint8_t *q;
-    size_t lo, hi;
     tk_lab_fp8 f;
     int exact;
     uint64_t seed;
 } codes_job;
 
-static void *codes_worker(void *arg)
+static void codes_range(void *ctx, size_t lo, size_t hi)
 {
-    const codes_job *j = arg;
-    for (size_t i = j->lo; i < j->hi; i++) {
+    const codes_job *j = ctx;
+    for (size_t i = lo; i < hi; i++) {
         uint64_t r = tk_lab_mix64(j->seed + i);
         double x = j->exact ? (double)((int)(r % 8) - 4 + (r % 8 >= 4)) : ((double)(r >> 11) * 0x1p-53 * 2.0 - 1.0);
         if (!j->exact && fabs(x) < 1e-3)
             x = 1e-3;
         j->q[i] = tk_lab_fp8_encode(j->exact ? x : x * fmax_of(j->f), j->f, 1);
     }
-    return NULL;
 }
 
-/* n codes of format f (codes_worker's), on all CPUs when n is large
+/* n codes of format f (codes_range's), on all CPUs when n is large
  * (bench's operands run to hundreds of MB). */
 static uint8_t *codes(size_t n, tk_lab_fp8 f, int exact, uint64_t seed)
 {
-    enum { MAXT = 64 };
     uint8_t *q = malloc(n ? n : 1);
-    if (!q)
-        return NULL;
-    int nt = n < ((size_t)1 << 20) ? 1 : tk_lab_threads();
-    nt = nt > MAXT ? MAXT : nt;
-    codes_job jobs[MAXT];
-    pthread_t tid[MAXT];
-    int started[MAXT] = { 0 };
-    for (int t = 0; t < nt; t++) {
-        jobs[t] = (codes_job){ q, n * (size_t)t / (size_t)nt, n * (size_t)(t + 1) / (size_t)nt, f, exact, seed };
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, codes_worker, &jobs[t]) == 0;
-    }
-    for (int t = 0; t < nt; t++)
-        if (!started[t])   /* thread 0, or one that could not be started */
-            codes_worker(&jobs[t]);
-    for (int t = 0; t < nt; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
+    codes_job j = { q, f, exact, seed };
+    if (q)
+        tk_lab_parallel(n, codes_range, &j);
     return q;
 }
 
