@@ -24,6 +24,8 @@
 #define MAX_LIST 64
 /* verify --exact: codes in [-4, 4] and scales 2^-e (e <= 4) sum exactly in fp32 up to this K (16 K 2^8 <= 2^24) */
 #define F8_EXACT_K 4096
+/* verify --dtype checks every element of C against the fp64 reference on the CPU: M*N*K at most this */
+#define F8_VERIFY_VOLUME 8589934592.0
 /* bench --suite with --dtype: shapes of fewer rows are left out (issue 40's FP8 targets: M at least 64) */
 #define F8_SUITE_MIN_M 64
 #define TUNE_FILE_DEFAULT "tilekit-tune.txt"
@@ -250,7 +252,8 @@ static void print_help(const char *cmd)
                "With --dtype each case is one tk_gemm_run on random FP8 codes and scales (verify's), timed\n"
                "against cuBLASLt's FP8 matmul of the same buffers in the same run (xcuBLASLt; its modes:\n"
                "per-tensor, row-wise (outer vector) and 1 x 128 / 128 x 128 blocks, A and B K-major alone);\n"
-               "the ops default to n t there (A M x K, B N x K: cuBLASLt's and torch._scaled_mm's layout).\n"
+               "the ops default to n t there (A M x K, B N x K: cuBLASLt's and torch._scaled_mm's layout)\n"
+               "and C to bf16.\n"
                "--suite with --dtype: the shapes of M >= 64, as n t, auto against cuBLASLt.\n"
                "With --batch or --groups each case is one tilekit call, timed against a host loop of\n"
                "cublasGemmEx over the groups and one cublasGemmGroupedBatchedEx (cuBLAS >= 12.5) in the\n"
@@ -277,7 +280,8 @@ static void print_help(const char *cmd)
                "                               fp32 C checked bit for bit (alpha a power of two, beta 0, K <= %d)\n"
                "With --dtype: codes uniform over the format's range, scales in [2^-8, 2^-6), C NaN-poisoned\n"
                "between guard bands, against the fp64 reference of the dequantized terms within the FP8\n"
-               "tolerance (tk_lab_tolerance_fp8); a refusal must leave C untouched (cuBLAS is not run).\n"
+               "tolerance (tk_lab_tolerance_fp8); a refusal must leave C untouched (cuBLAS is not run);\n"
+               "M*N*K at most 2^33 (the reference covers every element of C).\n"
                "With --batch or --groups: one call of each kernel on the whole case, C poisoned, then per\n"
                "group the fp64 reference and the cuBLAS loop (and cublasGemmGroupedBatchedEx), and what\n"
                "no group owns (rows past the groups, padding) must keep its poison; --kernel all (the\n"
@@ -953,11 +957,17 @@ static int f8_args(opts *o)
             return bad("--exact: needs --beta 0 and --alpha a power of two (got %g, %g): the sums of integer codes "
                        "with power-of-two scales are then exact in fp32", (double)o->c.alpha, (double)o->c.beta);
     }
-    /* bench: both operands K-major unless the ops are given (cuBLASLt's FP8 layout, torch._scaled_mm's) */
+    /* bench: torch._scaled_mm's call unless told otherwise: A and B K-major (cuBLASLt's FP8 layout), bf16 C */
     if (!strcmp(o->cmd, "bench") && !o->ops_given)
         o->c.op_b = TK_OP_T;
+    if (!strcmp(o->cmd, "bench") && !o->out_given)
+        o->c.out = TK_BF16;
     for (int s = 0; s < o->nshapes; s++) {
         const shape *sh = &o->shapes[s];
+        if (!strcmp(o->cmd, "verify") && (double)sh->m * (double)sh->n * (double)sh->k > F8_VERIFY_VOLUME)
+            return bad("--dtype: %lldx%lldx%lld is over 2^33 multiply-adds, the most verify's fp64 reference of "
+                       "every element of C takes on the CPU (give --m/--n/--k or --shapes, e.g. 2048x2048x2048)",
+                       (long long)sh->m, (long long)sh->n, (long long)sh->k);
         if (o->f8.scale_mode == TK_SCALE_BLOCK && sh->k % 128)
             return bad("--scale block: K %lld of %lldx%lldx%lld is not a multiple of 128 (block scales: 1 x 128 of "
                        "A, 128 x 128 of B; tilekit.h)", (long long)sh->k, (long long)sh->m, (long long)sh->n,

@@ -372,6 +372,8 @@ static void test_fp8_arguments_exit_2(void)
         { "verify --dtype e4m3 --scale block --shapes 64x64x128,64x64x200",
           "--scale block: K 200 of 64x64x200 is not a multiple of 128" },
         { "bench --dtype e5m2 --scale block --m 64 --n 64 --k 100", "--scale block: K 100" },
+        { "verify --dtype e4m3", "--dtype: 8192x8192x8192 is over 2^33 multiply-adds" },
+        { "verify --dtype e5m2 --shapes 64x64x64,4096x4096x1024", "--dtype: 4096x4096x1024 is over 2^33" },
         { "verify --dtype e4m3 --batch 2", "--dtype: one product only (not with --batch" },
         { "bench --dtype e4m3 --groups 3,4", "--dtype: one product only (not with --groups" },
         { "verify --dtype e4m3 --epilogue bias_act", "--dtype: not with --epilogue" },
