@@ -25,6 +25,8 @@ CFLAGS   += -std=c11 -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE
 NVFLAGS  ?= -O3 -lineinfo
 NVFLAGS  += -std=c++17 $(GENCODE) -Xcompiler -fPIC,-Wall -Xptxas -v --expt-relaxed-constexpr
 LDLIBS   := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcublas -lcudart -lstdc++ -lpthread -lm -ldl
+# The lab's programs also link cuBLASLt (the FP8 yardstick, src/lab/lab_cublaslt.c); the library does not.
+LAB_LDLIBS := $(LDLIBS) -lcublasLt
 
 # The library (src/lib, src/kernels) and the lab (src/lab: verify, bench,
 # fuzz, profile, reports, and its own kernels), which links the library's
@@ -115,16 +117,16 @@ $(LAB): $(LAB_OBJS)
 # Programs link the static archives (the lab's first: it calls into the
 # library) so they run from the build tree as-is.
 $(CLI): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/*.c)) $(LAB) $(BUILD)/libtilekit.a
-	$(CC) -o $@ $^ $(LDLIBS)
+	$(CC) -o $@ $^ $(LAB_LDLIBS)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/host/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDLIBS)
+	$(CC) -o $@ $^ $(LAB_LDLIBS)
 $(BUILD)/tests/gpu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDLIBS)
+	$(CC) -o $@ $^ $(LAB_LDLIBS)
 $(BUILD)/tests/gpucu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDLIBS)
+	$(CC) -o $@ $^ $(LAB_LDLIBS)
 # The tests' own headers (check.h, the GPU tests' int_gemm.h) and the
 # host timer they share with the bench (bench/host_time.h).
 $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/host/*.c tests/gpu/*.c)): $(wildcard tests/host/*.h tests/gpu/*.h) \

@@ -22,11 +22,17 @@
 #include "lib/internal.h"
 
 #define MAX_LIST 64
+/* verify --exact: codes in [-4, 4] and scales 2^-e (e <= 4) sum exactly in fp32 up to this K (16 K 2^8 <= 2^24) */
+#define F8_EXACT_K 4096
+/* verify --dtype checks every element of C against the fp64 reference on the CPU: M*N*K at most this */
+#define F8_VERIFY_VOLUME 8589934592.0
+/* bench --suite with --dtype: shapes of fewer rows are left out (issue 40's FP8 targets: M at least 64) */
+#define F8_SUITE_MIN_M 64
 #define TUNE_FILE_DEFAULT "tilekit-tune.txt"
 
 enum {
     F_KERNEL = 1, F_SHAPE = 2, F_PROBLEM = 4, F_BENCH = 8, F_FILES = 16, F_VERIFY = 32, F_TUNE = 64, F_FUZZ = 128,
-    F_PROFILE = 256, F_LAUNCH = 512, F_GROUP = 1024, F_EPI = 2048
+    F_PROFILE = 256, F_LAUNCH = 512, F_GROUP = 1024, F_EPI = 2048, F_FP8 = 4096
 };
 
 typedef struct shape { int64_t m, n, k; } shape;
@@ -71,6 +77,13 @@ typedef struct opts {
     /* verify and bench: a fused epilogue (tilekit.h's tk_gemm_desc version 3) */
     tk_lab_epi epi;             /* kind TK_EPI_NONE: none */
     const char *epi_flag;       /* the last epilogue option given (checked against --epilogue) */
+    /* verify, bench and fuzz: FP8 operands (tilekit.h's tk_gemm_desc version 4) */
+    int fp8;                    /* --dtype given: the cases are FP8 ones (verify, bench) */
+    int dtype_a, dtype_b;       /* --dtype, --dtype-b: tk_lab_fp8; -1: not given */
+    int scale_mode;             /* --scale: tk_scale_mode; 0: not given */
+    int exact;                  /* verify --exact */
+    tk_lab_f8 f8;               /* with fp8: the formats, mode, exact (f8_args) */
+    int ops_given;              /* --layout, --op-a or --op-b given (bench --dtype's default ops) */
 } opts;
 
 static const char *usage =
@@ -121,7 +134,14 @@ static const char *help_problem =
     "and the kernels that take it; a refusal is reported as the verdict):\n"
     "  --epilogue none|bias_act|gated|backward|gated_backward\n"
     "  --act none|relu|gelu|gelu_tanh|silu  --bias none|col|row  --bias-type fp32|bf16\n"
-    "  --d (D apart from C)  --aux (store z)  --bias-grad  --up split|halves (gated's up half)\n";
+    "  --d (D apart from C)  --aux (store z)  --bias-grad  --up split|halves (gated's up half)\n"
+    "FP8 operands (tilekit.h, tk_gemm_desc version 4; one product; --kernel all: auto and the kernels\n"
+    "that take them):\n"
+    "  --dtype e4m3|e5m2            A's format, and B's unless --dtype-b\n"
+    "  --dtype-b e4m3|e5m2          B's format (e5m2 x e4m3 and the like)\n"
+    "  --scale tensor|row|block     the scales (default tensor): one per operand; one per row of op(A)\n"
+    "                               and column of op(B); or DeepSeek-V3's 1 x 128 of A and 128 x 128 of\n"
+    "                               B (K a multiple of 128, row-major)\n";
 
 static void print_help(const char *cmd)
 {
@@ -136,10 +156,13 @@ static void print_help(const char *cmd)
                "                               cublas, the yardstick of verify)\n"
                "  --max-size N                 M, N and K at most (1..%d, default %d)\n"
                "  --max-volume V               M*N*K at most (default %lld)\n"
-               "  --forms LIST                 which cases run: dense,batched,grouped,epilogue (default the\n"
+               "  --forms LIST                 which cases run: dense,batched,grouped,epilogue,fp8 (default the\n"
                "                               first three)\n"
                "  --epilogue KIND|all          add epilogue cases (bias_act, gated, backward, gated_backward,\n"
                "                               or all of them)\n"
+               "  --dtype e4m3|e5m2            add FP8 cases of this format (--dtype-b e4m3|e5m2: B's other\n"
+               "                               one; fp8 in --forms: any formats); --scale tensor|row|block:\n"
+               "                               that mode alone\n"
                "  --json FILE                  also write the counts and the first failures there\n"
                "Each case draws M, N, K (tile multiples and one off them, primes, small values; most\n"
                "small or medium), ops, layout, type of C, alpha and beta (0 included: C then starts as\n"
@@ -162,6 +185,10 @@ static void print_help(const char *cmd)
                "aux, D apart, bias_grad, the gated up half, ops, padding, alpha and beta, as `verify\n"
                "--epilogue` checks them (fp64 reference of D, aux and bias_grad, NaN-poisoned outputs,\n"
                "guard bands); a kernel without the case's epilogue skips it. Replay: --case eI.\n"
+               "FP8 cases (--dtype, or fp8 in --forms) come from a fourth stream, after dense case 2, 6, ...:\n"
+               "formats, scale mode, exact (integer codes, power-of-two scales: fp32 C bit for bit) or not,\n"
+               "ops, layout, type of C, padding, alpha, beta, K a multiple of 128 for block scales, as `verify\n"
+               "--dtype` checks them; a kernel without FP8 operands skips them. Replay: --case fI.\n"
                "exit status: 0 no failures, 1 a failure or no GPU, 2 bad arguments\n",
                TK_LAB_FUZZ_CASES, TK_LAB_FUZZ_MAX_SIZE, TK_LAB_FUZZ_MAX_SIZE, (long long)TK_LAB_FUZZ_MAX_VOLUME);
         return;
@@ -222,6 +249,12 @@ static void print_help(const char *cmd)
                "  --vs-dense                   with --batch or --groups: also time the loop of dense\n"
                "                               tk_gemm_ex calls over the groups\n"
                "  --json FILE --csv FILE       also write the results there\n"
+               "With --dtype each case is one tk_gemm_run on random FP8 codes and scales (verify's), timed\n"
+               "against cuBLASLt's FP8 matmul of the same buffers in the same run (xcuBLASLt; its modes:\n"
+               "per-tensor, row-wise (outer vector) and 1 x 128 / 128 x 128 blocks, A and B K-major alone);\n"
+               "the ops default to n t there (A M x K, B N x K: cuBLASLt's and torch._scaled_mm's layout)\n"
+               "and C to bf16.\n"
+               "--suite with --dtype: the shapes of M >= 64, as n t, auto against cuBLASLt.\n"
                "With --batch or --groups each case is one tilekit call, timed against a host loop of\n"
                "cublasGemmEx over the groups and one cublasGemmGroupedBatchedEx (cuBLAS >= 12.5) in the\n"
                "same run: TFLOP/s from the groups' flops, x loop, x grouped (and x dense), and the rate\n"
@@ -243,11 +276,18 @@ static void print_help(const char *cmd)
                "                               so the maps show one failing tile\n"
                "  --smem-limit BYTES           model a GPU offering at most BYTES of shared memory per\n"
                "                               block: kernels needing more are refused before launch\n"
+               "  --exact                      with --dtype: integer codes in [-4, 4] and power-of-two scales,\n"
+               "                               fp32 C checked bit for bit (alpha a power of two, beta 0, K <= %d)\n"
+               "With --dtype: codes uniform over the format's range, scales in [2^-8, 2^-6), C NaN-poisoned\n"
+               "between guard bands, against the fp64 reference of the dequantized terms within the FP8\n"
+               "tolerance (tk_lab_tolerance_fp8); a refusal must leave C untouched (cuBLAS is not run);\n"
+               "M*N*K at most 2^33 (the reference covers every element of C).\n"
                "With --batch or --groups: one call of each kernel on the whole case, C poisoned, then per\n"
                "group the fp64 reference and the cuBLAS loop (and cublasGemmGroupedBatchedEx), and what\n"
                "no group owns (rows past the groups, padding) must keep its poison; --kernel all (the\n"
                "default) means auto and the kernels whose family takes the form.\n"
-               "exit status: 0 all passed (or skipped), 1 a case failed, 2 bad arguments\n", help_problem);
+               "exit status: 0 all passed (or skipped), 1 a case failed, 2 bad arguments\n", help_problem,
+               F8_EXACT_K);
     else
         printf("usage: tilekit info [--kernel NAME[,NAME..]|all] [--json FILE]\n"
                "  --kernel NAME[,NAME..]|all   the kernels listed (default all)\n"
@@ -504,6 +544,11 @@ static int suite_args(opts *o, const char *clash, int kernel_given)
     char why[1024];
     if (tk_lab_suite_load(o->suite, &o->suite_shapes, &o->nsuite, why, sizeof why))
         return bad("--suite: %s", why);
+    for (int s = 0; o->fp8 && s < o->nsuite; s++)
+        if (o->suite_shapes[s].kind)
+            return bad("--suite: %s.txt:%d: a %s line: --dtype takes single products (M N K opA opB lines)",
+                       o->suite_shapes[s].suite, o->suite_shapes[s].line,
+                       tk_lab_group_kind_name(o->suite_shapes[s].kind));
     return check_suite_groups(o);
 }
 
@@ -524,7 +569,8 @@ static const struct flag { const char *name; int group, has_val; } flags[] = {
     { "--stride-a", F_GROUP, 1 }, { "--stride-b", F_GROUP, 1 }, { "--vs-dense", F_BENCH, 0 },
     { "--forms", F_FUZZ, 1 }, { "--epilogue", F_EPI | F_FUZZ, 1 }, { "--act", F_EPI, 1 }, { "--bias", F_EPI, 1 },
     { "--bias-type", F_EPI, 1 }, { "--d", F_EPI, 0 }, { "--aux", F_EPI, 0 }, { "--bias-grad", F_EPI, 0 },
-    { "--up", F_EPI, 1 },
+    { "--up", F_EPI, 1 }, { "--dtype", F_FP8 | F_FUZZ, 1 }, { "--dtype-b", F_FP8 | F_FUZZ, 1 },
+    { "--scale", F_FP8 | F_FUZZ, 1 }, { "--exact", F_VERIFY, 0 },
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 
@@ -640,9 +686,19 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
     else if (!strcmp(name, "--n")) { rc = parse_i64(name, val, &mnk->n); o->mnk_set = 1; }
     else if (!strcmp(name, "--k")) { rc = parse_i64(name, val, &mnk->k); o->mnk_set = o->k_given = 1; }
     else if (!strcmp(name, "--shapes")) rc = parse_shapes(o, val);
-    else if (!strcmp(name, "--layout")) { rc = parse_pick(name, val, "row", "col", &pick); o->c.layout = (tk_layout)pick; }
-    else if (!strcmp(name, "--op-a")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_a = (tk_op)pick; }
-    else if (!strcmp(name, "--op-b")) { rc = parse_pick(name, val, "n", "t", &pick); o->c.op_b = (tk_op)pick; }
+    else if (!strcmp(name, "--layout")) {
+        rc = parse_pick(name, val, "row", "col", &pick);
+        o->c.layout = (tk_layout)pick;
+        o->ops_given = 1;
+    } else if (!strcmp(name, "--op-a")) {
+        rc = parse_pick(name, val, "n", "t", &pick);
+        o->c.op_a = (tk_op)pick;
+        o->ops_given = 1;
+    } else if (!strcmp(name, "--op-b")) {
+        rc = parse_pick(name, val, "n", "t", &pick);
+        o->c.op_b = (tk_op)pick;
+        o->ops_given = 1;
+    }
     else if (!strcmp(name, "--out")) {
         rc = parse_pick(name, val, "fp32", "bf16", &pick);
         o->c.out = (tk_dtype)pick;
@@ -678,11 +734,13 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
         rc = parse_range(name, val, 1, INT64_C(1) << 40, &o->fuzz.cases);
         o->cases_given = 1;
     } else if (!strcmp(name, "--case")) {
-        /* gI: batched or grouped case I, eI: epilogue case I (their own streams) */
+        /* gI: batched or grouped case I, eI: epilogue case I, fI: FP8 case I (their own streams) */
         o->fuzz.only_many = val[0] == 'g';
         o->fuzz.only_epi = val[0] == 'e';
-        const int skip = o->fuzz.only_many || o->fuzz.only_epi;
-        rc = parse_range(o->fuzz.only_many ? "--case (after g)" : o->fuzz.only_epi ? "--case (after e)" : name,
+        o->fuzz.only_f8 = val[0] == 'f';
+        const int skip = o->fuzz.only_many || o->fuzz.only_epi || o->fuzz.only_f8;
+        rc = parse_range(o->fuzz.only_many ? "--case (after g)" : o->fuzz.only_epi ? "--case (after e)"
+                         : o->fuzz.only_f8 ? "--case (after f)" : name,
                          val + skip, 0, INT64_C(1) << 62, &o->fuzz.only_case);
         o->case_given = 1;
     } else if (!strcmp(name, "--max-size"))
@@ -710,6 +768,17 @@ static int apply_flag(opts *o, const char *name, char *val, shape *mnk)
         rc = parse_range(name, val, 1, 1000, &o->calls);
     else if (!strcmp(name, "--epilogue") && !strcmp(o->cmd, "fuzz"))
         o->fuzz_epi = val;
+    else if (!strcmp(name, "--dtype") || !strcmp(name, "--dtype-b")) {
+        const int f = tk_lab_fp8_format_parse(val);
+        if (f < 0)
+            rc = bad("%s: '%s' is not e4m3 or e5m2 (the FP8 formats of tilekit.h's tk_fp8_format)", name, val);
+        *(name[7] ? &o->dtype_b : &o->dtype_a) = f;
+        o->fp8 |= !name[7];
+    } else if (!strcmp(name, "--scale")) {
+        if ((o->scale_mode = tk_lab_scale_mode_parse(val)) < 0)
+            rc = bad("--scale: '%s' is not tensor, row or block (tilekit.h's tk_scale_mode)", val);
+    } else if (!strcmp(name, "--exact"))
+        o->exact = 1;
     else if (!strncmp(name, "--epilogue", 10) || !strncmp(name, "--act", 5) || !strncmp(name, "--bias", 6) ||
              !strcmp(name, "--d") || !strcmp(name, "--aux") || !strcmp(name, "--up"))
         rc = apply_epi_flag(o, name, val);
@@ -743,6 +812,18 @@ static int fuzz_args(opts *o)
         f->epi_kind = kind;
         f->forms |= TK_LAB_FORM_EPILOGUE;
     }
+    /* --dtype adds FP8 cases of its formats (--forms ...,fp8: any formats); --dtype-b and --scale narrow them */
+    if ((o->dtype_b >= 0 || o->scale_mode) && !o->fp8 && !(f->forms & TK_LAB_FORM_FP8))
+        return bad("%s: needs --dtype e4m3|e5m2 or fp8 in --forms (it narrows the FP8 cases)",
+                   o->dtype_b >= 0 ? "--dtype-b" : "--scale");
+    if (o->dtype_b >= 0 && !o->fp8)
+        return bad("--dtype-b: needs --dtype (A's format)");
+    if (o->fp8) {
+        f->forms |= TK_LAB_FORM_FP8;
+        f->fp8_a = o->dtype_a;
+        f->fp8_b = o->dtype_b >= 0 ? o->dtype_b : o->dtype_a;
+    }
+    f->fp8_mode = o->scale_mode;
     if (tk_lab_fuzz_check(f, why, sizeof why))
         return bad("%s", why);
     return 0;
@@ -844,9 +925,65 @@ static int epi_args(opts *o)
     return 0;
 }
 
-/* The kernels of an epilogue case: those --kernel names, or (all) auto and
- * every kernel whose family takes epilogues. Returns their number. */
-static int epi_kernels(const opts *o, const char **out)
+/* FP8 operands (--dtype, --dtype-b, --scale, --exact): checked against
+ * each other and the problem's form; the shapes' K where block scales need
+ * a multiple of 128 (a suite's shapes are reported per row instead). A
+ * refusal the library makes (block scales with a column-major problem) is
+ * left for verify to report. */
+static int f8_args(opts *o)
+{
+    if (!o->fp8) {
+        if (o->dtype_b >= 0 || o->scale_mode || o->exact)
+            return bad("%s: needs --dtype e4m3|e5m2 (FP8 operands)",
+                       o->dtype_b >= 0 ? "--dtype-b" : o->scale_mode ? "--scale" : "--exact");
+        return 0;
+    }
+    if (o->batch || o->groups)
+        return bad("--dtype: one product only (not with %s: tilekit.h takes FP8 operands on TK_GROUP_NONE)",
+                   o->batch ? "--batch" : "--groups");
+    if (o->epi.kind || o->epi_flag)
+        return bad("--dtype: not with %s (tilekit.h: no fused epilogue on FP8 products yet)",
+                   o->epi.kind ? "--epilogue" : o->epi_flag);
+    if (o->c.offset || o->png || o->plant_row >= 0 || o->smem_limit)
+        return bad("%s: bf16 problems only (not with --dtype)", o->c.offset ? "--offset" : o->png ? "--png"
+                                                                : o->plant_row >= 0 ? "--plant" : "--smem-limit");
+    o->f8.fa = (tk_lab_fp8)o->dtype_a;
+    o->f8.fb = (tk_lab_fp8)(o->dtype_b >= 0 ? o->dtype_b : o->dtype_a);
+    o->f8.scale_mode = o->scale_mode ? o->scale_mode : TK_SCALE_TENSOR;
+    o->f8.exact = o->exact;
+    if (o->exact) {
+        int e;
+        if (o->c.beta != 0.0f || o->c.alpha == 0.0f || frexpf(o->c.alpha, &e) != (o->c.alpha < 0 ? -0.5f : 0.5f))
+            return bad("--exact: needs --beta 0 and --alpha a power of two (got %g, %g): the sums of integer codes "
+                       "with power-of-two scales are then exact in fp32", (double)o->c.alpha, (double)o->c.beta);
+    }
+    /* bench: torch._scaled_mm's call unless told otherwise: A and B K-major (cuBLASLt's FP8 layout), bf16 C */
+    if (!strcmp(o->cmd, "bench") && !o->ops_given)
+        o->c.op_b = TK_OP_T;
+    if (!strcmp(o->cmd, "bench") && !o->out_given)
+        o->c.out = TK_BF16;
+    for (int s = 0; s < o->nshapes; s++) {
+        const shape *sh = &o->shapes[s];
+        if (!strcmp(o->cmd, "verify") && (double)sh->m * (double)sh->n * (double)sh->k > F8_VERIFY_VOLUME)
+            return bad("--dtype: %lldx%lldx%lld is over 2^33 multiply-adds, the most verify's fp64 reference of "
+                       "every element of C takes on the CPU (give --m/--n/--k or --shapes, e.g. 2048x2048x2048)",
+                       (long long)sh->m, (long long)sh->n, (long long)sh->k);
+        if (o->f8.scale_mode == TK_SCALE_BLOCK && sh->k % 128)
+            return bad("--scale block: K %lld of %lldx%lldx%lld is not a multiple of 128 (block scales: 1 x 128 of "
+                       "A, 128 x 128 of B; tilekit.h)", (long long)sh->k, (long long)sh->m, (long long)sh->n,
+                       (long long)sh->k);
+        if (o->exact && sh->k > F8_EXACT_K)
+            return bad("--exact: K %lld of %lldx%lldx%lld is over %d (integer sums stay exact in fp32 up to that K)",
+                       (long long)sh->k, (long long)sh->m, (long long)sh->n, (long long)sh->k, F8_EXACT_K);
+    }
+    return 0;
+}
+
+/* The kernels of a case that needs the accept bit `bit` (an epilogue, FP8
+ * operands, a batched or grouped form): those --kernel names, or (--kernel
+ * all, the default) auto and every kernel whose family takes it (the
+ * table's accept bits). Returns their number. */
+static int kernels_taking(const opts *o, unsigned bit, const char **out)
 {
     int n = 0;
     if (!o->kernels_all) {
@@ -856,7 +993,7 @@ static int epi_kernels(const opts *o, const char **out)
     }
     out[n++] = "auto";
     for (int i = 0; i < tk_registry_count() && n < MAX_LIST; i++)
-        if (tk_registry_at(i)->family->accepts & TK_ACCEPT_EPILOGUE)
+        if (tk_registry_at(i)->family->accepts & bit)
             out[n++] = tk_registry_at(i)->name;
     return n;
 }
@@ -880,8 +1017,8 @@ static int verify_args(const opts *o)
 static int parse_args(int argc, char **argv, opts *o)
 {
     int allowed = F_KERNEL;
-    if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES | F_GROUP | F_EPI;
-    if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY | F_GROUP | F_EPI;
+    if (!strcmp(o->cmd, "bench")) allowed |= F_SHAPE | F_PROBLEM | F_BENCH | F_FILES | F_GROUP | F_EPI | F_FP8;
+    if (!strcmp(o->cmd, "verify")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_VERIFY | F_GROUP | F_EPI | F_FP8;
     if (!strcmp(o->cmd, "tune")) allowed = F_TUNE;
     if (!strcmp(o->cmd, "fuzz")) allowed |= F_FUZZ;
     if (!strcmp(o->cmd, "profile")) allowed |= F_SHAPE | F_PROBLEM | F_FILES | F_PROFILE;
@@ -922,14 +1059,14 @@ static int parse_args(int argc, char **argv, opts *o)
     if (o->suite && (o->epi.kind || o->epi_flag))
         return bad("--suite: not with an epilogue (give the shape with --m/--n/--k or --shapes)");
     if (o->suite)
-        return suite_args(o, clash, kernel_given);
+        return f8_args(o) ? 2 : suite_args(o, clash, kernel_given);
     if (o->nshapes && o->mnk_set)
         return bad("use either --shapes or --m/--n/--k, not both");
     const int shapes_given = o->nshapes > 0;
     if (!o->nshapes)
         o->shapes[o->nshapes++] = mnk;
     o->kernel_given = kernel_given;
-    if (group_args(o, shapes_given) || epi_args(o))
+    if (group_args(o, shapes_given) || epi_args(o) || f8_args(o))
         return 2;
     if (!strcmp(o->cmd, "profile") || !strcmp(o->cmd, "launch"))
         return one_kernel_args(o);
@@ -983,23 +1120,10 @@ static void gcase_of(const opts *o, const shape *sh, tk_lab_gcase *g)
     tk_lab_group_spec_str(o->gspec, g->label, sizeof g->label);
 }
 
-/* The kernels a batched or grouped case runs: those --kernel names, or
- * (--kernel all, the default) auto and every kernel whose family takes the
- * form (the table's accept bits). Returns their number. */
+/* The kernels a batched or grouped case runs (kernels_taking). */
 static int form_kernels(const opts *o, int kind, const char **out)
 {
-    int n = 0;
-    if (!o->kernels_all) {
-        for (; n < o->nkernels; n++)
-            out[n] = o->kernels[n];
-        return n;
-    }
-    const unsigned bit = kind == TK_GROUP_BATCHED ? TK_ACCEPT_BATCHED : TK_ACCEPT_GROUPED;
-    out[n++] = "auto";
-    for (int i = 0; i < tk_registry_count() && n < MAX_LIST; i++)
-        if (tk_registry_at(i)->family->accepts & bit)
-            out[n++] = tk_registry_at(i)->name;
-    return n;
+    return kernels_taking(o, kind == TK_GROUP_BATCHED ? TK_ACCEPT_BATCHED : TK_ACCEPT_GROUPED, out);
 }
 
 /* verify --batch/--groups: each kernel on each case, judged group by
@@ -1053,27 +1177,48 @@ static void verify_groups(const opts *o, tk_lab_verify *v, FILE *jf, int *passed
     free(r);
 }
 
-/* verify --epilogue: each kernel on each shape; the counts go to *passed,
- * *failed, *skipped (a refusal), a row each to jf. */
-static void verify_epi(const opts *o, tk_lab_verify *v, FILE *jf, int *passed, int *failed, int *skipped)
+/* One verify row: kernel on case c, its verdict printed and (jf) its JSON
+ * object written; returns the outcome (0 passed, 1 failed, 2 refused, -1
+ * error). */
+typedef int (*verify_row)(const opts *o, tk_lab_verify *v, const char *kernel, const tk_lab_case *c, FILE *jf);
+
+static int epi_row(const opts *o, tk_lab_verify *v, const char *kernel, const tk_lab_case *c, FILE *jf)
 {
-    const char *kernels[MAX_LIST + 1];
-    const int nk = epi_kernels(o, kernels);
+    tk_lab_epi_result r;
+    tk_lab_epi_verify_run(v, kernel, c, &o->epi, &r);
+    tk_lab_epi_verify_print(stdout, kernel, c, &o->epi, &r);
+    if (jf)
+        tk_lab_epi_verify_json(jf, kernel, c, &o->epi, &r);
+    return r.outcome;
+}
+
+static int f8_row(const opts *o, tk_lab_verify *v, const char *kernel, const tk_lab_case *c, FILE *jf)
+{
+    tk_lab_f8_result r;
+    tk_lab_f8_verify_run(v, kernel, c, &o->f8, &r);
+    tk_lab_f8_verify_print(stdout, kernel, c, &o->f8, &r);
+    if (jf)
+        tk_lab_f8_verify_json(jf, kernel, c, &o->f8, &r);
+    return r.outcome;
+}
+
+/* verify --epilogue and --dtype: each of kernels[0..nk) on each shape
+ * through row; the counts go to *passed, *failed, *skipped (a refusal),
+ * a row each to jf. */
+static void verify_rows(const opts *o, tk_lab_verify *v, FILE *jf, const char *const *kernels, int nk, verify_row row,
+                        int *passed, int *failed, int *skipped)
+{
     for (int s = 0, rows = 0; s < o->nshapes; s++)
         for (int i = 0; i < nk; i++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
-            tk_lab_epi_result r;
-            tk_lab_epi_verify_run(v, kernels[i], &c, &o->epi, &r);
-            tk_lab_epi_verify_print(stdout, kernels[i], &c, &o->epi, &r);
-            fflush(stdout);
-            *passed += r.outcome == 0;
-            *failed += r.outcome == 1 || r.outcome < 0;
-            *skipped += r.outcome == 2;
-            if (jf) {
+            if (jf)
                 fputs(rows++ ? ",\n " : "\n ", jf);
-                tk_lab_epi_verify_json(jf, kernels[i], &c, &o->epi, &r);
-            }
+            const int outcome = row(o, v, kernels[i], &c, jf);
+            fflush(stdout);
+            *passed += outcome == 0;
+            *failed += outcome == 1 || outcome < 0;
+            *skipped += outcome == 2;
         }
 }
 
@@ -1100,9 +1245,12 @@ static int cmd_verify(const opts *o)
     static const char *outcome[] = { "error", "ok", "fail", "skip" };
     if (o->batch || o->groups)
         verify_groups(o, v, jf, &passed, &failed, &skipped);
-    if (o->epi.kind)
-        verify_epi(o, v, jf, &passed, &failed, &skipped);
-    for (int s = 0; !o->batch && !o->groups && !o->epi.kind && s < o->nshapes; s++)
+    const char *kernels[MAX_LIST + 1];
+    if (o->epi.kind || o->fp8) {
+        const int nk = kernels_taking(o, o->fp8 ? TK_ACCEPT_AB_FP8 : TK_ACCEPT_EPILOGUE, kernels);
+        verify_rows(o, v, jf, kernels, nk, o->fp8 ? f8_row : epi_row, &passed, &failed, &skipped);
+    }
+    for (int s = 0; !o->batch && !o->groups && !o->epi.kind && !o->fp8 && s < o->nshapes; s++)
         for (int i = 0; i < o->nkernels; i++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
@@ -1176,9 +1324,28 @@ static int cmd_fuzz(const opts *o)
  * after the other (cuBLAS first, for the ratio). Returns the rows written. */
 static int bench_suite(tk_lab_bench *b, const opts *o, const char *const *order, int norder, tk_lab_bench_row *rows)
 {
-    int nrows = 0, gheader = 0;
+    int nrows = 0, gheader = 0, f8header = 0, small = 0;
     for (int s = 0; s < o->nsuite; s++) {
         const tk_lab_shape *sh = &o->suite_shapes[s];
+        if (o->fp8) {   /* auto (and --kernel's) against cuBLASLt's FP8 matmul, A and B K-major */
+            if (sh->m < F8_SUITE_MIN_M) {
+                small++;
+                continue;
+            }
+            tk_lab_case c = o->c;
+            c.layout = TK_ROW_MAJOR;
+            c.m = sh->m; c.n = sh->n; c.k = sh->k;
+            c.op_a = TK_OP_N; c.op_b = TK_OP_T;
+            fprintf(stderr, "suite: [%d/%d] %s %lldx%lldx%lld n t (FP8: A and B K-major)\n", s + 1, o->nsuite,
+                    sh->suite, (long long)c.m, (long long)c.n, (long long)c.k);
+            if (!f8header++)
+                tk_lab_bench_print_f8header(stdout);
+            const int n = tk_lab_f8_bench_case(b, &c, &o->f8, o->kernels, o->nkernels, 0, stdout, rows + nrows);
+            for (int i = 0; i < n; i++)
+                snprintf(rows[nrows + i].suite, sizeof rows[nrows + i].suite, "%s", sh->suite);
+            nrows += n;
+            continue;
+        }
         if (sh->kind) {   /* a grouped line: auto (and --kernel's) against the cuBLAS loop */
             tk_lab_gcase g;
             int64_t sizes[TK_LAB_GROUPS_MAX];
@@ -1209,6 +1376,9 @@ static int bench_suite(tk_lab_bench *b, const opts *o, const char *const *order,
             fflush(stdout);
         }
     }
+    if (small)
+        printf("suite: %d shapes with M < %d left out of the FP8 run (issue 40's FP8 targets start at M = %d)\n",
+               small, F8_SUITE_MIN_M, F8_SUITE_MIN_M);
     return nrows;
 }
 
@@ -1245,7 +1415,9 @@ static int cmd_bench(const opts *o)
     /* a batched or grouped case's rows: its kernels after up to 3 yardsticks */
     const char *kernels[MAX_LIST + 1];
     const int many = o->batch || o->groups;
-    const int nk = many ? form_kernels(o, o->batch ? TK_GROUP_BATCHED : o->group_kind, kernels) : o->nkernels;
+    const int nk = many     ? form_kernels(o, o->batch ? TK_GROUP_BATCHED : o->group_kind, kernels)
+                   : o->fp8 ? kernels_taking(o, TK_ACCEPT_AB_FP8, kernels)
+                            : o->nkernels;
     const int per = (norder > nk ? norder : nk) + 3;
     int total = per * (o->nshapes + o->nsuite), nrows = 0;
     tk_lab_bench_row *rows = calloc((size_t)total, sizeof *rows);
@@ -1255,7 +1427,7 @@ static int cmd_bench(const opts *o)
     }
     nrows = bench_suite(b, o, order, norder, rows);     /* --suite (then o->nshapes is 0) */
     if (o->epi.kind) {
-        const int ne = epi_kernels(o, kernels);
+        const int ne = kernels_taking(o, TK_ACCEPT_EPILOGUE, kernels);
         for (int s = 0; s < o->nshapes; s++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
@@ -1263,6 +1435,17 @@ static int cmd_bench(const opts *o)
                     (long long)c.n, (long long)c.k);
             nrows += tk_lab_epi_bench_case(b, &c, &o->epi, kernels, ne, o->no_cublas, stdout, rows + nrows);
         }
+    }
+    if (o->fp8 && o->nshapes)
+        tk_lab_bench_print_f8header(stdout);
+    for (int s = 0; o->fp8 && s < o->nshapes; s++) {
+        tk_lab_case c = o->c;
+        c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
+        char fn[64];
+        tk_lab_f8_name(&o->f8, fn, sizeof fn);
+        fprintf(stderr, "bench: [%d/%d] %lldx%lldx%lld %s\n", s + 1, o->nshapes, (long long)c.m, (long long)c.n,
+                (long long)c.k, fn);
+        nrows += tk_lab_f8_bench_case(b, &c, &o->f8, kernels, nk, o->no_cublas, stdout, rows + nrows);
     }
     if (many)
         tk_lab_bench_print_gheader(stdout);
@@ -1277,7 +1460,7 @@ static int cmd_bench(const opts *o)
     }
     if (many)
         tk_lab_bench_print_read_rate(stdout, info, rows, nrows);
-    for (int s = 0; !many && !o->epi.kind && s < o->nshapes; s++)
+    for (int s = 0; !many && !o->epi.kind && !o->fp8 && s < o->nshapes; s++)
         for (int i = 0; i < norder; i++) {
             tk_lab_case c = o->c;
             c.m = o->shapes[s].m; c.n = o->shapes[s].n; c.k = o->shapes[s].k;
@@ -1520,6 +1703,7 @@ int main(int argc, char **argv)
     o.c = (tk_lab_case){ TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, 0, 0, 1.0f, 0.0f, TK_F32, 1, 0, 0 };
     tk_lab_fuzz_defaults(&o.fuzz);
     o.plant_row = -1;
+    o.dtype_a = o.dtype_b = -1;
     if (strcmp(o.cmd, "bench") && strcmp(o.cmd, "verify") && strcmp(o.cmd, "info") && strcmp(o.cmd, "tune") &&
         strcmp(o.cmd, "fuzz") && strcmp(o.cmd, "profile") && strcmp(o.cmd, "launch")) {
         fprintf(stderr, "tilekit: unknown command '%s'\n%s", o.cmd, usage);

@@ -68,6 +68,9 @@ int tk_lab_read_device(const void *x, size_t bytes, void *sink, int sms, void *s
 /* The same read with loads that allocate in L2: bench's flush (lab_bench.c). */
 int tk_lab_flush_read_device(const void *x, size_t bytes, void *sink, int sms, void *stream);
 int tk_lab_threads(void);                      /* worker threads to use: online CPUs, >= 1 */
+/* body(ctx, lo, hi) over [0, n) in ranges, one per thread of
+ * tk_lab_threads() (one range when n < 2^20), all done on return. */
+void tk_lab_parallel(size_t n, void (*body)(void *ctx, size_t lo, size_t hi), void *ctx);
 
 /* The offset of logical element (i, j) of a matrix in layout l with leading dimension ld. */
 static inline int64_t tk_lab_index(tk_layout l, int64_t ld, int64_t i, int64_t j)
@@ -437,6 +440,7 @@ int tk_lab_verdict_head(FILE *f, const char *kernel, const char *name, int outco
 
 /* ---- cuBLAS yardsticks of batched and grouped cases (lab_cublas.c) ---- */
 typedef struct tk_lab_cublas tk_lab_cublas;
+typedef struct tk_lab_cublaslt tk_lab_cublaslt;   /* FP8 cases' (lab_cublaslt.c) */
 
 /* A cuBLAS handle of the lab's own, on stream. 0, or -1 with why. */
 int tk_lab_cublas_open(tk_lab_cublas **out, void *stream, char *why, size_t len);
@@ -646,8 +650,42 @@ void tk_lab_f8_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_cas
                           tk_lab_f8_result *r);
 void tk_lab_f8_verify_print(FILE *o, const char *kernel, const tk_lab_case *c, const tk_lab_f8 *f,
                             const tk_lab_f8_result *r);
+/* One JSON object (no separator) of a verify row. */
+void tk_lab_f8_verify_json(FILE *o, const char *kernel, const tk_lab_case *c, const tk_lab_f8 *f,
+                           const tk_lab_f8_result *r);
 /* "e4m3 x e5m2, scale block[, exact]" */
 void tk_lab_f8_name(const tk_lab_f8 *f, char *buf, size_t len);
+/* Words of the CLI: "e4m3", "e5m2"; "tensor", "row", "block". The parsers
+ * return the value (tk_lab_fp8; tk_scale_mode) or -1. */
+const char *tk_lab_fp8_format_name(tk_lab_fp8 f);
+int tk_lab_fp8_format_parse(const char *word);
+const char *tk_lab_scale_mode_name(int mode);
+int tk_lab_scale_mode_parse(const char *word);
+
+/* The inputs of an FP8 case as verify, bench and fuzz make them (pure host
+ * code): A's and B's codes over their stored lines (the case's layout,
+ * ops and leading dimensions from tk_lab_problem), uniform over the
+ * format's range, never 0 (exact: integers in [-4, 4]), and the scales of
+ * f->scale_mode in tk_gemm_desc version 4's layouts, in [2^-8, 2^-6) and
+ * no power of two (exact: 2^-e, e in 0..4; block: ld_scale_a = M,
+ * ld_scale_b = ceil(N / 128)); all drawn from c->seed's streams, on every
+ * CPU for large operands. */
+typedef struct tk_lab_f8_data {
+    tk_gemm_problem p;          /* the case's problem: its layout, ops, sizes, scalars, lda, ldb, ldc; pointers NULL */
+    uint8_t *a, *b;             /* na, nb codes */
+    float *sa, *sb;             /* nsa, nsb scales */
+    size_t na, nb, nsa, nsb;
+    int64_t ld_sa, ld_sb;       /* the descriptor's ld_scale_a, ld_scale_b (0 but for TK_SCALE_BLOCK) */
+} tk_lab_f8_data;
+/* 0, or -1 (out of host memory: d holds nothing). */
+int tk_lab_f8_data_make(const tk_lab_case *c, const tk_lab_f8 *f, tk_lab_f8_data *d);
+void tk_lab_f8_data_free(tk_lab_f8_data *d);
+/* The scales' counts of case c in mode (tk_scale_mode) and their ld (0 but for block). */
+void tk_lab_f8_scale_dims(const tk_lab_case *c, int mode, size_t *na, size_t *nb, int64_t *lda, int64_t *ldb);
+/* out = the call of d's problem with f's version-4 fields over device
+ * buffers a, b, c and scales sa, sb. */
+void tk_lab_f8_desc(const tk_lab_f8 *f, const tk_lab_f8_data *d, const void *a, const void *b, void *c,
+                    const float *sa, const float *sb, tk_gemm_desc *out);
 
 /* ---- bench (lab_bench.c; the table, JSON and CSV in lab_report.c) ---- */
 typedef struct tk_lab_bench tk_lab_bench;
@@ -679,6 +717,9 @@ typedef struct tk_lab_bench_row {
     double read_gbs;            /* read_bytes / ms_median, GB/s */
     double ratio_grouped;       /* cublasGemmGroupedBatchedEx median / this row's; NaN: not measured */
     double ratio_dense;         /* the loop of dense tilekit calls' median / this row's; NaN: not measured */
+    /* FP8 rows (lab_f8bench.c): f8_set 1, ratio_cublas against cuBLASLt's FP8 matmul of the same case */
+    int f8_set;
+    tk_lab_f8 f8;
 } tk_lab_bench_row;
 
 typedef struct tk_lab_bench_info {
@@ -717,6 +758,8 @@ void *tk_lab_bench_stream(const tk_lab_bench *b);
 /* Its cuBLAS yardsticks of batched and grouped cases, opened on first use
  * (NULL with why when they cannot be). */
 tk_lab_cublas *tk_lab_bench_baselines(tk_lab_bench *b, char *why, size_t len);
+/* Its cuBLASLt handle for the FP8 yardstick, opened on first use (NULL with why). */
+tk_lab_cublaslt *tk_lab_bench_cublaslt(tk_lab_bench *b, char *why, size_t len);
 void tk_lab_bench_print_header(FILE *f, const tk_lab_bench_info *info);
 void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *row);
 /* After the table of a suite run (rows with a suite name): for each kernel
@@ -737,6 +780,42 @@ void tk_lab_bench_print_gheader(FILE *f);
  * one per kernel; printed on out as timed. Returns the rows written. */
 int tk_lab_epi_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_epi *e, const char *const *kernels,
                           int nkernels, int no_cublas, FILE *out, tk_lab_bench_row *rows);
+
+/* ---- bench of FP8 cases (lab_f8bench.c; the yardstick in lab_cublaslt.c) ----
+ * The call through tk_gemm_run with tk_gemm_desc's version-4 fields over
+ * random codes and scales (tk_lab_f8_data_make, uploaded once per case),
+ * timed as the dense rows (tk_lab_bench_time), against the yardstick
+ * timed in the same run on the same buffers: cuBLASLt's FP8 matmul
+ * (TK_LAB_CUBLASLT), where cuBLASLt has the case's layout (A and B
+ * K-major), formats and scale mode (lab_cublaslt.c says which);
+ * ratio_cublas = its median / the row's. The rows carry f8 (f8_set 1) and
+ * print in their own table (tk_lab_bench_print_f8header). */
+#define TK_LAB_CUBLASLT "cublaslt"
+
+/* A cuBLASLt handle and workspace of the lab's own. 0, or -1 with why. */
+int tk_lab_cublaslt_open(tk_lab_cublaslt **out, char *why, size_t len);
+void tk_lab_cublaslt_close(tk_lab_cublaslt *x);
+/* Prepares cuBLASLt's FP8 matmul of d (FP8 fields set, over device
+ * buffers; host_scale_b: a host copy of d->scale_b's values, read in block
+ * mode). 0; 1 with why when cuBLASLt has no FP8 matmul for it (the layout,
+ * formats, mode or alignment); -1 with why on an error. */
+int tk_lab_cublaslt_prepare(tk_lab_cublaslt *x, const tk_gemm_desc *d, const float *host_scale_b, char *why,
+                            size_t len);
+/* One call of the prepared matmul on stream. 0, or -1 with why. */
+int tk_lab_cublaslt_run(tk_lab_cublaslt *x, void *stream, char *why, size_t len);
+
+/* Times the case: the cuBLASLt row first (unless no_cublas), then each of
+ * kernels[0..nkernels) ("auto" and registry names). rows gets one entry
+ * per row, status "ok" or why not (a refusal, "no cuBLASLt baseline: ...");
+ * each is printed on out (NULL: nowhere) as soon as it is timed. Returns
+ * the rows written. */
+int tk_lab_f8_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_f8 *f, const char *const *kernels,
+                         int nkernels, int no_cublas, FILE *out, tk_lab_bench_row *rows);
+/* The dense FP8 tensor peak of the bench's GPU in TFLOP/s (sm_90: twice
+ * in->peak_tflops, the bf16 one); 0 where unknown (no %peak then). */
+double tk_lab_fp8_peak_tflops(const tk_lab_bench_info *in);
+/* The header of the FP8 rows' table (printed before the first of them). */
+void tk_lab_bench_print_f8header(FILE *f);
 
 /* ---- bench of batched and grouped cases (lab_gbench.c) ----
  * A case is timed as one call of tilekit (tk_gemm_run of the whole case,
@@ -766,8 +845,8 @@ int tk_lab_gbench_case(tk_lab_bench *b, const tk_lab_gcase *g, const char *const
  * where that row is missing or was not timed, and in the yardstick's own
  * row). Pure host code. */
 void tk_lab_gbench_ratios(tk_lab_bench_row *rows, int n);
-/* Whether a row's kernel is a yardstick ("cublas" and the three above):
- * the suite summary leaves them out. */
+/* Whether a row's kernel is a yardstick ("cublas", the three above and
+ * TK_LAB_CUBLASLT): the suite summary leaves them out. */
 int tk_lab_is_yardstick(const char *kernel);
 
 /* After a table of batched and grouped rows: each timed row's rate of
@@ -873,7 +952,13 @@ int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, d
  * products, every op, type of C and (batched) layout, random inputs; it
  * runs through verify's grouped path (tk_lab_gverify_run) judged by the
  * fp64 reference alone, with what no group owns checked untouched. Its
- * replay is --case gI. */
+ * replay is --case gI.
+ *
+ * FP8 cases (--forms ...,fp8 or --dtype; tk_lab_fuzz_fcase_gen) come from
+ * a stream of their own too, after dense case 2, 6, ... (case i in dense
+ * case i's place without dense cases): formats, scale mode, exact or not,
+ * through verify's FP8 check (tk_lab_f8_verify_run); a kernel without FP8
+ * operands skips them. Their replay is --case fI. */
 #define TK_LAB_FUZZ_MAX_SIZE 6000                   /* M, N, K at most: --max-size's default and limit */
 #define TK_LAB_FUZZ_MAX_VOLUME (INT64_C(1) << 30)   /* M*N*K at most: --max-volume's default */
 #define TK_LAB_FUZZ_SLOW_VOLUME (INT64_C(1) << 28)  /* k0* and k1* kernels skipped above this M*N*K */
@@ -885,10 +970,11 @@ int tk_lab_suite_summary(const double *ratio, const char *const *suite, int n, d
 #define TK_LAB_FUZZ_MANY_VOLUME (INT64_C(1) << 26)  /* flops / 2 of a many case at most (the reference is on the CPU) */
 
 /* --forms: which kinds of case run; ALL, the default, is the first three
- * (epilogue cases come with --forms ...,epilogue or --epilogue). */
+ * (epilogue cases come with --forms ...,epilogue or --epilogue, FP8 ones
+ * with --forms ...,fp8 or --dtype). */
 enum {
     TK_LAB_FORM_DENSE = 1, TK_LAB_FORM_BATCHED = 2, TK_LAB_FORM_GROUPED = 4, TK_LAB_FORM_ALL = 7,
-    TK_LAB_FORM_EPILOGUE = 8, TK_LAB_FORM_ANY = 15
+    TK_LAB_FORM_EPILOGUE = 8, TK_LAB_FORM_FP8 = 16, TK_LAB_FORM_ANY = 31
 };
 
 typedef struct tk_lab_fuzz_params {
@@ -930,6 +1016,15 @@ typedef struct tk_lab_fuzz_ecase {
     tk_lab_epi e;
 } tk_lab_fuzz_ecase;
 
+/* An FP8 case of the fuzzer (a stream of its own: "--case fI"): a dense
+ * problem with FP8 operands, as verify --dtype runs it. */
+typedef struct tk_lab_fuzz_fcase {
+    uint64_t seed;              /* the run's seed and the case's index in the FP8 stream */
+    int64_t index;
+    tk_lab_case c;              /* c.seed: the inputs' stream */
+    tk_lab_f8 f;
+} tk_lab_fuzz_fcase;
+
 /* Case `index` of stream `seed`: M, N, K in 1..max_size (small values,
  * multiples of 8..256 and one off them, primes, log-uniform), M*N*K <=
  * max_volume; every op, layout and type of C; alpha, beta from {0, 1, -1,
@@ -964,7 +1059,19 @@ void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g);
  * run. */
 void tk_lab_fuzz_ecase_gen(const tk_lab_fuzz_params *p, int kind, uint64_t seed, int64_t index,
                            tk_lab_fuzz_ecase *x);
-/* --forms LIST ("dense,batched,grouped,epilogue", any of them,
+/* FP8 case `index` of stream `seed`: the formats of A and B (fa, fb:
+ * tk_lab_fp8, or -1: drawn), the scale mode (mode: tk_scale_mode, or 0:
+ * drawn), exact (integer codes, power-of-two scales, alpha 1, 2, 0.5 or
+ * -1, beta 0: C checked bit for bit when fp32) or not, ops, layout
+ * (row-major for block scales: tilekit.h), the type of C, padding, alpha,
+ * beta; M, N, K as the dense cases draw them within max_size and 1024, M
+ * * N * K within max_volume and TK_LAB_FUZZ_MANY_VOLUME (the reference is
+ * all of C on the CPU), K rounded up to a multiple of 128 for block
+ * scales: every case a valid one, which auto-dispatch must run. The
+ * draws do not depend on fa, fb and mode. */
+void tk_lab_fuzz_fcase_gen(const tk_lab_fuzz_params *p, int fa, int fb, int mode, uint64_t seed, int64_t index,
+                           tk_lab_fuzz_fcase *x);
+/* --forms LIST ("dense,batched,grouped,epilogue,fp8", any of them,
  * comma-separated) into TK_LAB_FORM_* bits. 0, or -1 with why naming
  * --forms. */
 int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t len);
@@ -981,6 +1088,9 @@ typedef struct tk_lab_fuzz_opts {
     int only_many;              /* with only_case >= 0: replay many case only_case (--case gI) */
     int only_epi;               /* with only_case >= 0: replay epilogue case only_case (--case eI) */
     int epi_kind;               /* epilogue cases: this tk_epilogue_kind only (--epilogue KIND); 0: any */
+    int only_f8;                /* with only_case >= 0: replay FP8 case only_case (--case fI) */
+    int fp8_a, fp8_b;           /* FP8 cases: A's, B's tk_lab_fp8 (--dtype, --dtype-b); -1: drawn */
+    int fp8_mode;               /* FP8 cases: this tk_scale_mode (--scale); 0: drawn */
 } tk_lab_fuzz_opts;
 
 typedef struct tk_lab_fuzz_stat {
@@ -996,9 +1106,11 @@ typedef struct tk_lab_fuzz_failure {
     char kernel[80];            /* "auto -> k30_wgmma_tma" for auto-dispatch */
     int many;                   /* 1: a batched or grouped case (g), else the dense case c */
     int epi;                    /* 1: an epilogue case (e) */
+    int fp8;                    /* 1: an FP8 case (fc) */
     tk_lab_fuzz_case c;
     tk_lab_fuzz_gcase g;
     tk_lab_fuzz_ecase e;
+    tk_lab_fuzz_fcase fc;
     char what[TK_LAB_MSG_LEN];
 } tk_lab_fuzz_failure;
 
@@ -1006,6 +1118,7 @@ typedef struct tk_lab_fuzz_summary {
     int64_t cases;              /* dense cases run */
     int64_t many;               /* batched and grouped cases run */
     int64_t epi;                /* epilogue cases run */
+    int64_t fp8;                /* FP8 cases run */
     tk_lab_fuzz_stat total;     /* name "" */
     int nkernels;
     tk_lab_fuzz_stat kernel[TK_LAB_FUZZ_KERNELS];
@@ -1028,6 +1141,7 @@ int tk_lab_fuzz_check(const tk_lab_fuzz_opts *o, char *why, size_t len);
 void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 void tk_lab_fuzz_replay_many(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 void tk_lab_fuzz_replay_epi(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
+void tk_lab_fuzz_replay_f8(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len);
 /* Runs the cases of o; each failure is one line on o->log with its replay
  * command. TK_SUCCESS when the cases ran (failures or not: see s); the
  * check's TK_ERR_INVALID_VALUE, TK_ERR_NO_DEVICE and the like with why

@@ -32,6 +32,7 @@ struct tk_lab_bench {
     double cublas_ms;           /* its median; 0 = none */
     double *samples;
     tk_lab_cublas *baselines;   /* batched and grouped cases' cuBLAS (lab_gbench.c); opened on first use */
+    tk_lab_cublaslt *lt;        /* FP8 cases' cuBLASLt (lab_f8bench.c); opened on first use */
 };
 
 /* The SM clock through NVML, loaded at run time so tilekit neither links
@@ -69,6 +70,7 @@ void tk_lab_bench_close(tk_lab_bench *b)
     if (!b)
         return;
     tk_lab_cublas_close(b->baselines);
+    tk_lab_cublaslt_close(b->lt);
     cudaFree(b->flush); cudaFree(b->sink); cudaFree(b->da); cudaFree(b->db); cudaFree(b->dc);
     if (b->ev0) cudaEventDestroy(b->ev0);
     if (b->ev1) cudaEventDestroy(b->ev1);
@@ -189,6 +191,13 @@ tk_lab_cublas *tk_lab_bench_baselines(tk_lab_bench *b, char *why, size_t len)
     if (!b->baselines && tk_lab_cublas_open(&b->baselines, b->stream, why, len))
         b->baselines = NULL;
     return b->baselines;
+}
+
+tk_lab_cublaslt *tk_lab_bench_cublaslt(tk_lab_bench *b, char *why, size_t len)
+{
+    if (!b->lt && tk_lab_cublaslt_open(&b->lt, why, len))
+        b->lt = NULL;
+    return b->lt;
 }
 
 /* Random (never zero) A, B and C for the case, kept while the shape lasts;

@@ -3,7 +3,8 @@
  * values when beta != 0) between guard bands, the call through
  * tk_gemm_run with tk_gemm_desc's version-4 fields, and the judgement
  * against the fp64 reference of the dequantized terms
- * (tk_lab_ref_full_fp8) within tk_lab_tolerance_fp8. */
+ * (tk_lab_ref_full_fp8) within tk_lab_tolerance_fp8. The codes and scales
+ * (tk_lab_f8_data_make) are bench's and fuzz's too. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +15,35 @@
 
 static double fmax_of(tk_lab_fp8 f) { return f == TK_LAB_E4M3 ? 448.0 : 57344.0; }
 
-/* n codes of format f: uniform in [-fmax, fmax] (exact: integers in
- * [-4, 4]), never 0, rounded to the format. */
+/* Codes i in [lo, hi) of a stream: uniform in [-fmax, fmax] (exact:
+ * integers in [-4, 4]), never 0, rounded to the format. */
+typedef struct codes_job {
+    uint8_t *q;
+    tk_lab_fp8 f;
+    int exact;
+    uint64_t seed;
+} codes_job;
+
+static void codes_range(void *ctx, size_t lo, size_t hi)
+{
+    const codes_job *j = ctx;
+    for (size_t i = lo; i < hi; i++) {
+        uint64_t r = tk_lab_mix64(j->seed + i);
+        double x = j->exact ? (double)((int)(r % 8) - 4 + (r % 8 >= 4)) : ((double)(r >> 11) * 0x1p-53 * 2.0 - 1.0);
+        if (!j->exact && fabs(x) < 1e-3)
+            x = 1e-3;
+        j->q[i] = tk_lab_fp8_encode(j->exact ? x : x * fmax_of(j->f), j->f, 1);
+    }
+}
+
+/* n codes of format f (codes_range's), on all CPUs when n is large
+ * (bench's operands run to hundreds of MB). */
 static uint8_t *codes(size_t n, tk_lab_fp8 f, int exact, uint64_t seed)
 {
     uint8_t *q = malloc(n ? n : 1);
-    for (size_t i = 0; q && i < n; i++) {
-        uint64_t r = tk_lab_mix64(seed + i);
-        double x = exact ? (double)((int)(r % 8) - 4 + (r % 8 >= 4)) : ((double)(r >> 11) * 0x1p-53 * 2.0 - 1.0);
-        if (!exact && fabs(x) < 1e-3)
-            x = 1e-3;
-        q[i] = tk_lab_fp8_encode(exact ? x : x * fmax_of(f), f, 1);
-    }
+    codes_job j = { q, f, exact, seed };
+    if (q)
+        tk_lab_parallel(n, codes_range, &j);
     return q;
 }
 
@@ -54,8 +72,7 @@ static int upload(void **dev, const void *host, size_t bytes)
     return bytes && cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice) ? -1 : 0;
 }
 
-/* The scales' counts of the case: scale_a's, scale_b's, their ld. */
-static void scale_dims(const tk_lab_case *c, int mode, size_t *na, size_t *nb, int64_t *lda, int64_t *ldb)
+void tk_lab_f8_scale_dims(const tk_lab_case *c, int mode, size_t *na, size_t *nb, int64_t *lda, int64_t *ldb)
 {
     const int64_t kb = (c->k + 127) / 128, nbk = (c->n + 127) / 128;
     *lda = *ldb = 0;
@@ -69,6 +86,48 @@ static void scale_dims(const tk_lab_case *c, int mode, size_t *na, size_t *nb, i
     }
 }
 
+void tk_lab_f8_data_free(tk_lab_f8_data *d)
+{
+    free(d->a), free(d->b), free(d->sa), free(d->sb);
+    memset(d, 0, sizeof *d);
+}
+
+int tk_lab_f8_data_make(const tk_lab_case *c, const tk_lab_f8 *f, tk_lab_f8_data *d)
+{
+    memset(d, 0, sizeof *d);
+    const uint64_t seed = tk_lab_mix64(c->seed ^ 0xf8);
+    const int row = c->layout == TK_ROW_MAJOR;
+    /* A's and B's stored lines in the case's layout */
+    const int a_tr = (c->op_a == TK_OP_T) != !row, b_tr = (c->op_b == TK_OP_T) != !row;
+    const int64_t a_lines = a_tr ? c->k : c->m, b_lines = b_tr ? c->n : c->k;
+    tk_lab_problem(c, NULL, NULL, NULL, &d->p);   /* lda, ldb, ldc from the case */
+    d->na = (size_t)(a_lines * d->p.lda);
+    d->nb = (size_t)(b_lines * d->p.ldb);
+    tk_lab_f8_scale_dims(c, f->scale_mode, &d->nsa, &d->nsb, &d->ld_sa, &d->ld_sb);
+    d->a = codes(d->na, f->fa, f->exact, seed ^ 0xa);
+    d->b = codes(d->nb, f->fb, f->exact, seed ^ 0xb);
+    d->sa = scales(d->nsa, f->exact, seed ^ 0x5a);
+    d->sb = scales(d->nsb, f->exact, seed ^ 0x5b);
+    if (d->a && d->b && d->sa && d->sb)
+        return 0;
+    tk_lab_f8_data_free(d);
+    return -1;
+}
+
+void tk_lab_f8_desc(const tk_lab_f8 *f, const tk_lab_f8_data *d, const void *a, const void *b, void *c,
+                    const float *sa, const float *sb, tk_gemm_desc *out)
+{
+    const tk_gemm_desc init = TK_GEMM_DESC_INIT;
+    *out = init;
+    out->problem = d->p;
+    out->problem.a = a, out->problem.b = b, out->problem.c = c;
+    out->a_fp8 = f->fa == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2;
+    out->b_fp8 = f->fb == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2;
+    out->scale_mode = f->scale_mode;
+    out->scale_a = sa, out->scale_b = sb;
+    out->ld_scale_a = d->ld_sa, out->ld_scale_b = d->ld_sb;
+}
+
 void tk_lab_f8_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_case *c, const tk_lab_f8 *f,
                           tk_lab_f8_result *r)
 {
@@ -79,25 +138,15 @@ void tk_lab_f8_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_cas
     const uint64_t seed = tk_lab_mix64(c->seed ^ 0xf8);
     const size_t cb = c->out == TK_F32 ? 4 : 2;
     const int row = c->layout == TK_ROW_MAJOR;
-    /* stored shapes of A, B, C (lines x line length) in the case's layout */
-    const int a_tr = (c->op_a == TK_OP_T) != !row, b_tr = (c->op_b == TK_OP_T) != !row;
-    const int64_t a_lines = a_tr ? c->k : c->m, a_len = a_tr ? c->m : c->k;
-    const int64_t b_lines = b_tr ? c->n : c->k, b_len = b_tr ? c->k : c->n;
     const int64_t c_lines = row ? c->m : c->n, c_len = row ? c->n : c->m;
-    tk_gemm_problem hp;
-    tk_lab_problem(c, NULL, NULL, NULL, &hp);   /* lda, ldb, ldc from the case */
-    (void)a_len, (void)b_len;
-    const size_t na = (size_t)(a_lines * hp.lda), nb = (size_t)(b_lines * hp.ldb);
+    tk_lab_f8_data in;
+    const int made = tk_lab_f8_data_make(c, f, &in) == 0;
+    const tk_gemm_problem hp = in.p;
     const size_t nc = (size_t)(c_lines * hp.ldc) + F8_GUARD;
-    size_t nsa, nsb;
-    int64_t ld_sa, ld_sb;
-    scale_dims(c, f->scale_mode, &nsa, &nsb, &ld_sa, &ld_sb);
-    uint8_t *ha = codes(na, f->fa, f->exact, seed ^ 0xa), *hb = codes(nb, f->fb, f->exact, seed ^ 0xb);
-    float *hsa = scales(nsa, f->exact, seed ^ 0x5a), *hsb = scales(nsb, f->exact, seed ^ 0x5b);
     void *img = malloc(nc * cb), *got = malloc(nc * cb);
     double *want = malloc((size_t)(c->m * c->n + 1) * sizeof *want), *s = malloc((size_t)(c->m * c->n + 1) * sizeof *s);
     void *da = NULL, *db = NULL, *dsa = NULL, *dsb = NULL, *dc = NULL;
-    if (!ha || !hb || !hsa || !hsb || !img || !got || !want || !s) {
+    if (!made || !img || !got || !want || !s) {
         snprintf(r->msg, sizeof r->msg, "out of host memory");
         r->outcome = -1;
         goto done;
@@ -107,19 +156,14 @@ void tk_lab_f8_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_cas
         poison1((char *)img + e * cb, cb);
     for (int64_t l = 0; c->beta != 0.0f && l < c_lines; l++)
         tk_lab_fill((char *)img + (size_t)(l * hp.ldc) * cb, c->out, (size_t)c_len, seed ^ (0xc0000 + (uint64_t)l));
-    if (upload(&da, ha, na) || upload(&db, hb, nb) || upload(&dsa, hsa, nsa * 4) || upload(&dsb, hsb, nsb * 4) ||
-        upload(&dc, img, nc * cb)) {
+    if (upload(&da, in.a, in.na) || upload(&db, in.b, in.nb) || upload(&dsa, in.sa, in.nsa * 4) ||
+        upload(&dsb, in.sb, in.nsb * 4) || upload(&dc, img, nc * cb)) {
         snprintf(r->msg, sizeof r->msg, "device buffers: %s", cudaGetErrorString(cudaGetLastError()));
         r->outcome = -1;
         goto done;
     }
-    tk_gemm_desc d = TK_GEMM_DESC_INIT;
-    d.problem = hp;
-    d.problem.a = da, d.problem.b = db, d.problem.c = dc;
-    d.a_fp8 = f->fa == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2;
-    d.b_fp8 = f->fb == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2;
-    d.scale_mode = f->scale_mode;
-    d.scale_a = dsa, d.scale_b = dsb, d.ld_scale_a = ld_sa, d.ld_scale_b = ld_sb;
+    tk_gemm_desc d;
+    tk_lab_f8_desc(f, &in, da, db, dc, dsa, dsb, &d);
     r->status = tk_gemm_run(h, &d, kernel, st);
     cudaError_t ce = cudaStreamSynchronize(st);
     if (!ce)
@@ -145,8 +189,8 @@ void tk_lab_f8_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_cas
         goto done;
     }
     tk_gemm_problem ref = hp;
-    ref.a = ha, ref.b = hb, ref.c = img;
-    const tk_lab_fp8_ref f8 = { f->fa, f->fb, f->scale_mode, hsa, hsb, ld_sa, ld_sb };
+    ref.a = in.a, ref.b = in.b, ref.c = img;
+    const tk_lab_fp8_ref f8 = { f->fa, f->fb, f->scale_mode, in.sa, in.sb, in.ld_sa, in.ld_sb };
     tk_lab_ref_full_fp8(&ref, &f8, want, s);
     for (int64_t i = 0; i < c->m; i++)
         for (int64_t j = 0; j < c->n; j++) {
@@ -167,15 +211,54 @@ void tk_lab_f8_verify_run(tk_lab_verify *v, const char *kernel, const tk_lab_cas
         }
     r->outcome = r->over || r->guard_writes ? 1 : 0;
 done:
-    free(ha), free(hb), free(hsa), free(hsb), free(img), free(got), free(want), free(s);
+    tk_lab_f8_data_free(&in);
+    free(img), free(got), free(want), free(s);
     cudaFree(da), cudaFree(db), cudaFree(dsa), cudaFree(dsb), cudaFree(dc);
+}
+
+const char *tk_lab_fp8_format_name(tk_lab_fp8 f) { return f == TK_LAB_E4M3 ? "e4m3" : "e5m2"; }
+
+int tk_lab_fp8_format_parse(const char *word)
+{
+    return !strcmp(word, "e4m3") ? TK_LAB_E4M3 : !strcmp(word, "e5m2") ? TK_LAB_E5M2 : -1;
+}
+
+static const char *const mode_names[] = { "none", "tensor", "row", "block" };
+
+const char *tk_lab_scale_mode_name(int mode) { return mode_names[mode & 3]; }
+
+int tk_lab_scale_mode_parse(const char *word)
+{
+    for (int m = TK_SCALE_TENSOR; m <= TK_SCALE_BLOCK; m++)
+        if (!strcmp(word, mode_names[m]))
+            return m;
+    return -1;
 }
 
 void tk_lab_f8_name(const tk_lab_f8 *f, char *buf, size_t len)
 {
-    static const char *modes[] = { "none", "tensor", "row", "block" };
-    snprintf(buf, len, "%s x %s, scale %s%s", f->fa == TK_LAB_E4M3 ? "e4m3" : "e5m2",
-             f->fb == TK_LAB_E4M3 ? "e4m3" : "e5m2", modes[f->scale_mode & 3], f->exact ? ", exact" : "");
+    snprintf(buf, len, "%s x %s, scale %s%s", tk_lab_fp8_format_name(f->fa), tk_lab_fp8_format_name(f->fb),
+             tk_lab_scale_mode_name(f->scale_mode), f->exact ? ", exact" : "");
+}
+
+void tk_lab_f8_verify_json(FILE *o, const char *kernel, const tk_lab_case *c, const tk_lab_f8 *f,
+                           const tk_lab_f8_result *r)
+{
+    static const char *outcome[] = { "error", "ok", "fail", "refused" };
+    fputs("{\"kernel\":", o);
+    tk_lab_json_str(o, kernel);
+    fprintf(o, ",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"layout\":\"%s\",\"op_a\":\"%s\",\"op_b\":\"%s\",\"out\":\"%s\","
+               "\"alpha\":%.9g,\"beta\":%.9g,\"pad\":%d,\"dtype\":\"%s\",\"dtype_b\":\"%s\",\"scale\":\"%s\","
+               "\"exact\":%s,\"status\":\"%s\",\"tk_status\":",
+            (long long)c->m, (long long)c->n, (long long)c->k, c->layout == TK_ROW_MAJOR ? "row" : "col",
+            c->op_a == TK_OP_N ? "n" : "t", c->op_b == TK_OP_N ? "n" : "t", c->out == TK_F32 ? "fp32" : "bf16",
+            (double)c->alpha, (double)c->beta, c->pad, tk_lab_fp8_format_name(f->fa), tk_lab_fp8_format_name(f->fb),
+            tk_lab_scale_mode_name(f->scale_mode), f->exact ? "true" : "false", outcome[r->outcome + 1]);
+    tk_lab_json_str(o, tk_status_string(r->status));
+    fputs(",\"msg\":", o);
+    tk_lab_json_str(o, r->msg);
+    fprintf(o, ",\"checked\":%lld,\"over\":%lld,\"max_rel\":%.6g,\"guard_writes\":%lld}", (long long)r->checked,
+            (long long)r->over, r->max_rel, (long long)r->guard_writes);
 }
 
 void tk_lab_f8_verify_print(FILE *o, const char *kernel, const tk_lab_case *c, const tk_lab_f8 *f,

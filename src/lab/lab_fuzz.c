@@ -345,6 +345,23 @@ void tk_lab_fuzz_gcase_view(const tk_lab_fuzz_gcase *f, tk_lab_gcase *g)
         g->sizes = f->sizes;
 }
 
+/* M, N, K of a case whose reference is all of C on the CPU (epilogue and
+ * FP8 cases): as the dense cases draw them within max_size and 1024, the
+ * volume within max_volume and TK_LAB_FUZZ_MANY_VOLUME, as the many cases'. */
+static void draw_whole_dims(fuzz_rng *r, const tk_lab_fuzz_params *p, tk_lab_case *c)
+{
+    tk_lab_fuzz_params q = *p;
+    if (q.max_size > 1024)
+        q.max_size = 1024;
+    if (q.max_volume > TK_LAB_FUZZ_MANY_VOLUME)
+        q.max_volume = TK_LAB_FUZZ_MANY_VOLUME;
+    int64_t dim[3];
+    draw_dims(r, &q, dim);
+    c->m = dim[0];
+    c->n = dim[1];
+    c->k = dim[2];
+}
+
 void tk_lab_fuzz_ecase_gen(const tk_lab_fuzz_params *p, int kind, uint64_t seed, int64_t index,
                            tk_lab_fuzz_ecase *x)
 {
@@ -373,23 +390,47 @@ void tk_lab_fuzz_ecase_gen(const tk_lab_fuzz_params *p, int kind, uint64_t seed,
     c->pad = (int)rng_below(&r, 2);
     c->alpha = draw_alpha(&r, 0);
     c->beta = e->kind == TK_EPI_GATED_BACKWARD ? 0.0f : draw_beta(&r, 0);
-    /* the reference is the whole of D on the CPU: sizes as the many cases' */
-    tk_lab_fuzz_params q = *p;
-    if (q.max_size > 1024)
-        q.max_size = 1024;
-    if (q.max_volume > TK_LAB_FUZZ_MANY_VOLUME)
-        q.max_volume = TK_LAB_FUZZ_MANY_VOLUME;
-    int64_t dim[3];
-    draw_dims(&r, &q, dim);
-    c->m = dim[0];
-    c->n = dim[1];
-    c->k = dim[2];
+    draw_whole_dims(&r, p, c);
     if (e->kind == TK_EPI_GATED && c->n % 2)   /* N even: its gate and up halves */
         c->n = c->n > 1 ? c->n - 1 : 2;
     c->seed = rng_next(&r);
 }
 
-static const char *const form_names[] = { "dense", "batched", "grouped", "epilogue" };
+void tk_lab_fuzz_fcase_gen(const tk_lab_fuzz_params *p, int fa, int fb, int mode, uint64_t seed, int64_t index,
+                           tk_lab_fuzz_fcase *x)
+{
+    /* a stream of its own ("f8"): the other cases' draws stay as they were */
+    fuzz_rng r = { tk_lab_mix64(tk_lab_mix64(seed ^ 0x6638ull) + (uint64_t)index) };
+    memset(x, 0, sizeof *x);
+    x->seed = seed;
+    x->index = index;
+    tk_lab_f8 *f = &x->f;
+    /* every draw is made whatever fa, fb and mode say, so they narrow a run without moving its other draws */
+    const int dfa = (int)rng_below(&r, 2), dfb = (int)rng_below(&r, 2), dmode = TK_SCALE_TENSOR + (int)rng_below(&r, 3);
+    f->fa = (tk_lab_fp8)(fa >= 0 ? fa : dfa);
+    f->fb = (tk_lab_fp8)(fb >= 0 ? fb : dfb);
+    f->scale_mode = mode ? mode : dmode;
+    f->exact = (int)rng_below(&r, 2);
+    tk_lab_case *c = &x->c;
+    const int col = (int)rng_below(&r, 2);
+    c->layout = col && f->scale_mode != TK_SCALE_BLOCK ? TK_COL_MAJOR : TK_ROW_MAJOR;   /* block: row-major alone */
+    c->op_a = (tk_op)rng_below(&r, 2);
+    c->op_b = (tk_op)rng_below(&r, 2);
+    c->out = (tk_dtype)rng_below(&r, 2);
+    c->pad = (int)rng_below(&r, 2);
+    /* exact: integer sums times powers of two, alpha a power of two, no C read: exact in fp32 */
+    static const float exact_alpha[] = { 1.0f, 2.0f, 0.5f, -1.0f };
+    const float alpha = draw_alpha(&r, 0), beta = draw_beta(&r, 0), ealpha = exact_alpha[rng_below(&r, 4)];
+    c->alpha = f->exact ? ealpha : alpha;
+    c->beta = f->exact ? 0.0f : beta;
+    draw_whole_dims(&r, p, c);
+    if (f->scale_mode == TK_SCALE_BLOCK)   /* K a multiple of 128 (tilekit.h), at most 1024 */
+        c->k = c->k > 1024 - 127 ? 1024 : (c->k + 127) / 128 * 128;
+    c->seed = rng_next(&r);
+}
+
+static const char *const form_names[] = { "dense", "batched", "grouped", "epilogue", "fp8" };
+#define NFORMS 5
 
 int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t len)
 {
@@ -397,11 +438,11 @@ int tk_lab_fuzz_parse_forms(const char *list, unsigned *forms, char *why, size_t
     for (const char *at = list;; at++) {
         const size_t n = strcspn(at, ",");
         unsigned bit = 0;
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < NFORMS; i++)
             if (n == strlen(form_names[i]) && !strncmp(at, form_names[i], n))
                 bit = 1u << i;
         if (!bit) {
-            snprintf(why, len, "--forms: '%.*s' in '%s' is not dense, batched, grouped or epilogue (expected a "
+            snprintf(why, len, "--forms: '%.*s' in '%s' is not dense, batched, grouped, epilogue or fp8 (expected a "
                      "comma-separated list of them)", (int)n, at, list);
             return -1;
         }
@@ -424,6 +465,7 @@ void tk_lab_fuzz_defaults(tk_lab_fuzz_opts *o)
     o->gen.max_volume = TK_LAB_FUZZ_MAX_VOLUME;
     o->log = stdout;
     o->forms = TK_LAB_FORM_ALL;
+    o->fp8_a = o->fp8_b = -1;
 }
 
 static int in_registry(const char *name)
@@ -471,13 +513,26 @@ int tk_lab_fuzz_check(const tk_lab_fuzz_opts *o, char *why, size_t len)
         return -1;
     }
     if (!o->forms || (o->forms & ~(unsigned)TK_LAB_FORM_ANY)) {
-        snprintf(why, len, "--forms: no form (expected dense, batched, grouped or epilogue)");
+        snprintf(why, len, "--forms: no form (expected dense, batched, grouped, epilogue or fp8)");
         return -1;
     }
-    if (o->only_case >= 0 && !o->only_many && !o->only_epi && !(o->forms & TK_LAB_FORM_DENSE)) {
+    if (o->only_case >= 0 && !o->only_many && !o->only_epi && !o->only_f8 && !(o->forms & TK_LAB_FORM_DENSE)) {
         snprintf(why, len, "--case %lld replays a dense case, which --forms leaves out (a batched or grouped case "
-                 "is --case g%lld, an epilogue case --case e%lld)", (long long)o->only_case, (long long)o->only_case,
-                 (long long)o->only_case);
+                 "is --case g%lld, an epilogue case --case e%lld, an FP8 case --case f%lld)", (long long)o->only_case,
+                 (long long)o->only_case, (long long)o->only_case, (long long)o->only_case);
+        return -1;
+    }
+    if (o->only_f8 && !(o->forms & TK_LAB_FORM_FP8)) {
+        snprintf(why, len, "--case f%lld replays an FP8 case: add --forms ...,fp8 or --dtype", (long long)o->only_case);
+        return -1;
+    }
+    if (o->fp8_a < -1 || o->fp8_a > TK_LAB_E5M2 || o->fp8_b < -1 || o->fp8_b > TK_LAB_E5M2) {
+        snprintf(why, len, "--dtype: format %d is not e4m3 (%d) or e5m2 (%d)", o->fp8_a < -1 || o->fp8_a > 1 ? o->fp8_a
+                 : o->fp8_b, TK_LAB_E4M3, TK_LAB_E5M2);
+        return -1;
+    }
+    if (o->fp8_mode < 0 || o->fp8_mode > TK_SCALE_BLOCK) {
+        snprintf(why, len, "--scale: mode %d is not tensor, row or block (1..%d)", o->fp8_mode, TK_SCALE_BLOCK);
         return -1;
     }
     if (o->only_epi && !(o->forms & TK_LAB_FORM_EPILOGUE)) {
@@ -538,12 +593,19 @@ static void replay(const tk_lab_fuzz_opts *o, const char *prefix, int64_t index,
         appendf(buf, len, " --max-volume %lld", (long long)o->gen.max_volume);
     if (o->forms != TK_LAB_FORM_ALL) {
         appendf(buf, len, " --forms ");
-        for (int i = 0, n = 0; i < 4; i++)
+        for (int i = 0, n = 0; i < NFORMS; i++)
             if (o->forms & (1u << i))
                 appendf(buf, len, "%s%s", n++ ? "," : "", form_names[i]);
     }
     if (o->epi_kind)
         appendf(buf, len, " --epilogue %s", tk_lab_epi_kind_name(o->epi_kind));
+    /* an FP8 case's formats and mode: drawn, or these */
+    if (o->fp8_a >= 0)
+        appendf(buf, len, " --dtype %s", tk_lab_fp8_format_name((tk_lab_fp8)o->fp8_a));
+    if (o->fp8_b >= 0 && o->fp8_b != o->fp8_a)
+        appendf(buf, len, " --dtype-b %s", tk_lab_fp8_format_name((tk_lab_fp8)o->fp8_b));
+    if (o->fp8_mode)
+        appendf(buf, len, " --scale %s", tk_lab_scale_mode_name(o->fp8_mode));
 }
 
 void tk_lab_fuzz_replay(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len)
@@ -559,6 +621,11 @@ void tk_lab_fuzz_replay_many(const tk_lab_fuzz_opts *o, int64_t index, const cha
 void tk_lab_fuzz_replay_epi(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len)
 {
     replay(o, "e", index, kernel, buf, len);
+}
+
+void tk_lab_fuzz_replay_f8(const tk_lab_fuzz_opts *o, int64_t index, const char *kernel, char *buf, size_t len)
+{
+    replay(o, "f", index, kernel, buf, len);
 }
 
 /* ---- the engine ---- */
@@ -1070,49 +1137,86 @@ static tk_status open_verify(fuzz_ctx *x, char *why, size_t len)
     return TK_SUCCESS;
 }
 
-/* Batched or grouped case `index` on every subject. A status other than
- * TK_SUCCESS ends the run, with s->error saying why. */
-static tk_status run_many(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index, tk_lab_fuzz_summary *s)
+/* One subject's verdict on a case of the batched/grouped, epilogue or FP8
+ * stream: what is wrong in words ("" if nothing; a refusal is "refused:
+ * ..."). Returns 1 when the subject refused the case as a kernel may (a
+ * skip, but for auto-dispatch, which must take every case), else 0. */
+typedef int (*subject_check)(fuzz_ctx *x, const char *name, const void *kase, char *what, size_t len);
+
+/* The case `index` of the stream with replay prefix `prefix` ("g", "e",
+ * "f") on every subject: the counts, each failure's line with its replay,
+ * the first failures kept with proto's case; a CUDA error ends the run (a
+ * status other than TK_SUCCESS, s->error saying why). */
+static tk_status run_subjects(fuzz_ctx *x, const tk_lab_fuzz_opts *o, tk_lab_fuzz_summary *s, const char *prefix,
+                              int64_t index, const char *cname, subject_check check, const void *kase, int exact,
+                              const tk_lab_fuzz_failure *proto)
 {
-    tk_lab_fuzz_gcase f;
-    tk_lab_gcase g;
-    tk_lab_fuzz_gcase_gen(&o->gen, o->forms, o->seed, index, &f);
-    tk_lab_fuzz_gcase_view(&f, &g);
-    char why[TK_LAB_MSG_LEN / 2], what[TK_LAB_MSG_LEN], cname[256], replay[256], id[32];
-    tk_status st = open_verify(x, why, sizeof why);
-    if (st != TK_SUCCESS) {
-        snprintf(s->error, sizeof s->error, "case g%lld: %s", (long long)index, why);
-        return st;
-    }
-    s->many++;
-    tk_lab_gcase_name(&g, cname, sizeof cname);
-    snprintf(id, sizeof id, "g%lld", (long long)index);
+    char what[TK_LAB_MSG_LEN], replay_cmd[256], id[32];
+    snprintf(id, sizeof id, "%s%lld", prefix, (long long)index);
     for (int ki = 0; ki < x->nnames; ki++) {
         const char *name = x->names[ki];
-        tk_lab_gverify_run(x->v, name, &g, x->gr);
-        /* a kernel may refuse a form; auto-dispatch runs every one (k01_naive at least) */
-        if (x->gr->outcome == 2 && strcmp(name, "auto")) {
+        if (check(x, name, kase, what, sizeof what) && strcmp(name, "auto")) {
             s->kernel[ki].skipped++;
             s->total.skipped++;
-            tk_lab_gverify_free(x->gr);
             continue;
         }
         s->kernel[ki].checked++;
         s->total.checked++;
-        describe_many(&g, x->gr, what, sizeof what);
-        tk_lab_gverify_free(x->gr);
+        s->kernel[ki].exact += exact;
+        s->total.exact += exact;
         if (!what[0])
             continue;
-        tk_lab_fuzz_replay_many(o, index, name, replay, sizeof replay);
-        tk_lab_fuzz_failure *kept = note_failure(o, s, ki, name, id, cname, what, replay);
+        replay(o, prefix, index, name, replay_cmd, sizeof replay_cmd);
+        tk_lab_fuzz_failure *kept = note_failure(o, s, ki, name, id, cname, what, replay_cmd);
         if (kept) {
-            kept->many = 1;
-            kept->g = f;
+            kept->many = proto->many, kept->epi = proto->epi, kept->fp8 = proto->fp8;
+            kept->g = proto->g, kept->e = proto->e, kept->fc = proto->fc;
         }
-        if ((st = stop_on_cuda_error(s, id, name)))
+        tk_status st = stop_on_cuda_error(s, id, name);
+        if (st)
             return st;
     }
     return TK_SUCCESS;
+}
+
+/* verify's grouped path on a batched or grouped case; a kernel may refuse
+ * a form, auto-dispatch runs every one (k01_naive at least). */
+static int check_many(fuzz_ctx *x, const char *name, const void *kase, char *what, size_t len)
+{
+    const tk_lab_gcase *g = kase;
+    tk_lab_gverify_run(x->v, name, g, x->gr);
+    describe_many(g, x->gr, what, len);
+    const int refused = x->gr->outcome == 2;
+    tk_lab_gverify_free(x->gr);
+    return refused;
+}
+
+/* The verify context of the batched, grouped, epilogue and FP8 cases ... */
+static tk_status open_stream(fuzz_ctx *x, tk_lab_fuzz_summary *s, const char *prefix, int64_t index)
+{
+    char why[TK_LAB_MSG_LEN / 2];
+    tk_status st = open_verify(x, why, sizeof why);
+    if (st != TK_SUCCESS)
+        snprintf(s->error, sizeof s->error, "case %s%lld: %s", prefix, (long long)index, why);
+    return st;
+}
+
+/* Batched or grouped case `index` on every subject. */
+static tk_status run_many(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index, tk_lab_fuzz_summary *s)
+{
+    tk_lab_fuzz_failure proto;
+    memset(&proto, 0, sizeof proto);
+    tk_lab_gcase g;
+    char cname[256];
+    tk_lab_fuzz_gcase_gen(&o->gen, o->forms, o->seed, index, &proto.g);
+    tk_lab_fuzz_gcase_view(&proto.g, &g);
+    tk_status st = open_stream(x, s, "g", index);
+    if (st != TK_SUCCESS)
+        return st;
+    s->many++;
+    proto.many = 1;
+    tk_lab_gcase_name(&g, cname, sizeof cname);
+    return run_subjects(x, o, s, "g", index, cname, check_many, &g, 0, &proto);
 }
 
 /* What an epilogue verdict found wrong, in words ("" if nothing). */
@@ -1136,50 +1240,78 @@ static void describe_epi(const tk_lab_epi_result *r, char *buf, size_t len)
                 (long long)r->guard_writes, r->guard_where);
 }
 
-/* Epilogue case `index` on every subject (verify --epilogue's check: fp64
- * reference of D, aux and bias_grad, NaN-poisoned outputs, guard bands). A
- * kernel without the case's epilogue refuses it (skipped); auto-dispatch
- * and every kernel must take a valid case (a TK_ERR_INVALID_VALUE is a
- * failure). A status other than TK_SUCCESS ends the run. */
+/* verify --epilogue's check (fp64 reference of D, aux and bias_grad,
+ * NaN-poisoned outputs, guard bands). A kernel without the case's epilogue
+ * refuses it (TK_ERR_NOT_SUPPORTED: a skip); any other refusal of a valid
+ * case (a TK_ERR_INVALID_VALUE) is a failure. */
+static int check_epi(fuzz_ctx *x, const char *name, const void *kase, char *what, size_t len)
+{
+    const tk_lab_fuzz_ecase *f = kase;
+    tk_lab_epi_result r;
+    tk_lab_epi_verify_run(x->v, name, &f->c, &f->e, &r);
+    describe_epi(&r, what, len);
+    return r.outcome == 2 && r.status == TK_ERR_NOT_SUPPORTED;
+}
+
+/* Epilogue case `index` on every subject. */
 static tk_status run_epi(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index, tk_lab_fuzz_summary *s)
 {
-    tk_lab_fuzz_ecase f;
-    tk_lab_fuzz_ecase_gen(&o->gen, o->epi_kind, o->seed, index, &f);
-    char why[TK_LAB_MSG_LEN / 2], what[TK_LAB_MSG_LEN], cname[256], epi[128], replay[256], id[32];
-    tk_status st = open_verify(x, why, sizeof why);
-    if (st != TK_SUCCESS) {
-        snprintf(s->error, sizeof s->error, "case e%lld: %s", (long long)index, why);
+    tk_lab_fuzz_failure proto;
+    memset(&proto, 0, sizeof proto);
+    tk_lab_fuzz_ecase_gen(&o->gen, o->epi_kind, o->seed, index, &proto.e);
+    char cname[256], epi[128];
+    tk_status st = open_stream(x, s, "e", index);
+    if (st != TK_SUCCESS)
         return st;
-    }
     s->epi++;
-    tk_lab_case_name(&f.c, cname, sizeof cname);
-    tk_lab_epi_name(&f.e, epi, sizeof epi);
+    proto.epi = 1;
+    tk_lab_case_name(&proto.e.c, cname, sizeof cname);
+    tk_lab_epi_name(&proto.e.e, epi, sizeof epi);
     appendf(cname, sizeof cname, " | %s", epi);
-    snprintf(id, sizeof id, "e%lld", (long long)index);
-    for (int ki = 0; ki < x->nnames; ki++) {
-        const char *name = x->names[ki];
-        tk_lab_epi_result r;
-        tk_lab_epi_verify_run(x->v, name, &f.c, &f.e, &r);
-        if (r.outcome == 2 && r.status == TK_ERR_NOT_SUPPORTED && strcmp(name, "auto")) {
-            s->kernel[ki].skipped++;
-            s->total.skipped++;
-            continue;
-        }
-        s->kernel[ki].checked++;
-        s->total.checked++;
-        describe_epi(&r, what, sizeof what);
-        if (!what[0])
-            continue;
-        tk_lab_fuzz_replay_epi(o, index, name, replay, sizeof replay);
-        tk_lab_fuzz_failure *kept = note_failure(o, s, ki, name, id, cname, what, replay);
-        if (kept) {
-            kept->epi = 1;
-            kept->e = f;
-        }
-        if ((st = stop_on_cuda_error(s, id, name)))
-            return st;
-    }
-    return TK_SUCCESS;
+    return run_subjects(x, o, s, "e", index, cname, check_epi, &proto.e, 0, &proto);
+}
+
+/* verify --dtype's check (fp64 reference of the dequantized terms, C
+ * NaN-poisoned between guard bands, untouched on a refusal). A kernel
+ * without FP8 operands (or without this case's) refuses it
+ * (TK_ERR_NOT_SUPPORTED: a skip); any other refusal of a valid case is a
+ * failure. */
+static int check_f8(fuzz_ctx *x, const char *name, const void *kase, char *what, size_t len)
+{
+    const tk_lab_fuzz_fcase *f = kase;
+    tk_lab_f8_result r;
+    tk_lab_f8_verify_run(x->v, name, &f->c, &f->f, &r);
+    what[0] = '\0';
+    if (r.outcome < 0 || (r.outcome == 2 && r.status != TK_ERR_NOT_SUPPORTED))
+        appendf(what, len, "%s: %s", r.outcome < 0 ? "error" : "refused", r.msg);
+    else if (r.outcome == 2 && !strcmp(name, "auto"))
+        appendf(what, len, "refused: %s", r.msg);
+    if (r.over)
+        appendf(what, len, "%lld of %lld off the fp64 reference, first (%lld, %lld): %.9g, want %.9g +- %.3g",
+                (long long)r.over, (long long)r.checked, (long long)r.bad_row, (long long)r.bad_col, r.bad_got,
+                r.bad_want, r.bad_tol);
+    if (r.guard_writes)
+        appendf(what, len, "%s%lld writes outside C's M x N%s, first at %s", *what ? "; " : "",
+                (long long)r.guard_writes, r.status ? " (refused)" : "", r.guard_where);
+    return r.outcome == 2 && r.status == TK_ERR_NOT_SUPPORTED;
+}
+
+/* FP8 case `index` on every subject. */
+static tk_status run_f8(fuzz_ctx *x, const tk_lab_fuzz_opts *o, int64_t index, tk_lab_fuzz_summary *s)
+{
+    tk_lab_fuzz_failure proto;
+    memset(&proto, 0, sizeof proto);
+    tk_lab_fuzz_fcase_gen(&o->gen, o->fp8_a, o->fp8_b, o->fp8_mode, o->seed, index, &proto.fc);
+    char cname[256], fn[64];
+    tk_status st = open_stream(x, s, "f", index);
+    if (st != TK_SUCCESS)
+        return st;
+    s->fp8++;
+    proto.fp8 = 1;
+    tk_lab_case_name(&proto.fc.c, cname, sizeof cname);
+    tk_lab_f8_name(&proto.fc.f, fn, sizeof fn);
+    appendf(cname, sizeof cname, " | %s", fn);
+    return run_subjects(x, o, s, "f", index, cname, check_f8, &proto.fc, proto.fc.f.exact, &proto);
 }
 
 static double now_s(void)
@@ -1213,10 +1345,12 @@ tk_status tk_lab_fuzz_run(const tk_lab_fuzz_opts *o, tk_lab_fuzz_summary *s, cha
         snprintf(s->error, sizeof s->error, "%s", why);
     const double t0 = now_s();
     const int dense = o->forms & TK_LAB_FORM_DENSE, many = o->forms & (TK_LAB_FORM_BATCHED | TK_LAB_FORM_GROUPED);
-    const int epi = o->forms & TK_LAB_FORM_EPILOGUE;
+    const int epi = o->forms & TK_LAB_FORM_EPILOGUE, f8 = o->forms & TK_LAB_FORM_FP8;
     for (int64_t i = o->only_case >= 0 ? o->only_case : 0; st == TK_SUCCESS && more_cases(o, i, t0); i++) {
         tk_lab_fuzz_case c;
-        if (o->only_case >= 0 && o->only_epi) {   /* --case eI */
+        if (o->only_case >= 0 && o->only_f8) {   /* --case fI */
+            st = run_f8(&x, o, i, s);
+        } else if (o->only_case >= 0 && o->only_epi) {   /* --case eI */
             st = run_epi(&x, o, i, s);
         } else if (o->only_case >= 0 && o->only_many) {   /* --case gI */
             st = run_many(&x, o, i, s);
@@ -1230,6 +1364,9 @@ tk_status tk_lab_fuzz_run(const tk_lab_fuzz_opts *o, tk_lab_fuzz_summary *s, cha
         /* epilogue case i / 4 after dense case i = 1, 5, ... (case i without dense cases) */
         if (st == TK_SUCCESS && epi && o->only_case < 0 && (!dense || i % 4 == 1))
             st = run_epi(&x, o, dense ? i / 4 : i, s);
+        /* FP8 case i / 4 after dense case i = 2, 6, ... (case i without dense cases) */
+        if (st == TK_SUCCESS && f8 && o->only_case < 0 && (!dense || i % 4 == 2))
+            st = run_f8(&x, o, dense ? i / 4 : i, s);
         if (st != TK_SUCCESS)
             snprintf(why, len, "%s", s->error);
     }
@@ -1262,6 +1399,8 @@ void tk_lab_fuzz_print_summary(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_
         snprintf(many, sizeof many, " + %lld batched/grouped", (long long)s->many);
     if (s->epi)
         appendf(many, sizeof many, " + %lld epilogue", (long long)s->epi);
+    if (s->fp8)
+        appendf(many, sizeof many, " + %lld fp8", (long long)s->fp8);
     fprintf(f, "fuzz: seed %llu, %lld cases%s in %.1f s: %lld kernel-cases checked (%lld exact), %lld skipped "
                "(refused), %lld capped (slow), %lld failures; largest problem %s\n",
             (unsigned long long)o->seed, (long long)s->cases, many, s->seconds, (long long)t->checked,
@@ -1296,6 +1435,18 @@ static void json_gcase(FILE *f, const tk_lab_fuzz_gcase *x)
     tk_lab_json_str(f, name);
 }
 
+/* An FP8 case: "fp8":true, its index in the FP8 stream. */
+static void json_fcase(FILE *f, const tk_lab_fuzz_fcase *x)
+{
+    char name[256], fn[64];
+    tk_lab_case_name(&x->c, name, sizeof name);
+    tk_lab_f8_name(&x->f, fn, sizeof fn);
+    appendf(name, sizeof name, " | %s", fn);
+    fprintf(f, "\"case\":%lld,\"fp8\":true,\"m\":%lld,\"n\":%lld,\"k\":%lld,\"problem\":", (long long)x->index,
+            (long long)x->c.m, (long long)x->c.n, (long long)x->c.k);
+    tk_lab_json_str(f, name);
+}
+
 /* An epilogue case: "epilogue":true, its index in the epilogue stream. */
 static void json_ecase(FILE *f, const tk_lab_fuzz_ecase *x)
 {
@@ -1312,10 +1463,10 @@ int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz
 {
     fprintf(f, "{\"tool\":\"tilekit fuzz\",\"version\":\"%d.%d.%d\",\"seed\":%llu,\"max_size\":%lld,"
                "\"max_volume\":%lld,\"cases\":%lld,\"many_cases\":%lld,\"epilogue_cases\":%lld,"
-               "\"seconds\":%.3f,",
+               "\"fp8_cases\":%lld,\"seconds\":%.3f,",
             TILEKIT_VERSION_MAJOR, TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH, (unsigned long long)o->seed,
             (long long)o->gen.max_size, (long long)o->gen.max_volume, (long long)s->cases, (long long)s->many,
-            (long long)s->epi, s->seconds);
+            (long long)s->epi, (long long)s->fp8, s->seconds);
     json_stat(f, &s->total);
     fputs(",\"largest\":", f);
     if (s->largest.index >= 0) {
@@ -1345,7 +1496,9 @@ int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz
         /* the replay names the subject, "auto" for "auto -> kNN" */
         snprintf(subject, sizeof subject, "%s", x->kernel);
         subject[strcspn(subject, " ")] = '\0';
-        if (x->epi)
+        if (x->fp8)
+            tk_lab_fuzz_replay_f8(o, x->fc.index, subject, replay, sizeof replay);
+        else if (x->epi)
             tk_lab_fuzz_replay_epi(o, x->e.index, subject, replay, sizeof replay);
         else if (x->many)
             tk_lab_fuzz_replay_many(o, x->g.index, subject, replay, sizeof replay);
@@ -1354,7 +1507,9 @@ int tk_lab_fuzz_write_json(FILE *f, const tk_lab_fuzz_opts *o, const tk_lab_fuzz
         fprintf(f, "%s\n {\"kernel\":", i ? "," : "");
         tk_lab_json_str(f, x->kernel);
         fputc(',', f);
-        if (x->epi)
+        if (x->fp8)
+            json_fcase(f, &x->fc);
+        else if (x->epi)
             json_ecase(f, &x->e);
         else if (x->many)
             json_gcase(f, &x->g);

@@ -57,7 +57,8 @@ static int run_dense(tk_lab_bench *b, void *ctx, char *why, size_t len)
 int tk_lab_is_yardstick(const char *kernel)
 {
     return !strcmp(kernel, "cublas") || !strcmp(kernel, TK_LAB_CUBLAS_LOOP) ||
-           !strcmp(kernel, TK_LAB_CUBLAS_GROUPED) || !strcmp(kernel, TK_LAB_DENSE_LOOP);
+           !strcmp(kernel, TK_LAB_CUBLAS_GROUPED) || !strcmp(kernel, TK_LAB_DENSE_LOOP) ||
+           !strcmp(kernel, TK_LAB_CUBLASLT);
 }
 
 /* The median of the row of rows[0..n) named `name`, 0 if none was timed. */

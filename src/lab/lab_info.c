@@ -183,6 +183,153 @@ static void write_device_json(FILE *f, const tk_device *d)
     fputc('}', f);
 }
 
+/* The device the kernels' checks are asked about: dev, or without one an
+ * sm_90 device of 132 SMs (the checks read the device, never the GPU). */
+static const tk_device *check_device(const tk_device *dev, tk_device *h100)
+{
+    if (dev)
+        return dev;
+    memset(h100, 0, sizeof *h100);
+    h100->id = -1;
+    h100->sm = 90;
+    h100->sm_count = 132;
+    return h100;
+}
+
+/* The problem info asks the kernels' checks about: 1024^3 row-major, A M x
+ * K, B N x K (op_b T), bf16 C, alpha 1, beta 0, at stand-in addresses
+ * (aligned, apart, never dereferenced by a check) from INFO_BASE. */
+#define INFO_N 1024
+#define INFO_BASE ((char *)(uintptr_t)(UINT64_C(1) << 40))
+
+static void stand_in_args(tk_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->m = a->n = a->k = INFO_N;
+    a->a = INFO_BASE;
+    a->lda = INFO_N;
+    a->op_a = TK_OP_N;
+    a->b = INFO_BASE + (UINT64_C(1) << 30);
+    a->ldb = INFO_N;
+    a->op_b = TK_OP_T;
+    a->c = INFO_BASE + (UINT64_C(2) << 30);
+    a->ldc = INFO_N;
+    a->c_type = TK_BF16;
+    a->alpha = 1.0f;
+}
+
+/* Which scale modes (bit m: tk_scale_mode m) kernel k's own check
+ * (tk_kernel_supports_args) takes with FP8 operands of formats fa x fb
+ * (tk_fp8_format) on a 1024^3 row-major problem, A M x K and B N x K
+ * (op_b T: the K-major layout of the FP8 tensor cores), bf16 C, beta 0,
+ * 16-byte aligned operands, block scales' strides M and ceil(N / 128); 0
+ * for a family without FP8 operands or a device below its minimum. */
+static unsigned fp8_modes(const tk_kernel *k, const tk_device *dev, int fa, int fb)
+{
+    if (!(k->family->accepts & TK_ACCEPT_AB_FP8) || dev->sm < k->min_sm)
+        return 0;
+    const int64_t n = INFO_N;
+    char *const base = INFO_BASE;
+    unsigned modes = 0;
+    for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
+        tk_args a;
+        stand_in_args(&a);
+        const tk_fp8_args f = { fa, fb, mode, (const float *)(base + (UINT64_C(3) << 30)),
+                                (const float *)(base + (UINT64_C(4) << 30)), mode == TK_SCALE_BLOCK ? n : 0,
+                                mode == TK_SCALE_BLOCK ? n / 128 : 0 };
+        a.fp8 = &f;
+        char why[TK_MSG_LEN];
+        if (tk_kernel_supports_args(k, &a, dev, why, sizeof why) == TK_SUCCESS)
+            modes |= 1u << mode;
+    }
+    return modes;
+}
+
+static const int fp8_formats[2] = { TK_FP8_E4M3, TK_FP8_E5M2 };
+static const char *fp8_format_word(int f) { return f == TK_FP8_E4M3 ? "e4m3" : "e5m2"; }
+
+/* Which FP8 operands each kernel takes (fp8_modes for the four pairings of
+ * formats): a line per kernel of a family with TK_ACCEPT_AB_FP8 that takes
+ * any, the pairings grouped by the modes they take ("any pairing" when all
+ * four take the same ones). */
+static void print_fp8(FILE *f, const tk_device *dev, const char *const *kernels)
+{
+    tk_device h100;
+    dev = check_device(dev, &h100);
+    const int kw = kernel_width(kernels, 6);
+    int header = 0;
+    for (int i = 0; i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (!wanted(k->name, kernels))
+            continue;
+        unsigned modes[4], any = 0;
+        for (int p = 0; p < 4; p++)
+            any |= modes[p] = fp8_modes(k, dev, fp8_formats[p >> 1], fp8_formats[p & 1]);
+        if (!any)
+            continue;
+        char line[256] = "";
+        for (int p = 0; p < 4; p++) {
+            int first = 1;   /* the first pairing with these modes names them all */
+            for (int q = 0; q < p; q++)
+                first &= modes[q] != modes[p];
+            if (!first || !modes[p])
+                continue;
+            int same = 0;
+            for (int q = p; q < 4; q++)
+                same += modes[q] == modes[p];
+            size_t at = strlen(line);
+            if (same == 4)
+                snprintf(line + at, sizeof line - at, "any pairing:");
+            for (int q = p; q < 4 && same < 4; q++)
+                if (modes[q] == modes[p]) {
+                    at = strlen(line);
+                    snprintf(line + at, sizeof line - at, "%s%s x %s", at ? (q == p ? "; " : ", ") : "",
+                             fp8_format_word(fp8_formats[q >> 1]), fp8_format_word(fp8_formats[q & 1]));
+                }
+            if (same < 4) {
+                at = strlen(line);
+                snprintf(line + at, sizeof line - at, ":");
+            }
+            for (int m = TK_SCALE_TENSOR; m <= TK_SCALE_BLOCK; m++)
+                if (modes[p] & (1u << m)) {
+                    at = strlen(line);
+                    snprintf(line + at, sizeof line - at, " %s", tk_lab_scale_mode_name(m));
+                }
+        }
+        if (!header++)
+            fprintf(f, "\n%-*s %s\n", kw, "kernel", "FP8 operands (tilekit.h's tk_gemm_desc version 4): A x B formats "
+                                                   "and scale modes its check takes");
+        fprintf(f, "%-*s %s\n", kw, k->name, line);
+    }
+}
+
+/* ,"fp8":[...]: per kernel that takes FP8 operands, each pairing of formats with the scale modes it takes. */
+static void write_fp8_json(FILE *f, const tk_device *dev, const char *const *kernels)
+{
+    tk_device h100;
+    dev = check_device(dev, &h100);
+    fputs(",\n\"fp8\":[", f);
+    for (int i = 0, n = 0; i < tk_registry_count(); i++) {
+        const tk_kernel *k = tk_registry_at(i);
+        if (!wanted(k->name, kernels) || !(k->family->accepts & TK_ACCEPT_AB_FP8))
+            continue;
+        fprintf(f, "%s\n {", n++ ? "," : "");
+        json_key_str(f, "kernel", k->name, 1);
+        fputs(",\"takes\":{", f);
+        for (int p = 0; p < 4; p++) {
+            const unsigned modes = fp8_modes(k, dev, fp8_formats[p >> 1], fp8_formats[p & 1]);
+            fprintf(f, "%s\"%sx%s\":[", p ? "," : "", fp8_format_word(fp8_formats[p >> 1]),
+                    fp8_format_word(fp8_formats[p & 1]));
+            for (int m = TK_SCALE_TENSOR, c = 0; m <= TK_SCALE_BLOCK; m++)
+                if (modes & (1u << m))
+                    fprintf(f, "%s\"%s\"", c++ ? "," : "", tk_lab_scale_mode_name(m));
+            fputc(']', f);
+        }
+        fputs("}}", f);
+    }
+    fputc(']', f);
+}
+
 /* The document: tool, version, device (null without one, with
  * device_error saying why), the table's families and configurations, and
  * each wanted kernel's resources on the device ([] without one). */
@@ -229,7 +376,9 @@ static void write_json(FILE *f, const tk_device *d, const char *device_error, co
         json_key_str(f, "description", k->description, 0);
         fputc('}', f);
     }
-    fputs("],\n\"resources\":[", f);
+    fputc(']', f);
+    write_fp8_json(f, d, kernels);
+    fputs(",\n\"resources\":[", f);
     n = 0;
     for (int i = 0; d && i < tk_registry_count(); i++) {
         const tk_kernel *k = tk_registry_at(i);
@@ -269,16 +418,9 @@ static void print_epilogues(FILE *f, const tk_device *dev, const char *const *ke
         { TK_EPI_GATED_BACKWARD, "gated_backward" },
     };
     tk_device h100;
-    if (!dev) {
-        memset(&h100, 0, sizeof h100);
-        h100.id = -1;
-        h100.sm = 90;
-        h100.sm_count = 132;
-        dev = &h100;
-    }
-    const int64_t n = 1024;
-    /* stand-in addresses: aligned, apart, never dereferenced by a check */
-    char *const base = (char *)(uintptr_t)(UINT64_C(1) << 40);
+    dev = check_device(dev, &h100);
+    const int64_t n = INFO_N;
+    char *const base = INFO_BASE;
     const int kw = kernel_width(kernels, 6);
     int header = 0;
     for (int i = 0; i < tk_registry_count(); i++) {
@@ -289,18 +431,8 @@ static void print_epilogues(FILE *f, const tk_device *dev, const char *const *ke
         for (size_t j = 0; j < sizeof kinds / sizeof kinds[0]; j++) {
             const int kind = kinds[j].kind;
             tk_args a;
-            memset(&a, 0, sizeof a);
-            a.m = a.n = a.k = n;
-            a.a = base;
-            a.lda = n;
-            a.op_a = TK_OP_N;
-            a.b = base + (UINT64_C(1) << 30);
-            a.ldb = n;
-            a.op_b = TK_OP_T;
-            a.c = base + (UINT64_C(2) << 30);
+            stand_in_args(&a);
             a.ldc = kind == TK_EPI_GATED ? n / 2 : kind == TK_EPI_GATED_BACKWARD ? 2 * n : n;
-            a.c_type = TK_BF16;
-            a.alpha = 1.0f;
             tk_epi_args e;
             memset(&e, 0, sizeof e);
             e.kind = kind;
@@ -347,6 +479,7 @@ int tk_lab_info(FILE *f, const char *const *kernels, FILE *json)
     }
     print_registry(f, kernels);
     print_epilogues(f, have ? &d : NULL, kernels);
+    print_fp8(f, have ? &d : NULL, kernels);
     int bad = 0;
     if (have) {
         const int kw = kernel_width(kernels, 6);

@@ -129,44 +129,61 @@ int tk_lab_threads(void)
     return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
 
+typedef struct par_job {
+    void (*body)(void *ctx, size_t lo, size_t hi);
+    void *ctx;
+    size_t lo, hi;
+} par_job;
+
+static void *par_worker(void *arg)
+{
+    par_job *j = arg;
+    j->body(j->ctx, j->lo, j->hi);
+    return NULL;
+}
+
+void tk_lab_parallel(size_t n, void (*body)(void *ctx, size_t lo, size_t hi), void *ctx)
+{
+    enum { MAXT = 64 };
+    int nt = n < ((size_t)1 << 20) ? 1 : tk_lab_threads();
+    nt = nt > MAXT ? MAXT : nt;
+    par_job jobs[MAXT];
+    pthread_t tid[MAXT];
+    int started[MAXT] = { 0 };
+    for (int t = 0; t < nt; t++) {
+        jobs[t] = (par_job){ body, ctx, n * (size_t)t / (size_t)nt, n * (size_t)(t + 1) / (size_t)nt };
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, par_worker, &jobs[t]) == 0;
+    }
+    for (int t = 0; t < nt; t++)
+        if (!started[t])   /* thread 0, or one that could not be started */
+            par_worker(&jobs[t]);
+    for (int t = 0; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+}
+
 typedef struct fill_job {
     void *x;
     tk_dtype type;
-    size_t lo, hi;
     uint64_t seed;
 } fill_job;
 
-static void *fill_worker(void *arg)
+static void fill_range(void *ctx, size_t lo, size_t hi)
 {
-    fill_job *j = arg;
-    for (size_t i = j->lo; i < j->hi; i++) {
+    const fill_job *j = ctx;
+    for (size_t i = lo; i < hi; i++) {
         uint16_t v = tk_lab_rand_bf16(j->seed, i);
         if (j->type == TK_BF16)
             ((uint16_t *)j->x)[i] = v;
         else
             ((float *)j->x)[i] = tk_lab_bf16_to_f32(v);
     }
-    return NULL;
 }
 
 void tk_lab_fill(void *x, tk_dtype type, size_t n, uint64_t seed)
 {
-    enum { MAXT = 64 };
-    int nt = n < ((size_t)1 << 20) ? 1 : tk_lab_threads();
-    nt = nt > MAXT ? MAXT : nt;
-    fill_job jobs[MAXT];
-    pthread_t tid[MAXT];
-    int started[MAXT] = { 0 };
-    for (int t = 0; t < nt; t++) {
-        jobs[t] = (fill_job){ x, type, n * (size_t)t / (size_t)nt, n * (size_t)(t + 1) / (size_t)nt, seed };
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, fill_worker, &jobs[t]) == 0;
-    }
-    for (int t = 0; t < nt; t++)
-        if (!started[t])   /* thread 0, or one that could not be started */
-            fill_worker(&jobs[t]);
-    for (int t = 0; t < nt; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
+    fill_job j = { x, type, seed };
+    tk_lab_parallel(n, fill_range, &j);
 }
 
 double tk_lab_load(const void *x, tk_dtype t, int64_t idx)

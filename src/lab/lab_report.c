@@ -46,6 +46,18 @@ void tk_lab_bench_print_gheader(FILE *f)
             "xgrouped", "xdense", "read_GB/s", "MHz");
 }
 
+/* Wide enough for "e4m3xe5m2". */
+#define F8_W 9
+
+void tk_lab_bench_print_f8header(FILE *f)
+{
+    fprintf(f, "FP8 rows: A x B formats and scale mode (tk_gemm_desc version 4); %%peak of the dense FP8 peak; "
+               "xcuBLASLt = cuBLASLt's FP8 matmul median / the row's\n");
+    fprintf(f, "%-*s %-20s %-4s %-3s %-4s %-*s %-6s %7s %9s %9s %9s %9s %8s %6s %9s %5s\n", KERNEL_W, "kernel",
+            "m x n x k", "lay", "op", "out", F8_W, "ab", "scale", "samples", "min_ms", "median_ms", "p20_ms", "p80_ms",
+            "TFLOP/s", "%peak", "xcuBLASLt", "MHz");
+}
+
 /* A number, or "-" where there is none. */
 static void print_opt(FILE *f, int width, int prec, double x)
 {
@@ -76,6 +88,37 @@ static void print_grow(FILE *f, const tk_lab_bench_row *r, const char *kernel, c
     else fprintf(f, " %5s\n", "-");
 }
 
+/* "e4m3" when both operands have it, else "e4m3xe5m2". */
+static void ab_str(const tk_lab_f8 *f8, char *buf, size_t len)
+{
+    if (f8->fa == f8->fb)
+        snprintf(buf, len, "%s", tk_lab_fp8_format_name(f8->fa));
+    else
+        snprintf(buf, len, "%sx%s", tk_lab_fp8_format_name(f8->fa), tk_lab_fp8_format_name(f8->fb));
+}
+
+/* An FP8 row: the dense row's columns with the formats and scale mode,
+ * the ratio against cuBLASLt's FP8 matmul. */
+static void print_f8row(FILE *f, const tk_lab_bench_row *r, const char *kernel, const char *shape)
+{
+    char ab[32];
+    ab_str(&r->f8, ab, sizeof ab);
+    fprintf(f, "%-*s %-20s %-4s %c%c  %-4s %-*s %-6s", KERNEL_W, kernel, shape,
+            r->c.layout == TK_ROW_MAJOR ? "row" : "col", r->c.op_a == TK_OP_N ? 'N' : 'T',
+            r->c.op_b == TK_OP_N ? 'N' : 'T', r->c.out == TK_F32 ? "fp32" : "bf16", F8_W, ab,
+            tk_lab_scale_mode_name(r->f8.scale_mode));
+    if (strcmp(r->status, "ok")) {
+        fprintf(f, "  %s\n", r->status);
+        return;
+    }
+    fprintf(f, " %7d %9.4f %9.4f %9.4f %9.4f", r->samples, r->ms_min, r->ms_median, r->ms_p20, r->ms_p80);
+    print_opt(f, 8, 1, r->tflops);
+    print_opt(f, 6, 1, r->pct_peak);
+    print_opt(f, 9, 3, r->ratio_cublas);
+    if (r->nvml_mhz) fprintf(f, " %5d\n", r->nvml_mhz);
+    else fprintf(f, " %5s\n", "-");
+}
+
 void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *r)
 {
     char shape[64], kernel[sizeof r->kernel + sizeof r->chosen + 4];
@@ -83,6 +126,10 @@ void tk_lab_bench_print_row(FILE *f, const tk_lab_bench_row *r)
     snprintf(kernel, sizeof kernel, "%s%s%s", r->kernel, r->chosen[0] ? " -> " : "", r->chosen);
     if (r->form[0]) {
         print_grow(f, r, kernel, shape);
+        return;
+    }
+    if (r->f8_set) {
+        print_f8row(f, r, kernel, shape);
         return;
     }
     fprintf(f, "%-*s %-20s %-4s %c%c  %-4s %6g %6g", KERNEL_W, kernel, shape,
@@ -145,6 +192,17 @@ static int has_group_fields(const tk_lab_bench_row *rows, int n)
 {
     for (int i = 0; i < n; i++)
         if (rows[i].form[0])
+            return 1;
+    return 0;
+}
+
+/* Whether the files get the FP8 fields (dtype, dtype_b, scale): only when
+ * some row is an FP8 one, so the files of other runs stay as they were;
+ * then the other rows get dtype "bf16" and no scale. */
+static int has_f8_fields(const tk_lab_bench_row *rows, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].f8_set)
             return 1;
     return 0;
 }
@@ -221,9 +279,11 @@ void tk_lab_bench_print_summary(FILE *f, const tk_lab_bench_row *rows, int n)
     /* grouped rows' shapes lead with their form: a wider column */
     const int shape_w = has_group_fields(rows, n) ? 48 : 28;
     if (nk)
-        fprintf(f, "\nsummary: x cuBLAS = cuBLAS median / kernel median, same shape, same run (> 1: faster)%s\n"
+        fprintf(f, "\nsummary: x cuBLAS = cuBLAS median / kernel median, same shape, same run (> 1: faster)%s%s\n"
                    "%-*s %-10s %6s %16s %8s  %-*s %10s %12s\n",
-                has_group_fields(rows, n) ? "; grouped and batched rows: against the cuBLAS loop" : "", KERNEL_W,
+                has_group_fields(rows, n) ? "; grouped and batched rows: against the cuBLAS loop" : "",
+                has_f8_fields(rows, n) ? "; FP8 rows: against cuBLASLt's FP8 matmul of the same codes and scales" : "",
+                KERNEL_W,
                 "kernel", "suite", "shapes", "geomean x cuBLAS", "min", shape_w, "(shape)", below, "not measured");
     for (int k = 0; k < nk; k++) {
         int ns = kernel_summary(rows, n, kernels[k], st);
@@ -296,7 +356,7 @@ static void json_summary(FILE *f, const tk_lab_bench_row *rows, int n)
 
 int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_bench_row *rows, int n)
 {
-    int extra = has_suite_fields(rows, n), group = has_group_fields(rows, n);
+    int extra = has_suite_fields(rows, n), group = has_group_fields(rows, n), f8 = has_f8_fields(rows, n);
     fprintf(f, "{\"tool\":\"tilekit bench\",\"version\":\"%d.%d.%d\",\"device\":{\"name\":", TILEKIT_VERSION_MAJOR,
             TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH);
     tk_lab_json_str(f, in->name);
@@ -337,6 +397,11 @@ int tk_lab_bench_write_json(FILE *f, const tk_lab_bench_info *in, const tk_lab_b
             json_num(f, "ratio_cublas_grouped", r->ratio_grouped, ok);
             json_num(f, "ratio_dense", r->ratio_dense, ok);
         }
+        if (f8) {   /* ratio_cublas of an FP8 row is against cuBLASLt's FP8 matmul */
+            fprintf(f, ",\"dtype\":\"%s\",\"dtype_b\":\"%s\"", r->f8_set ? tk_lab_fp8_format_name(r->f8.fa) : "bf16",
+                    r->f8_set ? tk_lab_fp8_format_name(r->f8.fb) : "bf16");
+            json_opt_str(f, "scale", r->f8_set ? tk_lab_scale_mode_name(r->f8.scale_mode) : "");
+        }
         fputc('}', f);
     }
     fputs("\n ]", f);
@@ -367,11 +432,12 @@ static void csv_num(FILE *f, double x, int ok)
 
 int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *in, const tk_lab_bench_row *rows, int n)
 {
-    int extra = has_suite_fields(rows, n), group = has_group_fields(rows, n);
+    int extra = has_suite_fields(rows, n), group = has_group_fields(rows, n), f8 = has_f8_fields(rows, n);
     fputs("device,kernel,m,n,k,layout,op_a,op_b,out,alpha,beta,samples,ms_min,ms_median,ms_p20,ms_p80,tflops,"
           "pct_peak,ratio_cublas,status", f);
     fputs(extra ? ",suite,chosen" : "", f);
-    fputs(group ? ",form,flop,read_bytes,read_gbs,ratio_cublas_grouped,ratio_dense\n" : "\n", f);
+    fputs(group ? ",form,flop,read_bytes,read_gbs,ratio_cublas_grouped,ratio_dense" : "", f);
+    fputs(f8 ? ",dtype,dtype_b,scale\n" : "\n", f);
     for (int i = 0; i < n; i++) {
         const tk_lab_bench_row *r = &rows[i];
         int ok = !strcmp(r->status, "ok");
@@ -405,6 +471,10 @@ int tk_lab_bench_write_csv(FILE *f, const tk_lab_bench_info *in, const tk_lab_be
             csv_num(f, r->ratio_grouped, ok);
             csv_num(f, r->ratio_dense, ok);
         }
+        if (f8)
+            fprintf(f, ",%s,%s,%s", r->f8_set ? tk_lab_fp8_format_name(r->f8.fa) : "bf16",
+                    r->f8_set ? tk_lab_fp8_format_name(r->f8.fb) : "bf16",
+                    r->f8_set ? tk_lab_scale_mode_name(r->f8.scale_mode) : "");
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
@@ -418,7 +488,8 @@ void tk_lab_bench_print_decode_bw(FILE *f, const tk_lab_bench_info *info, const 
     for (int i = 0; i < n; i++) {
         const tk_lab_bench_row *r = &rows[i];
         const double b_bytes = 2.0 * (double)r->c.n * (double)r->c.k;
-        if (strcmp(r->kernel, "auto") || strcmp(r->status, "ok") || r->form[0] || r->c.m > 16 || b_bytes < 64e6 ||
+        if (strcmp(r->kernel, "auto") || strcmp(r->status, "ok") || r->form[0] || r->f8_set || r->c.m > 16 ||
+            b_bytes < 64e6 ||
             !(r->ms_median > 0))
             continue;
         const double bytes = b_bytes + 2.0 * (double)r->c.m * (double)r->c.k +

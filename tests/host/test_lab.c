@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lab/lab.h"
+#include "lib/kernel.h"
 #include "check.h"
 
 static void test_bf16_rounding(void)
@@ -234,46 +235,143 @@ static void test_bench_files(void)
     CHECK(strstr(buf, ",,,,,,,\"kernel k99: needs \"\"aligned\"\" ld\"\n"), "CSV refused row: %s", buf);
 }
 
+/* FP8 rows (lab_f8bench.c): their own table line (formats, scale mode,
+ * the ratio to cuBLASLt), dtype, dtype_b and scale in the files once a
+ * row is an FP8 one (bf16 and null in the others), the suite summary
+ * against cuBLASLt without its row, and the FP8 peak (sm_90: twice the
+ * bf16 one; unknown elsewhere). */
+static void test_bench_f8_rows(void)
+{
+    tk_lab_bench_info in = { .name = "Fake", .sm = 90, .sm_count = 132, .clock_mhz = 1980, .peak_tflops = 1000 };
+    const tk_lab_case c = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, 4096, 4096, 4096, 1.0f, 0.0f, TK_BF16, 1, 0, 0 };
+    const tk_lab_f8 f = { TK_LAB_E4M3, TK_LAB_E5M2, TK_SCALE_ROW, 0 };
+    tk_lab_bench_row rows[3] = {
+        { .kernel = TK_LAB_CUBLASLT, .c = c, .samples = 10, .ms_median = 0.2, .tflops = 687.2, .pct_peak = 34.4,
+          .ratio_cublas = NAN, .status = "ok", .suite = "square", .f8_set = 1, .f8 = f },
+        { .kernel = "auto", .c = c, .samples = 10, .ms_median = 0.16, .tflops = 859.0, .pct_peak = 42.9,
+          .ratio_cublas = 1.25, .status = "ok", .suite = "square", .f8_set = 1, .f8 = f },
+        { .kernel = "k99", .c = c, .ratio_cublas = NAN, .status = "TK_ERR_NOT_SUPPORTED: no FP8", .suite = "square",
+          .f8_set = 1, .f8 = f },
+    };
+    CHECK(tk_lab_fp8_peak_tflops(&in) == 2000, "sm_90's FP8 peak: %g", tk_lab_fp8_peak_tflops(&in));
+    in.sm = 80;
+    CHECK(tk_lab_fp8_peak_tflops(&in) == 0, "sm_80's FP8 peak: %g", tk_lab_fp8_peak_tflops(&in));
+    static char buf[1 << 14];
+    FILE *fp = tmpfile();
+    tk_lab_bench_print_f8header(fp);
+    for (int i = 0; i < 3; i++)
+        tk_lab_bench_print_row(fp, &rows[i]);
+    tk_lab_bench_print_summary(fp, rows, 3);
+    rewind(fp);
+    buf[fread(buf, 1, sizeof buf - 1, fp)] = '\0';
+    fclose(fp);
+    CHECK(strstr(buf, "xcuBLASLt") && strstr(buf, "e4m3xe5m2 row") && strstr(buf, "    1.250") &&
+              strstr(buf, "TK_ERR_NOT_SUPPORTED: no FP8") && strstr(buf, "against cuBLASLt's FP8 matmul"),
+          "the FP8 table:\n%s", buf);
+    const char *sum = strstr(buf, "summary:");
+    CHECK(sum && strstr(sum, "auto") && !strstr(strstr(sum, "\n") ? strstr(sum, "\n") : sum, TK_LAB_CUBLASLT " "),
+          "the summary lists cuBLASLt's row or lacks auto:\n%s", sum ? sum : buf);
+    tk_lab_bench_row mixed[2] = { rows[1], { .kernel = "cublas", .c = c, .ratio_cublas = NAN, .status = "ok" } };
+    fp = tmpfile();
+    CHECK(tk_lab_bench_write_json(fp, &in, mixed, 2) == 0, "json write");
+    rewind(fp);
+    buf[fread(buf, 1, sizeof buf - 1, fp)] = '\0';
+    fclose(fp);
+    CHECK(strstr(buf, "\"ratio_cublas\":1.25") &&
+              strstr(buf, "\"dtype\":\"e4m3\",\"dtype_b\":\"e5m2\",\"scale\":\"row\"}") &&
+              strstr(buf, "\"dtype\":\"bf16\",\"dtype_b\":\"bf16\",\"scale\":null}"),
+          "JSON of FP8 rows:\n%s", buf);
+    fp = tmpfile();
+    CHECK(tk_lab_bench_write_csv(fp, &in, mixed, 2) == 0, "csv write");
+    rewind(fp);
+    buf[fread(buf, 1, sizeof buf - 1, fp)] = '\0';
+    fclose(fp);
+    CHECK(strstr(buf, ",status,suite,chosen,dtype,dtype_b,scale\n") && strstr(buf, ",e4m3,e5m2,row\n") &&
+              strstr(buf, ",bf16,bf16,\n"), "CSV of FP8 rows:\n%s", buf);
+}
+
+/* Each row of the table of `tilekit info` (tk_lab_info, all kernels)
+ * whose header contains title, to row(line, ctx), up to the next table's
+ * header (with a GPU: the resources). Returns whether the header was seen. */
+static int info_table(const char *title, void (*row)(const char *line, void *ctx), void *ctx)
+{
+    FILE *f = tmpfile();
+    CHECK(f != NULL, "tmpfile");
+    if (!f)
+        return 0;
+    tk_lab_info(f, NULL, NULL);
+    rewind(f);
+    char line[512];
+    int header = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, title)) {
+            header = 1;
+            continue;
+        }
+        if (header == 1 && !strncmp(line, "kernel ", 7))
+            header = 2;
+        if (header == 1 && line[0] != '\n')
+            row(line, ctx);
+    }
+    fclose(f);
+    return header > 0;
+}
+
+typedef struct epi_seen { int k01, k30, k31, other; } epi_seen;
+
+static void epi_row(const char *line, void *ctx)
+{
+    epi_seen *e = ctx;
+    if (!strncmp(line, "k01_naive ", 10))
+        e->k01 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
+    else if (!strncmp(line, "k30_wgmma_tma ", 14))
+        e->k30 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
+    else if (!strncmp(line, "k31_wgmma_cluster ", 18))
+        e->k31 = strstr(line, " bias_act backward\n") != NULL;
+    else if (line[0] == 'k')
+        e->other++;
+}
+
 /* tilekit info's fused-epilogue table, asked of the kernels' own checks
  * (on this machine's device, or an sm_90 stand-in without one): k01_naive
  * and k30_wgmma_tma take every kind, k31_wgmma_cluster the plain ones, and
  * the configurations without fused instances are not listed. */
 static void test_info_lists_epilogues(void)
 {
-    FILE *f = tmpfile();
-    CHECK(f != NULL, "tmpfile");
-    if (!f)
+    epi_seen e = { 0, 0, 0, 0 };
+    const int header = info_table("fused epilogues (", epi_row, &e);
+    CHECK(header && e.k01 && e.k30 && e.k31 && !e.other,
+          "info's epilogue table: header %d, k01 %d, k30 %d, k31 %d, %d others", header, e.k01, e.k30, e.k31, e.other);
+}
+
+typedef struct fp8_seen { int k01, bad; } fp8_seen;
+
+static void fp8_row(const char *line, void *ctx)
+{
+    fp8_seen *x = ctx;
+    char name[128];
+    if (sscanf(line, "%127s", name) != 1)
         return;
-    tk_lab_info(f, NULL, NULL);
-    rewind(f);
-    char line[512];
-    int header = 0, k01 = 0, k30 = 0, k31 = 0, other = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (strstr(line, "fused epilogues (")) {
-            header = 1;
-            continue;
-        }
-        if (header == 1 && !strncmp(line, "kernel ", 7))   /* the next table (with a GPU): the resources */
-            header = 2;
-        if (header != 1 || line[0] == '\n')
-            continue;
-        if (!strncmp(line, "k01_naive ", 10))
-            k01 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
-        else if (!strncmp(line, "k30_wgmma_tma ", 14))
-            k30 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
-        else if (!strncmp(line, "k31_wgmma_cluster ", 18))
-            k31 = strstr(line, " bias_act backward\n") != NULL;
-        else if (line[0] == 'k')
-            other++;
-    }
-    fclose(f);
-    CHECK(header && k01 && k30 && k31 && !other, "info's epilogue table: header %d, k01 %d, k30 %d, k31 %d, %d others",
-          header, k01, k30, k31, other);
+    const tk_kernel *k = tk_registry_find(name);
+    x->bad += !k || !(k->family->accepts & TK_ACCEPT_AB_FP8);
+    if (!strcmp(name, "k01_naive"))
+        x->k01 = strstr(line, " any pairing: tensor row block\n") != NULL;
+}
+
+/* tilekit info's FP8 table, asked of the kernels' own checks as the
+ * epilogue one: k01_naive takes every pairing of formats in every scale
+ * mode, and only kernels of families with TK_ACCEPT_AB_FP8 are listed. */
+static void test_info_lists_fp8(void)
+{
+    fp8_seen x = { 0, 0 };
+    const int header = info_table("FP8 operands (", fp8_row, &x);
+    CHECK(header && x.k01 && !x.bad, "info's FP8 table: header %d, k01 %d, %d without FP8", header, x.k01, x.bad);
 }
 
 void tk_tests(void)
 {
     TK_TEST(test_info_lists_epilogues);
+    TK_TEST(test_info_lists_fp8);
     TK_TEST(test_bf16_rounding);
     TK_TEST(test_random_inputs);
     TK_TEST(test_reference_vs_triple_loop);
@@ -283,4 +381,5 @@ void tk_tests(void)
     TK_TEST(test_unstable_rows);
     TK_TEST(test_tflops_and_peak);
     TK_TEST(test_bench_files);
+    TK_TEST(test_bench_f8_rows);
 }

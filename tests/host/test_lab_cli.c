@@ -319,7 +319,7 @@ static void test_help_exits_0(void)
     static const char *const args[] = { "--help", "bench --help", "verify --help", "info --help",
                                          "bench --m 64 --help", "tune --help", "fuzz --help", "profile --help",
                                          "launch --help" };
-    char out[4096];
+    static char out[1 << 14];
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         int rc = run(args[i], out, sizeof out);
         CHECK(rc == 0 && strstr(out, "usage") != NULL, "'tilekit %s' exited %d: %s", args[i], rc, out);
@@ -347,6 +347,69 @@ static void test_help_exits_0(void)
     rc = run("fuzz --help", out, sizeof out);
     CHECK(rc == 0 && strstr(out, "--case I") && strstr(out, "--budget") && strstr(out, "--max-size"),
           "'tilekit fuzz --help' does not document --case, --budget and --max-size: %s", out);
+}
+
+/* FP8 operands (--dtype, --dtype-b, --scale, --exact): bad words, options
+ * without --dtype, options that do not apply to FP8 cases or to the
+ * command, block scales at a K that is not a multiple of 128, --exact
+ * where the sums would not be exact, suites of grouped lines, and the
+ * fuzz's narrowing options and FP8 replays. */
+static void test_fp8_arguments_exit_2(void)
+{
+    static const struct { const char *args, *says; } cases[] = {
+        { "verify --dtype fp16", "--dtype: 'fp16' is not e4m3 or e5m2" },
+        { "bench --dtype E4M3", "--dtype: 'E4M3' is not e4m3 or e5m2" },
+        { "verify --dtype e4m3 --dtype-b fp8", "--dtype-b: 'fp8' is not e4m3 or e5m2" },
+        { "verify --dtype e4m3 --scale rows", "--scale: 'rows' is not tensor, row or block" },
+        { "verify --dtype e4m3 --dtype e5m2", "--dtype: given twice" },
+        { "verify --scale row", "--scale: needs --dtype" },
+        { "bench --dtype-b e5m2", "--dtype-b: needs --dtype" },
+        { "verify --exact", "--exact: needs --dtype" },
+        { "bench --dtype e4m3 --exact", "--exact: unknown option for 'bench'" },
+        { "verify --dtype e4m3 --exact --beta 0.5", "--exact: needs --beta 0 and --alpha a power of two" },
+        { "verify --dtype e4m3 --exact --alpha 0.75", "--exact: needs --beta 0 and --alpha a power of two" },
+        { "verify --dtype e4m3 --exact --m 64 --n 64 --k 4097", "--exact: K 4097 of 64x64x4097 is over 4096" },
+        { "verify --dtype e4m3 --scale block --shapes 64x64x128,64x64x200",
+          "--scale block: K 200 of 64x64x200 is not a multiple of 128" },
+        { "bench --dtype e5m2 --scale block --m 64 --n 64 --k 100", "--scale block: K 100" },
+        { "verify --dtype e4m3", "--dtype: 8192x8192x8192 is over 2^33 multiply-adds" },
+        { "verify --dtype e5m2 --shapes 64x64x64,4096x4096x1024", "--dtype: 4096x4096x1024 is over 2^33" },
+        { "verify --dtype e4m3 --batch 2", "--dtype: one product only (not with --batch" },
+        { "bench --dtype e4m3 --groups 3,4", "--dtype: one product only (not with --groups" },
+        { "verify --dtype e4m3 --epilogue bias_act", "--dtype: not with --epilogue" },
+        { "verify --dtype e4m3 --act relu", "--act: needs --epilogue" },
+        { "verify --dtype e4m3 --offset 1", "--offset: bf16 problems only (not with --dtype)" },
+        { "verify --dtype e4m3 --kernel auto --png x.png", "--png: bf16 problems only" },
+        { "verify --dtype e4m3 --plant 0,0", "--plant: bf16 problems only" },
+        { "verify --dtype e4m3 --smem-limit 1024", "--smem-limit: bf16 problems only" },
+        { "bench --dtype e4m3 --suite moe", "moe.txt:39: a rows line: --dtype takes single products" },
+        { "bench --dtype e4m3 --suite llm --op-b n", "--op-b: --suite gives the shapes" },
+        { "profile --kernel auto --dtype e4m3", "--dtype: unknown option for 'profile'" },
+        { "launch --kernel auto --dtype e4m3", "--dtype: unknown option for 'launch'" },
+        { "tune --suite odd --dtype e4m3", "--dtype: unknown option for 'tune'" },
+        { "info --scale row", "--scale: unknown option for 'info'" },
+        { "fuzz --scale row", "--scale: needs --dtype e4m3|e5m2 or fp8 in --forms" },
+        { "fuzz --forms fp8 --dtype-b e5m2", "--dtype-b: needs --dtype (A's format)" },
+        { "fuzz --dtype e4m3 --exact", "--exact: unknown option for 'fuzz'" },
+        { "fuzz --forms dense,fp16",
+          "--forms: 'fp16' in 'dense,fp16' is not dense, batched, grouped, epilogue or fp8" },
+        { "fuzz --case f3", "--case f3 replays an FP8 case: add --forms ...,fp8 or --dtype" },
+        { "fuzz --case fx --dtype e4m3", "--case (after f): 'x' is not an integer" },
+        { "fuzz --dtype e4m3 --forms fp8 --case 3", "--case 3 replays a dense case" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_exit_2(".", cases[i].args, cases[i].says);
+    static char out[1 << 14];
+    for (int v = 0; v < 2; v++) {
+        int rc = run(v ? "verify --help" : "bench --help", out, sizeof out);
+        CHECK(rc == 0 && strstr(out, "--dtype e4m3|e5m2") && strstr(out, "--dtype-b e4m3|e5m2") &&
+                  strstr(out, "--scale tensor|row|block") &&
+                  (v ? strstr(out, "--exact") != NULL : strstr(out, "cuBLASLt") != NULL),
+              "'tilekit %s --help' does not document the FP8 options: %s", v ? "verify" : "bench", out);
+    }
+    int rc = run("fuzz --help", out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "--dtype e4m3|e5m2") && strstr(out, "--case fI"),
+          "'tilekit fuzz --help' does not document the FP8 cases: %s", out);
 }
 
 /* A valid fuzz run: without a GPU it exits 1 naming the missing device (no
@@ -618,6 +681,7 @@ void tk_tests(void)
     TK_TEST(test_bad_suite_file_exit_2);
     TK_TEST(test_masked_suite_line_exit_2);
     TK_TEST(test_help_exits_0);
+    TK_TEST(test_fp8_arguments_exit_2);
     TK_TEST(test_fuzz_without_gpu_fails_cleanly);
     TK_TEST(test_info_without_gpu_exits_0);
     TK_TEST(test_info_json);

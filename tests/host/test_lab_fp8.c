@@ -2,8 +2,11 @@
  * E4M3 and E5M2 codes decoded (fixed points of each format, every code
  * against the field formula), every finite code encoded back to itself,
  * ties to even at every midpoint between neighbours, overflow with and
- * without satfinite, underflow to signed zero, NaN and infinities. */
+ * without satfinite, underflow to signed zero, NaN and infinities; the
+ * quantizer, the reference and the tolerance; the inputs of verify, bench
+ * and fuzz (tk_lab_f8_data_make). */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lab/lab.h"
@@ -397,6 +400,131 @@ static void test_tolerance_fp8(void)
     free(t);
 }
 
+/* The inputs verify, bench and fuzz make (tk_lab_f8_data_make): the
+ * operands' spans and the scales' counts and ld for each layout and mode,
+ * codes finite, never 0 and spread over the format's range (exact:
+ * integers in [-4, 4]), scales in [2^-8, 2^-6) (exact: 2^-e, e in 0..4),
+ * the same bytes for the same seed whatever the number of threads that
+ * made them (a 1024 x 1024 A, made on every CPU, begins with a 4 x 1024
+ * one's), and the version-4 descriptor over them. */
+static void check_codes(const uint8_t *q, size_t n, tk_lab_fp8 f, int exact, const char *what)
+{
+    double most = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double x = tk_lab_fp8_decode(q[i], f);
+        bad += !isfinite(x) || x == 0 || (exact && (x != rint(x) || fabs(x) > 4));
+        most = fabs(x) > most ? fabs(x) : most;
+    }
+    CHECK(bad == 0, "%s: %zu of %zu codes not finite, zero or (exact) not integers in [-4, 4]", what, bad, n);
+    const double fmax = f == TK_LAB_E4M3 ? 448 : 57344;
+    CHECK(exact ? most == 4 : most > fmax / 2, "%s: the largest magnitude is %g", what, most);
+}
+
+static void check_scales(const float *s, size_t n, int exact, const char *what)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        int e;
+        const double m = frexp(s[i], &e);
+        bad += exact ? m != 0.5 || e > 1 || e < -3 : !(s[i] >= 0x1p-8f && s[i] < 0x1p-6f);
+    }
+    CHECK(bad == 0, "%s: %zu of %zu scales out of their set", what, bad, n);
+}
+
+static void test_f8_data_make(void)
+{
+    static const struct {
+        tk_layout l;
+        tk_op oa, ob;
+        int pad, mode, exact;
+        tk_lab_fp8 fa, fb;
+    } t[] = {
+        { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, 0, TK_SCALE_BLOCK, 0, TK_LAB_E4M3, TK_LAB_E4M3 },
+        { TK_ROW_MAJOR, TK_OP_T, TK_OP_N, 1, TK_SCALE_ROW, 1, TK_LAB_E5M2, TK_LAB_E4M3 },
+        { TK_COL_MAJOR, TK_OP_T, TK_OP_N, 1, TK_SCALE_TENSOR, 0, TK_LAB_E4M3, TK_LAB_E5M2 },
+        { TK_COL_MAJOR, TK_OP_N, TK_OP_T, 0, TK_SCALE_ROW, 0, TK_LAB_E5M2, TK_LAB_E5M2 },
+        { TK_ROW_MAJOR, TK_OP_N, TK_OP_N, 0, TK_SCALE_BLOCK, 1, TK_LAB_E4M3, TK_LAB_E5M2 },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        tk_lab_case c = { t[i].l, t[i].oa, t[i].ob, 130, 258, 384, 1.0f, 0.0f, TK_BF16, 7 + i, t[i].pad, 0 };
+        tk_lab_f8 f = { t[i].fa, t[i].fb, t[i].mode, t[i].exact };
+        tk_lab_f8_data d, again;
+        char what[64];
+        snprintf(what, sizeof what, "case %zu", i);
+        if (tk_lab_f8_data_make(&c, &f, &d) || tk_lab_f8_data_make(&c, &f, &again)) {
+            CHECK(0, "%s: out of memory", what);
+            return;
+        }
+        /* A's stored lines: rows of op(A) row-major with op N, or columns col-major with op T: M of them */
+        const int row = c.layout == TK_ROW_MAJOR;
+        const int a_tr = (c.op_a == TK_OP_T) != !row, b_tr = (c.op_b == TK_OP_T) != !row;
+        const int64_t a_lines = a_tr ? c.k : c.m, a_len = a_tr ? c.m : c.k;
+        const int64_t b_lines = b_tr ? c.n : c.k, b_len = b_tr ? c.k : c.n;
+        CHECK(d.p.lda == tk_lab_ld(a_len, c.pad) && d.p.ldb == tk_lab_ld(b_len, c.pad), "%s: lda %lld ldb %lld", what,
+              (long long)d.p.lda, (long long)d.p.ldb);
+        CHECK(d.na == (size_t)(a_lines * d.p.lda) && d.nb == (size_t)(b_lines * d.p.ldb), "%s: na %zu nb %zu", what,
+              d.na, d.nb);
+        CHECK(d.p.m == c.m && d.p.n == c.n && d.p.k == c.k && d.p.layout == c.layout && !d.p.a && !d.p.c,
+              "%s: the problem", what);
+        const size_t want_sa = f.scale_mode == TK_SCALE_TENSOR ? 1 : f.scale_mode == TK_SCALE_ROW ? 130 : 130 * 3;
+        const size_t want_sb = f.scale_mode == TK_SCALE_TENSOR ? 1 : f.scale_mode == TK_SCALE_ROW ? 258 : 3 * 3;
+        CHECK(d.nsa == want_sa && d.nsb == want_sb, "%s: %zu and %zu scales (expected %zu, %zu)", what, d.nsa, d.nsb,
+              want_sa, want_sb);
+        CHECK(f.scale_mode == TK_SCALE_BLOCK ? d.ld_sa == 130 && d.ld_sb == 3 : d.ld_sa == 0 && d.ld_sb == 0,
+              "%s: ld_scale %lld, %lld", what, (long long)d.ld_sa, (long long)d.ld_sb);
+        check_codes(d.a, d.na, f.fa, f.exact, what);
+        check_codes(d.b, d.nb, f.fb, f.exact, what);
+        check_scales(d.sa, d.nsa, f.exact, what);
+        check_scales(d.sb, d.nsb, f.exact, what);
+        CHECK(!memcmp(d.a, again.a, d.na) && !memcmp(d.b, again.b, d.nb) && !memcmp(d.sa, again.sa, d.nsa * 4) &&
+                  !memcmp(d.sb, again.sb, d.nsb * 4), "%s: not the same data twice", what);
+        CHECK(memcmp(d.a, d.b, 64), "%s: A and B from one stream", what);
+        tk_gemm_desc g;
+        const char *base = (const char *)(uintptr_t)0x10000;
+        tk_lab_f8_desc(&f, &d, base, base + 4096, (void *)(base + 8192), (const float *)(base + 12288),
+                       (const float *)(base + 16384), &g);
+        CHECK(g.size == sizeof g && g.problem.lda == d.p.lda && g.problem.a == base && g.problem.c == base + 8192 &&
+                  g.a_fp8 == (f.fa == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2) &&
+                  g.b_fp8 == (f.fb == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2) && g.scale_mode == f.scale_mode &&
+                  g.scale_b == (const float *)(base + 16384) && g.ld_scale_a == d.ld_sa && g.ld_scale_b == d.ld_sb,
+              "%s: the descriptor", what);
+        tk_lab_f8_data_free(&again);
+        c.seed++;
+        CHECK(!tk_lab_f8_data_make(&c, &f, &again) && memcmp(d.a, again.a, 256), "%s: another seed, the same A", what);
+        tk_lab_f8_data_free(&again);
+        tk_lab_f8_data_free(&d);
+        CHECK(!d.a && !d.sb && !d.na, "%s: freed data not cleared", what);
+    }
+    /* made on every CPU (2^20 codes and more) or on one, the same codes */
+    tk_lab_case big = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, 1024, 8, 1024, 1.0f, 0.0f, TK_F32, 3, 0, 0 }, small = big;
+    small.m = 4;
+    tk_lab_f8 f = { TK_LAB_E4M3, TK_LAB_E5M2, TK_SCALE_TENSOR, 0 };
+    tk_lab_f8_data db, ds;
+    if (tk_lab_f8_data_make(&big, &f, &db) == 0 && tk_lab_f8_data_make(&small, &f, &ds) == 0)
+        CHECK(db.na == (size_t)1 << 20 && !memcmp(db.a, ds.a, ds.na) && !memcmp(db.b, ds.b, ds.nb),
+              "the codes depend on how many threads made them");
+    tk_lab_f8_data_free(&db);
+    tk_lab_f8_data_free(&ds);
+}
+
+/* The CLI's words for the formats and scale modes, both ways. */
+static void test_f8_words(void)
+{
+    CHECK(tk_lab_fp8_format_parse("e4m3") == TK_LAB_E4M3 && tk_lab_fp8_format_parse("e5m2") == TK_LAB_E5M2 &&
+              tk_lab_fp8_format_parse("E4M3") == -1 && tk_lab_fp8_format_parse("fp8") == -1,
+          "tk_lab_fp8_format_parse");
+    CHECK(!strcmp(tk_lab_fp8_format_name(TK_LAB_E5M2), "e5m2"), "tk_lab_fp8_format_name");
+    for (int m = TK_SCALE_TENSOR; m <= TK_SCALE_BLOCK; m++)
+        CHECK(tk_lab_scale_mode_parse(tk_lab_scale_mode_name(m)) == m, "scale mode %d: '%s'", m,
+              tk_lab_scale_mode_name(m));
+    CHECK(tk_lab_scale_mode_parse("none") == -1 && tk_lab_scale_mode_parse("rows") == -1, "tk_lab_scale_mode_parse");
+    tk_lab_f8 f = { TK_LAB_E5M2, TK_LAB_E4M3, TK_SCALE_BLOCK, 1 };
+    char buf[64];
+    tk_lab_f8_name(&f, buf, sizeof buf);
+    CHECK(!strcmp(buf, "e5m2 x e4m3, scale block, exact"), "tk_lab_f8_name: '%s'", buf);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_decode_fixed_points);
@@ -408,4 +536,6 @@ void tk_tests(void)
     TK_TEST(test_quantize_outlier_zero_nan);
     TK_TEST(test_ref_fp8_modes);
     TK_TEST(test_tolerance_fp8);
+    TK_TEST(test_f8_data_make);
+    TK_TEST(test_f8_words);
 }

@@ -369,6 +369,85 @@ static void test_many_cases(void)
     }
 }
 
+/* FP8 cases (tk_lab_fuzz_fcase_gen): the same case for the same seed and
+ * index; every format pairing and mode, exact or not, both layouts drawn;
+ * each case a valid one (block scales row-major with K a multiple of 128,
+ * exact cases with beta 0 and alpha a power of two, sizes within 1024 and
+ * the volume); --dtype, --dtype-b and --scale fix their fields and leave
+ * the other draws as they were; the replay names them. */
+static void test_fp8_cases(void)
+{
+    int seen[2][2][4] = { { { 0 } } }, exact = 0, col = 0, bf16 = 0, beta = 0;
+    for (int64_t i = 0; i < 1000; i++) {
+        tk_lab_fuzz_fcase x, y, r;
+        tk_lab_fuzz_fcase_gen(&defaults, -1, -1, 0, 9, i, &x);
+        tk_lab_fuzz_fcase_gen(&defaults, -1, -1, 0, 9, i + 7000, &y);
+        tk_lab_fuzz_fcase_gen(&defaults, -1, -1, 0, 9, i, &y);
+        CHECK(!memcmp(&x, &y, sizeof x), "case %lld drawn twice differs", (long long)i);
+        const tk_lab_case *c = &x.c;
+        const tk_lab_f8 *f = &x.f;
+        seen[f->fa][f->fb][f->scale_mode]++;
+        exact += f->exact;
+        col += c->layout == TK_COL_MAJOR;
+        bf16 += c->out == TK_BF16;
+        beta += c->beta != 0;
+        CHECK(c->m >= 1 && c->n >= 1 && c->k >= 1 && c->m <= 1024 && c->n <= 1024 && c->k <= 1024 &&
+                  c->m * c->n * c->k <= 2 * TK_LAB_FUZZ_MANY_VOLUME,
+              "case %lld: %lldx%lldx%lld", (long long)i, (long long)c->m, (long long)c->n, (long long)c->k);
+        if (f->scale_mode == TK_SCALE_BLOCK)
+            CHECK(c->k % 128 == 0 && c->layout == TK_ROW_MAJOR, "case %lld: block scales with K %lld, layout %d",
+                  (long long)i, (long long)c->k, c->layout);
+        if (f->exact)
+            CHECK(c->beta == 0 && (c->alpha == 1 || c->alpha == 2 || c->alpha == 0.5f || c->alpha == -1),
+                  "case %lld: exact with alpha %g beta %g", (long long)i, (double)c->alpha, (double)c->beta);
+        tk_lab_fuzz_fcase_gen(&defaults, TK_LAB_E5M2, TK_LAB_E4M3, TK_SCALE_ROW, 9, i, &r);
+        CHECK(r.f.fa == TK_LAB_E5M2 && r.f.fb == TK_LAB_E4M3 && r.f.scale_mode == TK_SCALE_ROW &&
+                  r.f.exact == f->exact && r.c.m == c->m && r.c.n == c->n && r.c.op_a == c->op_a &&
+                  r.c.op_b == c->op_b && r.c.seed == c->seed && r.c.alpha == c->alpha,
+              "case %lld: --dtype e5m2 --dtype-b e4m3 --scale row moved other draws", (long long)i);
+    }
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            for (int m = TK_SCALE_TENSOR; m <= TK_SCALE_BLOCK; m++)
+                CHECK(seen[a][b][m] > 0, "never drawn: %s x %s, scale %s", tk_lab_fp8_format_name((tk_lab_fp8)a),
+                      tk_lab_fp8_format_name((tk_lab_fp8)b), tk_lab_scale_mode_name(m));
+    CHECK(exact > 300 && exact < 700 && col > 100 && bf16 > 300 && beta > 100, "exact %d, col %d, bf16 %d, beta %d",
+          exact, col, bf16, beta);
+    /* small sizes: block scales still get K = 128 */
+    const tk_lab_fuzz_params tiny = { 1, 1 };
+    tk_lab_fuzz_fcase t;
+    tk_lab_fuzz_fcase_gen(&tiny, -1, -1, TK_SCALE_BLOCK, 9, 3, &t);
+    CHECK(t.c.m == 1 && t.c.n == 1 && t.c.k == 128, "max-size 1, block: %lldx%lldx%lld", (long long)t.c.m,
+          (long long)t.c.n, (long long)t.c.k);
+    tk_lab_fuzz_opts o;
+    tk_lab_fuzz_defaults(&o);
+    char buf[256], why[TK_LAB_MSG_LEN];
+    o.seed = 42;
+    o.forms = TK_LAB_FORM_DENSE | TK_LAB_FORM_FP8;
+    o.fp8_a = TK_LAB_E5M2;
+    o.fp8_b = TK_LAB_E4M3;
+    o.fp8_mode = TK_SCALE_BLOCK;
+    tk_lab_fuzz_replay_f8(&o, 5, "auto", buf, sizeof buf);
+    CHECK(!strcmp(buf, "tilekit fuzz --seed 42 --case f5 --kernel auto --forms dense,fp8 --dtype e5m2 --dtype-b "
+                       "e4m3 --scale block"), "replay '%s'", buf);
+    o.fp8_b = TK_LAB_E5M2;
+    o.fp8_mode = 0;
+    tk_lab_fuzz_replay_f8(&o, 5, "auto", buf, sizeof buf);
+    CHECK(!strcmp(buf, "tilekit fuzz --seed 42 --case f5 --kernel auto --forms dense,fp8 --dtype e5m2"),
+          "replay '%s'", buf);
+    o.only_case = 5;
+    o.only_f8 = 1;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == 0, "--case f5: %s", why);
+    o.forms = TK_LAB_FORM_DENSE;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, "--case f5 replays an FP8 case"), "%s", why);
+    o.only_f8 = 0;
+    o.forms = TK_LAB_FORM_FP8;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, "an FP8 case --case f5"), "%s", why);
+    tk_lab_fuzz_defaults(&o);
+    o.fp8_mode = 4;
+    CHECK(tk_lab_fuzz_check(&o, why, sizeof why) == -1 && strstr(why, "--scale"), "%s", why);
+}
+
 static void test_forms(void)
 {
     char why[TK_LAB_MSG_LEN];
@@ -377,10 +456,12 @@ static void test_forms(void)
     CHECK(!tk_lab_fuzz_parse_forms("grouped", &f, why, sizeof why) && f == TK_LAB_FORM_GROUPED, "grouped");
     CHECK(!tk_lab_fuzz_parse_forms("dense,epilogue", &f, why, sizeof why) &&
               f == (TK_LAB_FORM_DENSE | TK_LAB_FORM_EPILOGUE), "dense,epilogue");
+    CHECK(!tk_lab_fuzz_parse_forms("fp8,dense", &f, why, sizeof why) && f == (TK_LAB_FORM_DENSE | TK_LAB_FORM_FP8),
+          "fp8,dense");
     static const char *const bad[] = { "", "dense,", ",dense", "dense,,grouped", "Dense", "batch", "dense grouped" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(tk_lab_fuzz_parse_forms(bad[i], &f, why, sizeof why) == -1 && strstr(why, "--forms:") &&
-                  strstr(why, "is not dense, batched, grouped or epilogue"),
+                  strstr(why, "is not dense, batched, grouped, epilogue or fp8"),
               "'%s': %s", bad[i], why);
     tk_lab_fuzz_opts o;
     tk_lab_fuzz_defaults(&o);
@@ -523,5 +604,6 @@ void tk_tests(void)
     TK_TEST(test_problem_applies_offsets);
     TK_TEST(test_check_names_the_option);
     TK_TEST(test_replay_command);
+    TK_TEST(test_fp8_cases);
     TK_TEST(test_run_without_gpu_fails_cleanly);
 }
