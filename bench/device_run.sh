@@ -46,6 +46,7 @@
 # PART=fp8 (not in all): FP8 operands (issue 40): tests/gpu/fp8_mma (the FP8
 # wgmma's accumulator, measured: the figures lab_compare.c's FP8 tolerance
 # rests on), gpu_test_fp8 (every FP8 kernel against the fp64 reference),
+# FP8_BENCH lines (`tilekit bench --dtype ...`, ';'-separated), then
 # compute-sanitizer memcheck and racecheck on its sweep; each step stopped
 # after FP8_TIMEOUT seconds (default 300).
 # PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
@@ -204,6 +205,13 @@ if [ "$PART" = fp8 ]; then
     step fp8_mma "$BUILD/tests/gpucu_fp8_mma"
     grep -E '^(align|random)' "$out/fp8_mma.log"
     step test_fp8 "$BUILD/tests/gpu_test_fp8"
+    # FP8_BENCH: `tilekit bench` argument lines, ';'-separated (--dtype ...: cuBLASLt's FP8 matmul beside)
+    IFS=';' read -ra fb <<< "${FP8_BENCH:-}"
+    for i in "${!fb[@]}"; do
+        # shellcheck disable=SC2086
+        step "fp8_bench_$i" "$tk" bench ${fb[$i]} --json "$out/fp8_bench_$i.json"
+        cat "$out/fp8_bench_$i.log"
+    done
     for tool in memcheck racecheck; do
         step "sanitize-fp8-$tool" compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/gpu_test_fp8" sweep
         summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-fp8-$tool.log" | tail -n 1)")
