@@ -771,6 +771,99 @@ static __device__ __forceinline__ void k30_consume_tile(float *acc, uint32_t rin
  * that is 192 a thread at BN 256. A half waits for its products before its
  * promotion; the other consumer's products keep the tensor cores busy
  * meanwhile. m0, n0: the tile's corner. */
+/* k30_consume_fp8's pieces for 128-column tiles (k33's FP8 instance),
+ * pipelined: a k-tile's four m64n128k32 into d, issued (one commit group)
+ * once stage *s has arrived; and a promotion of d into acc with the
+ * thread's two rows' scales. */
+template <int BM, int BN, int F8>
+static __device__ __forceinline__ void k30_fp8_issue(float *d, uint32_t ring, uint32_t full_bar, int c, int *s,
+                                                     uint32_t *phase)
+{
+    const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + c * K30_BOX;
+    const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + K30_A_BYTES_M(BM);
+    tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
+    tk_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        tk_wgmma_m64n128k32_f32_fp8<F8 / 4, F8 % 4>(d, tk_wgmma_desc_sw128(sa + 32 * kk, 16, 1024),
+                                                    tk_wgmma_desc_sw128(sb + 32 * kk, 16, 1024), kk > 0);
+    tk_wgmma_commit();
+    if (++*s == K30_STAGES_MNA(BM, BN, 1)) {
+        *s = 0;
+        *phase ^= 1;
+    }
+}
+
+static __device__ __forceinline__ void k30_fp8_promote(float *acc, float *d, float s0, float s1, int first)
+{
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        tk_wgmma_reg_fence(d[i]);
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        acc[i] = fmaf(d[i], i & 2 ? s1 : s0, first ? 0.0f : acc[i]);
+}
+
+/* The block scales of k-tile kb for rows r0, r1 and n-block nb (1 elsewhere). */
+static __device__ __forceinline__ void k30_fp8_scales(const k30_params *p, int kb, int r0, int r1, int nb, float *s0,
+                                                      float *s1)
+{
+    *s0 = *s1 = 1.0f;
+    if (p->f8_mode == TK_SCALE_BLOCK) {
+        const float b = __ldg(p->f8_sb + nb + kb * p->f8_ld_sb);
+        *s0 = __ldg(p->f8_sa + r0 + kb * p->f8_ld_sa) * b;
+        *s1 = __ldg(p->f8_sa + r1 + kb * p->f8_ld_sa) * b;
+    }
+}
+
+/* The 128-column tile's loop: k-tile kt + 1 issued into the other d before
+ * kt's promotion, so a warpgroup's tensor-core work runs under its own
+ * promotions (two d of 64 registers and acc's 64: 192 a thread). */
+template <int BM, int BN, int F8>
+static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p, float *acc, uint32_t ring,
+                                                            uint32_t full_bar, const uint32_t *empty, int cluster,
+                                                            int k_tiles, int kt0, int c, int warp, int lane, int m0,
+                                                            int n0, int *s, uint32_t *phase)
+{
+    float d0[64], d1[64];
+    const int r0 = min(m0 + 64 * c + 16 * warp + lane / 4, p->m - 1), r1 = min(r0 + 8, p->m - 1);
+    const int nb = n0 / 128;
+    int rs = *s;                       /* the stage of the k-tile to release next */
+    float s0, s1;
+    /* Each issue is on the loop's straight path (ptxas serializes wgmma
+     * issued under a branch: C7518); the exits are the only branches. */
+    for (int kt = 0;; kt += 2) {
+        k30_fp8_issue<BM, BN, F8>(d0, ring, full_bar, c, s, phase);
+        if (kt > 0) {                  /* k-tile kt - 1 (in d1) is done once kt's is the one in flight */
+            tk_wgmma_wait(1);
+            k30_release(empty, cluster, rs, lane);
+            rs = rs + 1 == K30_STAGES_MNA(BM, BN, 1) ? 0 : rs + 1;
+            k30_fp8_scales(p, kt0 + kt - 1, r0, r1, nb, &s0, &s1);
+            k30_fp8_promote(acc, d1, s0, s1, 0);
+        }
+        if (kt + 1 >= k_tiles) {
+            tk_wgmma_wait(0);
+            k30_release(empty, cluster, rs, lane);
+            k30_fp8_scales(p, kt0 + kt, r0, r1, nb, &s0, &s1);
+            k30_fp8_promote(acc, d0, s0, s1, kt == 0);
+            break;
+        }
+        k30_fp8_issue<BM, BN, F8>(d1, ring, full_bar, c, s, phase);
+        tk_wgmma_wait(1);
+        k30_release(empty, cluster, rs, lane);
+        rs = rs + 1 == K30_STAGES_MNA(BM, BN, 1) ? 0 : rs + 1;
+        k30_fp8_scales(p, kt0 + kt, r0, r1, nb, &s0, &s1);
+        k30_fp8_promote(acc, d0, s0, s1, kt == 0);
+        if (kt + 2 >= k_tiles) {
+            tk_wgmma_wait(0);
+            k30_release(empty, cluster, rs, lane);
+            k30_fp8_scales(p, kt0 + kt + 1, r0, r1, nb, &s0, &s1);
+            k30_fp8_promote(acc, d1, s0, s1, 0);
+            break;
+        }
+    }
+}
+
 template <int BM, int BN, int F8>
 static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, float *acc, uint32_t ring,
                                                        uint32_t full_bar, const uint32_t *empty, int cluster,
@@ -778,6 +871,11 @@ static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, floa
                                                        int *s, uint32_t *phase)
 {
     static_assert(BN % 128 == 0, "an FP8 tile is whole 128 x 128 blocks of B's scales (TK_SCALE_BLOCK)");
+    if constexpr (BN == 128) {
+        k30_consume_fp8_pipe<BM, BN, F8>(p, acc, ring, full_bar, empty, cluster, k_tiles, kt0, c, warp, lane, m0, n0,
+                                         s, phase);
+        return;
+    }
     constexpr int HALVES = BN / 128;
     float d[64];
     const bool block = p->f8_mode == TK_SCALE_BLOCK;
