@@ -139,6 +139,7 @@ def fake_torch(missing=()):
     cuda.device = _device_ctx
     t.dtype, t.device, t.Tensor, t.empty, t.cuda = dtype, device, Tensor, empty, cuda
     t.bfloat16, t.float32, t.float16, t.int32 = dtype("bfloat16"), dtype("float32"), dtype("float16"), dtype("int32")
+    t.float8_e4m3fn, t.float8_e5m2 = dtype("float8_e4m3fn"), dtype("float8_e5m2")
     t.strided = layout()
     t._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: current.get(d, 0))
     t.current = current          # tests set and read the current streams here
