@@ -11,6 +11,8 @@ quantize_ref(x, dtype, mode): tilekit.quantize_fp8's codes and scales,
   infinity: the quotient is clamped first, which saturates the same), a
   NaN quotient 0x7F.
 dequant(q, scale, mode): the float64 values scale * q of such a pair.
+special_input(rows, cols, seed): bf16 test input with the groups that
+  matter (the GPU test's specials, tests/gpu/test_quantize.c).
 """
 import torch
 
@@ -73,3 +75,27 @@ def same_bits(a, b):
     a, b = a.float(), b.float()
     both_nan = torch.isnan(a) & torch.isnan(b)
     return bool(((a.view(torch.int32) == b.view(torch.int32)) | both_nan).all())
+
+
+def special_input(rows, cols, seed):
+    """Random bf16 over rows' exponents 2^-15 .. 2^15 with the GPU test's
+    specials: a zero last row and last 128 x 128 block, NaN at (0, 0), +inf
+    at (1, 0), a negative NaN, bf16's largest magnitudes in row 3, row 2 in
+    the subnormal range."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.rand(rows, cols, generator=g) * 2 - 1) * torch.pow(2.0, (torch.arange(rows) % 7 * 5 - 15).float())[:, None]
+    x = x.to(torch.bfloat16)
+    x[(rows - 1) // 128 * 128:, (cols - 1) // 128 * 128:] = 0
+    x[-1] = 0
+    if rows > 2:
+        x[2] = ((torch.rand(cols, generator=g) * 2 - 1) * 2.0 ** -128).to(torch.bfloat16)
+    if rows > 3:
+        big = torch.tensor([3.3895e38, -3.3895e38]).to(torch.bfloat16)
+        x[3, ::3] = big[torch.arange(0, cols, 3) % 2]
+    bits = x.view(torch.int16)
+    bits[0, 0] = 0x7fc0
+    if rows > 1:
+        bits[1, 0] = 0x7f80
+    if cols > 200:
+        bits[rows // 2, 200] = -0x3f   # 0xffc1: a negative NaN with a payload
+    return x

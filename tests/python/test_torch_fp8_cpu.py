@@ -34,7 +34,7 @@ if torch is not None:
     import tilekit
     import tilekit.nn
     from tilekit import _fp8, _torch_fp8
-    from fp8_ref import dequant, quantize_ref, same_bits
+    from fp8_ref import dequant, quantize_ref, same_bits, special_input
     from test_wrapper import raises
 
     E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
@@ -66,30 +66,6 @@ def lab_quantize(lib, x, dtype, mode):
     lib.tk_lab_fp8_quantize(xf.data_ptr(), rows, cols, max(cols, 1), 0 if dtype == E4M3 else 1, m, q.data_ptr(),
                             max(cols, 1), s.data_ptr())
     return q, s
-
-
-def special_input(rows, cols, seed):
-    """Random bf16 over rows' exponents 2^-15 .. 2^15 with the GPU test's
-    specials: a zero last row and last 128 x 128 block, NaN at (0, 0), +inf
-    at (1, 0), a negative NaN, bf16's largest magnitudes in row 3, row 2 in
-    the subnormal range."""
-    g = torch.Generator().manual_seed(seed)
-    x = (torch.rand(rows, cols, generator=g) * 2 - 1) * torch.pow(2.0, (torch.arange(rows) % 7 * 5 - 15).float())[:, None]
-    x = x.to(torch.bfloat16)
-    x[(rows - 1) // 128 * 128:, (cols - 1) // 128 * 128:] = 0
-    x[-1] = 0
-    if rows > 2:
-        x[2] = ((torch.rand(cols, generator=g) * 2 - 1) * 2.0 ** -128).to(torch.bfloat16)
-    if rows > 3:
-        big = torch.tensor([3.3895e38, -3.3895e38]).to(torch.bfloat16)
-        x[3, ::3] = big[torch.arange(0, cols, 3) % 2]
-    bits = x.view(torch.int16)
-    bits[0, 0] = 0x7fc0
-    if rows > 1:
-        bits[1, 0] = 0x7f80
-    if cols > 200:
-        bits[rows // 2, 200] = -0x3f   # 0xffc1: a negative NaN with a payload
-    return x
 
 
 def test_reference_is_the_labs():
@@ -317,6 +293,11 @@ def test_compile_fullgraph():
                       torch.randn(200).to(torch.bfloat16))
         want = f(x, w, bias)
         got = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w, bias)
+        assert torch.equal(got, want)
+        lin = tilekit.nn.Linear(256, 200, dtype=torch.bfloat16, fp8="e4m3", scale="block")
+        with torch.no_grad():   # compiled: the weight quantized inside the graph, the same bits
+            want = lin(x)
+            got = torch.compile(lin, fullgraph=True, backend="aot_eager")(x)
         assert torch.equal(got, want)
 
 
