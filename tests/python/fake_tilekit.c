@@ -3,16 +3,18 @@
  * wrapper binds and the CUDA runtime functions it calls through the library,
  * each of which succeeds and appends one line to a log ("create 0x..",
  * "gemm handle=0x.. stream=0x..", "wait stream=0x.. event=0x..", ... and
- * the calling thread; a batched or grouped product and tk_gemm_run log every
- * argument they were given, the problem's and the descriptor's fields too),
+ * the calling thread; a batched or grouped product, tk_gemm_run and
+ * tk_quantize_fp8 log every argument they were given, the problem's and the
+ * descriptors' fields too),
  * kept in memory (fake_log(), read through ctypes) and, when
  * $FAKE_TILEKIT_LOG names a file, appended to it as well, so a test also
  * sees what ran while the interpreter shut down. The stream FAKE_CAPTURING
  * reports itself as being captured into a CUDA graph. With
  * $FAKE_TILEKIT_RUN_FAIL set to "STATUS:MESSAGE", tk_gemm_run refuses with
  * that status and tk_last_error(h) says MESSAGE, as the library's own
- * refusals do. fake_desc_layout() gives tk_gemm_desc's field offsets and
- * sizes as the header lays them out, for the ctypes mirror's test. */
+ * refusals do (tk_quantize_fp8 too). fake_desc_layout() and
+ * fake_qdesc_layout() give tk_gemm_desc's and tk_quantize_desc's field
+ * offsets and sizes as the header lays them out, for the ctypes mirrors' tests. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>

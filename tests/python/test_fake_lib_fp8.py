@@ -9,7 +9,6 @@ on, what the wrapper refuses before the library, and a library refusal
 raised as its status's class with its message. Also the ctypes mirror of
 tk_quantize_desc against the C compiler's layout of the header's struct.
 """
-import ctypes
 
 import fakes
 from test_fake_lib import run
@@ -60,12 +59,7 @@ def test_qdesc_layout_matches_header():
     """_lib.QuantizeDesc's offsets, field sizes and size are the C
     compiler's for the header's tk_quantize_desc."""
     from tilekit import _lib
-    fake = ctypes.CDLL(fakes.fake_lib())
-    fake.fake_qdesc_layout.restype = ctypes.c_char_p
-    c = dict(w.split("=") for w in fake.fake_qdesc_layout().decode().split())
-    py = {name: "%d:%d" % (getattr(_lib.QuantizeDesc, name).offset, getattr(_lib.QuantizeDesc, name).size)
-          for name, _ in _lib.QuantizeDesc._fields_}
-    py["sizeof"] = str(ctypes.sizeof(_lib.QuantizeDesc))
+    c, py = fakes.struct_layouts("fake_qdesc_layout", _lib.QuantizeDesc)
     assert c == py, (c, py)
 
 
