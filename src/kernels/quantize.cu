@@ -10,8 +10,9 @@
  *   TK_QUANT_1X128    TEAM 8, CACHE 2: 8 threads a strip, two chunks each (two
  *                     16-byte loads in flight a thread: one did not cover
  *                     the DRAM latency at the occupancy its registers allow);
- *   TK_QUANT_ROW      cols <= 1024: TEAM 32, CACHE 4 (a warp a row); longer
- *                     rows TEAM 256, CACHE 8 (a block a row, 16384 columns held);
+ *   TK_QUANT_ROW      cols <= 1024: TEAM 32, CACHE 4 (a warp a row); <= 4096:
+ *                     TEAM 128, CACHE 4 (half a block a row); longer rows
+ *                     TEAM 256, CACHE 8 (a block a row, 16384 columns held);
  *   TK_QUANT_128X128  TEAM 256, CACHE 8 (a block a block: 128 rows x 16 chunks);
  *   TK_QUANT_TENSOR   the 1 x 128 walk twice, groups in row-major order:
  *                     QT_AMAX (each block's largest |x| into scale[0] with
@@ -27,7 +28,7 @@
  * set meaning the amax, clear the final scale already written by another
  * block (every block writes the same value), so scale[0] serves both with
  * no workspace.
- * Teams of one warp (TEAM 256: of the block) walk the same number of
+ * Teams of one warp (TEAM above 32: of the block) walk the same number of
  * iterations, so the reductions always have full warps. Divisions are IEEE
  * (__fdiv_rn): fl32(x / scale), not x * (1 / scale), which differs in the
  * last bit, nor __fdividef. A quotient can only be NaN where the scale is
@@ -45,6 +46,7 @@
 #define QT_THREADS 256          /* threads per block */
 #define QT_BLOCKS_PER_SM 8      /* the grid's cap: 2048 threads per SM; the walk strides over the rest */
 #define QT_ROW_WARP_COLS 1024   /* ROW: a warp per row up to this many columns (32 threads x CACHE 4 x 8) */
+#define QT_ROW_HALF_COLS 4096   /* ROW: half a block per row up to this many (128 threads x CACHE 4 x 8) */
 
 enum { QT_GROUPS = 0, QT_AMAX = 1, QT_CODES = 2 };
 
@@ -56,10 +58,11 @@ typedef union qt_chunk {
 } qt_chunk;
 
 /* The groups: gr_rows x gc_cols elements each (gc_cols a multiple of 8, or
- * every column), ngr x ngc of them. The walk's order: column-major
- * (rowwise 0: consecutive teams take consecutive row blocks, so they write
- * consecutive scales) or row-major (1: consecutive teams read consecutive
- * memory; TENSOR, which writes no scale per group). */
+ * every column), ngr x ngc of them. The walk's order: row-major (rowwise
+ * 1, every mode: consecutive teams read consecutive memory, which DRAM
+ * streams best; 1X128's scales are then written ld_scale apart, sectors
+ * that L2 merges before they reach DRAM) or column-major (0: consecutive
+ * teams take consecutive row blocks and write consecutive scales). */
 typedef struct qt_geom {
     int64_t gr_rows, gc_cols, ngr, ngc;
     int rowwise;
@@ -115,14 +118,15 @@ static __device__ __forceinline__ uint32_t qt_team_max(uint32_t m, uint32_t *red
 #pragma unroll
     for (int off = (TEAM < 32 ? TEAM : 32) / 2; off > 0; off /= 2)
         m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
-    if (TEAM > 32) {
+    if (TEAM > 32) {   /* the team's warps, through shared memory (every team of the block at once) */
+        const int base = threadIdx.x / TEAM * (TEAM / 32);
         __syncthreads();   /* the previous reduction's readers are done with red */
         if (threadIdx.x % 32 == 0)
             red[threadIdx.x / 32] = m;
         __syncthreads();
 #pragma unroll
         for (int w = 0; w < TEAM / 32; w++)
-            m = max(m, red[w]);
+            m = max(m, red[base + w]);
     }
     return m;
 }
@@ -281,18 +285,19 @@ extern "C" tk_status tk_launch_quantize_fp8(const tk_quant_args *a, cudaStream_t
     cudaError_t e = cudaSuccess;
     switch (a->mode) {
     case TK_QUANT_1X128: {
-        const qt_geom g = { 1, 128, a->rows, cb, 0 };
+        const qt_geom g = { 1, 128, a->rows, cb, 1 };
         e = qt_launch<8, 2, QT_GROUPS>(a, &g, stream);
         break;
     }
     case TK_QUANT_ROW: {
-        const qt_geom g = { 1, a->cols, a->rows, 1, 0 };
-        e = a->cols <= QT_ROW_WARP_COLS ? qt_launch<32, 4, QT_GROUPS>(a, &g, stream)
-                                        : qt_launch<256, 8, QT_GROUPS>(a, &g, stream);
+        const qt_geom g = { 1, a->cols, a->rows, 1, 1 };
+        e = a->cols <= QT_ROW_WARP_COLS   ? qt_launch<32, 4, QT_GROUPS>(a, &g, stream)
+            : a->cols <= QT_ROW_HALF_COLS ? qt_launch<128, 4, QT_GROUPS>(a, &g, stream)
+                                          : qt_launch<256, 8, QT_GROUPS>(a, &g, stream);
         break;
     }
     case TK_QUANT_128X128: {
-        const qt_geom g = { 128, 128, rb, cb, 0 };
+        const qt_geom g = { 128, 128, rb, cb, 1 };
         e = qt_launch<256, 8, QT_GROUPS>(a, &g, stream);
         break;
     }

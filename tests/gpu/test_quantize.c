@@ -6,7 +6,7 @@
  *   gpu_test_quantize [name-substring]
  *
  * shapes: both formats x the four modes x rows 1, 7, 129, 300 x cols 1, 5,
- * 128, 200, 4100, each in three layouts (tight; padded with 16-byte aligned
+ * 128, 200, 1500, 4100 (ROW's three team sizes), each in three layouts (tight; padded with 16-byte aligned
  * rows, the vector path, and a padded ld_scale for the block modes; padded
  * with odd leading dimensions and addresses, the narrow path) and two
  * inputs (random bf16 of rows' exponents from 2^-15 to 2^15; the same with
@@ -251,7 +251,7 @@ static int run_case(const qcase *c, uint64_t seed)
 
 static void shapes(void)
 {
-    static const int64_t R[] = { 1, 7, 129, 300 }, C[] = { 1, 5, 128, 200, 4100 };
+    static const int64_t R[] = { 1, 7, 129, 300 }, C[] = { 1, 5, 128, 200, 1500, 4100 };
     int ran = 0, passed = 0;
     uint64_t seed = 77;
     for (int f = TK_FP8_E4M3; f <= TK_FP8_E5M2; f++)

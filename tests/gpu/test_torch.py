@@ -1051,7 +1051,7 @@ def test_fp8_quantize_bit_exact():
     for dtype in (E4M3, E5M2):
         for mode in FP8_MODES:
             for rows in (1, 7, 129, 300):
-                for cols in (1, 5, 128, 200, 4100):
+                for cols in (1, 5, 128, 200, 1500, 4100):
                     for specials in (False, True):
                         x = special_input(rows, cols, rows + cols) if specials else \
                             (torch.rand(rows, cols) * 8 - 4).to(torch.bfloat16)
