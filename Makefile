@@ -44,6 +44,7 @@ LAB_OBJS    := $(LAB_SRCS:%.c=$(BUILD)/obj/%.o) $(LAB_CU_OBJS)
 LAB         := $(BUILD)/libtilekit_lab.a
 
 CLI         := $(BUILD)/tilekit
+QBENCH      := $(BUILD)/quant_bench
 CPU_TESTS   := $(patsubst tests/host/%.c,$(BUILD)/tests/%,$(wildcard tests/host/test_*.c))
 GPU_TESTS   := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu_%,$(wildcard tests/gpu/*.c)) \
                $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpucu_%,$(wildcard tests/gpu/*.cu))
@@ -57,7 +58,7 @@ PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config
 PYEXT      := $(BUILD)/python/_tilekit$(PY_SUFFIX)
 
 .PHONY: all lib lab python test asan-fuzz gpu-test bench install clean
-all: lib lab python $(CLI) $(CPU_TESTS) $(GPU_TESTS)
+all: lib lab python $(CLI) $(CPU_TESTS) $(GPU_TESTS) $(QBENCH)
 lib: $(BUILD)/libtilekit.so $(BUILD)/libtilekit.a
 lab: $(LAB)
 
@@ -117,6 +118,9 @@ $(LAB): $(LAB_OBJS)
 # Programs link the static archives (the lab's first: it calls into the
 # library) so they run from the build tree as-is.
 $(CLI): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/*.c)) $(LAB) $(BUILD)/libtilekit.a
+	$(CC) -o $@ $^ $(LAB_LDLIBS)
+# tk_quantize_fp8's DRAM rate (bench/quant_bench.c, issue 40).
+$(QBENCH): $(BUILD)/obj/bench/quant_bench.o $(LAB) $(BUILD)/libtilekit.a
 	$(CC) -o $@ $^ $(LAB_LDLIBS)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/host/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)

@@ -47,8 +47,11 @@
 # wgmma's accumulator, measured: the figures lab_compare.c's FP8 tolerance
 # rests on), gpu_test_fp8 (every FP8 kernel against the fp64 reference),
 # FP8_BENCH lines (`tilekit bench --dtype ...`, ';'-separated), then
-# compute-sanitizer memcheck and racecheck on its sweep; each step stopped
-# after FP8_TIMEOUT seconds (default 300).
+# compute-sanitizer memcheck and racecheck on its sweep; then the quantizer:
+# gpu_test_quantize (bit for bit against the lab's tk_lab_fp8_quantize),
+# memcheck and racecheck on it, build/quant_bench (its DRAM rate against the
+# copy rate measured in the same run) and tests/gpu/test_torch.py's fp8_
+# tests; each step stopped after FP8_TIMEOUT seconds (default 300).
 # PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
 # test_concurrency, test_graph, test_isolation), compute-sanitizer memcheck
 # and racecheck on test_handle's flag and capture tests, and the host time
@@ -216,6 +219,18 @@ if [ "$PART" = fp8 ]; then
         step "sanitize-fp8-$tool" compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/gpu_test_fp8" sweep
         summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-fp8-$tool.log" | tail -n 1)")
     done
+    # the quantizer (tk_quantize_fp8): bit for bit against the lab's reference,
+    # the sanitizers on it, its DRAM rate, then the torch side's fp8_ tests
+    step test_quantize "$BUILD/tests/gpu_test_quantize"
+    for tool in memcheck racecheck; do
+        step "sanitize-quantize-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
+            "$BUILD/tests/gpu_test_quantize"
+        summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-quantize-$tool.log" | tail -n 1)")
+    done
+    step quant_bench "$BUILD/quant_bench"
+    cat "$out/quant_bench.log"
+    TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+        step test_torch_fp8 python3 tests/gpu/test_torch.py fp8_
 fi
 if [ "$PART" = handle ]; then
     for t in gpu_test_handle gpu_test_concurrency gpu_test_graph gpu_test_isolation; do

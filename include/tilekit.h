@@ -310,6 +310,72 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
 typedef enum tk_fp8_format { TK_FP8_NONE = 0, TK_FP8_E4M3 = 1, TK_FP8_E5M2 = 2 } tk_fp8_format;
 typedef enum tk_scale_mode { TK_SCALE_NONE = 0, TK_SCALE_TENSOR = 1, TK_SCALE_ROW = 2, TK_SCALE_BLOCK = 3 } tk_scale_mode;
 
+/* ---- FP8 quantization (issue 40): bf16 to codes and scales ----
+ * tk_quantize_fp8 turns x, a bf16 rows x cols row-major matrix (leading
+ * dimension ldx), into FP8 codes q (rows x cols bytes, row-major, ldq) and
+ * fp32 scales, x ~ scale * decode(q), one scale per group of `mode`:
+ *   TK_QUANT_TENSOR: one group, scale[0];
+ *   TK_QUANT_ROW: one per row, scale[r];
+ *   TK_QUANT_1X128: one per row and 128 columns (the last block of a row
+ *     may be narrower), scale[r + (c / 128) * ld_scale], ld_scale >= rows;
+ *   TK_QUANT_128X128: one per 128 x 128 block (edge blocks smaller),
+ *     scale[r / 128 + (c / 128) * ld_scale], ld_scale >= ceil(rows / 128).
+ * ld_scale 0 means its least value (rows, ceil(rows / 128)); TENSOR and ROW
+ * take none (0). Those are tk_gemm_desc's (version 4) layouts: A (M x K)
+ * by TK_QUANT_1X128 is TK_SCALE_BLOCK's scale_a with ld_scale_a = ld_scale;
+ * a weight stored N x K (op_b T) by TK_QUANT_128X128 is its scale_b with
+ * ld_scale_b = ld_scale; ROW gives TK_SCALE_ROW's (A by its rows, such a
+ * weight by its N rows), TENSOR TK_SCALE_TENSOR's.
+ * A group's scale is fl32(amax / fmax) (amax: the largest |x| of the group;
+ * fmax: 448 for E4M3, 57344 for E5M2); 1 where amax is 0; NaN where the
+ * group holds a NaN. Each code is fl32(x / scale) (an IEEE fp32 division)
+ * rounded to the nearest code, ties to even, saturated to +-fmax (PTX's
+ * cvt.rn.satfinite); a NaN quotient (every value of a NaN group; an
+ * infinite x where amax is infinite) gives 0x7F. These are the lab's
+ * tk_lab_fp8_quantize's rules, which the GPU test matches bit for bit.
+ * Pointers: x 2-byte aligned, scale 4-byte aligned, q any; 16-byte loads
+ * where x is 16-byte aligned and ldx a multiple of 8, 8-byte stores where
+ * q is 8-byte aligned and ldq a multiple of 8, narrower accesses (the same
+ * results, slower) otherwise. q and the scales may not overlap x or each
+ * other. rows or cols 0: nothing is written (TK_SUCCESS, no device needed).
+ * Launches, on `stream` (asynchronous; no workspace, no host
+ * synchronisation, so it can be captured in a CUDA graph; the same bits
+ * every run):
+ *   ROW, 1X128, 128X128: one kernel, one pass over x: a group's values stay
+ *     in registers between its amax and its codes (a ROW row longer than
+ *     16384 columns is read again for its codes, from L2);
+ *   TENSOR: two kernels after a 4-byte memset: the amax of x (into scale[0],
+ *     as bits), then the codes, which read x again, walking it backward so
+ *     that what the first left in L2 is read first.
+ * A bad argument is TK_ERR_INVALID_VALUE naming the field (d's fields by
+ * their names), before the device is touched and with nothing written; d
+ * is read by the versioned structs' rule (tk_gemm_desc's: a size below the
+ * first version's is INVALID_VALUE, a field past what this library knows
+ * set is TK_ERR_NOT_SUPPORTED). */
+typedef enum tk_quant_mode {
+    TK_QUANT_NONE = 0,
+    TK_QUANT_TENSOR = 1,
+    TK_QUANT_ROW = 2,
+    TK_QUANT_1X128 = 3,
+    TK_QUANT_128X128 = 4,
+} tk_quant_mode;
+
+typedef struct tk_quantize_desc {
+    size_t size;                 /* sizeof(tk_quantize_desc) where the caller was compiled */
+    int64_t rows, cols;
+    const void *x; int64_t ldx;  /* bf16, device memory */
+    int32_t format;              /* tk_fp8_format of the codes: TK_FP8_E4M3 or TK_FP8_E5M2 */
+    int32_t mode;                /* tk_quant_mode */
+    void *q; int64_t ldq;        /* the codes, one byte each, device memory */
+    float *scale;                /* fp32, device memory: the groups' scales */
+    int64_t ld_scale;            /* 1X128, 128X128: elements from one column block's scales to the next; 0: least */
+    /* later versions append here */
+} tk_quantize_desc;
+
+#define TK_QUANTIZE_DESC_INIT { .size = sizeof(tk_quantize_desc) }
+
+tk_status tk_quantize_fp8(tk_handle h, const tk_quantize_desc *d, void *stream);
+
 typedef enum tk_epilogue_kind {
     TK_EPI_NONE = 0,
     TK_EPI_BIAS_ACT = 1,

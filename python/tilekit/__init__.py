@@ -28,6 +28,11 @@
     x = torch.randn(8, 4096, dtype=torch.bfloat16, device="cuda")
     tilekit.gemm_epilogue(x, wg, h, trans_b=True, epilogue="gated", activation="silu", b_up=wu, aux=z)
 
+    # FP8 (issue 40): codes and scales in one pass, the product with torch._scaled_mm's conventions
+    qx, sx = tilekit.quantize_fp8(x, torch.float8_e4m3fn, mode="row")       # sx: (8, 1)
+    qw, sw = tilekit.quantize_fp8(w, torch.float8_e4m3fn, mode="row")       # sw: (1024, 1)
+    y = tilekit.scaled_mm(qx, qw.t(), sx, sw.t(), out_dtype=torch.bfloat16)
+
 A, B and out of gemm() are torch CUDA tensors, objects with
 __cuda_array_interface__ or DLPack producers of CUDA memory, 2-D, each row- or
 column-contiguous (a transposed view is fine: it becomes op T or a
@@ -37,8 +42,9 @@ call is asynchronous on the caller's current stream, like a torch operation
 (gemm's `stream` and the CAI 'stream' entries: see gemm's docstring). torch
 is never imported by `import tilekit`; it is used only when the caller
 passes torch tensors, and imported by tilekit.matmul, tilekit.grouped_mm,
-tilekit.bmm, tilekit.linear, tilekit.gated_mlp, tilekit.mlp, tilekit.nn and
-tilekit.patch.
+tilekit.bmm, tilekit.linear, tilekit.gated_mlp, tilekit.mlp, tilekit.nn,
+tilekit.patch, tilekit.quantize_fp8 and tilekit.scaled_mm (these two take
+torch tensors only).
 
 Backends: the C extension tilekit._tilekit (backend() == "extension") does
 the checks and the call; without it, a pure-Python fallback through ctypes
@@ -61,7 +67,7 @@ else:
 
 __version__ = "0.1.0"
 __all__ = ["gemm", "gemm_batched", "gemm_grouped", "gemm_epilogue", "matmul", "grouped_mm", "bmm", "patch", "linear",
-           "gated_mlp", "mlp", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
+           "gated_mlp", "mlp", "quantize_fp8", "scaled_mm", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
            "backend", "Support", "candidates", "workspace_size", "plan", "set_workspace", "set_workspace_limit",
            "set_split_k", "release_workspaces", "handle_info", "last_cuda_error", "build_info", "TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError",
            "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError",
@@ -313,8 +319,9 @@ def plan(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_
 
 def __getattr__(name):
     """tilekit.matmul, tilekit.grouped_mm, tilekit.bmm, tilekit.patch,
-    tilekit.linear, tilekit.gated_mlp, tilekit.mlp and tilekit.nn import
-    torch, so they are loaded on first use, not by `import tilekit`."""
+    tilekit.linear, tilekit.gated_mlp, tilekit.mlp, tilekit.quantize_fp8,
+    tilekit.scaled_mm and tilekit.nn import torch, so they are loaded on
+    first use, not by `import tilekit`."""
     if name in ("matmul", "grouped_mm", "bmm", "patch"):
         _lib.need_torch("tilekit." + name)
         from . import _torch_ops
@@ -323,6 +330,10 @@ def __getattr__(name):
         _lib.need_torch("tilekit." + name)
         from . import _torch_fused
         return getattr(_torch_fused, name)
+    if name in ("quantize_fp8", "scaled_mm"):
+        _lib.need_torch("tilekit." + name)
+        from . import _torch_fp8
+        return getattr(_torch_fp8, name)
     if name == "nn":
         _lib.need_torch("tilekit.nn")
         import importlib

@@ -675,15 +675,29 @@ def plan_create(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fals
 
 def gemm_run(device, stream, kernel, fields):
     """tk_gemm_run of a tk_gemm_desc (size = sizeof, TK_GEMM_DESC_INIT's)
-    holding `fields`: the problem's 15 values, then the epilogue's 11, in
-    the header's order (tilekit/_epilogue.py checks them; the extension's
-    gemm_run takes the same), on the thread's handle for `device` (-1: the
-    current one). kernel: bytes or None; stream: a cudaStream_t or None."""
+    holding `fields`: the problem's 15 values, then the epilogue's 11, then
+    optionally the FP8 fields' 7, in the header's order
+    (tilekit/_epilogue.py and _fp8.py check them; the extension's gemm_run
+    takes the same), on the thread's handle for `device` (-1: the current
+    one). kernel: bytes or None; stream: a cudaStream_t or None."""
     lib = _lib.load_ctypes()
     desc = _lib.GemmDesc(size=ctypes.sizeof(_lib.GemmDesc))
     desc.problem = _lib.GemmProblem(*fields[:15])
     names = [name for name, _ in _lib.GemmDesc._fields_]
-    for name, value in zip(names[names.index("epilogue"):names.index("bias_grad") + 1], fields[15:]):
-        setattr(desc, name, value)   # the epilogue's 11 fields (version 3; later versions follow them)
+    for name, value in zip(names[names.index("epilogue"):], fields[15:]):
+        setattr(desc, name, value)   # the epilogue's 11 fields (version 3), the FP8 fields' 7 (version 4)
     h = _lib.handle(device if device >= 0 else _lib.current_device())
-    _lib.check(lib.tk_gemm_run(h, ctypes.byref(desc), kernel, stream), h, "tilekit.gemm_epilogue")
+    where = "tilekit.scaled_mm" if len(fields) > 26 else "tilekit.gemm_epilogue"
+    _lib.check(lib.tk_gemm_run(h, ctypes.byref(desc), kernel, stream), h, where)
+
+
+def quantize_run(device, stream, fields):
+    """tk_quantize_fp8 of a tk_quantize_desc (TK_QUANTIZE_DESC_INIT's size)
+    holding `fields` (rows, cols, x, ldx, format, mode, q, ldq, scale,
+    ld_scale: tilekit/_fp8.py checks them; the extension's quantize_run
+    takes the same), on the thread's handle for `device` (-1: the current
+    one). stream: a cudaStream_t or None."""
+    lib = _lib.load_ctypes()
+    desc = _lib.QuantizeDesc(ctypes.sizeof(_lib.QuantizeDesc), *fields)
+    h = _lib.handle(device if device >= 0 else _lib.current_device())
+    _lib.check(lib.tk_quantize_fp8(h, ctypes.byref(desc), stream), h, "tilekit.quantize_fp8")

@@ -160,6 +160,15 @@ class GemmDesc(ctypes.Structure):
     ]
 
 
+class QuantizeDesc(ctypes.Structure):
+    """tk_quantize_desc (versioned: size first; issue 40)."""
+    _fields_ = [
+        ("size", ctypes.c_size_t), ("rows", ctypes.c_int64), ("cols", ctypes.c_int64),
+        ("x", ctypes.c_void_p), ("ldx", ctypes.c_int64), ("format", ctypes.c_int32), ("mode", ctypes.c_int32),
+        ("q", ctypes.c_void_p), ("ldq", ctypes.c_int64), ("scale", ctypes.c_void_p), ("ld_scale", ctypes.c_int64),
+    ]
+
+
 class KernelProps(ctypes.Structure):
     """tk_kernel_props."""
     _fields_ = [
@@ -223,6 +232,7 @@ _PROTOTYPES = {
     "tk_gemm_grouped": (_status, [_handle, ctypes.POINTER(GemmProblem), ctypes.c_int, ctypes.c_int, _vp, _i64, _i64,
                                   _i64, _vp, ctypes.c_char_p, _vp]),
     "tk_gemm_run": (_status, [_handle, ctypes.POINTER(GemmDesc), ctypes.c_char_p, _vp]),
+    "tk_quantize_fp8": (_status, [_handle, ctypes.POINTER(QuantizeDesc), _vp]),
     "tk_kernel_count": (ctypes.c_int, []),
     "tk_kernel_get": (_status, [ctypes.c_int, ctypes.POINTER(KernelProps)]),
     "tk_kernel_supports": (_status, [_handle, ctypes.c_char_p, ctypes.POINTER(GemmProblem)]),

@@ -63,6 +63,8 @@ static struct {
     tk_status (*get_build_info)(tk_build_info *);
     /* issue 39 */
     tk_status (*gemm_run)(tk_handle, const tk_gemm_desc *, const char *, void *);
+    /* issue 40 */
+    tk_status (*quantize_fp8)(tk_handle, const tk_quantize_desc *, void *);
     /* From the CUDA runtime the library links, so both agree (cudaError_t is
      * an int-sized enum; streams and events are pointers): */
     int (*get_device)(int *);                        /* cudaGetDevice */
@@ -103,6 +105,7 @@ SAME_TYPE(tk_plan_destroy, plan_destroy);
 SAME_TYPE(tk_last_cuda_error, last_cuda_error);
 SAME_TYPE(tk_get_build_info, get_build_info);
 SAME_TYPE(tk_gemm_run, gemm_run);
+SAME_TYPE(tk_quantize_fp8, quantize_fp8);
 
 /* ---- module state: Python objects looked up once ---- */
 
@@ -2349,6 +2352,7 @@ static PyObject *py_bind(PyObject *mod, PyObject *path)
         SYM(tk_plan_run, plan_run),         SYM(tk_plan_kernel, plan_kernel),
         SYM(tk_plan_destroy, plan_destroy), SYM(tk_last_cuda_error, last_cuda_error),
         SYM(tk_get_build_info, get_build_info), SYM(tk_gemm_run, gemm_run),
+        SYM(tk_quantize_fp8, quantize_fp8),
         SYM(cudaGetDevice, get_device),     SYM(cudaSetDevice, set_device),
         SYM(cudaEventCreateWithFlags, event_create), SYM(cudaEventRecord, event_record),
         SYM(cudaStreamWaitEvent, stream_wait_event), SYM(cudaEventDestroy, event_destroy),
@@ -2817,16 +2821,31 @@ PyDoc_STRVAR(gemm_run_doc,
 "fields: the problem's 15 values (layout, op_a, op_b, m, n, k, alpha, beta,\n"
 "a, lda, b, ldb, c, ldc, c_type), then the epilogue's 11 (epilogue,\n"
 "activation, bias, bias_type, bias_along, b_up, d, ldd, aux, ldaux,\n"
-"bias_grad), pointers as ints, as tilekit/_epilogue.py checked them (the\n"
-"fallback's gemm_run takes the same). On the thread's handle for device\n"
+"bias_grad), pointers as ints, as tilekit/_epilogue.py checked them, and\n"
+"optionally the FP8 fields' 7 (a_fp8, b_fp8, scale_mode, scale_a, scale_b,\n"
+"ld_scale_a, ld_scale_b: tilekit/_fp8.py's) (the fallback's gemm_run takes\n"
+"the same). On the thread's handle for device\n"
 "(-1: the current one), made current; kernel: bytes or None; stream: a\n"
 "cudaStream_t value or None. The library's refusal raises as\n"
 "tilekit.gemm_epilogue's.");
 
-/* tk_gemm_run of d on the thread's handle for device (-1: the current
- * one), made current, the GIL released; a refusal raised as
- * tilekit.gemm_epilogue's. 0, or -1 with an exception set. */
-static int run_desc(int device, const tk_gemm_desc *d, const char *kernel, void *stream)
+/* One descriptor's call on a handle: tk_gemm_run's or tk_quantize_fp8's. */
+static tk_status call_gemm_run(tk_handle h, const void *d, const char *kernel, void *stream)
+{
+    return L.gemm_run(h, (const tk_gemm_desc *)d, kernel, stream);
+}
+
+static tk_status call_quantize(tk_handle h, const void *d, const char *kernel, void *stream)
+{
+    (void)kernel;
+    return L.quantize_fp8(h, (const tk_quantize_desc *)d, stream);
+}
+
+/* call(h, d, kernel, stream) on the thread's handle for device (-1: the
+ * current one), made current, the GIL released; a refusal raised as
+ * where's. 0, or -1 with an exception set. */
+static int run_on_handle(int device, tk_status (*call)(tk_handle, const void *, const char *, void *), const void *d,
+                    const char *kernel, void *stream, const char *where)
 {
     int prev;
     if (need_lib() || enter_dev(device, &prev))
@@ -2838,30 +2857,52 @@ static int run_desc(int device, const tk_gemm_desc *d, const char *kernel, void 
     }
     tk_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = L.gemm_run(h, d, kernel, stream);
+    st = call(h, d, kernel, stream);
     Py_END_ALLOW_THREADS
     leave_device(prev);
-    return failed(st, h, "tilekit.gemm_epilogue") ? -1 : 0;
+    return failed(st, h, where) ? -1 : 0;
+}
+
+/* tk_gemm_run of d, refusals raised as tilekit.gemm_epilogue's. */
+static int run_desc(int device, const tk_gemm_desc *d, const char *kernel, void *stream)
+{
+    return run_on_handle(device, call_gemm_run, d, kernel, stream, "tilekit.gemm_epilogue");
+}
+
+/* The stream and kernel arguments of gemm_run and quantize_run: a
+ * cudaStream_t value or None, bytes or None. 0, or -1 with an exception set. */
+static int stream_kernel_args(PyObject *stream_arg, PyObject *kernel_arg, void **stream, const char **kernel)
+{
+    *stream = NULL;
+    if (stream_arg != Py_None && !(*stream = PyLong_AsVoidPtr(stream_arg)) && PyErr_Occurred())
+        return -1;
+    *kernel = NULL;
+    if (kernel_arg != Py_None && !(*kernel = PyBytes_AsString(kernel_arg)))
+        return -1;
+    return 0;
 }
 
 static PyObject *py_gemm_run(PyObject *mod, PyObject *args)
 {
     (void)mod;
     int device, layout, op_a, op_b, c_type, epilogue, activation, bias_type, bias_along;
-    PyObject *stream_arg, *kernel_arg;
-    unsigned long long a, b, c, bias, b_up, dp, aux, bias_grad;
-    long long m, n, k, lda, ldb, ldc, ldd, ldaux;
+    int a_fp8 = 0, b_fp8 = 0, scale_mode = 0;
+    PyObject *stream_arg, *kernel_arg, *fields;
+    unsigned long long a, b, c, bias, b_up, dp, aux, bias_grad, scale_a = 0, scale_b = 0;
+    long long m, n, k, lda, ldb, ldc, ldd, ldaux, ld_scale_a = 0, ld_scale_b = 0;
     float alpha, beta;
-    if (!PyArg_ParseTuple(args, "iOO(iiiLLLffKLKLKLiiiKiiKKLKLK):gemm_run", &device, &stream_arg, &kernel_arg,
+    if (!PyArg_ParseTuple(args, "iOOO!:gemm_run", &device, &stream_arg, &kernel_arg, &PyTuple_Type, &fields))
+        return NULL;
+    /* the problem's 15 and the epilogue's 11 fields, then optionally the FP8 fields' 7 (version 4) */
+    const int fp8 = PyTuple_GET_SIZE(fields) == 33;
+    if (!PyArg_ParseTuple(fields, fp8 ? "iiiLLLffKLKLKLiiiKiiKKLKLKiiiKKLL:gemm_run" : "iiiLLLffKLKLKLiiiKiiKKLKLK:gemm_run",
                           &layout, &op_a, &op_b, &m, &n, &k, &alpha, &beta, &a, &lda, &b, &ldb, &c, &ldc, &c_type,
                           &epilogue, &activation, &bias, &bias_type, &bias_along, &b_up, &dp, &ldd, &aux, &ldaux,
-                          &bias_grad))
+                          &bias_grad, &a_fp8, &b_fp8, &scale_mode, &scale_a, &scale_b, &ld_scale_a, &ld_scale_b))
         return NULL;
-    void *stream = NULL;
-    if (stream_arg != Py_None && !(stream = PyLong_AsVoidPtr(stream_arg)) && PyErr_Occurred())
-        return NULL;
-    const char *kernel = NULL;
-    if (kernel_arg != Py_None && !(kernel = PyBytes_AsString(kernel_arg)))
+    void *stream;
+    const char *kernel;
+    if (stream_kernel_args(stream_arg, kernel_arg, &stream, &kernel))
         return NULL;
     tk_gemm_desc d = TK_GEMM_DESC_INIT;
     d.problem = (tk_gemm_problem){
@@ -2881,7 +2922,55 @@ static PyObject *py_gemm_run(PyObject *mod, PyObject *args)
     d.aux = (void *)(uintptr_t)aux;
     d.ldaux = ldaux;
     d.bias_grad = (float *)(uintptr_t)bias_grad;
-    if (run_desc(device, &d, kernel, stream))
+    d.a_fp8 = a_fp8;
+    d.b_fp8 = b_fp8;
+    d.scale_mode = scale_mode;
+    d.scale_a = (const float *)(uintptr_t)scale_a;
+    d.scale_b = (const float *)(uintptr_t)scale_b;
+    d.ld_scale_a = ld_scale_a;
+    d.ld_scale_b = ld_scale_b;
+    if (run_on_handle(device, call_gemm_run, &d, kernel, stream, fp8 ? "tilekit.scaled_mm" : "tilekit.gemm_epilogue"))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- issue 40: the FP8 quantizer ---- */
+
+PyDoc_STRVAR(quantize_run_doc,
+"quantize_run($module, device, stream, fields)\n--\n\n"
+"tk_quantize_fp8 of a tk_quantize_desc (TK_QUANTIZE_DESC_INIT) holding\n"
+"fields: rows, cols, x, ldx, format, mode, q, ldq, scale, ld_scale (pointers\n"
+"as ints), as tilekit/_fp8.py checked them (the fallback's quantize_run\n"
+"takes the same). On the thread's handle for device (-1: the current one),\n"
+"made current; stream: a cudaStream_t value or None. The library's refusal\n"
+"raises as tilekit.quantize_fp8's.");
+
+static PyObject *py_quantize_run(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    int device, format, mode;
+    PyObject *stream_arg;
+    unsigned long long x, q, scale;
+    long long rows, cols, ldx, ldq, ld_scale;
+    if (!PyArg_ParseTuple(args, "iO(LLKLiiKLKL):quantize_run", &device, &stream_arg, &rows, &cols, &x, &ldx, &format,
+                          &mode, &q, &ldq, &scale, &ld_scale))
+        return NULL;
+    void *stream;
+    const char *kernel;
+    if (stream_kernel_args(stream_arg, Py_None, &stream, &kernel))
+        return NULL;
+    tk_quantize_desc d = TK_QUANTIZE_DESC_INIT;
+    d.rows = rows;
+    d.cols = cols;
+    d.x = (const void *)(uintptr_t)x;
+    d.ldx = ldx;
+    d.format = format;
+    d.mode = mode;
+    d.q = (void *)(uintptr_t)q;
+    d.ldq = ldq;
+    d.scale = (float *)(uintptr_t)scale;
+    d.ld_scale = ld_scale;
+    if (run_on_handle(device, call_quantize, &d, NULL, stream, "tilekit.quantize_fp8"))
         return NULL;
     Py_RETURN_NONE;
 }
@@ -3216,6 +3305,7 @@ static PyMethodDef methods[] = {
       workspace_size_doc },
     { "plan_create", (PyCFunction)(void (*)(void))py_plan_create, METH_FASTCALL | METH_KEYWORDS, plan_create_doc },
     { "gemm_run", py_gemm_run, METH_VARARGS, gemm_run_doc },
+    { "quantize_run", py_quantize_run, METH_VARARGS, quantize_run_doc },
     { "gemm_epilogue", (PyCFunction)(void (*)(void))py_gemm_epilogue, METH_FASTCALL | METH_KEYWORDS,
       gemm_epilogue_doc },
     { "epilogue_plan", (PyCFunction)(void (*)(void))py_epilogue_plan, METH_FASTCALL | METH_KEYWORDS,

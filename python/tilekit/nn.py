@@ -7,7 +7,9 @@ activation in the product's epilogue (autograd, torch.compile, CUDA graphs;
 see tilekit/_torch_fused.py); without bias, torch.ops.tilekit.mm. x of any
 leading batch dimensions. bf16 x and weight (as torch.nn.Linear, a bf16
 result): TypeError otherwise. tilekit.patch(model) turns a model's
-torch.nn.Linear modules into these.
+torch.nn.Linear modules into these. With fp8="e4m3" or "e5m2" (issue 40) the
+product runs in FP8: the weight quantized once and kept (again when it
+changes), the activations quantized at each call, forward only.
 
 FusedGatedMLP, FusedConv1DMLP, FusedFeedForward, FusedSequentialMLP: the
 fused forwards tilekit.patch(model, fuse_mlp=True) gives the MLP modules it
@@ -24,32 +26,101 @@ from ._lib import need_torch
 torch = need_torch("tilekit.nn")
 
 from ._torch_ops import grouped_mm  # noqa: E402
-from ._torch_fused import ACTIVATIONS, linear  # noqa: E402
+from ._torch_fused import ACTIVATIONS, _act_bf16, linear  # noqa: E402
 from ._torch_patch import FusedConv1DMLP, FusedFeedForward, FusedGatedMLP, FusedSequentialMLP  # noqa: E402
 
 __all__ = ["Linear", "GroupedLinear", "moe_experts", "sort_by_expert", "FusedGatedMLP", "FusedConv1DMLP",
            "FusedFeedForward", "FusedSequentialMLP"]
 
 
+# Linear's fp8 option: its formats, and for each scale option the
+# quantize_fp8 modes of the activations and of the weight.
+FP8_FORMATS = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+FP8_SCALES = {"tensor": ("tensor", "tensor"), "row": ("row", "row"), "block": ("1x128", "128x128")}
+
+
 class Linear(torch.nn.Linear):
     """torch.nn.Linear(in_features, out_features, bias=True, device=None,
-    dtype=None, activation=None) whose forward runs on tilekit (bf16 only):
-    act(x @ weight.T + bias), bias and activation fused (tilekit.linear;
-    activation: None, "relu", "gelu", "gelu_tanh" or "silu")."""
-    activation = None   # what a torch.nn.Linear made one by tilekit.patch has
+    dtype=None, activation=None, fp8=None, scale="row") whose forward runs
+    on tilekit (bf16 only): act(x @ weight.T + bias), bias and activation
+    fused (tilekit.linear; activation: None, "relu", "gelu", "gelu_tanh" or
+    "silu").
 
-    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, activation=None):
+    fp8="e4m3" or "e5m2": the product in FP8 (tilekit.scaled_mm), with
+    scale "tensor" (one scale for x, one for the weight), "row" (one per
+    row of x and per output feature) or "block" (x by 1 x 128 groups, the
+    weight by 128 x 128 blocks; in_features a multiple of 128). The weight
+    is quantized on the first call and kept (not in the state_dict),
+    quantized again when it changes (its version counter, storage or
+    device); under torch.compile it is quantized inside the graph at each
+    call instead. The activations are quantized at each call. The bias is
+    added to the fp32 product, rounded to bf16 once; the activation then
+    runs in torch on the bf16 result. Forward only: a call that would need
+    a gradient (grad enabled and x or a parameter requiring one) raises
+    RuntimeError; run it under torch.no_grad() or torch.inference_mode(),
+    or with fp8=None to train."""
+    activation = None   # what a torch.nn.Linear made one by tilekit.patch has
+    fp8 = None
+    fp8_scale = "row"
+    _fp8_weight = None
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, activation=None, fp8=None,
+                 scale="row"):
         super().__init__(in_features, out_features, bias, device, dtype)
         if activation is not None and activation not in ACTIVATIONS:
             raise ValueError("tilekit.nn.Linear: activation %r is not one of %s or None"
                              % (activation, ", ".join(map(repr, ACTIVATIONS))))
+        if fp8 is not None and fp8 not in FP8_FORMATS:
+            raise ValueError("tilekit.nn.Linear: fp8 %r is not one of %s or None"
+                             % (fp8, ", ".join(map(repr, FP8_FORMATS))))
+        if scale not in FP8_SCALES:
+            raise ValueError("tilekit.nn.Linear: scale %r is not one of %s" % (scale, ", ".join(map(repr, FP8_SCALES))))
+        if fp8 is not None and scale == "block" and in_features % 128:
+            raise ValueError("tilekit.nn.Linear: scale 'block' needs in_features a multiple of 128, got %d"
+                             % in_features)
         self.activation = activation
+        self.fp8, self.fp8_scale = fp8, scale
+        self._fp8_weight = None   # (key, codes, scale_b) of the last quantization
 
     def forward(self, x):
-        return linear(x, self.weight, self.bias, self.activation)
+        if self.fp8 is None:
+            return linear(x, self.weight, self.bias, self.activation)
+        return self._fp8_forward(x)
+
+    def _fp8_weight_operands(self):
+        """(b, scale_b) of scaled_mm for the weight: quantized once, again when it changed."""
+        from ._torch_fp8 import quantize_fp8
+        w, dtype, mode = self.weight, FP8_FORMATS[self.fp8], FP8_SCALES[self.fp8_scale][1]
+        if torch.compiler.is_compiling():
+            q, s = quantize_fp8(w.detach(), dtype, mode)
+        else:
+            key = (w._version, w.data_ptr(), w.device, self.fp8, self.fp8_scale)
+            if self._fp8_weight is None or self._fp8_weight[0] != key:
+                with torch.no_grad():
+                    self._fp8_weight = (key,) + quantize_fp8(w.detach(), dtype, mode)
+            q, s = self._fp8_weight[1:]
+        return q.t(), (s.t() if mode == "row" else s)
+
+    def _fp8_forward(self, x):
+        from ._torch_fp8 import quantize_fp8, scaled_mm
+        if torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in self.parameters())):
+            raise RuntimeError("tilekit.nn.Linear(fp8=%r) is forward only: no gradient flows through its FP8 "
+                               "product (run it under torch.no_grad() or torch.inference_mode(), or use fp8=None "
+                               "to train)" % self.fp8)
+        if x.dtype != torch.bfloat16 or self.weight.dtype != torch.bfloat16:
+            raise TypeError("tilekit.nn.Linear(fp8=%r): x and weight must be bfloat16, got %s and %s"
+                            % (self.fp8, x.dtype, self.weight.dtype))
+        x2 = x.reshape(-1, x.shape[-1])
+        qx, sx = quantize_fp8(x2, FP8_FORMATS[self.fp8], FP8_SCALES[self.fp8_scale][0])
+        b, sb = self._fp8_weight_operands()
+        y = scaled_mm(qx, b, sx, sb, out_dtype=torch.bfloat16, bias=self.bias)
+        if self.activation is not None:
+            y = _act_bf16(y, self.activation)
+        return y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self):
-        return super().extra_repr() + ("" if self.activation is None else ", activation=%r" % self.activation)
+        return (super().extra_repr() + ("" if self.activation is None else ", activation=%r" % self.activation) +
+                ("" if self.fp8 is None else ", fp8=%r, scale=%r" % (self.fp8, self.fp8_scale)))
 
 
 class GroupedLinear(torch.nn.Module):

@@ -470,29 +470,10 @@ tk_status tk_gemm_ex(tk_handle h, const tk_gemm_problem *p, const char *kernel, 
 /* The size of the first tk_gemm_desc: the size field and the problem. */
 #define TK_DESC_V1_SIZE (offsetof(tk_gemm_desc, problem) + sizeof(tk_gemm_problem))
 
-/* d read as this library knows it (tilekit.h's rule): the fields within
- * d->size, defaults (zeros) for the rest; a caller's bytes past what this
- * library knows must be zero. */
+/* d read as this library knows it (tilekit.h's rule, tk_read_versioned). */
 static tk_status read_desc(tk_handle h, const tk_gemm_desc *d, tk_gemm_desc *out)
 {
-    if (!d)
-        return tk_fail(h, TK_ERR_INVALID_VALUE, "d: pointer is NULL (expected a tk_gemm_desc)");
-    if (d->size < TK_DESC_V1_SIZE)
-        return tk_fail(h, TK_ERR_INVALID_VALUE,
-                       "d->size: %zu is smaller than the first tk_gemm_desc (%zu bytes): initialize the descriptor "
-                       "with TK_GEMM_DESC_INIT",
-                       d->size, (size_t)TK_DESC_V1_SIZE);
-    memset(out, 0, sizeof *out);
-    const size_t known = d->size < sizeof *out ? d->size : sizeof *out;
-    memcpy(out, d, known);
-    for (size_t i = sizeof *out; i < d->size; i++)
-        if (((const unsigned char *)d)[i])
-            return tk_fail(h, TK_ERR_NOT_SUPPORTED,
-                           "d: byte %zu of the descriptor is set, but this library (tilekit %d.%d.%d) knows %zu "
-                           "bytes of tk_gemm_desc: a field of a newer version, which this one cannot honour",
-                           i, TILEKIT_VERSION_MAJOR, TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH, sizeof *out);
-    out->size = sizeof *out;
-    return TK_SUCCESS;
+    return tk_read_versioned(h, "d", "tk_gemm_desc", "TK_GEMM_DESC_INIT", d, out, sizeof *out, TK_DESC_V1_SIZE);
 }
 
 tk_status tk_fields_unset(tk_handle h, const tk_field *f, size_t n, const char *because, const char *fix)

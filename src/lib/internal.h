@@ -94,6 +94,15 @@ void tk_note_clear(void);
  * excepted, and the bytes past them up to out->size zeroed. */
 tk_status tk_fill_versioned(tk_handle h, const char *arg, void *out, const void *src, size_t known, size_t first);
 
+/* The versioned structs' rule (tilekit.h) for a descriptor the caller
+ * fills (tk_gemm_desc, tk_quantize_desc): `arg` names it, `type` and
+ * `init` its struct and _INIT macro in messages; in->size at least `first`
+ * (else TK_ERR_INVALID_VALUE); out (this library's struct, `known` bytes)
+ * gets the fields within in->size and zeros past them, its size `known`;
+ * a set byte of in past `known` is TK_ERR_NOT_SUPPORTED. */
+tk_status tk_read_versioned(tk_handle h, const char *arg, const char *type, const char *init, const void *in,
+                            void *out, size_t known, size_t first);
+
 /* Checks the public problem and normalizes it to row-major tk_args.
  * Pure: touches no GPU. Sets *noop when M or N is 0. */
 tk_status tk_problem_normalize(tk_handle h, const tk_gemm_problem *p, tk_args *out, int *noop);

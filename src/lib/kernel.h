@@ -291,6 +291,24 @@ typedef struct tk_copy_job {
 } tk_copy_job;
 tk_status tk_launch_copy_2d_jobs(const tk_copy_job *job, int n, cudaStream_t stream, char *why, size_t len);
 
+/* tk_quantize_fp8's call (tilekit.h), checked by quantize.c: x rows x cols
+ * bf16 (ldx), q the codes (ldq), scale with ld_scale resolved (1X128:
+ * >= rows, 128X128: >= ceil(rows / 128), else unused); rows, cols > 0.
+ * vec_x: x 16-byte aligned and ldx a multiple of 8 (16-byte loads);
+ * vec_q: q 8-byte aligned and ldq a multiple of 8 (8-byte stores).
+ * sm_count sizes the grids. quantize.cu. */
+typedef struct tk_quant_args {
+    int64_t rows, cols;
+    const void *x; int64_t ldx;
+    void *q; int64_t ldq;
+    float *scale; int64_t ld_scale;
+    int format;                  /* tk_fp8_format */
+    int mode;                    /* tk_quant_mode */
+    int vec_x, vec_q;
+    int sm_count;
+} tk_quant_args;
+tk_status tk_launch_quantize_fp8(const tk_quant_args *a, cudaStream_t stream, char *why, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

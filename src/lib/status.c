@@ -90,6 +90,29 @@ tk_status tk_fill_versioned(tk_handle h, const char *arg, void *out, const void 
     return TK_SUCCESS;
 }
 
+tk_status tk_read_versioned(tk_handle h, const char *arg, const char *type, const char *init, const void *in,
+                            void *out, size_t known, size_t first)
+{
+    if (!in)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "%s: pointer is NULL (expected a %s)", arg, type);
+    size_t size;
+    memcpy(&size, in, sizeof size);
+    if (size < first)
+        return tk_fail(h, TK_ERR_INVALID_VALUE,
+                       "%s->size: %zu is smaller than the first %s (%zu bytes): initialize the descriptor with %s", arg,
+                       size, type, first, init);
+    memset(out, 0, known);
+    memcpy(out, in, size < known ? size : known);
+    for (size_t i = known; i < size; i++)
+        if (((const unsigned char *)in)[i])
+            return tk_fail(h, TK_ERR_NOT_SUPPORTED,
+                           "%s: byte %zu of the descriptor is set, but this library (tilekit %d.%d.%d) knows %zu "
+                           "bytes of %s: a field of a newer version, which this one cannot honour",
+                           arg, i, TILEKIT_VERSION_MAJOR, TILEKIT_VERSION_MINOR, TILEKIT_VERSION_PATCH, known, type);
+    memcpy(out, &known, sizeof known);
+    return TK_SUCCESS;
+}
+
 /* The first version of tk_cuda_error: up to cublas_name. */
 #define TK_CUDA_ERROR_V1_SIZE (offsetof(tk_cuda_error, cublas_name) + sizeof(const char *))
 

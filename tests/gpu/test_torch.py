@@ -1023,6 +1023,155 @@ def test_dlpack_torch():
     close(c16, a.double() @ bt.double().t(), TOL_OP, "DLPack column-major bf16 out")
 
 
+# ---- issue 40: FP8 quantization and products ----
+
+from fp8_ref import dequant, quantize_ref, same_bits, special_input  # noqa: E402 (tests/python is on sys.path)
+
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+FP8_MODES = ("tensor", "row", "1x128", "128x128")
+
+
+def fp8_same(q, s, rq, rs, label):
+    """tilekit's (q, s) against the reference's, bit for bit (scales' NaNs alike)."""
+    qb, rb = q.view(torch.uint8).cpu(), rq.view(torch.uint8)
+    bad = (qb != rb).nonzero()
+    assert not len(bad), "%s: code %s is 0x%02x, the reference's 0x%02x" % (
+        label, tuple(bad[0].tolist()), qb[tuple(bad[0])], rb[tuple(bad[0])])
+    assert tuple(s.shape) == tuple(rs.shape) and s.stride() == rs.stride(), (label, s.shape, s.stride(), rs.stride())
+    assert same_bits(s.cpu(), rs), "%s: scales differ" % label
+
+
+def test_fp8_quantize_bit_exact():
+    """tilekit.quantize_fp8 against fp8_ref.quantize_ref (on the CPU; itself
+    checked against the lab's C reference by tests/python/test_torch_fp8_cpu.py),
+    bit for bit: every mode and format at edge shapes, random and special
+    inputs (zero, NaN, infinite, saturating, subnormal-range groups), a
+    padded view and a transposed one."""
+    n = 0
+    for dtype in (E4M3, E5M2):
+        for mode in FP8_MODES:
+            for rows in (1, 7, 129, 300):
+                for cols in (1, 5, 128, 200, 1500, 4100):
+                    for specials in (False, True):
+                        x = special_input(rows, cols, rows + cols) if specials else \
+                            (torch.rand(rows, cols) * 8 - 4).to(torch.bfloat16)
+                        q, s = tilekit.quantize_fp8(x.to(DEV), dtype, mode)
+                        rq, rs = quantize_ref(x, dtype, mode)
+                        fp8_same(q, s, rq, rs, "%s %s %dx%d%s" % (dtype, mode, rows, cols, " specials" * specials))
+                        n += 1
+    wide = special_input(300, 4200, 9).to(DEV)
+    for mode in FP8_MODES:
+        q, s = tilekit.quantize_fp8(wide[:, 3:4103], E4M3, mode)   # ldx 4200, x 6 bytes past the row: narrow loads
+        rq, rs = quantize_ref(wide[:, 3:4103].cpu(), E4M3, mode)
+        fp8_same(q, s, rq, rs, "%s padded view" % mode)
+        q, s = tilekit.quantize_fp8(wide[:200, :300].t(), E5M2, mode)
+        rq, rs = quantize_ref(wide[:200, :300].t().contiguous().cpu(), E5M2, mode)
+        fp8_same(q, s, rq, rs, "%s transposed view" % mode)
+    print("     %d shapes x modes x formats exact" % n)
+
+
+def fp8_operands(m, n, k, fa, fb, mode):
+    """tilekit-quantized a (M x K) and b = w.t() (K x N column-major) with
+    scales for `mode`, and the float64 product of their dequantized values."""
+    x = (torch.randn(m, k, device=DEV) * 2).to(torch.bfloat16)
+    w = (torch.randn(n, k, device=DEV) / 4).to(torch.bfloat16)
+    ma, mw = {"tensor": ("tensor", "tensor"), "row": ("row", "row"), "block": ("1x128", "128x128")}[mode]
+    qa, sa = tilekit.quantize_fp8(x, fa, ma)
+    qw, sw = tilekit.quantize_fp8(w, fb, mw)
+    want = dequant(qa, sa, ma) @ dequant(qw, sw, mw).t()
+    return qa, qw.t(), sa, (sw.t() if mode == "row" else sw), want
+
+
+def test_fp8_scaled_mm():
+    """tilekit.scaled_mm against the float64 product of the dequantized
+    operands (fp32 out: only fp32 summation error; bf16 out: one rounding),
+    and against torch._scaled_mm where torch takes the call (tensor- and
+    row-wise scales, sizes multiples of 16) within bf16's rounding; bias."""
+    for mode, shapes in (("tensor", [(64, 96, 256), (7, 9, 40)]), ("row", [(128, 256, 512), (33, 20, 72)]),
+                         ("block", [(128, 256, 512), (130, 257, 384)])):
+        for m, n, k in shapes:
+            for fa, fb in ((E4M3, E4M3), (E5M2, E4M3), (E4M3, E5M2)):
+                label = "%s %s x %s %dx%dx%d" % (mode, fa, fb, m, n, k)
+                a, b, sa, sb, want = fp8_operands(m, n, k, fa, fb, mode)
+                close(tilekit.scaled_mm(a, b, sa, sb, out_dtype=torch.float32), want, 1e-5, label + " fp32")
+                y = tilekit.scaled_mm(a, b, sa, sb)
+                assert y.dtype == torch.bfloat16 and y.shape == (m, n), (y.dtype, y.shape)
+                close(y, want, TOL_OP, label + " bf16")
+                bias = torch.randn(n, device=DEV).to(torch.bfloat16)
+                close(tilekit.scaled_mm(a, b, sa, sb, bias=bias), want + bias.double(), TOL_OP, label + " bias")
+                if mode != "block" and m % 16 == 0 and n % 16 == 0 and k % 16 == 0 and (fa, fb) != (E5M2, E5M2):
+                    ref = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+                    close(y, ref.double(), 1e-2, label + " against torch._scaled_mm")
+    a, b, sa, sb, _ = fp8_operands(64, 96, 256, E4M3, E4M3, "row")
+    raises(ValueError, tilekit.scaled_mm, a, b, sa[:32], sb, match="scale_a, scale_b")
+    raises(TypeError, tilekit.scaled_mm, a.cpu(), b, sa, sb, match="CUDA")
+
+
+def test_fp8_linear():
+    """tilekit.nn.Linear(fp8=...) against the bf16 torch.nn.Linear of the
+    same weights, within FP8's error, for each scale option; the weight
+    quantized again after an in-place update; forward only."""
+    for fmt, scale, tol in (("e4m3", "row", 0.05), ("e4m3", "tensor", 0.06), ("e4m3", "block", 0.05),
+                            ("e5m2", "row", 0.1)):
+        lin = tilekit.nn.Linear(512, 384, dtype=torch.bfloat16, device=DEV, fp8=fmt, scale=scale)
+        ref = torch.nn.Linear(512, 384, dtype=torch.bfloat16, device=DEV)
+        ref.load_state_dict(lin.state_dict())
+        x = torch.randn(4, 33, 512, device=DEV).to(torch.bfloat16)
+        with torch.no_grad():
+            y, want = lin(x), ref(x)
+            close(y, want, tol, "Linear fp8=%s scale=%s" % (fmt, scale))
+            lin.weight.mul_(-1)
+            ref.weight.mul_(-1)
+            close(lin(x), ref(x), tol, "Linear fp8=%s scale=%s after an update" % (fmt, scale))
+    raises(RuntimeError, lin, x, match="forward only")
+
+
+def test_fp8_compile_fullgraph():
+    """torch.compile(fullgraph=True) through tilekit::quantize_fp8 and
+    tilekit::scaled_mm (inductor): the eager bits; a Linear(fp8) compiled
+    (its weight quantized inside the graph) gives its eager output."""
+    torch._dynamo.reset()
+
+    def f(x, w, bias):
+        qx, sx = tilekit.quantize_fp8(x, E4M3, "1x128")
+        qw, sw = tilekit.quantize_fp8(w, E4M3, "128x128")
+        return tilekit.scaled_mm(qx, qw.t(), sx, sw, bias=bias)
+
+    x, w = bf16(130, 256), bf16(200, 256)
+    bias = bf16(200)
+    want = f(x, w, bias)
+    got = torch.compile(f, fullgraph=True)(x, w, bias)
+    assert torch.equal(got, want), (got - want).abs().max()
+    lin = tilekit.nn.Linear(256, 200, dtype=torch.bfloat16, device=DEV, fp8="e4m3", scale="row")
+    with torch.no_grad():
+        want = lin(x)
+        got = torch.compile(lin, fullgraph=True)(x)
+    assert torch.equal(got, want), (got - want).abs().max()
+
+
+def test_fp8_cuda_graph():
+    """quantize_fp8 ("tensor": the memset and both kernels) and scaled_mm
+    captured in a CUDA graph, replayed on new inputs: the eager results."""
+    x, w = bf16(64, 512), bf16(96, 512)
+
+    def f():
+        qx, sx = tilekit.quantize_fp8(x, E4M3, "tensor")
+        qw, sw = tilekit.quantize_fp8(w, E4M3, "tensor")
+        return tilekit.scaled_mm(qx, qw.t(), sx, sw)
+
+    f()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = f()
+    for _ in range(2):
+        x.copy_(bf16(64, 512) * 3)
+        w.copy_(bf16(96, 512))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(y, f()), "replay differs from eager"
+
+
 def main():
     torch.manual_seed(0)
     print("tilekit %s from %s (backend: %s), torch %s" % (tilekit.__version__, os.path.dirname(tilekit.__file__),

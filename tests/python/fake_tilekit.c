@@ -3,16 +3,18 @@
  * wrapper binds and the CUDA runtime functions it calls through the library,
  * each of which succeeds and appends one line to a log ("create 0x..",
  * "gemm handle=0x.. stream=0x..", "wait stream=0x.. event=0x..", ... and
- * the calling thread; a batched or grouped product and tk_gemm_run log every
- * argument they were given, the problem's and the descriptor's fields too),
+ * the calling thread; a batched or grouped product, tk_gemm_run and
+ * tk_quantize_fp8 log every argument they were given, the problem's and the
+ * descriptors' fields too),
  * kept in memory (fake_log(), read through ctypes) and, when
  * $FAKE_TILEKIT_LOG names a file, appended to it as well, so a test also
  * sees what ran while the interpreter shut down. The stream FAKE_CAPTURING
  * reports itself as being captured into a CUDA graph. With
  * $FAKE_TILEKIT_RUN_FAIL set to "STATUS:MESSAGE", tk_gemm_run refuses with
  * that status and tk_last_error(h) says MESSAGE, as the library's own
- * refusals do. fake_desc_layout() gives tk_gemm_desc's field offsets and
- * sizes as the header lays them out, for the ctypes mirror's test. */
+ * refusals do (tk_quantize_fp8 too). fake_desc_layout() and
+ * fake_qdesc_layout() give tk_gemm_desc's and tk_quantize_desc's field
+ * offsets and sizes as the header lays them out, for the ctypes mirrors' tests. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -161,19 +163,10 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
     return TK_SUCCESS;
 }
 
-/* Issue 39: every field of the descriptor logged (pointers in hex); a
- * refusal when FAKE_TILEKIT_RUN_FAIL asks for one. */
-tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)
+/* TK_SUCCESS, or the refusal FAKE_TILEKIT_RUN_FAIL ("STATUS:MESSAGE") asks
+ * for, its message the thread's run_error. */
+static tk_status run_outcome(void)
 {
-    char prob[320];
-    problem_text(prob, sizeof prob, &d->problem);
-    note("gemm_run handle=%#lx stream=%#lx size=%zu %s group_kind=%d count=%d stride_a=%lld stride_b=%lld "
-         "stride_c=%lld offs=%#lx group_error=%#lx epilogue=%d activation=%d bias=%#lx bias_type=%d bias_along=%d "
-         "b_up=%#lx d=%#lx ldd=%lld aux=%#lx ldaux=%lld bias_grad=%#lx kernel=%s",
-         addr(h), addr(stream), d->size, prob, (int)d->group_kind, (int)d->count, (long long)d->stride_a,
-         (long long)d->stride_b, (long long)d->stride_c, addr(d->offs), addr(d->group_error), (int)d->epilogue,
-         (int)d->activation, addr(d->bias), (int)d->bias_type, (int)d->bias_along, addr(d->b_up), addr(d->d),
-         (long long)d->ldd, addr(d->aux), (long long)d->ldaux, addr(d->bias_grad), kernel ? kernel : "auto");
     run_error[0] = 0;
     const char *fail = getenv("FAKE_TILEKIT_RUN_FAIL");
     if (!fail || !*fail)
@@ -182,6 +175,52 @@ tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, vo
     long st = strtol(fail, &colon, 10);
     snprintf(run_error, sizeof run_error, "%s", *colon == ':' ? colon + 1 : "");
     return (tk_status)st;
+}
+
+/* Issue 39: every field of the descriptor logged (pointers in hex); a
+ * refusal when FAKE_TILEKIT_RUN_FAIL asks for one. */
+tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)
+{
+    char prob[320];
+    problem_text(prob, sizeof prob, &d->problem);
+    note("gemm_run handle=%#lx stream=%#lx size=%zu %s group_kind=%d count=%d stride_a=%lld stride_b=%lld "
+         "stride_c=%lld offs=%#lx group_error=%#lx epilogue=%d activation=%d bias=%#lx bias_type=%d bias_along=%d "
+         "b_up=%#lx d=%#lx ldd=%lld aux=%#lx ldaux=%lld bias_grad=%#lx a_fp8=%d b_fp8=%d scale_mode=%d scale_a=%#lx "
+         "scale_b=%#lx ld_scale_a=%lld ld_scale_b=%lld kernel=%s",
+         addr(h), addr(stream), d->size, prob, (int)d->group_kind, (int)d->count, (long long)d->stride_a,
+         (long long)d->stride_b, (long long)d->stride_c, addr(d->offs), addr(d->group_error), (int)d->epilogue,
+         (int)d->activation, addr(d->bias), (int)d->bias_type, (int)d->bias_along, addr(d->b_up), addr(d->d),
+         (long long)d->ldd, addr(d->aux), (long long)d->ldaux, addr(d->bias_grad), (int)d->a_fp8, (int)d->b_fp8,
+         (int)d->scale_mode, addr(d->scale_a), addr(d->scale_b), (long long)d->ld_scale_a, (long long)d->ld_scale_b,
+         kernel ? kernel : "auto");
+    return run_outcome();
+}
+
+/* Issue 40: every field of the descriptor logged; a refusal when
+ * FAKE_TILEKIT_RUN_FAIL asks for one (as tk_gemm_run's). */
+tk_status tk_quantize_fp8(tk_handle h, const tk_quantize_desc *d, void *stream)
+{
+    note("quantize handle=%#lx stream=%#lx size=%zu rows=%lld cols=%lld x=%#lx ldx=%lld format=%d mode=%d q=%#lx "
+         "ldq=%lld scale=%#lx ld_scale=%lld",
+         addr(h), addr(stream), d->size, (long long)d->rows, (long long)d->cols, addr(d->x), (long long)d->ldx,
+         (int)d->format, (int)d->mode, addr(d->q), (long long)d->ldq, addr(d->scale), (long long)d->ld_scale);
+    return run_outcome();
+}
+
+/* tk_quantize_desc's layout, as fake_desc_layout gives tk_gemm_desc's. */
+const char *fake_qdesc_layout(void);
+const char *fake_qdesc_layout(void)
+{
+    static char text[512];
+#define F(f) " " #f "=%zu:%zu"
+#define V(f) offsetof(tk_quantize_desc, f), sizeof(((tk_quantize_desc *)0)->f)
+    snprintf(text, sizeof text, "sizeof=%zu" F(size) F(rows) F(cols) F(x) F(ldx) F(format) F(mode) F(q) F(ldq)
+                                    F(scale) F(ld_scale),
+             sizeof(tk_quantize_desc), V(size), V(rows), V(cols), V(x), V(ldx), V(format), V(mode), V(q), V(ldq),
+             V(scale), V(ld_scale));
+#undef F
+#undef V
+    return text;
 }
 
 /* tk_gemm_desc's layout as this compiler lays out the header's struct:

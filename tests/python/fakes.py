@@ -139,6 +139,7 @@ def fake_torch(missing=()):
     cuda.device = _device_ctx
     t.dtype, t.device, t.Tensor, t.empty, t.cuda = dtype, device, Tensor, empty, cuda
     t.bfloat16, t.float32, t.float16, t.int32 = dtype("bfloat16"), dtype("float32"), dtype("float16"), dtype("int32")
+    t.float8_e4m3fn, t.float8_e5m2 = dtype("float8_e4m3fn"), dtype("float8_e5m2")
     t.strided = layout()
     t._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: current.get(d, 0))
     t.current = current          # tests set and read the current streams here
@@ -216,3 +217,16 @@ def log(text):
             fields[k] = int(v, 16) if v.startswith("0x") or v == "0" else v
         entries.append((words[0], fields, int(fields.pop("thread"))))
     return entries
+
+
+def struct_layouts(c_function, cls):
+    """(the C compiler's, ctypes') layout of a struct as "offset:size" per
+    field and "sizeof": c_function is the fake library's text of it
+    (fake_desc_layout, fake_qdesc_layout), cls the ctypes mirror."""
+    import ctypes
+    fn = getattr(ctypes.CDLL(fake_lib()), c_function)
+    fn.restype = ctypes.c_char_p
+    c = dict(w.split("=") for w in fn().decode().split())
+    py = {name: "%d:%d" % (getattr(cls, name).offset, getattr(cls, name).size) for name, _ in cls._fields_}
+    py["sizeof"] = str(ctypes.sizeof(cls))
+    return c, py

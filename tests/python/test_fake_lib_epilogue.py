@@ -6,7 +6,6 @@ refusals it makes before the library, and a library refusal raised as its
 status's class with its message. Also the ctypes mirror of tk_gemm_desc
 against the C compiler's layout of the header's struct.
 """
-import ctypes
 
 import fakes
 from test_fake_lib import run
@@ -33,12 +32,7 @@ def test_desc_layout_matches_header():
     for the header's tk_gemm_desc (a field added, moved or retyped on
     either side fails)."""
     from tilekit import _lib
-    fake = ctypes.CDLL(fakes.fake_lib())
-    fake.fake_desc_layout.restype = ctypes.c_char_p
-    c = dict(w.split("=") for w in fake.fake_desc_layout().decode().split())
-    py = {name: "%d:%d" % (getattr(_lib.GemmDesc, name).offset, getattr(_lib.GemmDesc, name).size)
-          for name, _ in _lib.GemmDesc._fields_}
-    py["sizeof"] = str(ctypes.sizeof(_lib.GemmDesc))
+    c, py = fakes.struct_layouts("fake_desc_layout", _lib.GemmDesc)
     assert c == py, (c, py)
 
 
