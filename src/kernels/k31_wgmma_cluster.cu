@@ -320,10 +320,11 @@ static size_t k31_family_workspace(const tk_kernel *k, const tk_args *a, const t
  * that are not 128-byte multiples, one wave). */
 static int k31_family_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
 {
-    /* FP8: the cluster tiles where they fill a wave of clusters, above
-     * k33_wgmma_128x128's FP8 instance (31); that one elsewhere */
+    /* FP8: below k33_wgmma_128x128's FP8 instance (31), whose pipelined
+     * promotion measured faster (H200, session 29: 8192^3 per-tensor 1132
+     * TFLOP/s against 1075, 4096^3 1020 against 995) */
     if (a->fp8)
-        return k->bm == K30_BM && k31_ctiles(K30_BM, K30_BN, a) >= dev->sm_count / K31_CLUSTER ? 32 : 0;
+        return k->bm == K30_BM ? 30 : 0;
     if (k->bm == 64)
         return k30_pick_cluster64(a, dev->sm_count) ? k->first_rank : k->auto_rank;
     return k31_rank(a, dev);

@@ -1037,7 +1037,9 @@ def fp8_same(q, s, rq, rs, label):
     bad = (qb != rb).nonzero()
     assert not len(bad), "%s: code %s is 0x%02x, the reference's 0x%02x" % (
         label, tuple(bad[0].tolist()), qb[tuple(bad[0])], rb[tuple(bad[0])])
-    assert tuple(s.shape) == tuple(rs.shape) and s.stride() == rs.stride(), (label, s.shape, s.stride(), rs.stride())
+    # strides of dimensions of one element say nothing about the layout
+    assert tuple(s.shape) == tuple(rs.shape) and all(
+        a == b for a, b, n in zip(s.stride(), rs.stride(), s.shape) if n > 1), (label, s.shape, s.stride(), rs.stride())
     assert same_bits(s.cpu(), rs), "%s: scales differ" % label
 
 
@@ -1082,9 +1084,16 @@ def fp8_operands(m, n, k, fa, fb, mode):
     return qa, qw.t(), sa, (sw.t() if mode == "row" else sw), want
 
 
+# FP8 products on Hopper's fast kernels sum each 128 of K in the FP8
+# accumulator (13 bits after the largest addend) before the fp32
+# promotion: 1.1e-4 norm-wise on uniform data at every K (tests/gpu/fp8_mma,
+# docs/NOTES.md session 29); k01_naive's fp32 sums are far inside.
+FP8_TOL_F32 = 1e-3
+
+
 def test_fp8_scaled_mm():
     """tilekit.scaled_mm against the float64 product of the dequantized
-    operands (fp32 out: only fp32 summation error; bf16 out: one rounding),
+    operands (fp32 out: the FP8 accumulator's error, FP8_TOL_F32; bf16 out: one rounding more),
     and against torch._scaled_mm where torch takes the call (tensor- and
     row-wise scales, sizes multiples of 16) within bf16's rounding; bias."""
     for mode, shapes in (("tensor", [(64, 96, 256), (7, 9, 40)]), ("row", [(128, 256, 512), (33, 20, 72)]),
@@ -1093,7 +1102,7 @@ def test_fp8_scaled_mm():
             for fa, fb in ((E4M3, E4M3), (E5M2, E4M3), (E4M3, E5M2)):
                 label = "%s %s x %s %dx%dx%d" % (mode, fa, fb, m, n, k)
                 a, b, sa, sb, want = fp8_operands(m, n, k, fa, fb, mode)
-                close(tilekit.scaled_mm(a, b, sa, sb, out_dtype=torch.float32), want, 1e-5, label + " fp32")
+                close(tilekit.scaled_mm(a, b, sa, sb, out_dtype=torch.float32), want, FP8_TOL_F32, label + " fp32")
                 y = tilekit.scaled_mm(a, b, sa, sb)
                 assert y.dtype == torch.bfloat16 and y.shape == (m, n), (y.dtype, y.shape)
                 close(y, want, TOL_OP, label + " bf16")

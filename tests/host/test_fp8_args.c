@@ -82,7 +82,7 @@ static void test_valid_calls_pass(void)
 }
 
 /* Auto-dispatch sends FP8 operands with K-major A and B to the FP8
- * instances on sm_90 (k31_wgmma_cluster's or k33_wgmma_128x128's) and to
+ * instance of k33_wgmma_128x128 on sm_90 (ranked above k31's) and to
  * k01_naive elsewhere (the other layouts, sm_80); a bf16 family asked by
  * name refuses them, and k30's configurations without FP8 instances say
  * which one has them. */
@@ -114,10 +114,8 @@ static void test_route(void)
                 fh_attrs_args(&fake, &a);
                 tk_route r;
                 const int ok = tk_route_choose(&fake, &a, &r, 0);
-                /* K-major on sm_90: k31's cluster tiles where they fill a wave of clusters (4096^3: 256 of
-                 * 256 x 256 on 66), k33's elsewhere */
-                const char *want = sm == 90 && !op_a ? (shapes[s][0] == 4096 ? "k31_wgmma_cluster" : "k33_wgmma_128x128")
-                                                     : "k01_naive";
+                /* K-major on sm_90: k33's FP8 instance (above k31's) */
+                const char *want = sm == 90 && !op_a ? "k33_wgmma_128x128" : "k01_naive";
                 CHECK(ok && r.k && !strcmp(r.k->name, want), "sm_%d op_a %s %lldx%lldx%lld: auto picked %s (expected %s)",
                       sm, op_a ? "T" : "N", (long long)shapes[s][0], (long long)shapes[s][1],
                       (long long)shapes[s][2], ok && r.k ? r.k->name : "nothing", want);
