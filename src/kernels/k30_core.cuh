@@ -829,34 +829,36 @@ static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p,
     const int r0 = min(m0 + 64 * c + 16 * warp + lane / 4, p->m - 1), r1 = min(r0 + 8, p->m - 1);
     const int nb = n0 / 128;
     int rs = *s;                       /* the stage of the k-tile to release next */
-    float a0, a1, b0, b1;              /* the block scales of the k-tiles in d0 and d1, read as they are issued */
+    float s0, s1;
     /* Each issue is on the loop's straight path (ptxas serializes wgmma
      * issued under a branch: C7518); the exits are the only branches. */
     for (int kt = 0;; kt += 2) {
-        k30_fp8_scales(p, kt0 + kt, r0, r1, nb, &a0, &a1);
         k30_fp8_issue<BM, BN, F8>(d0, ring, full_bar, c, s, phase);
         if (kt > 0) {                  /* k-tile kt - 1 (in d1) is done once kt's is the one in flight */
             tk_wgmma_wait(1);
             k30_release(empty, cluster, rs, lane);
             rs = rs + 1 == K30_STAGES_MNA(BM, BN, 1) ? 0 : rs + 1;
-            k30_fp8_promote(acc, d1, b0, b1, 0);
+            k30_fp8_scales(p, kt0 + kt - 1, r0, r1, nb, &s0, &s1);
+            k30_fp8_promote(acc, d1, s0, s1, 0);
         }
         if (kt + 1 >= k_tiles) {
             tk_wgmma_wait(0);
             k30_release(empty, cluster, rs, lane);
-            k30_fp8_promote(acc, d0, a0, a1, kt == 0);
+            k30_fp8_scales(p, kt0 + kt, r0, r1, nb, &s0, &s1);
+            k30_fp8_promote(acc, d0, s0, s1, kt == 0);
             break;
         }
-        k30_fp8_scales(p, kt0 + kt + 1, r0, r1, nb, &b0, &b1);
         k30_fp8_issue<BM, BN, F8>(d1, ring, full_bar, c, s, phase);
         tk_wgmma_wait(1);
         k30_release(empty, cluster, rs, lane);
         rs = rs + 1 == K30_STAGES_MNA(BM, BN, 1) ? 0 : rs + 1;
-        k30_fp8_promote(acc, d0, a0, a1, kt == 0);
+        k30_fp8_scales(p, kt0 + kt, r0, r1, nb, &s0, &s1);
+        k30_fp8_promote(acc, d0, s0, s1, kt == 0);
         if (kt + 2 >= k_tiles) {
             tk_wgmma_wait(0);
             k30_release(empty, cluster, rs, lane);
-            k30_fp8_promote(acc, d1, b0, b1, 0);
+            k30_fp8_scales(p, kt0 + kt + 1, r0, r1, nb, &s0, &s1);
+            k30_fp8_promote(acc, d1, s0, s1, 0);
             break;
         }
     }
