@@ -235,9 +235,10 @@ static void test_bench_files(void)
 }
 
 /* tilekit info's fused-epilogue table, asked of the kernels' own checks
- * (on this machine's device, or an sm_90 stand-in without one): k01_naive
- * and k30_wgmma_tma take every kind, k31_wgmma_cluster the plain ones, and
- * the configurations without fused instances are not listed. */
+ * (on this machine's device, or an sm_90 stand-in without one): k01_naive,
+ * k30_wgmma_tma and k40_skinny take every kind, k31_wgmma_cluster the
+ * plain ones, and the configurations without fused instances are not
+ * listed. */
 static void test_info_lists_epilogues(void)
 {
     FILE *f = tmpfile();
@@ -247,7 +248,7 @@ static void test_info_lists_epilogues(void)
     tk_lab_info(f, NULL, NULL);
     rewind(f);
     char line[512];
-    int header = 0, k01 = 0, k30 = 0, k31 = 0, other = 0;
+    int header = 0, k01 = 0, k30 = 0, k31 = 0, k40 = 0, other = 0;
     while (fgets(line, sizeof line, f)) {
         if (strstr(line, "fused epilogues (")) {
             header = 1;
@@ -263,12 +264,15 @@ static void test_info_lists_epilogues(void)
             k30 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
         else if (!strncmp(line, "k31_wgmma_cluster ", 18))
             k31 = strstr(line, " bias_act backward\n") != NULL;
+        else if (!strncmp(line, "k40_skinny ", 11))
+            k40 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
         else if (line[0] == 'k')
             other++;
     }
     fclose(f);
-    CHECK(header && k01 && k30 && k31 && !other, "info's epilogue table: header %d, k01 %d, k30 %d, k31 %d, %d others",
-          header, k01, k30, k31, other);
+    CHECK(header && k01 && k30 && k31 && k40 && !other,
+          "info's epilogue table: header %d, k01 %d, k30 %d, k31 %d, k40 %d, %d others", header, k01, k30, k31, k40,
+          other);
 }
 
 void tk_tests(void)
