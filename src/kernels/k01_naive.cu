@@ -10,7 +10,8 @@
  *
  * Epilogues (tk_epi_args; issue 39): every kind and activation, the
  * formulas of tilekit.h applied in fp32 to the fp32 dot products, rounded
- * once to c_type (k01_epi_kernel: one thread per element of D; for GATED
+ * once to c_type (src/tiles/epi_formula.cuh's per-element pieces, which
+ * k40_skinny applies too; k01_epi_kernel: one thread per element of D; for GATED
  * two dot products a thread, for GATED_BACKWARD one thread writes columns
  * j and N + j). bias_grad: k01_bias_grad_kernel, one thread per column of
  * D, recomputes the column's values row by row in row order (the same
@@ -31,7 +32,7 @@
 #include "../lib/kernel.h"
 #include "../lib/group.h"
 #include "../tiles/epilogue.cuh"
-#include "../tiles/activation.cuh"
+#include "../tiles/epi_formula.cuh"
 #include "../tiles/fp8.cuh"
 
 #define NAIVE_BLOCK 16
@@ -70,92 +71,41 @@ static __device__ __forceinline__ float naive_dot(const tk_args *p, const uint16
     return acc;
 }
 
-/* bias for column col of z in row i (0 without one). */
-static __device__ __forceinline__ float naive_bias(const tk_epi_args *e, int64_t i, int64_t col)
-{
-    if (!e->bias)
-        return 0.0f;
-    int64_t at = e->bias_rows ? i : col;
-    return e->bias_bf16 ? tk_bf16_to_f32(((const uint16_t *)e->bias)[at]) : ((const float *)e->bias)[at];
-}
-
-/* v + beta * C's element (i, j), C read only when beta != 0 (a C of NaN
- * poison with beta == 0 gives a clean D), as tk_epilogue_store adds it. */
+/* v + beta * C's element (i, j) (epi_formula.cuh). */
 static __device__ __forceinline__ float naive_residual(const tk_args *p, int64_t i, int64_t j, float v)
 {
-    if (p->beta == 0.0f)
-        return v;
-    int64_t at = i * p->ldc + j;
-    float c = p->c_type == TK_F32 ? ((const float *)p->c)[at] : tk_bf16_to_f32(((const uint16_t *)p->c)[at]);
-    return fmaf(p->beta, c, v);
+    return tk_epi_residual(p->c, p->ldc, p->c_type, p->beta, i, j, v);
 }
 
-/* P = alpha * dot and z = P + bias, each rounded as written (__fmul_rn and
- * __fadd_rn are never contracted into an fma: both kernels get the same
- * bits). */
+/* P = alpha * dot, rounded as written (__fmul_rn is never contracted into
+ * an fma: every kernel on epi_formula.cuh gets the same bits). */
 static __device__ __forceinline__ float naive_p(const tk_args *p, const uint16_t *Bp, int64_t i, int64_t j)
 {
     return __fmul_rn(p->alpha, naive_dot(p, Bp, i, j));
 }
 
-static __device__ __forceinline__ float naive_aux(const tk_epi_args *e, int64_t i, int64_t col)
-{
-    return tk_bf16_to_f32(((const uint16_t *)e->aux)[i * e->ldaux + col]);
-}
-
-/* GATED_BACKWARD's column jn (upper 0) or N + jn (upper 1) of row i from
- * P = P[i, jn]: P * z_up * act'(z_gate), or P * act(z_gate). */
-static __device__ __forceinline__ float naive_gated_grad(const tk_epi_args *e, float P, int64_t i, int64_t jn,
-                                                         int upper)
-{
-    float zg = naive_aux(e, i, jn);
-    if (upper)
-        return __fmul_rn(P, tk_act(e->act, zg));
-    return __fmul_rn(__fmul_rn(P, naive_aux(e, i, e->out_cols / 2 + jn)), tk_act_grad(e->act, zg));
-}
-
 /* D's element (i, j) in fp32 before its rounding: tilekit.h's formula of
- * e->kind (j < out_cols). With store_aux, the forward kinds also store z
- * (bf16) where e->aux is set; k01_bias_grad_kernel passes 0 (it stores
- * nothing but the sums). */
+ * e->kind (j < out_cols; epi_formula.cuh's pieces). With store_aux, the
+ * forward kinds also store z (bf16) where e->aux is set;
+ * k01_bias_grad_kernel passes 0 (it stores nothing but the sums). */
 static __device__ __forceinline__ float naive_epi_value(const tk_args *p, const tk_epi_args *e, int64_t i,
                                                         int64_t j, int store_aux)
 {
     const uint16_t *B = (const uint16_t *)p->b;
-    uint16_t *aux = (uint16_t *)e->aux;
     switch (e->kind) {
-    case TK_EPI_BIAS_ACT: {
-        float z = __fadd_rn(naive_p(p, B, i, j), naive_bias(e, i, j));
-        if (store_aux && aux)
-            aux[i * e->ldaux + j] = tk_f32_to_bf16(z);
-        return naive_residual(p, i, j, tk_act(e->act, z));
-    }
+    case TK_EPI_BIAS_ACT:
+        return naive_residual(p, i, j, tk_epi_bias_act(e, naive_p(p, B, i, j), i, j, store_aux));
     case TK_EPI_GATED: {
-        int64_t half = p->n / 2;
-        float zg = __fadd_rn(naive_p(p, B, i, j), naive_bias(e, i, j));
-        float zu = __fadd_rn(naive_p(p, (const uint16_t *)e->b_up, i, j), naive_bias(e, i, half + j));
-        if (store_aux && aux) {
-            aux[i * e->ldaux + j] = tk_f32_to_bf16(zg);
-            aux[i * e->ldaux + half + j] = tk_f32_to_bf16(zu);
-        }
-        return naive_residual(p, i, j, __fmul_rn(tk_act(e->act, zg), zu));
+        float Pg = naive_p(p, B, i, j), Pu = naive_p(p, (const uint16_t *)e->b_up, i, j);
+        return naive_residual(p, i, j, tk_epi_gated(e, Pg, Pu, i, j, p->n / 2, store_aux));
     }
     case TK_EPI_BACKWARD:
-        return naive_residual(p, i, j, __fmul_rn(naive_p(p, B, i, j), tk_act_grad(e->act, naive_aux(e, i, j))));
+        return naive_residual(p, i, j, tk_epi_backward(e, naive_p(p, B, i, j), i, j));
     default: {   /* TK_EPI_GATED_BACKWARD: column j < 2N from P[i, j mod N]; beta is 0 */
         int64_t jn = j < p->n ? j : j - p->n;
-        return naive_gated_grad(e, naive_p(p, B, i, jn), i, jn, j >= p->n);
+        return tk_epi_gated_grad(e, naive_p(p, B, i, jn), i, jn, j >= p->n);
     }
     }
-}
-
-static __device__ __forceinline__ void naive_store_d(const tk_args *p, const tk_epi_args *e, int64_t i, int64_t j,
-                                                     float v)
-{
-    if (p->c_type == TK_F32)
-        ((float *)e->d)[i * e->ldd + j] = v;
-    else
-        ((uint16_t *)e->d)[i * e->ldd + j] = tk_f32_to_bf16(v);
 }
 
 /* One thread per element (i, j) of D (GATED_BACKWARD: per (i, j < N),
@@ -168,10 +118,10 @@ static __global__ void k01_epi_kernel(tk_args p, tk_epi_args e)
              j += (int64_t)gridDim.x * NAIVE_BLOCK) {
             if (e.kind == TK_EPI_GATED_BACKWARD) {
                 float P = naive_p(&p, (const uint16_t *)p.b, i, j);
-                naive_store_d(&p, &e, i, j, naive_gated_grad(&e, P, i, j, 0));
-                naive_store_d(&p, &e, i, p.n + j, naive_gated_grad(&e, P, i, j, 1));
+                tk_epi_store_d(&e, p.c_type, i, j, tk_epi_gated_grad(&e, P, i, j, 0));
+                tk_epi_store_d(&e, p.c_type, i, p.n + j, tk_epi_gated_grad(&e, P, i, j, 1));
             } else {
-                naive_store_d(&p, &e, i, j, naive_epi_value(&p, &e, i, j, 1));
+                tk_epi_store_d(&e, p.c_type, i, j, naive_epi_value(&p, &e, i, j, 1));
             }
         }
 }

@@ -114,10 +114,13 @@ static inline size_t k40_slot_bytes(int nj)
 
 /* 16-byte loads need both operands' bases 16-byte aligned and rows a
  * multiple of 8 elements (NULL pointers, introspection: judged on the
- * leading dimensions). */
+ * leading dimensions); with TK_EPI_GATED the up half's base too (its rows
+ * are streamed beside the gate's, k40_skinny.cu). */
 static inline int k40_aligned(const tk_args *a)
 {
-    return a->lda % 8 == 0 && a->ldb % 8 == 0 && (uintptr_t)a->a % 16 == 0 && (uintptr_t)a->b % 16 == 0;
+    const void *up = a->epi && a->epi->kind == TK_EPI_GATED ? a->epi->b_up : NULL;
+    return a->lda % 8 == 0 && a->ldb % 8 == 0 && (uintptr_t)a->a % 16 == 0 && (uintptr_t)a->b % 16 == 0 &&
+           (uintptr_t)up % 16 == 0;
 }
 
 static inline int k40_nj_for(int64_t t)

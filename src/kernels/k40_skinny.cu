@@ -11,6 +11,19 @@
  * in a fixed order; mid-size token counts staged in shared memory, long weight
  * streams on sm_90 through a TMA ring. Each point in full: docs/kernels/k40.md.
  *
+ * Fused epilogues (issue 39; k40_epi): instances apart (k40_kernel_epi,
+ * k40_kernel_bulk_epi; the dense ones' code and parameter block as they
+ * were) apply tilekit.h's formula to each element's final fp32 sum, after
+ * the split-K sum in split order, with src/tiles/epi_formula.cuh's pieces
+ * (k01_naive's, so the same roundings): every kind and activation, bias
+ * per column or row, aux, D apart from C with any beta, both orientations.
+ * TK_EPI_GATED (SwiGLU at decode): a 16-row slab streams 8 gate rows of B
+ * and the same 8 rows of b_up (the ring: two 8-row boxes a stage), so gate
+ * and up of an output column meet in one thread and each weight half is
+ * read once. Refused with a reason (k40_supports_epi; auto goes on to the
+ * next kernel): bias_grad, and GATED where N < M. Its figures: not yet
+ * measured (docs/kernels/k40.md gives the command).
+ *
  * Configuration: 4 warps (128 threads), 16-row weight slabs read by wk warps;
  * 8 * NJ tokens per CTA (NJ in 1, 2, 4, 8) and U chunks a step, template
  * parameters so that the register arrays they size are compile-time
@@ -39,6 +52,7 @@
 #include "ptx/ld.cuh"
 #include "ptx/mma_sync.cuh"
 #include "tiles/epilogue.cuh"
+#include "tiles/epi_formula.cuh"
 
 #define K40_THREADS (32 * K40_WARPS)
 
@@ -67,6 +81,35 @@ typedef struct k40_bulk_params {
     CUtensorMap wmap, xmap;
     k40_params p;
 } k40_bulk_params;
+
+/* A fused epilogue (issue 39; the EPI instances, k40_kernel_epi and
+ * k40_kernel_bulk_epi): the call's tk_epi_args as they are, the residual
+ * C's row stride (k40_params.c is C itself there, read where beta != 0)
+ * and whether the weights are A's rows (k40_plan.swap: C's rows, else
+ * its columns). TK_EPI_GATED (never swapped): a 16-row slab holds 8 row
+ * pairs, the gate's rows r0 / 2 .. + 7 of B (wl_row: fragment rows 0-7)
+ * and the same rows of b_up (wh_row: rows 8-15), so that a thread holds
+ * gate and up of one output column in acc[j][e] and acc[j][e + 2]. Apart
+ * from k40_params, whose parameter block the dense instances keep as it
+ * was (k40_bulk_params says why its size counts). */
+typedef struct k40_epi {
+    tk_epi_args e;
+    int64_t ldc;
+    int swap;
+} k40_epi;
+
+typedef struct k40_epi_params {
+    k40_params p;
+    k40_epi x;
+} k40_epi_params;
+
+/* The ring's with an epilogue: umap, the up half's rows (GATED; then wmap
+ * is the gate's, both boxes of 8 rows). */
+typedef struct k40_bulk_epi_params {
+    CUtensorMap wmap, xmap, umap;
+    k40_params p;
+    k40_epi x;
+} k40_bulk_epi_params;
 
 /* 8 bf16 of a row at column k (a multiple of 8) inside K: one 16-byte
  * load where the row is 16-byte aligned, else element by element. NULL row
@@ -213,10 +256,31 @@ static __device__ __forceinline__ int64_t k40_loop_xs(float (*acc)[4], uint4 (*x
     return c0 + steps * K40_UXS;
 }
 
+/* Issues a stage's copies into dst on its full barrier bar (k40_loop_bulk):
+ * 16 weight rows from row r0 and the tokens from t0, at k; EPI instances
+ * with umap (TK_EPI_GATED): the weights as two boxes of 8 rows, the slab's
+ * gate rows r0 / 2.. (wmap) then its up rows (umap), k40_epi's pairing. */
+template <int EPI>
+static __device__ __forceinline__ void k40_bulk_stage(uint32_t dst, uint32_t bar, uint32_t bytes, uint32_t sb,
+                                                      const CUtensorMap *wmap, const CUtensorMap *umap,
+                                                      const CUtensorMap *xmap, int32_t k, int64_t r0, int64_t t0)
+{
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+    tk_mbarrier_arrive_expect_tx(bar, bytes);
+    if (EPI && umap) {
+        tk_tma_load_2d(dst, wmap, k, (int32_t)(r0 / 2), bar);
+        tk_tma_load_2d(dst + 8 * sb, umap, k, (int32_t)(r0 / 2), bar);
+    } else {
+        tk_tma_load_2d(dst, wmap, k, (int32_t)r0, bar);
+    }
+    tk_tma_load_2d(dst + 16 * sb, xmap, k, (int32_t)t0, bar);
+#endif
+}
+
 /* Weights and tokens through a ring of K40_BULK_NS stages in shared memory
  * (sm_90): thread 0 issues two TMA copies a stage (the CTA's 16 weight rows
  * and its 8 * NJ token rows, K40_BULK_SC chunks = 256 k each; rows past R
- * or T zero-filled) on the stage's full barrier; the CTA's four warps (all
+ * or T zero-filled; GATED: three, k40_bulk_stage) on the stage's full barrier; the CTA's four warps (all
  * on the same 16 rows, wk = 4) take two chunks of each stage; a CTA
  * barrier after each stage frees it for the copy K40_BULK_NS stages on.
  * The bytes in flight are the ring's, not registers', and no load is left
@@ -224,10 +288,10 @@ static __device__ __forceinline__ int64_t k40_loop_xs(float (*acc)[4], uint4 (*x
  * eight rows of a load phase share banks (two wavefronts more a load: a
  * small share of the SM's shared-memory rate at DRAM speed). Returns the
  * first chunk not done. */
-template <int NJ>
+template <int NJ, int EPI>
 static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t *ring, uint64_t *full,
-                                                        const CUtensorMap *wmap, const CUtensorMap *xmap, int64_t r0,
-                                                        int64_t t0, int64_t c0,
+                                                        const CUtensorMap *wmap, const CUtensorMap *umap,
+                                                        const CUtensorMap *xmap, int64_t r0, int64_t t0, int64_t c0,
                                                         int64_t c_end)
 {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
@@ -249,9 +313,7 @@ static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t
     for (int64_t s = 0; threadIdx.x == 0 && s < nst && s < K40_BULK_NS; s++) {
         const uint32_t st = (uint32_t)s;
         const int32_t k = (int32_t)((c0 + s * K40_BULK_SC) * K40_CHUNK);
-        tk_mbarrier_arrive_expect_tx(full_s + 8 * st, STAGE);
-        tk_tma_load_2d(ring_s + st * STAGE, wmap, k, (int32_t)r0, full_s + 8 * st);
-        tk_tma_load_2d(ring_s + st * STAGE + 16 * SB, xmap, k, (int32_t)t0, full_s + 8 * st);
+        k40_bulk_stage<EPI>(ring_s + st * STAGE, full_s + 8 * st, STAGE, SB, wmap, umap, xmap, k, r0, t0);
     }
     constexpr int UW = K40_BULK_SC / K40_WARPS;     /* chunks a warp takes of each stage */
     for (int64_t s = 0; s < nst; s++) {
@@ -271,9 +333,7 @@ static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t
         __syncthreads();
         if (threadIdx.x == 0 && s + K40_BULK_NS < nst) {
             const int32_t k = (int32_t)((c0 + (s + K40_BULK_NS) * K40_BULK_SC) * K40_CHUNK);
-            tk_mbarrier_arrive_expect_tx(full_s + 8 * st, STAGE);
-            tk_tma_load_2d(ring_s + st * STAGE, wmap, k, (int32_t)r0, full_s + 8 * st);
-            tk_tma_load_2d(ring_s + st * STAGE + 16 * SB, xmap, k, (int32_t)t0, full_s + 8 * st);
+            k40_bulk_stage<EPI>(ring_s + st * STAGE, full_s + 8 * st, STAGE, SB, wmap, umap, xmap, k, r0, t0);
         }
     }
     return c0 + nst * K40_BULK_SC;
@@ -282,10 +342,63 @@ static __device__ __forceinline__ int64_t k40_loop_bulk(float (*acc)[4], uint8_t
 #endif
 }
 
+/* The fused epilogue of the EPI instances (issue 39), on the thread's
+ * final sums: after the split-K reduction in split order, the one place
+ * the fp32 value of an element exists. Each element goes through
+ * epi_formula.cuh's formula of x->e.kind (k01_naive's, the same roundings)
+ * and is stored to D. The sums pass through the thread's own slots of
+ * shared memory (s: slot q at s[32 q], lane-contiguous; no barrier, each
+ * thread reads what it wrote) so that one loop, not unrolled, holds the
+ * formula once: the kind and activation are runtime values, and their
+ * every arm unrolled over the 4 NJ register sums would multiply the
+ * instance's length for work done once a thread. Fragment element e of
+ * n8 fragment j is weight row r0 + g (+8 for e >= 2) and token t0 + 8j +
+ * 2t + (e & 1); GATED: row g's gate and up of output column r0 / 2 + g
+ * (k40_epi). */
+template <int NJ>
+static __device__ __forceinline__ void k40_epi_finish(const k40_params *p, const k40_epi *x, float (*acc)[4],
+                                                      float *s, int64_t r0, int64_t t0)
+{
+    const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+    const tk_epi_args *e = &x->e;
+#pragma unroll
+    for (int j = 0; j < NJ; j++)
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            s[32 * (4 * j + q)] = acc[j][q];
+    const int gated = e->kind == TK_EPI_GATED;
+#pragma unroll 1
+    for (int q = 0; q < 4 * NJ; q++) {
+        const int64_t row = r0 + g + (q % 4 >= 2 ? 8 : 0), tok = t0 + 8 * (q / 4) + 2 * t4 + (q & 1);
+        const float P = __fmul_rn(p->alpha, s[32 * q]);
+        if (gated) {                        /* elements 0, 1: the gate's, their up halves two on */
+            const int64_t col = r0 / 2 + g;
+            if (q % 4 < 2 && tok < p->t && col < e->out_cols) {
+                const float v = tk_epi_gated(e, P, __fmul_rn(p->alpha, s[32 * (q + 2)]), tok, col, e->out_cols, 1);
+                tk_epi_store_d(e, p->c_type, tok, col, tk_epi_residual(p->c, x->ldc, p->c_type, p->beta, tok, col, v));
+            }
+            continue;
+        }
+        if (row >= p->r || tok >= p->t)
+            continue;
+        const int64_t i = x->swap ? row : tok, j = x->swap ? tok : row;   /* C's element */
+        if (e->kind == TK_EPI_GATED_BACKWARD) {   /* D's columns j and N + j; beta is 0 */
+            tk_epi_store_d(e, p->c_type, i, j, tk_epi_gated_grad(e, P, i, j, 0));
+            tk_epi_store_d(e, p->c_type, i, e->out_cols / 2 + j, tk_epi_gated_grad(e, P, i, j, 1));
+            continue;
+        }
+        const float v = e->kind == TK_EPI_BACKWARD ? tk_epi_backward(e, P, i, j) : tk_epi_bias_act(e, P, i, j, 1);
+        tk_epi_store_d(e, p->c_type, i, j, tk_epi_residual(p->c, x->ldc, p->c_type, p->beta, i, j, v));
+    }
+}
+
 /* The kernel's body (k40_kernel, k40_kernel_bulk: the ring's tensor maps
- * wmap, xmap, or NULL). */
-template <int NJ, int ALIGNED, int XS, int BULK, int USHORT>
-static __device__ __forceinline__ void k40_body(const k40_params *p, const CUtensorMap *wmap, const CUtensorMap *xmap)
+ * wmap, xmap, or NULL; EPI: the fused epilogue's k40_kernel_epi and
+ * k40_kernel_bulk_epi, x its arguments and umap GATED's up map in the
+ * ring, else NULL). */
+template <int NJ, int ALIGNED, int XS, int BULK, int USHORT, int EPI>
+static __device__ __forceinline__ void k40_body(const k40_params *p, const k40_epi *x, const CUtensorMap *wmap,
+                                                const CUtensorMap *umap, const CUtensorMap *xmap)
 {
     constexpr int U = USHORT ? K40_U_SHORT : K40_U(NJ, ALIGNED);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
@@ -297,6 +410,11 @@ static __device__ __forceinline__ void k40_body(const k40_params *p, const CUten
     const int64_t t0 = (int64_t)blockIdx.z * (8 * NJ);
     const uint16_t *wl_row = r0 + g < p->r ? p->w + (r0 + g) * p->ldw : NULL;
     const uint16_t *wh_row = r0 + g + 8 < p->r ? p->w + (r0 + g + 8) * p->ldw : NULL;
+    if (EPI && x->e.kind == TK_EPI_GATED) {   /* the slab's 8 row pairs (k40_epi) */
+        const int64_t pr = r0 / 2 + g;
+        wl_row = pr < x->e.out_cols ? p->w + pr * p->ldw : NULL;
+        wh_row = pr < x->e.out_cols ? (const uint16_t *)x->e.b_up + pr * p->ldw : NULL;
+    }
     const uint16_t *x_row[NJ];
 #pragma unroll
     for (int j = 0; j < NJ; j++)
@@ -316,8 +434,8 @@ static __device__ __forceinline__ void k40_body(const k40_params *p, const CUten
         extern __shared__ __align__(128) uint8_t k40_ring[];
         __shared__ __align__(8) uint64_t full[K40_BULK_NS];
         const int64_t inside = s1 < p->k / K40_CHUNK ? s1 : p->k / K40_CHUNK;
-        s0 = k40_loop_bulk<NJ>(acc, k40_ring, full, wmap, xmap, r0, t0, s0,
-                               s0 + (inside > s0 ? (inside - s0) / K40_BULK_SC * K40_BULK_SC : 0));
+        s0 = k40_loop_bulk<NJ, EPI>(acc, k40_ring, full, wmap, umap, xmap, r0, t0, s0,
+                                    s0 + (inside > s0 ? (inside - s0) / K40_BULK_SC * K40_BULK_SC : 0));
     }
     const int64_t c0 = s0 + ((s1 - s0) * kw >> lwk), c1 = s0 + ((s1 - s0) * (kw + 1) >> lwk);
     const int64_t c_full = c1 < p->k / K40_CHUNK ? c1 : p->k / K40_CHUNK;   /* chunks inside K */
@@ -343,8 +461,10 @@ static __device__ __forceinline__ void k40_body(const k40_params *p, const CUten
     }
 
     /* The warps of a slab meet in shared memory; the first adds the
-     * others' sums in k order and goes on alone. */
-    __shared__ float red[XS ? 1 : K40_WARPS][NJ][4][32];
+     * others' sums in k order and goes on alone. EPI: also each thread's
+     * slots for k40_epi_finish (a thread of the first warp of a slab
+     * rewrites only its own, which no other reads). */
+    __shared__ float red[XS && !EPI ? 1 : K40_WARPS][NJ][4][32];
     if (!XS && wk > 1) {
 #pragma unroll
         for (int j = 0; j < NJ; j++)
@@ -423,15 +543,21 @@ static __device__ __forceinline__ void k40_body(const k40_params *p, const CUten
                 acc[j][e] += sum[j][e];
     }
 
-    /* Fragment element e of n8 fragment j: weight row g (+8 for e >= 2),
-     * token 2t + (e & 1). */
+    if constexpr (EPI) {
+        if (active)
+            k40_epi_finish<NJ>(p, x, acc, &red[warp][0][0][lane], r0, t0);
+    } else {
+        /* Fragment element e of n8 fragment j: weight row g (+8 for e >= 2),
+         * token 2t + (e & 1). */
 #pragma unroll
-    for (int j = 0; j < NJ; j++) {
+        for (int j = 0; j < NJ; j++) {
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int64_t row = r0 + g + (e >= 2 ? 8 : 0), tok = t0 + 8 * j + 2 * t4 + (e & 1);
-            if (active && row < p->r && tok < p->t)
-                tk_epilogue_store(p->c, tok * p->ldc_t + row * p->ldc_r, p->c_type, acc[j][e], p->alpha, p->beta);
+            for (int e = 0; e < 4; e++) {
+                const int64_t row = r0 + g + (e >= 2 ? 8 : 0), tok = t0 + 8 * j + 2 * t4 + (e & 1);
+                if (active && row < p->r && tok < p->t)
+                    tk_epilogue_store(p->c, tok * p->ldc_t + row * p->ldc_r, p->c_type, acc[j][e], p->alpha,
+                                      p->beta);
+            }
         }
     }
 }
@@ -440,38 +566,61 @@ template <int NJ, int ALIGNED, int XS, int USHORT>
 static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     k40_kernel(const __grid_constant__ k40_params p)
 {
-    k40_body<NJ, ALIGNED, XS, 0, USHORT>(&p, NULL, NULL);
+    k40_body<NJ, ALIGNED, XS, 0, USHORT, 0>(&p, NULL, NULL, NULL, NULL);
 }
 
 template <int NJ>
 static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
     k40_kernel_bulk(const __grid_constant__ k40_bulk_params q)
 {
-    k40_body<NJ, 1, 0, 1, 0>(&q.p, &q.wmap, &q.xmap);
+    k40_body<NJ, 1, 0, 1, 0, 0>(&q.p, NULL, &q.wmap, NULL, &q.xmap);
+}
+
+/* The same with a fused epilogue (k40_epi): instances apart, so that the
+ * dense ones keep their machine code and parameter block. */
+template <int NJ, int ALIGNED, int XS, int USHORT>
+static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
+    k40_kernel_epi(const __grid_constant__ k40_epi_params q)
+{
+    k40_body<NJ, ALIGNED, XS, 0, USHORT, 1>(&q.p, &q.x, NULL, NULL, NULL);
+}
+
+template <int NJ>
+static __global__ void __launch_bounds__(K40_THREADS, K40_CTAS_PER_SM(NJ))
+    k40_kernel_bulk_epi(const __grid_constant__ k40_bulk_epi_params q)
+{
+    k40_body<NJ, 1, 0, 1, 0, 1>(&q.p, &q.x, &q.wmap, q.x.e.kind == TK_EPI_GATED ? &q.umap : NULL, &q.xmap);
 }
 
 /* The kernel instance for nj fragments, the alignment, the token staging
  * (xs: aligned, nj 4 or 8 only), the ring of TMA copies (bulk: aligned,
- * nj 1, 2 or 4 only) and six chunks a step (ushort: aligned, nj 1 only). */
-static const void *k40_func(int nj, int aligned, int xs, int bulk, int ushort)
-{
-    switch (nj) {
-    case 1:
-        return bulk ? (const void *)k40_kernel_bulk<1>
-               : ushort ? (const void *)k40_kernel<1, 1, 0, 1>
-                        : aligned ? (const void *)k40_kernel<1, 1, 0, 0> : (const void *)k40_kernel<1, 0, 0, 0>;
-    case 2:
-        return bulk ? (const void *)k40_kernel_bulk<2>
-               : aligned ? (const void *)k40_kernel<2, 1, 0, 0> : (const void *)k40_kernel<2, 0, 0, 0>;
-    case 4:
-        return bulk ? (const void *)k40_kernel_bulk<4>
-               : xs ? (const void *)k40_kernel<4, 1, 1, 0>
-                  : aligned ? (const void *)k40_kernel<4, 1, 0, 0> : (const void *)k40_kernel<4, 0, 0, 0>;
-    default:
-        return xs ? (const void *)k40_kernel<8, 1, 1, 0>
-                  : aligned ? (const void *)k40_kernel<8, 1, 0, 0> : (const void *)k40_kernel<8, 0, 0, 0>;
+ * nj 1, 2 or 4 only) and six chunks a step (ushort: aligned, nj 1 only);
+ * epi: the fused epilogue's (k40_kernel_epi, k40_kernel_bulk_epi). */
+#define K40_SELECT(KERNEL, KERNEL_BULK)                                                                              \
+    switch (nj) {                                                                                                    \
+    case 1:                                                                                                          \
+        return bulk ? (const void *)KERNEL_BULK<1>                                                                   \
+               : ushort ? (const void *)KERNEL<1, 1, 0, 1>                                                           \
+                        : aligned ? (const void *)KERNEL<1, 1, 0, 0> : (const void *)KERNEL<1, 0, 0, 0>;             \
+    case 2:                                                                                                          \
+        return bulk ? (const void *)KERNEL_BULK<2>                                                                   \
+               : aligned ? (const void *)KERNEL<2, 1, 0, 0> : (const void *)KERNEL<2, 0, 0, 0>;                      \
+    case 4:                                                                                                          \
+        return bulk ? (const void *)KERNEL_BULK<4>                                                                   \
+               : xs ? (const void *)KERNEL<4, 1, 1, 0>                                                               \
+                  : aligned ? (const void *)KERNEL<4, 1, 0, 0> : (const void *)KERNEL<4, 0, 0, 0>;                   \
+    default:                                                                                                         \
+        return xs ? (const void *)KERNEL<8, 1, 1, 0>                                                                 \
+                  : aligned ? (const void *)KERNEL<8, 1, 0, 0> : (const void *)KERNEL<8, 0, 0, 0>;                   \
     }
+static const void *k40_func(int nj, int aligned, int xs, int bulk, int ushort, int epi)
+{
+    if (epi) {
+        K40_SELECT(k40_kernel_epi, k40_kernel_bulk_epi)
+    }
+    K40_SELECT(k40_kernel, k40_kernel_bulk)
 }
+#undef K40_SELECT
 
 /* The plan on this device: the ring of bulk copies needs sm_90 (a plan
  * whose ring is cleared keeps ushort 0: the register path's default step). */
@@ -480,6 +629,32 @@ static void k40_plan_dev(const tk_args *a, const tk_device *dev, size_t ws_avail
     k40_make_plan(a, dev ? dev->sm_count : 1, ws_avail, p);
     if (!dev || dev->sm < 90)
         p->bulk = 0;
+}
+
+/* A fused epilogue (a->epi; nothing to check without one): every kind and
+ * activation, D apart from C with any beta, K == 0 (the formula on P = 0),
+ * in both orientations, but GATED only with the weights on B (the plan
+ * unswapped: its row pairs are weight rows, k40_epi) and no bias_grad
+ * (its column sums would need a second fixed-order reduction across the
+ * token blocks or, swapped, across the CTAs of the weight rows; k01_naive
+ * computes them). */
+static tk_status k40_supports_epi(const tk_args *a, const k40_plan *p, char *why, size_t len)
+{
+    const tk_epi_args *e = a->epi;
+    if (!e)
+        return TK_SUCCESS;
+    if (e->bias_grad) {
+        snprintf(why, len, "bias_grad: its column sums are not fused in k40_skinny (k01_naive computes them)");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (e->kind == TK_EPI_GATED && p->swap) {
+        snprintf(why, len,
+                 "epilogue: TK_EPI_GATED with N = %lld < M = %lld: k40_skinny pairs the gate and up rows of the "
+                 "streamed weights, which are B's only where N >= M",
+                 (long long)a->n, (long long)a->m);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    return TK_SUCCESS;
 }
 
 static tk_status k40_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
@@ -499,7 +674,7 @@ static tk_status k40_supports(const tk_kernel *k, const tk_args *a, const tk_dev
                  (long long)a->m, (long long)a->n, (long long)p.tokblocks, 8 * p.nj);
         return TK_ERR_NOT_SUPPORTED;
     }
-    return TK_SUCCESS;
+    return k40_supports_epi(a, &p, why, len);
 }
 
 static void k40_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
@@ -515,7 +690,7 @@ static void k40_resources(const tk_kernel *k, const tk_args *a, const tk_device 
         bulk = p.bulk;
         ushort = p.ushort;
     }
-    r->func = k40_func(nj, aligned, xs, bulk, ushort);
+    r->func = k40_func(nj, aligned, xs, bulk, ushort, a && a->epi);
     r->threads = K40_THREADS;
     r->dyn_smem = bulk ? k40_bulk_smem(nj) : 0;
 }
@@ -529,6 +704,27 @@ static size_t k40_workspace(const tk_kernel *k, const tk_args *a, const tk_devic
     return p.ws_bytes;
 }
 
+/* The ring's tensor maps (k40_loop_bulk): 16 weight rows a box, or with
+ * gated (umap) two boxes of 8, the gate's rows of B and the up half's of
+ * b_up (k40_epi); 8 * nj token rows. */
+static tk_status k40_bulk_maps(const tk_args *a, const k40_plan *pl, const k40_params *p, int gated,
+                               CUtensorMap *wmap, CUtensorMap *xmap, CUtensorMap *umap, char *why, size_t len)
+{
+    const uint64_t rows = gated ? (uint64_t)a->epi->out_cols : (uint64_t)pl->r;
+    const uint32_t box = gated ? 8 : 16;
+    tk_status st = tk_tma_map_2d(a->lc, wmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p->w, rows, (uint64_t)pl->k,
+                                 (uint64_t)p->ldw, box, K40_BULK_SC * K40_CHUNK, CU_TENSOR_MAP_SWIZZLE_NONE, why,
+                                 len);
+    if (!st && gated)
+        st = tk_tma_map_2d(a->lc, umap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, a->epi->b_up, rows, (uint64_t)pl->k,
+                           (uint64_t)p->ldw, box, K40_BULK_SC * K40_CHUNK, CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
+    if (!st)
+        st = tk_tma_map_2d(a->lc, xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p->x, (uint64_t)pl->t, (uint64_t)pl->k,
+                           (uint64_t)p->ldx, (uint32_t)(8 * pl->nj), K40_BULK_SC * K40_CHUNK,
+                           CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
+    return st;
+}
+
 static tk_status k40_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream, char *why,
                             size_t len)
 {
@@ -537,7 +733,7 @@ static tk_status k40_launch(const tk_kernel *k, const tk_args *a, const tk_devic
     k40_plan_dev(a, dev, a->kws && a->flags ? a->kws_bytes : 0, &pl);
     if (pl.splits > 1 && (size_t)pl.nflags > a->nflags)   /* fewer flags than asked for: unsplit */
         k40_plan_dev(a, dev, 0, &pl);
-    const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs, pl.bulk, pl.ushort);
+    const void *func = k40_func(pl.nj, k40_aligned(a), pl.xs, pl.bulk, pl.ushort, a->epi != NULL);
     const size_t smem = pl.bulk ? k40_bulk_smem(pl.nj) : 0;
     if (smem > 0) {                         /* with the static arrays, past 48 KB: opt in */
         cudaError_t e = tk_lc_func_smem(a->lc, func, (int)smem);
@@ -549,43 +745,55 @@ static tk_status k40_launch(const tk_kernel *k, const tk_args *a, const tk_devic
             return TK_ERR_CUDA;
         }
     }
-    k40_bulk_params q;                      /* q.p alone where there is no ring (k40_bulk_params) */
-    k40_params *p = &q.p;
-    p->w = (const uint16_t *)(pl.swap ? a->a : a->b);
-    p->x = (const uint16_t *)(pl.swap ? a->b : a->a);
-    p->ldw = pl.swap ? a->lda : a->ldb;
-    p->ldx = pl.swap ? a->ldb : a->lda;
-    p->c = a->c;
-    p->ldc_t = pl.swap ? 1 : a->ldc;
-    p->ldc_r = pl.swap ? a->ldc : 1;
-    p->r = pl.r;
-    p->t = pl.t;
-    p->k = pl.k;
-    p->chunks = pl.chunks;
-    p->splits = pl.splits;
-    p->wk = pl.wk;
-    p->c_type = a->c_type;
-    p->alpha = a->alpha;
-    p->beta = a->beta;
-    p->seq = a->seq;
-    p->flag = NULL;
-    p->part = NULL;
+    k40_params p;
+    p.w = (const uint16_t *)(pl.swap ? a->a : a->b);
+    p.x = (const uint16_t *)(pl.swap ? a->b : a->a);
+    p.ldw = pl.swap ? a->lda : a->ldb;
+    p.ldx = pl.swap ? a->ldb : a->lda;
+    p.c = a->c;
+    p.ldc_t = pl.swap ? 1 : a->ldc;
+    p.ldc_r = pl.swap ? a->ldc : 1;
+    p.r = pl.r;
+    p.t = pl.t;
+    p.k = pl.k;
+    p.chunks = pl.chunks;
+    p.splits = pl.splits;
+    p.wk = pl.wk;
+    p.c_type = a->c_type;
+    p.alpha = a->alpha;
+    p.beta = a->beta;
+    p.seq = a->seq;
+    p.flag = NULL;
+    p.part = NULL;
     if (pl.splits > 1) {
-        p->flag = a->flags;
-        p->part = (float4 *)a->kws;
+        p.flag = a->flags;
+        p.part = (float4 *)a->kws;
+    }
+    /* The parameter block: k40_params alone, or with the ring's maps, the
+     * epilogue, or both (the dense blocks as they were, k40_bulk_params). */
+    k40_bulk_params qb;
+    k40_epi_params qe;
+    k40_bulk_epi_params qbe;
+    void *arg = &p;
+    if (a->epi) {
+        qe.p = qbe.p = p;
+        qe.x.e = *a->epi;
+        qe.x.ldc = a->ldc;
+        qe.x.swap = pl.swap;
+        qbe.x = qe.x;
+        arg = pl.bulk ? (void *)&qbe : (void *)&qe;
+    } else if (pl.bulk) {
+        qb.p = p;
+        arg = &qb;
     }
     if (pl.bulk) {
-        tk_status st = tk_tma_map_2d(a->lc, &q.wmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p->w, (uint64_t)pl.r,
-                                     (uint64_t)pl.k, (uint64_t)p->ldw, 16, K40_BULK_SC * K40_CHUNK,
-                                     CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
-        if (!st)
-            st = tk_tma_map_2d(a->lc, &q.xmap, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, p->x, (uint64_t)pl.t,
-                               (uint64_t)pl.k, (uint64_t)p->ldx, (uint32_t)(8 * pl.nj), K40_BULK_SC * K40_CHUNK,
-                               CU_TENSOR_MAP_SWIZZLE_NONE, why, len);
+        const int gated = a->epi && a->epi->kind == TK_EPI_GATED;
+        tk_status st = k40_bulk_maps(a, &pl, &p, gated, a->epi ? &qbe.wmap : &qb.wmap,
+                                     a->epi ? &qbe.xmap : &qb.xmap, gated ? &qbe.umap : NULL, why, len);
         if (st)
             return st;
     }
-    void *args[] = { pl.bulk ? (void *)&q : (void *)p };
+    void *args[] = { arg };
     cudaError_t e = cudaLaunchKernel(func, dim3((unsigned)pl.rowblocks, (unsigned)pl.splits, (unsigned)pl.tokblocks),
                                      dim3(K40_THREADS), args, smem, stream);
     if (e != cudaSuccess) {

@@ -20,15 +20,17 @@
  * - shapes: every one of the 64 edge shapes for each kind;
  * - tiles: every kind and activation at shapes of many tiles and at few
  *   tiles with a long K (split over K);
+ * - skinny: k40_skinny's decode shapes (op_a N, op_b T, M 1 to 64, N odd
+ *   and N/2 odd, K off its chunk) and a shape for each path of its plan;
  * - bias_grad_bits: bias_grad of one problem bit-identical over 100 runs;
  * - refusals: an odd N for gated, a backward kind without aux, bias_grad
  *   with bias_act, gated_backward with beta != 0: TK_ERR_INVALID_VALUE, and
  *   D, C, aux and bias_grad keep every bit.
  * Every case must run on auto and k01_naive (a refusal of a valid case
- * fails); the fused Hopper kernels (k30_wgmma_tma, k31_wgmma_cluster) run
- * the cases they take (TMA's aligned strides, the fused kinds) and may
- * refuse the others, counted and printed, but must pass each they run and
- * run some of each test.
+ * fails); the fused kernels (k30_wgmma_tma, k31_wgmma_cluster, k40_skinny)
+ * run the cases they take (TMA's aligned strides, the fused kinds; k40:
+ * op_a N, op_b T, no bias_grad) and may refuse the others, counted and
+ * printed, but must pass each they run and run some of each test.
  *
  *   build/tests/gpu_test_epilogue [name-substring]
  *   TK_EPI_KERNELS=k01_naive,k31_wgmma_cluster build/tests/gpu_test_epilogue */
@@ -196,6 +198,70 @@ static void tiles(void)
                 run_case(&c, &e);
             }
     report("tiles");
+}
+
+/* k40_skinny's territory (decode: op_a N, op_b T, M up to 64, and the
+ * swapped form with N small) and each of its paths: every kind at M in
+ * {1, 7, 16, 64} x N in {6 (gated: N/2 odd), 130, 333 (odd: gated is
+ * skipped, refused by tilekit.h's rule), 2050} with K walked over {5,
+ * 200, 1001, 4104} (never a multiple of k40's 32-k chunk but 200's
+ * neighbours; 1001 with tight rows: element loads); then shapes picked
+ * for k40's plans (k40_plan.h): the TMA ring with one, two and four token
+ * fragments (sm_90), the tokens staged in shared memory, the split over K
+ * (the epilogue on the last split's fixed-order sum), two warps a slab
+ * with six-chunk steps, and the swapped form. Bias forms, aux, D in place
+ * or apart, beta, the up half and the output type vary from case to case;
+ * bias_grad in a few (k40 refuses it: the others run them). */
+static void skinny(void)
+{
+    static const int64_t sm[] = { 1, 7, 16, 64 }, sn[] = { 6, 130, 333, 2050 }, sk[] = { 5, 200, 1001, 4104 };
+    static const int64_t paths[][3] = {
+        { 1, 4096, 4096 },   /* the ring, one token fragment (gated: two 8-row boxes a stage) */
+        { 16, 4096, 4104 },  /* the ring, two fragments, and the chunk across the K edge */
+        { 32, 4096, 4096 },  /* the ring, a full block of 32 tokens */
+        { 64, 2048, 4096 },  /* tokens staged in shared memory, eight fragments */
+        { 24, 4096, 2048 },  /* staged, four fragments */
+        { 16, 1024, 8200 },  /* split over K */
+        { 1, 20000, 768 },   /* four warps a slab, six-chunk steps */
+        { 9, 20000, 760 },   /* two warps a slab */
+        { 4096, 16, 1000 },  /* swapped: the weights are A's rows (gated: refused by k40) */
+    };
+    const size_t nshape = 4 * 4 + sizeof paths / sizeof paths[0];
+    unsigned t = 0;
+    for (int ki = 0; ki < 4; ki++)
+        for (size_t s = 0; s < nshape; s++, t++) {
+            int64_t m, n, k;
+            if (s < 16) {
+                m = sm[s % 4];
+                n = sn[s / 4];
+                k = sk[(s + (size_t)ki) % 4];
+            } else {
+                m = paths[s - 16][0];
+                n = paths[s - 16][1];
+                k = paths[s - 16][2];
+            }
+            if (kinds[ki] == TK_EPI_GATED && n % 2)
+                continue;
+            tk_lab_case c;
+            case_init(&c, m, n, k, t);
+            c.op_a = TK_OP_N;
+            c.op_b = TK_OP_T;
+            c.pad = k == 1001 ? 0 : (t >> 1) & 1;
+            c.out = t & 1 ? TK_BF16 : TK_F32;
+            tk_lab_epi e = { 0 };
+            e.kind = kinds[ki];
+            e.act = kinds[ki] == TK_EPI_GATED ? (t % 3 ? TK_ACT_SILU : TK_ACT_GELU_TANH) : 1 + (int)(t % 4);
+            e.bias = e.kind < TK_EPI_BACKWARD ? (int)(t % 3) : 0;
+            e.bias_bf16 = (t >> 2) & 1;
+            e.aux = e.kind >= TK_EPI_BACKWARD || (t % 5) < 3;
+            e.bias_grad = e.kind >= TK_EPI_BACKWARD && t % 7 == 0;
+            e.up_split = e.kind == TK_EPI_GATED && (t & 2);
+            e.d_apart = (t >> 3) & 1;
+            if (e.kind == TK_EPI_GATED_BACKWARD)
+                c.beta = 0.0f;   /* tilekit.h: beta must be 0 */
+            run_case(&c, &e);
+        }
+    report("skinny");
 }
 
 /* ---- direct calls: bias_grad's bits, refusals ---- */
@@ -385,10 +451,12 @@ void tk_tests(void)
         kernels[nkernels++] = "k01_naive";
         kernels[nkernels++] = "k30_wgmma_tma";       /* the fused Hopper instances */
         kernels[nkernels++] = "k31_wgmma_cluster";
+        kernels[nkernels++] = "k40_skinny";          /* decode: op_a N, op_b T */
     }
     TK_TEST(sweep);
     TK_TEST(shapes);
     TK_TEST(tiles);
+    TK_TEST(skinny);
     TK_TEST(bias_grad_bits);
     TK_TEST(refusals);
     tk_lab_verify_close(v);

@@ -950,6 +950,160 @@ static void test_auto_pick(void)
         }
 }
 
+/* kind at m x n x k with op_b T (nn.Linear's weights, the layout
+ * k40_skinny reads) as the library hands it to a kernel: tk_args with
+ * the epilogue e (D in place, beta 0; the backward kinds with aux; up: a
+ * b_up of its own for GATED, else B's second half). */
+static void prep_nt(struct tk_handle_s *fake, int kind, int act, int64_t m, int64_t n, int64_t k, int up, tk_args *a,
+                    tk_epi_args *e)
+{
+    tk_gemm_desc d = desc_of(kind);
+    const int64_t cols = kind == TK_EPI_GATED ? n / 2 : kind == TK_EPI_GATED_BACKWARD ? 2 * n : n;
+    d.activation = act;
+    d.problem.m = m;
+    d.problem.n = n;
+    d.problem.k = k;
+    d.problem.op_b = TK_OP_T;
+    d.problem.lda = k;
+    d.problem.ldb = k;
+    d.problem.ldc = cols;
+    if (d.aux)
+        d.ldaux = kind == TK_EPI_GATED_BACKWARD ? 2 * n : n;
+    if (up && kind == TK_EPI_GATED)
+        d.b_up = FAKE_UP;
+    int noop_ = 0;
+    const tk_kernel *named = NULL;
+    const tk_widths w = { kind == TK_EPI_GATED && up ? n / 2 : n, cols, 0 };
+    CHECK(tk_prepare_widths(fake, &d.problem, NULL, a, &noop_, &named, 1, &w) == TK_SUCCESS, "prepare %s: %s",
+          kind_str(kind), tk_last_error(fake));
+    tk_epi_args_of(&d, e);
+    a->epi = e;
+}
+
+/* k40_skinny's own check of a fused epilogue (k40_supports_epi): every
+ * kind in both orientations (the weights on B, or on A where N < M),
+ * with D apart from C at any beta and K == 0; refused with a reason:
+ * bias_grad, GATED with N < M (its row pairs are the streamed weights'),
+ * and as without an epilogue op_b N. The epilogue's instance is not the
+ * dense one, and a misaligned up half takes the element-load instance. */
+static void test_k40_fused(void)
+{
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    const tk_device dev = fake.dev;
+    const tk_kernel *k40 = tk_registry_find("k40_skinny");
+    CHECK(k40 && (k40->family->accepts & TK_ACCEPT_EPILOGUE), "k40_skinny takes epilogues (table.def)");
+    if (!k40)
+        return;
+    char why[TK_MSG_LEN];
+    for (int i = 0; i < NKINDS; i++)
+        for (int sw = 0; sw < 2; sw++) {
+            tk_args a;
+            tk_epi_args e;
+            prep_nt(&fake, kinds[i], TK_ACT_SILU, sw ? 4096 : 16, sw ? 16 : 4096, 1000, 0, &a, &e);
+            why[0] = 0;
+            tk_status st = tk_kernel_supports_args(k40, &a, &dev, why, sizeof why);
+            const int here = !(sw && kinds[i] == TK_EPI_GATED);
+            CHECK(here ? st == TK_SUCCESS : st == TK_ERR_NOT_SUPPORTED && starts(why, "epilogue:") && contains(why, "N >= M"),
+                  "%s%s: %s (%s)", kind_str(kinds[i]), sw ? ", swapped" : "", tk_status_string(st), why);
+            CHECK(!contains(why, "epilogues"), "%s: %s", kind_str(kinds[i]), why);
+            if (!here)
+                continue;
+            tk_resources r, rd;
+            tk_kernel_resources(k40, &a, &dev, &r);
+            tk_args plain = a;
+            plain.epi = NULL;
+            tk_kernel_resources(k40, &plain, &dev, &rd);
+            CHECK(r.func && rd.func && r.func != rd.func, "%s: the epilogue's instance is the dense one",
+                  kind_str(kinds[i]));
+            /* D apart from C with beta != 0: C read, D written */
+            tk_epi_args e2 = e;
+            e2.d = FAKE_D;
+            a.epi = &e2;
+            a.beta = kinds[i] == TK_EPI_GATED_BACKWARD ? 0.0f : 1.0f;
+            st = tk_kernel_supports_args(k40, &a, &dev, why, sizeof why);
+            CHECK(st == TK_SUCCESS, "%s, D apart, beta %g: %s (%s)", kind_str(kinds[i]), a.beta, tk_status_string(st),
+                  why);
+            a.beta = 0.0f;
+            /* bias_grad refused; K == 0 taken */
+            e2 = e;
+            e2.bias_grad = FAKE_BG;
+            st = tk_kernel_supports_args(k40, &a, &dev, why, sizeof why);
+            CHECK(st == TK_ERR_NOT_SUPPORTED && starts(why, "bias_grad:"), "%s, bias_grad: %s (%s)",
+                  kind_str(kinds[i]), tk_status_string(st), why);
+            a.epi = &e;
+            a.k = 0;
+            st = tk_kernel_supports_args(k40, &a, &dev, why, sizeof why);
+            CHECK(st == TK_SUCCESS, "%s, K == 0: %s (%s)", kind_str(kinds[i]), tk_status_string(st), why);
+            a.k = 1000;
+            a.op_b = TK_OP_N;
+            st = tk_kernel_supports_args(k40, &a, &dev, why, sizeof why);
+            CHECK(st == TK_ERR_NOT_SUPPORTED && contains(why, "op_b T"), "%s, op_b N: %s (%s)", kind_str(kinds[i]),
+                  tk_status_string(st), why);
+        }
+    /* GATED's up half: 16-byte loads need its base aligned like B's */
+    tk_args a;
+    tk_epi_args e;
+    prep_nt(&fake, TK_EPI_GATED, TK_ACT_SILU, 1, 4096, 1024, 1, &a, &e);
+    tk_resources r, ru;
+    tk_kernel_resources(k40, &a, &dev, &r);
+    tk_epi_args e2 = e;
+    e2.b_up = AT(FAKE_UP, 2);
+    a.epi = &e2;
+    CHECK(tk_kernel_supports_args(k40, &a, &dev, why, sizeof why) == TK_SUCCESS, "misaligned b_up: %s", why);
+    tk_kernel_resources(k40, &a, &dev, &ru);
+    CHECK(r.func != ru.func, "a misaligned b_up takes the 16-byte-load instance");
+}
+
+/* Auto-dispatch with an epilogue at decode (issue 39's priority: Llama's
+ * gate/up + SwiGLU, M = 1..16, K = 4096, N = 2 x 14336, op_b T, the up
+ * half in B or apart; Linear + bias + GELU) picks k40_skinny where the
+ * dense product of the same shape gets it, and where the dense choice is
+ * a configuration without fused epilogues (k36's swapped tiles) and k40
+ * ranks next; elsewhere (long streams, 33 to 64 tokens) the fused k30. */
+static void test_auto_pick_decode(void)
+{
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    static const struct { int kind, act; int64_t m, n, k; const char *want; } cases[] = {
+        { TK_EPI_GATED, TK_ACT_SILU, 1, 28672, 4096, "k40_skinny" },   /* Llama-3 8B's gate/up */
+        { TK_EPI_GATED, TK_ACT_SILU, 7, 28672, 4096, "k40_skinny" },
+        { TK_EPI_GATED, TK_ACT_SILU, 16, 28672, 4096, "k40_skinny" },
+        { TK_EPI_GATED, TK_ACT_SILU, 16, 57344, 8192, "k40_skinny" },  /* 70B's */
+        { TK_EPI_GATED, TK_ACT_GELU_TANH, 4, 2 * 4096, 4096, "k40_skinny" },
+        { TK_EPI_BIAS_ACT, TK_ACT_GELU_TANH, 1, 4096, 4096, "k40_skinny" },
+        { TK_EPI_BIAS_ACT, TK_ACT_GELU_ERF, 16, 4096, 14336, "k40_skinny" },
+        { TK_EPI_BIAS_ACT, TK_ACT_GELU_TANH, 16, 3072, 768, "k40_skinny" },   /* dense: k36_swap_16x64 */
+        { TK_EPI_BIAS_ACT, TK_ACT_GELU_TANH, 32, 28672, 4096, "k40_skinny" },
+        { TK_EPI_BACKWARD, TK_ACT_RELU, 8, 4096, 4096, "k40_skinny" },
+        { TK_EPI_BIAS_ACT, TK_ACT_GELU_TANH, 1, 128256, 4096, "k30_wgmma_tma" },   /* dense: k34's long stream */
+        { TK_EPI_BIAS_ACT, TK_ACT_GELU_TANH, 64, 3072, 768, "k30_wgmma_tma" },     /* dense: k36 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int up = 0; up < 1 + (cases[i].kind == TK_EPI_GATED); up++) {
+            tk_args a;
+            tk_epi_args e;
+            prep_nt(&fake, cases[i].kind, cases[i].act, cases[i].m, cases[i].n, cases[i].k, up, &a, &e);
+            fake.nattrs = 0;
+            fh_attrs_args(&fake, &a);
+            tk_route r;
+            int ok = tk_route_choose(&fake, &a, &r, 0);
+            const char *got = ok && r.k ? r.k->name : "nothing";
+            CHECK(!strcmp(got, cases[i].want), "%s %lld x %lld x %lld%s: auto picked %s, expected %s",
+                  kind_str(cases[i].kind), (long long)a.m, (long long)a.n, (long long)a.k, up ? " (b_up apart)" : "",
+                  got, cases[i].want);
+            /* the dense product's pick: k40 there means k40 here */
+            tk_args plain = a;
+            plain.epi = NULL;
+            fake.nattrs = 0;
+            fh_attrs_args(&fake, &plain);
+            ok = tk_route_choose(&fake, &plain, &r, 0);
+            CHECK(!(ok && r.k && !strcmp(r.k->name, "k40_skinny")) || !strcmp(got, "k40_skinny"),
+                  "%s %lld x %lld x %lld: dense picks k40_skinny, the epilogue %s", kind_str(cases[i].kind),
+                  (long long)a.m, (long long)a.n, (long long)a.k, got);
+        }
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_valid_descs);
@@ -971,4 +1125,6 @@ void tk_tests(void)
     TK_TEST(test_kernels_and_bit);
     TK_TEST(test_k30_fused);
     TK_TEST(test_auto_pick);
+    TK_TEST(test_k40_fused);
+    TK_TEST(test_auto_pick_decode);
 }
