@@ -973,7 +973,7 @@ static void prep_nt(struct tk_handle_s *fake, int kind, int act, int64_t m, int6
         d.b_up = FAKE_UP;
     int noop_ = 0;
     const tk_kernel *named = NULL;
-    const tk_widths w = { kind == TK_EPI_GATED && up ? n / 2 : n, cols, 0 };
+    const tk_widths w = { kind == TK_EPI_GATED && up ? n / 2 : n, cols, 0, 2 };
     CHECK(tk_prepare_widths(fake, &d.problem, NULL, a, &noop_, &named, 1, &w) == TK_SUCCESS, "prepare %s: %s",
           kind_str(kind), tk_last_error(fake));
     tk_epi_args_of(&d, e);
