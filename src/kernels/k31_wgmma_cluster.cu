@@ -321,10 +321,12 @@ static size_t k31_family_workspace(const tk_kernel *k, const tk_args *a, const t
 static int k31_family_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
 {
     /* FP8: below k33_wgmma_128x128's FP8 instance (31), whose pipelined
-     * promotion measured faster (H200, session 29: 8192^3 per-tensor 1132
-     * TFLOP/s against 1075, 4096^3 1020 against 995) */
+     * promotion measured faster per tensor and per row (H200, session 29:
+     * 8192^3 per-tensor 1132 TFLOP/s against 1075, 4096^3 1020 against
+     * 995), above it with block scales (8192^3 962 against 743, 4096^3 906
+     * against 781, 4096 x 2112 x 7168 760 against 688) */
     if (a->fp8)
-        return k->bm == K30_BM ? 30 : 0;
+        return k->bm != K30_BM ? 0 : a->fp8->mode == TK_SCALE_BLOCK ? 32 : 30;
     if (k->bm == 64)
         return k30_pick_cluster64(a, dev->sm_count) ? k->first_rank : k->auto_rank;
     return k31_rank(a, dev);

@@ -109,10 +109,17 @@ static void test_route(void)
                 const tk_widths w = { d.problem.n, d.problem.n, 0, 1 };
                 CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop, &named, 1, &w) == TK_SUCCESS,
                       "prepare: %s", tk_last_error(&fake));
-                const tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E4M3, TK_SCALE_ROW, d.scale_a, d.scale_b, 0, 0 };
+                tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E4M3, TK_SCALE_ROW, d.scale_a, d.scale_b, 0, 0 };
                 a.fp8 = &f;
                 fh_attrs_args(&fake, &a);
                 tk_route r;
+                if (sm == 90 && !op_a) {   /* block scales: k31's FP8 instance, measured faster there */
+                    f.mode = TK_SCALE_BLOCK;
+                    const int okb = tk_route_choose(&fake, &a, &r, 0);
+                    CHECK(okb && r.k && !strcmp(r.k->name, "k31_wgmma_cluster"), "block scales: auto picked %s",
+                          okb && r.k ? r.k->name : "nothing");
+                    f.mode = TK_SCALE_ROW;
+                }
                 const int ok = tk_route_choose(&fake, &a, &r, 0);
                 /* K-major on sm_90: k33's FP8 instance (above k31's) */
                 const char *want = sm == 90 && !op_a ? "k33_wgmma_128x128" : "k01_naive";
