@@ -826,11 +826,6 @@ static int k40_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
 {
     (void)k;
     const int64_t t = a->m < a->n ? a->m : a->n, r = a->m < a->n ? a->n : a->m;
-    /* SwiGLU past 8 tokens: k30's fused ping-pong kernel (31) measured
-     * faster (H200, session 29, 16 x 28672 x 4096, b_up apart: 0.0618 ms
-     * against k40's 0.0657; at 1 token k40 0.0594 against 0.0621) */
-    if (a->epi && a->epi->kind == TK_EPI_GATED && t > 8)
-        return 1;
     const int64_t slabs64 = (r + 63) / 64;
     if (t <= K40_AUTO_MAX_T)
         return slabs64 <= 8LL * dev->sm_count || a->k <= 1024 ? 40 : 1;

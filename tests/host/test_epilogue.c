@@ -1068,9 +1068,8 @@ static void test_auto_pick_decode(void)
     static const struct { int kind, act; int64_t m, n, k; const char *want; } cases[] = {
         { TK_EPI_GATED, TK_ACT_SILU, 1, 28672, 4096, "k40_skinny" },   /* Llama-3 8B's gate/up */
         { TK_EPI_GATED, TK_ACT_SILU, 7, 28672, 4096, "k40_skinny" },
-        { TK_EPI_GATED, TK_ACT_SILU, 8, 28672, 4096, "k40_skinny" },
-        { TK_EPI_GATED, TK_ACT_SILU, 16, 28672, 4096, "k30_wgmma_tma" },   /* past 8 tokens (k40_rank says why) */
-        { TK_EPI_GATED, TK_ACT_SILU, 8, 57344, 8192, "k40_skinny" },  /* 70B's */
+        { TK_EPI_GATED, TK_ACT_SILU, 16, 28672, 4096, "k40_skinny" },
+        { TK_EPI_GATED, TK_ACT_SILU, 16, 57344, 8192, "k40_skinny" },  /* 70B's */
         { TK_EPI_GATED, TK_ACT_GELU_TANH, 4, 2 * 4096, 4096, "k40_skinny" },
         { TK_EPI_BIAS_ACT, TK_ACT_GELU_TANH, 1, 4096, 4096, "k40_skinny" },
         { TK_EPI_BIAS_ACT, TK_ACT_GELU_ERF, 16, 4096, 14336, "k40_skinny" },
@@ -1099,8 +1098,7 @@ static void test_auto_pick_decode(void)
             fake.nattrs = 0;
             fh_attrs_args(&fake, &plain);
             ok = tk_route_choose(&fake, &plain, &r, 0);
-            CHECK(!(ok && r.k && !strcmp(r.k->name, "k40_skinny")) || !strcmp(got, "k40_skinny") ||
-                      (cases[i].kind == TK_EPI_GATED && a.m > 8),
+            CHECK(!(ok && r.k && !strcmp(r.k->name, "k40_skinny")) || !strcmp(got, "k40_skinny"),
                   "%s %lld x %lld x %lld: dense picks k40_skinny, the epilogue %s", kind_str(cases[i].kind),
                   (long long)a.m, (long long)a.n, (long long)a.k, got);
         }
