@@ -779,14 +779,17 @@ template <int BM, int BN, int F8>
 static __device__ __forceinline__ void k30_fp8_issue(float *d, uint32_t ring, uint32_t full_bar, int c, int *s,
                                                      uint32_t *phase)
 {
-    const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + c * K30_BOX;
-    const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + K30_A_BYTES_M(BM);
+    /* ring's descriptors plus the stage's offset: a sum, not the
+     * descriptor's masks and shifts again for each instruction */
+    const uint32_t off = (uint32_t)(*s * K30_STAGE_BYTES_MNA(BM, BN, 1)) >> 4;
+    const uint64_t da = tk_wgmma_desc_sw128(ring + c * K30_BOX, 16, 1024);
+    const uint64_t db = tk_wgmma_desc_sw128(ring + K30_A_BYTES_M(BM), 16, 1024);
     tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
     tk_wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++)
-        tk_wgmma_m64n128k32_f32_fp8<F8 / 4, F8 % 4>(d, tk_wgmma_desc_sw128(sa + 32 * kk, 16, 1024),
-                                                    tk_wgmma_desc_sw128(sb + 32 * kk, 16, 1024), kk > 0);
+    for (int kk = 0; kk < 4; kk++)   /* K steps of 32 bytes: 2 in the descriptor's 16-byte units */
+        tk_wgmma_m64n128k32_f32_fp8<F8 / 4, F8 % 4>(d, tk_wgmma_desc_add(da, off + 2 * kk),
+                                                    tk_wgmma_desc_add(db, off + 2 * kk), kk > 0);
     tk_wgmma_commit();
     if (++*s == K30_STAGES_MNA(BM, BN, 1)) {
         *s = 0;
@@ -794,14 +797,14 @@ static __device__ __forceinline__ void k30_fp8_issue(float *d, uint32_t ring, ui
     }
 }
 
-static __device__ __forceinline__ void k30_fp8_promote(float *acc, float *d, float s0, float s1, int first)
+static __device__ __forceinline__ void k30_fp8_promote(float *acc, float *d, float s0, float s1)
 {
 #pragma unroll
     for (int i = 0; i < 64; i++)
         tk_wgmma_reg_fence(d[i]);
 #pragma unroll
     for (int i = 0; i < 64; i++)
-        acc[i] = fmaf(d[i], i & 2 ? s1 : s0, first ? 0.0f : acc[i]);
+        acc[i] = fmaf(d[i], i & 2 ? s1 : s0, acc[i]);
 }
 
 /* The block scales of k-tile kb for rows r0, r1 and n-block nb (1 elsewhere). */
@@ -830,6 +833,12 @@ static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p,
     const int nb = n0 / 128;
     int rs = *s;                       /* the stage of the k-tile to release next */
     float s0, s1;
+    /* Zeroed here, once a tile, so that every promotion is one fma (a
+     * select of 0 for the first k-tile cost one more instruction an
+     * element: docs/NOTES.md session 30). */
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+        acc[i] = 0.0f;
     /* Each issue is on the loop's straight path (ptxas serializes wgmma
      * issued under a branch: C7518); the exits are the only branches. */
     for (int kt = 0;; kt += 2) {
@@ -839,13 +848,13 @@ static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p,
             k30_release(empty, cluster, rs, lane);
             rs = rs + 1 == K30_STAGES_MNA(BM, BN, 1) ? 0 : rs + 1;
             k30_fp8_scales(p, kt0 + kt - 1, r0, r1, nb, &s0, &s1);
-            k30_fp8_promote(acc, d1, s0, s1, 0);
+            k30_fp8_promote(acc, d1, s0, s1);
         }
         if (kt + 1 >= k_tiles) {
             tk_wgmma_wait(0);
             k30_release(empty, cluster, rs, lane);
             k30_fp8_scales(p, kt0 + kt, r0, r1, nb, &s0, &s1);
-            k30_fp8_promote(acc, d0, s0, s1, kt == 0);
+            k30_fp8_promote(acc, d0, s0, s1);
             break;
         }
         k30_fp8_issue<BM, BN, F8>(d1, ring, full_bar, c, s, phase);
@@ -853,12 +862,12 @@ static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p,
         k30_release(empty, cluster, rs, lane);
         rs = rs + 1 == K30_STAGES_MNA(BM, BN, 1) ? 0 : rs + 1;
         k30_fp8_scales(p, kt0 + kt, r0, r1, nb, &s0, &s1);
-        k30_fp8_promote(acc, d0, s0, s1, kt == 0);
+        k30_fp8_promote(acc, d0, s0, s1);
         if (kt + 2 >= k_tiles) {
             tk_wgmma_wait(0);
             k30_release(empty, cluster, rs, lane);
             k30_fp8_scales(p, kt0 + kt + 1, r0, r1, nb, &s0, &s1);
-            k30_fp8_promote(acc, d1, s0, s1, 0);
+            k30_fp8_promote(acc, d1, s0, s1);
             break;
         }
     }
@@ -882,6 +891,9 @@ static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, floa
     /* the thread's two rows (d[4j + 2h + e]: row 16 warp + lane / 4 + 8 h),
      * held inside M for the scales' reads */
     const int r0 = min(m0 + 64 * c + 16 * warp + lane / 4, p->m - 1), r1 = min(r0 + 8, p->m - 1);
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)   /* zeroed once a tile: each promotion one fma (as the pipelined loop's) */
+        acc[i] = 0.0f;
     for (int kt = 0; kt < k_tiles; kt++) {
         float a0 = 1.0f, a1 = 1.0f, sbh[HALVES];
 #pragma unroll
@@ -895,17 +907,17 @@ static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, floa
             for (int h = 0; h < HALVES; h++)   /* past N: the last block's (never stored) */
                 sbh[h] = __ldg(p->f8_sb + min(n0 / 128 + h, (p->n - 1) / 128) + kb * p->f8_ld_sb);
         }
-        const uint32_t sa = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + c * K30_BOX;
-        const uint32_t sb = ring + *s * K30_STAGE_BYTES_MNA(BM, BN, 1) + K30_A_BYTES_M(BM);
+        const uint32_t off = (uint32_t)(*s * K30_STAGE_BYTES_MNA(BM, BN, 1)) >> 4;
+        const uint64_t da = tk_wgmma_desc_sw128(ring + c * K30_BOX, 16, 1024);
+        const uint64_t db = tk_wgmma_desc_sw128(ring + K30_A_BYTES_M(BM), 16, 1024);
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
 #pragma unroll
         for (int h = 0; h < HALVES; h++) {
             tk_wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++)   /* B's rows 128 h on: 128 rows of 128 bytes a half */
-                tk_wgmma_m64n128k32_f32_fp8<F8 / 4, F8 % 4>(d, tk_wgmma_desc_sw128(sa + 32 * kk, 16, 1024),
-                                                            tk_wgmma_desc_sw128(sb + h * 16384 + 32 * kk, 16, 1024),
-                                                            kk > 0);
+            for (int kk = 0; kk < 4; kk++)   /* B's rows 128 h on: 128 rows of 128 bytes a half (16384 / 16) */
+                tk_wgmma_m64n128k32_f32_fp8<F8 / 4, F8 % 4>(d, tk_wgmma_desc_add(da, off + 2 * kk),
+                                                            tk_wgmma_desc_add(db, off + 1024 * h + 2 * kk), kk > 0);
             tk_wgmma_commit();
             tk_wgmma_wait(0);
 #pragma unroll
@@ -916,7 +928,7 @@ static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, floa
             const float s0 = a0 * sbh[h], s1 = a1 * sbh[h];
 #pragma unroll
             for (int i = 0; i < 64; i++)
-                acc[64 * h + i] = fmaf(d[i], i & 2 ? s1 : s0, kt > 0 ? acc[64 * h + i] : 0.0f);
+                acc[64 * h + i] = fmaf(d[i], i & 2 ? s1 : s0, acc[64 * h + i]);
         }
         if (++*s == K30_STAGES_MNA(BM, BN, 1)) {
             *s = 0;

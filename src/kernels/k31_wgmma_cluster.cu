@@ -173,23 +173,36 @@ static __global__ void __launch_bounds__(K30_THREADS_CFG(BM, 0), 1)
 }
 
 /* With FP8 operands (issue 40): k31_run with F8 = 4 * format of A +
- * format of B, K-major A and B, 128 x 256 tiles a CTA (k30_consume_fp8's
- * 128-column halves); its own kernel as k31_epi_kernel is. A template
+ * format of B, K-major A and B, BN-wide tiles a CTA (k31_has_fp8's
+ * lines; k30_consume_fp8); its own kernel as k31_epi_kernel is. A template
  * because the formats are part of the wgmma instruction's name. */
-template <int F8>
+template <int BN, int F8>
 static __global__ void __launch_bounds__(K30_THREADS_CFG(K30_BM, 0), 1)
     k31_fp8_kernel(const __grid_constant__ k30_params p)
 {
-    k31_run<0, 0, K30_BM, K30_BN, 0, F8>(p);
+    k31_run<0, 0, K30_BM, BN, 0, F8>(p);
 }
 
-static const void *k31_fp8_func(int fa, int fb)
+template <int BN>
+static const void *k31_fp8_func_bn(int fa, int fb)
 {
     if (fa == TK_FP8_E4M3)
-        return fb == TK_FP8_E4M3 ? (const void *)k31_fp8_kernel<4 * TK_FP8_E4M3 + TK_FP8_E4M3>
-                                 : (const void *)k31_fp8_kernel<4 * TK_FP8_E4M3 + TK_FP8_E5M2>;
-    return fb == TK_FP8_E4M3 ? (const void *)k31_fp8_kernel<4 * TK_FP8_E5M2 + TK_FP8_E4M3>
-                             : (const void *)k31_fp8_kernel<4 * TK_FP8_E5M2 + TK_FP8_E5M2>;
+        return fb == TK_FP8_E4M3 ? (const void *)k31_fp8_kernel<BN, 4 * TK_FP8_E4M3 + TK_FP8_E4M3>
+                                 : (const void *)k31_fp8_kernel<BN, 4 * TK_FP8_E4M3 + TK_FP8_E5M2>;
+    return fb == TK_FP8_E4M3 ? (const void *)k31_fp8_kernel<BN, 4 * TK_FP8_E5M2 + TK_FP8_E4M3>
+                             : (const void *)k31_fp8_kernel<BN, 4 * TK_FP8_E5M2 + TK_FP8_E5M2>;
+}
+
+/* Whether configuration (bm, bn) has FP8 instances: k31_wgmma_cluster's
+ * 128 x 256 tiles and k45_cluster_128x128's 128 x 128. */
+static int k31_has_fp8(int bm, int bn)
+{
+    return bm == K30_BM && (bn == K30_BN || bn == 128);
+}
+
+static const void *k31_fp8_func(int bn, int fa, int fb)
+{
+    return bn == 128 ? k31_fp8_func_bn<128>(fa, fb) : k31_fp8_func_bn<K30_BN>(fa, fb);
 }
 
 /* The instance of configuration (bm, bn) a CTA for a's operand majors: one
@@ -221,8 +234,8 @@ static void k31_resources_cfg(int bm, int bn, const tk_args *a, tk_resources *r)
     r->func = a ? k31_func(bm, bn, a->op_a, a->op_b) : k31_func(bm, bn, TK_OP_N, TK_OP_T);
     if (a && a->epi)   /* NULL where the configuration has no such instance (k31_supports_cfg refuses it) */
         r->func = k31_has_epi(bm, bn) ? K30_SELECT_CFG(k31_epi_kernel, a->op_a, a->op_b, K30_BM, K30_BN) : NULL;
-    if (a && a->fp8)   /* the 128 x 256 tiles alone, as for epilogues */
-        r->func = k31_has_epi(bm, bn) ? k31_fp8_func(a->fp8->fa, a->fp8->fb) : NULL;
+    if (a && a->fp8)   /* NULL where the configuration has none (k31_supports_cfg refuses it) */
+        r->func = k31_has_fp8(bm, bn) ? k31_fp8_func(bn, a->fp8->fa, a->fp8->fb) : NULL;
     r->threads = K30_THREADS_CFG(bm, 0);
     r->dyn_smem = (size_t)K30_SMEM_CFG(bm, bn, 0);
 }
@@ -237,9 +250,10 @@ static tk_status k31_launch_cfg(int bm, int bn, const tk_args *a, cudaStream_t s
 /* A CTA pair's last tile reaches K31_CLUSTER * bm rows past M at most. */
 static tk_status k31_supports_cfg(int bm, int bn, const tk_args *a, const tk_device *dev, char *why, size_t len)
 {
-    tk_status st = a->fp8 && !k31_has_epi(bm, bn) ? TK_ERR_NOT_SUPPORTED : TK_SUCCESS;
+    tk_status st = a->fp8 && !k31_has_fp8(bm, bn) ? TK_ERR_NOT_SUPPORTED : TK_SUCCESS;
     if (st)
-        snprintf(why, len, "FP8 operands: of the cluster configurations only k31_wgmma_cluster has FP8 instances");
+        snprintf(why, len, "FP8 operands: of the cluster configurations only k31_wgmma_cluster and "
+                           "k45_cluster_128x128 have FP8 instances");
     if (st == TK_SUCCESS)
         st = k30_supports_fp8(a, 1, why, len);
     if (st == TK_SUCCESS)
@@ -314,21 +328,43 @@ static size_t k31_family_workspace(const tk_kernel *k, const tk_args *a, const t
     return k31_workspace_cfg(k->bm, k->bn, a, dev, nflags);
 }
 
+/* The share of the last wave's cluster slots a bm x bn configuration
+ * fills (1: every wave full), for FP8's choice between tile widths. */
+static double k31_wave_fill(int bm, int bn, const tk_args *a, const tk_device *dev)
+{
+    const long long slots = dev->sm_count / K31_CLUSTER, ctiles = k31_ctiles(bm, bn, a);
+    return (double)ctiles / (double)(((ctiles + slots - 1) / slots) * slots);
+}
+
+/* FP8 (session 30, H200, same call, both orders; docs/NOTES.md): k31's
+ * 128 x 256 tiles ran fastest where waves are full (per tensor 8192^3 1320
+ * TFLOP/s against k45's 1190-1280 and k33's 1190), k45's 128 x 128 where
+ * the wider tiles leave much of the last wave empty (2048 x 7168 x 2048:
+ * 1078 against 972, 4096 x 2112 x 7168: 1122 against 1050): per full wave
+ * k31 did 1.03-1.05x k45's, so k45 where its waves are fuller by more than
+ * that. Block scales: k31 everywhere (k45's pipelined loop reads the
+ * scales after its wait: 748-855 against 796-1005). */
+static int k31_fp8_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
+{
+    if (!k31_has_fp8(k->bm, k->bn))
+        return 0;
+    const int narrow = a->fp8->mode != TK_SCALE_BLOCK &&
+                       k31_wave_fill(K30_BM, 128, a, dev) > 1.05 * k31_wave_fill(K30_BM, K30_BN, a, dev);
+    return (k->bn == 128) == narrow ? 33 : 30;
+}
+
 /* k39_cluster_64x128: this kernel with 64 x 128 tiles a CTA (one consumer
  * warpgroup), the CTA pair along M sharing B by multicast (cluster tiles
  * 128 x 128); auto-dispatch's choice where k30_pick_cluster64 says (rows
  * that are not 128-byte multiples, one wave). */
 static int k31_family_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
 {
-    /* FP8: below k33_wgmma_128x128's FP8 instance (31), whose pipelined
-     * promotion measured faster per tensor and per row (H200, session 29:
-     * 8192^3 per-tensor 1132 TFLOP/s against 1075, 4096^3 1020 against
-     * 995), above it with block scales (8192^3 962 against 743, 4096^3 906
-     * against 781, 4096 x 2112 x 7168 760 against 688) */
-    if (a->fp8)
-        return k->bm != K30_BM ? 0 : a->fp8->mode == TK_SCALE_BLOCK ? 32 : 30;
+    if (a->fp8)   /* above k33_wgmma_128x128's FP8 instance (31) */
+        return k31_fp8_rank(k, a, dev);
     if (k->bm == 64)
         return k30_pick_cluster64(a, dev->sm_count) ? k->first_rank : k->auto_rank;
+    if (k->bn != K30_BN)   /* k45_cluster_128x128: FP8's configuration, not a dense choice */
+        return 0;
     return k31_rank(a, dev);
 }
 

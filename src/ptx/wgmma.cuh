@@ -49,6 +49,15 @@ static __device__ __forceinline__ uint64_t tk_wgmma_desc_sw128(uint32_t addr, ui
            ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | ((uint64_t)1 << 62);
 }
 
+/* desc moved bytes / 16 further on: the start address is the low word's
+ * 14-bit field, which a tile inside shared memory never carries out of, so
+ * the sum is the low word's alone (one 32-bit add; the high word stays a
+ * constant the compiler can keep in a uniform register). */
+static __device__ __forceinline__ uint64_t tk_wgmma_desc_add(uint64_t desc, uint32_t units)
+{
+    return (desc & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)desc + units);
+}
+
 static __device__ __forceinline__ void tk_wgmma_fence(void)
 {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

@@ -3,7 +3,7 @@
  * dequantized terms (lab_f8verify.c), C NaN-poisoned between guard bands.
  *
  *   gpu_test_fp8 [name-substring]
- *   TK_FP8_KERNELS=auto,k01_naive,k33_wgmma_128x128,k31_wgmma_cluster gpu_test_fp8   (the default)
+ *   TK_FP8_KERNELS=auto,k01_naive,k33_wgmma_128x128,k31_wgmma_cluster,k45_cluster_128x128 gpu_test_fp8   (the default)
  *
  * sweep: the four format pairings x the three scale modes x both ops and
  * layouts (block scales: row-major only, K a multiple of 128; the
@@ -149,8 +149,9 @@ void tk_tests(void)
     if (!nkernels) {
         kernels[nkernels++] = "auto";
         kernels[nkernels++] = "k01_naive";
-        kernels[nkernels++] = "k33_wgmma_128x128";   /* the FP8 instances (k30_fp8.cu, */
-        kernels[nkernels++] = "k31_wgmma_cluster";   /* k31_wgmma_cluster.cu) */
+        kernels[nkernels++] = "k33_wgmma_128x128";     /* the FP8 instances (k30_fp8.cu, */
+        kernels[nkernels++] = "k31_wgmma_cluster";     /* k31_wgmma_cluster.cu) */
+        kernels[nkernels++] = "k45_cluster_128x128";
     }
     TK_TEST(sweep);
     TK_TEST(exact);

@@ -826,7 +826,8 @@ static void test_k30_fused(void)
     const tk_device dev = fake.dev;
     static const char *const with[] = { "k31_wgmma_cluster", "k30_wgmma_tma" };
     static const char *const without[] = { "k33_wgmma_128x128", "k35_wgmma_128x192", "k36_swap_16x64",
-                                           "k38_swap_144x128", "k39_cluster_64x128", "k42_wgmma_64x128" };
+                                           "k38_swap_144x128", "k39_cluster_64x128", "k42_wgmma_64x128",
+                                           "k45_cluster_128x128" };
     for (int i = 0; i < NKINDS; i++) {
         tk_gemm_desc d = desc_of(kinds[i]);
         tk_args a;

@@ -82,7 +82,9 @@ static void test_valid_calls_pass(void)
 }
 
 /* Auto-dispatch sends FP8 operands with K-major A and B to the FP8
- * instance of k33_wgmma_128x128 on sm_90 (ranked above k31's) and to
+ * instance of k31_wgmma_cluster on sm_90 where its 128 x 256 tiles fill
+ * the waves, to k45_cluster_128x128's where they leave most of the last
+ * wave empty (per tensor and per row; block scales always to k31), and to
  * k01_naive elsewhere (the other layouts, sm_80); a bf16 family asked by
  * name refuses them, and k30's configurations without FP8 instances say
  * which one has them. */
@@ -121,8 +123,10 @@ static void test_route(void)
                     f.mode = TK_SCALE_ROW;
                 }
                 const int ok = tk_route_choose(&fake, &a, &r, 0);
-                /* K-major on sm_90: k33's FP8 instance (above k31's) */
-                const char *want = sm == 90 && !op_a ? "k33_wgmma_128x128" : "k01_naive";
+                /* K-major on sm_90: k31's or k45's FP8 instance, by the waves they fill */
+                const char *want = sm != 90 || op_a           ? "k01_naive"
+                                   : shapes[s][0] == 4096 ? "k31_wgmma_cluster"   /* 16 x 16 cluster tiles: full waves */
+                                                          : "k45_cluster_128x128";   /* 1 or 2 cluster tiles of 256 */
                 CHECK(ok && r.k && !strcmp(r.k->name, want), "sm_%d op_a %s %lldx%lldx%lld: auto picked %s (expected %s)",
                       sm, op_a ? "T" : "N", (long long)shapes[s][0], (long long)shapes[s][1],
                       (long long)shapes[s][2], ok && r.k ? r.k->name : "nothing", want);
