@@ -52,6 +52,21 @@
 # memcheck and racecheck on it, build/quant_bench (its DRAM rate against the
 # copy rate measured in the same run) and tests/gpu/test_torch.py's fp8_
 # tests; each step stopped after FP8_TIMEOUT seconds (default 300).
+# PART=deepgemm (not in all): issue 40's peer, DeepGEMM's SM90 FP8 GEMM
+# (fp8_gemm_nt: 1 x 128 activation and 128 x 128 weight scales, bf16 out)
+# against tilekit.scaled_mm on the same codes and scales in one process, on
+# DeepGEMM's shapes (DG_M, default 64,128,...,4096, against DG_NK, default
+# DeepSeek-V3's 2112x7168,24576x1536,7168x16384,4096x7168,7168x2048). The
+# peer is never committed: its fetch and bench scripts and its source
+# tarball live in the ignored .peers/ of the development checkout
+# (.peers/deepgemm_fetch.sh makes .peers/deepgemm.tar.gz there) and travel
+# with the device call's carry [".peers"]; without them this part says so
+# and compares with DeepGEMM's published table alone. Then `tilekit bench
+# --kernel auto --dtype e4m3 --scale block` on the same shapes (its own
+# harness, x cuBLASLt; NO_DG_CLI=1: not), and bench/peers/deepgemm_table.py's
+# markdown table (OUTDIR/deepgemm_table.md). Logs in OUTDIR/deepgemm_logs.tar.gz.
+# DG_ARGS: more arguments for the peer's bench script (e.g. --iters 30);
+# DG_CLI_BUDGET (default 0.5 s a case) and DG_CLI_TIMEOUT (300 s): the CLI's.
 # PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
 # test_concurrency, test_graph, test_isolation), compute-sanitizer memcheck
 # and racecheck on test_handle's flag and capture tests, and the host time
@@ -231,6 +246,39 @@ if [ "$PART" = fp8 ]; then
     cat "$out/quant_bench.log"
     TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
         step test_torch_fp8 python3 tests/gpu/test_torch.py fp8_
+fi
+if [ "$PART" = deepgemm ]; then
+    dg_m=${DG_M:-64,128,256,512,1024,2048,4096}
+    dg_nk=${DG_NK:-2112x7168,24576x1536,7168x16384,4096x7168,7168x2048}
+    dg_shapes=$(for nk in ${dg_nk//,/ }; do for m in ${dg_m//,/ }; do printf '%sx%s,' "$m" "$nk"; done; done)
+    dg_shapes=${dg_shapes%,}
+    if [ -f .peers/deepgemm.tar.gz ] && [ -f .peers/deepgemm_bench.sh ]; then
+        t0=$(date +%s)
+        TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+            DG_ARGS="--m $dg_m --nk $dg_nk ${DG_ARGS:-}" bash .peers/deepgemm_bench.sh "$out" > "$out/deepgemm.log" 2>&1
+        summary+=("deepgemm peer: exit $?, $(grep -m 1 '^geomean' "$out/deepgemm.log") in $(( $(date +%s) - t0 )) s")
+        grep -E '^(deepgemm_bench:|geomean|env:|deep_gemm |tilekit )' "$out/deepgemm.log"
+    else
+        echo "PART=deepgemm: .peers/deepgemm.tar.gz or .peers/deepgemm_bench.sh is not in this tree, so DeepGEMM is"
+        echo "not built or timed: make them with .peers/deepgemm_fetch.sh on the development machine and pass"
+        echo "carry [\".peers\"] to the device call. Only tilekit runs; the table compares with DeepGEMM's published figures."
+        summary+=("deepgemm peer: NOT RUN (no .peers/deepgemm.tar.gz here; carry [\".peers\"])")
+    fi
+    if [ -z "${NO_DG_CLI:-}" ]; then
+        lim=${DG_CLI_TIMEOUT:-300}
+        step tk_deepseek "$tk" bench --kernel auto --dtype e4m3 --scale block --shapes "$dg_shapes" \
+            --budget "${DG_CLI_BUDGET:-0.5}" --json "$out/tk_deepseek.json"
+    fi
+    targs=()
+    [ -s "$out/deepgemm.jsonl" ] && targs+=(--peer "$out/deepgemm.jsonl")
+    [ -s "$out/tk_deepseek.json" ] && targs+=(--cli "$out/tk_deepseek.json")
+    [ -s "$out/deepgemm_env.json" ] && targs+=(--env "$out/deepgemm_env.json")
+    python3 bench/peers/deepgemm_table.py ${targs[@]+"${targs[@]}"} > "$out/deepgemm_table.md" 2>&1
+    summary+=("deepgemm table: exit $? ($(grep -m 1 -E '^geometric mean' "$out/deepgemm_table.md"))")
+    cat "$out/deepgemm_table.md"
+    # the logs in one file; the figures stay loose
+    (cd "$out" && ls deepgemm_*.log deepgemm_*.txt deepgemm.log tk_deepseek.log 2>/dev/null \
+        | tar -czf deepgemm_logs.tar.gz -T - && rm -f deepgemm_jit_*.log deepgemm_build*.log deepgemm_import.log)
 fi
 if [ "$PART" = handle ]; then
     for t in gpu_test_handle gpu_test_concurrency gpu_test_graph gpu_test_isolation; do
