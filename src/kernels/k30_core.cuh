@@ -873,6 +873,19 @@ static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p,
     }
 }
 
+/* k-tile kb's block scales for rows r0, r1 and the tile's HALVES 128-column
+ * blocks from n0 (past N: the last block's, never stored). */
+template <int HALVES>
+static __device__ __forceinline__ void k30_fp8_block_scales(const k30_params *p, int kb, int r0, int r1, int n0,
+                                                            float *a0, float *a1, float *sb)
+{
+    *a0 = __ldg(p->f8_sa + r0 + kb * p->f8_ld_sa);
+    *a1 = __ldg(p->f8_sa + r1 + kb * p->f8_ld_sa);
+#pragma unroll
+    for (int h = 0; h < HALVES; h++)
+        sb[h] = __ldg(p->f8_sb + min(n0 / 128 + h, (p->n - 1) / 128) + kb * p->f8_ld_sb);
+}
+
 template <int BM, int BN, int F8>
 static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, float *acc, uint32_t ring,
                                                        uint32_t full_bar, const uint32_t *empty, int cluster,
@@ -894,19 +907,22 @@ static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, floa
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)   /* zeroed once a tile: each promotion one fma (as the pipelined loop's) */
         acc[i] = 0.0f;
+    /* TK_SCALE_BLOCK: k-tile kt + 1's scales are read during kt's products
+     * (read at kt's own start, their latency showed in the promotion) */
+    float a0n = 1.0f, a1n = 1.0f, sbn[HALVES];
+#pragma unroll
+    for (int h = 0; h < HALVES; h++)
+        sbn[h] = 1.0f;
+    if (block)
+        k30_fp8_block_scales<HALVES>(p, kt0, r0, r1, n0, &a0n, &a1n, sbn);
     for (int kt = 0; kt < k_tiles; kt++) {
-        float a0 = 1.0f, a1 = 1.0f, sbh[HALVES];
+        const float a0 = a0n, a1 = a1n;
+        float sbh[HALVES];
 #pragma unroll
         for (int h = 0; h < HALVES; h++)
-            sbh[h] = 1.0f;
-        if (block) {   /* read before the wait: the stage's arrival hides them */
-            const int kb = kt0 + kt;
-            a0 = __ldg(p->f8_sa + r0 + kb * p->f8_ld_sa);
-            a1 = __ldg(p->f8_sa + r1 + kb * p->f8_ld_sa);
-#pragma unroll
-            for (int h = 0; h < HALVES; h++)   /* past N: the last block's (never stored) */
-                sbh[h] = __ldg(p->f8_sb + min(n0 / 128 + h, (p->n - 1) / 128) + kb * p->f8_ld_sb);
-        }
+            sbh[h] = sbn[h];
+        if (block && kt + 1 < k_tiles)
+            k30_fp8_block_scales<HALVES>(p, kt0 + kt + 1, r0, r1, n0, &a0n, &a1n, sbn);
         const uint32_t off = (uint32_t)(*s * K30_STAGE_BYTES_MNA(BM, BN, 1)) >> 4;
         const uint64_t da = tk_wgmma_desc_sw128(ring + c * K30_BOX, 16, 1024);
         const uint64_t db = tk_wgmma_desc_sw128(ring + K30_A_BYTES_M(BM), 16, 1024);
