@@ -142,11 +142,36 @@ static __device__ __forceinline__ qt_group qt_group_at(const tk_quant_args &a, c
     return g;
 }
 
+/* Whether every chunk the thread holds of g is whole, inside the group
+ * (every group but those at the matrix's right or bottom edge): then its
+ * loads and stores need no check, and their addresses are one base and a
+ * step (chunk j of a strip TEAM chunks on, of a block TEAM / 16 rows down). */
+template <int TEAM, int CACHE, int GROWS>
+static __device__ __forceinline__ bool qt_whole(const qt_group &g)
+{
+    return GROWS == 1 ? g.rows && g.cols >= TEAM * CACHE * 8 : g.rows == GROWS && g.cols == QT_BLOCK_CPR * 8;
+}
+
+template <int TEAM, int GROWS>
+static __device__ __forceinline__ int64_t qt_step(int64_t ld)
+{
+    return GROWS == 1 ? TEAM * 8 : TEAM / QT_BLOCK_CPR * ld;
+}
+
 /* The thread's chunks of group g, those outside it zero (a zero never
  * raises the amax). */
 template <int TEAM, int CACHE, int GROWS>
 static __device__ __forceinline__ void qt_load_group(const tk_quant_args &a, const qt_group &g, int t, qt_chunk *c)
 {
+    if (a.vec_x && qt_whole<TEAM, CACHE, GROWS>(g)) {
+        int dr, dc;
+        qt_offset<TEAM, GROWS>(t, 0, &dr, &dc);
+        const uint16_t *p = (const uint16_t *)a.x + (g.r0 + dr) * a.ldx + g.c0 + dc;
+#pragma unroll
+        for (int j = 0; j < CACHE; j++)
+            c[j].v = tk_ld_stream_v4(p + j * qt_step<TEAM, GROWS>(a.ldx));
+        return;
+    }
 #pragma unroll
     for (int j = 0; j < CACHE; j++) {
         int dr, dc;
@@ -246,12 +271,23 @@ template <int TEAM, int CACHE, int GROWS, bool FAST, bool E5>
 static __device__ __forceinline__ void qt_codes_group(const tk_quant_args &a, const qt_group &g, int t,
                                                       const qt_chunk *c, float s, float r, int e5, bool special)
 {
-#pragma unroll
-    for (int j = 0; j < CACHE; j++) {
+    /* (a 128 x 128 block keeps the checked stores: the unchecked ones'
+     * eight row addresses cost ptxas a spill at its 128 registers) */
+    if (GROWS == 1 && a.vec_q && qt_whole<TEAM, CACHE, GROWS>(g)) {
         int dr, dc;
-        qt_offset<TEAM, GROWS>(t, j, &dr, &dc);
-        if (dr < g.rows && dc < g.cols)
-            qt_store(a, g.r0 + dr, g.c0 + dc, qt_codes<FAST, E5>(c[j], s, r, e5, special));
+        qt_offset<TEAM, GROWS>(t, 0, &dr, &dc);
+        uint8_t *p = (uint8_t *)a.q + (g.r0 + dr) * a.ldq + g.c0 + dc;
+#pragma unroll
+        for (int j = 0; j < CACHE; j++)
+            *(uint2 *)(p + j * qt_step<TEAM, GROWS>(a.ldq)) = qt_codes<FAST, E5>(c[j], s, r, e5, special);
+    } else {
+#pragma unroll
+        for (int j = 0; j < CACHE; j++) {
+            int dr, dc;
+            qt_offset<TEAM, GROWS>(t, j, &dr, &dc);
+            if (dr < g.rows && dc < g.cols)
+                qt_store(a, g.r0 + dr, g.c0 + dc, qt_codes<FAST, E5>(c[j], s, r, e5, special));
+        }
     }
     if (GROWS == 1)
         for (int64_t i = t + (int64_t)CACHE * TEAM; i * 8 < g.cols; i += TEAM)
