@@ -52,6 +52,14 @@
 # memcheck and racecheck on it, build/quant_bench (its DRAM rate against the
 # copy rate measured in the same run) and tests/gpu/test_torch.py's fp8_
 # tests; each step stopped after FP8_TIMEOUT seconds (default 300).
+# PART=quant (not in all): the quantizer alone (issue 40): gpu_test_quantize,
+# compute-sanitizer memcheck and racecheck on it, then build/quant_bench
+# (QUANT_SHAPES, default 8192x8192,16384x4096; both formats) against a base
+# tree's when .ab/base.tar.gz holds one (`git archive BASE | gzip >
+# .ab/base.tar.gz`, carried with the call; built with ARCHS=90a in
+# build-base/, which later calls keep and reuse), four rounds in turn (base
+# new, new base, base new, new base) into OUTDIR/quant_ab.txt; each step
+# stopped after QUANT_TIMEOUT seconds (default 300).
 # PART=handle (not in all): the handle's GPU tests (tests/gpu/test_handle.c,
 # test_concurrency, test_graph, test_isolation), compute-sanitizer memcheck
 # and racecheck on test_handle's flag and capture tests, and the host time
@@ -231,6 +239,31 @@ if [ "$PART" = fp8 ]; then
     cat "$out/quant_bench.log"
     TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
         step test_torch_fp8 python3 tests/gpu/test_torch.py fp8_
+fi
+if [ "$PART" = quant ]; then
+    lim=${QUANT_TIMEOUT:-300}
+    step test_quantize "$BUILD/tests/gpu_test_quantize"
+    for tool in memcheck racecheck; do
+        step "sanitize-quantize-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
+            "$BUILD/tests/gpu_test_quantize"
+        summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-quantize-$tool.log" | tail -n 1)")
+    done
+    qb_base=
+    if [ -f .ab/base.tar.gz ]; then
+        [ -f build-base/Makefile ] || { mkdir -p build-base && tar -C build-base -xzf .ab/base.tar.gz; }
+        step base_build make -C build-base -j"$(nproc)" ARCHS=90a build/quant_bench
+        [ -x build-base/build/quant_bench ] && qb_base=build-base/build/quant_bench
+    fi
+    for r in 1 2 3 4; do   # base new, new base, base new, new base
+        for v in $([ $((r % 2)) = 1 ] && echo "base new" || echo "new base"); do
+            q=$([ "$v" = new ] && echo "$BUILD/quant_bench" || echo "$qb_base")
+            [ -n "$q" ] || continue
+            for f in e4m3 e5m2; do
+                timeout "$lim" "$q" --shapes "${QUANT_SHAPES:-8192x8192,16384x4096}" --format $f 2>&1 \
+                    | sed "s/^/$v round $r: /" | tee -a "$out/quant_ab.txt"
+            done
+        done
+    done
 fi
 if [ "$PART" = handle ]; then
     for t in gpu_test_handle gpu_test_concurrency gpu_test_graph gpu_test_isolation; do
