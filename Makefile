@@ -36,7 +36,7 @@ KERNEL_C    := $(wildcard src/kernels/*.c)
 KERNEL_CU   := $(wildcard src/kernels/*.cu)
 LAB_SRCS    := $(wildcard src/lab/*.c)
 LAB_CU      := $(wildcard src/lab/*.cu)
-DEV_HEADERS := $(wildcard src/tiles/*.cuh src/ptx/*.cuh src/kernels/*.cuh src/kernels/*.h) src/lib/kernel.h include/tilekit.h src/kernels/table.def
+DEV_HEADERS := $(wildcard src/tiles/*.cuh src/tiles/*.h src/ptx/*.cuh src/kernels/*.cuh src/kernels/*.h) src/lib/kernel.h include/tilekit.h src/kernels/table.def
 CU_OBJS     := $(KERNEL_CU:%.cu=$(BUILD)/obj/%.o)
 LIB_OBJS    := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(KERNEL_C:%.c=$(BUILD)/obj/%.o) $(CU_OBJS)
 LAB_CU_OBJS := $(LAB_CU:%.cu=$(BUILD)/obj/%.o)
@@ -73,7 +73,7 @@ $(PYEXT): python/tilekit/_tilekit.c include/tilekit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(PY_INCLUDE) $(CFLAGS) -shared -o $@ $< -ldl
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/lib/*.h src/lab/*.h src/kernels/*.h) include/tilekit.h src/kernels/table.def
+$(BUILD)/obj/%.o: %.c $(wildcard src/lib/*.h src/lab/*.h src/kernels/*.h src/tiles/*.h) include/tilekit.h src/kernels/table.def
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 

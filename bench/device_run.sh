@@ -73,6 +73,15 @@
 # per call (bench/host_cost.c) against the library of a base tree when
 # .ab/base.tar.gz holds one (`git archive BASE | gzip > .ab/base.tar.gz`,
 # carried with the call).
+# PART=quant (not in all): the quantizer alone (issue 40): gpu_test_quantize,
+# compute-sanitizer memcheck and racecheck on it, then build/quant_bench
+# (QUANT_SHAPES, default 8192x8192,16384x4096; both formats) against a base
+# tree's when .ab/base.tar.gz holds one (`git archive BASE | gzip >
+# .ab/base.tar.gz`, carried with the call; built with ARCHS=90a in
+# build-base/, which later calls keep and reuse), four rounds in turn (base
+# new, new base, base new, new base) into OUTDIR/quant_ab.txt; each step
+# stopped after QUANT_TIMEOUT seconds (default 300; the base's build
+# QUANT_BUILD_TIMEOUT, default 540).
 # Everything is logged under OUTDIR; bench/readme_table.py turns
 # OUTDIR/bench.json, OUTDIR/bench_nt.json and OUTDIR/info.txt into the
 # README and docs/seeds.md tables.
@@ -156,6 +165,14 @@ step() {   # step NAME CMD...: one step (at most $lim s), its log OUTDIR/NAME.lo
     summary+=("$name: exit $?, $(tail -n 1 "$out/$name.log") in $(( $(date +%s) - t0 )) s")
     grep -E '^FAIL|^ +\(' "$out/$name.log" | head -n 20
 }
+quant_checks() {   # the quantizer bit for bit against the lab's reference, then memcheck and racecheck on it
+    step test_quantize "$BUILD/tests/gpu_test_quantize"
+    for tool in memcheck racecheck; do
+        step "sanitize-quantize-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
+            "$BUILD/tests/gpu_test_quantize"
+        summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-quantize-$tool.log" | tail -n 1)")
+    done
+}
 suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 if [ "$PART" = grouped ]; then
     lim=${GROUPED_TIMEOUT:-240}
@@ -236,12 +253,7 @@ if [ "$PART" = fp8 ]; then
     done
     # the quantizer (tk_quantize_fp8): bit for bit against the lab's reference,
     # the sanitizers on it, its DRAM rate, then the torch side's fp8_ tests
-    step test_quantize "$BUILD/tests/gpu_test_quantize"
-    for tool in memcheck racecheck; do
-        step "sanitize-quantize-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
-            "$BUILD/tests/gpu_test_quantize"
-        summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-quantize-$tool.log" | tail -n 1)")
-    done
+    quant_checks
     step quant_bench "$BUILD/quant_bench"
     cat "$out/quant_bench.log"
     TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
@@ -303,6 +315,26 @@ if [ "$PART" = handle ]; then
     for r in 1 2 3 4; do   # base new, new base, base new, new base
         for v in $([ $((r % 2)) = 1 ] && echo "base new" || echo "new base"); do
             [ -x /tmp/host_cost_$v ] && /tmp/host_cost_$v | sed "s/^/$v round $r: /" | tee -a "$out/host_cost.txt"
+        done
+    done
+fi
+if [ "$PART" = quant ]; then
+    lim=${QUANT_TIMEOUT:-300}
+    quant_checks
+    qb_base=
+    if [ -f .ab/base.tar.gz ]; then
+        [ -f build-base/Makefile ] || { mkdir -p build-base && tar -C build-base -xzf .ab/base.tar.gz; }
+        lim=${QUANT_BUILD_TIMEOUT:-540} step base_build make -C build-base -j"$(nproc)" ARCHS=90a build/quant_bench
+        [ -x build-base/build/quant_bench ] && qb_base=build-base/build/quant_bench
+    fi
+    for r in 1 2 3 4; do   # base new, new base, base new, new base
+        for v in $([ $((r % 2)) = 1 ] && echo "base new" || echo "new base"); do
+            q=$([ "$v" = new ] && echo "$BUILD/quant_bench" || echo "$qb_base")
+            [ -n "$q" ] || continue
+            for f in e4m3 e5m2; do
+                timeout "$lim" "$q" --shapes "${QUANT_SHAPES:-8192x8192,16384x4096}" --format $f 2>&1 \
+                    | sed "s/^/$v round $r: /" | tee -a "$out/quant_ab.txt"
+            done
         done
     done
 fi

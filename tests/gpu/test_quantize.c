@@ -6,13 +6,16 @@
  *   gpu_test_quantize [name-substring]
  *
  * shapes: both formats x the four modes x rows 1, 7, 129, 300 x cols 1, 5,
- * 128, 200, 1500, 4100 (ROW's three team sizes), each in three layouts (tight; padded with 16-byte aligned
+ * 128, 200, 1500, 4100, 16500 (ROW's four instances, the last with chunks
+ * read again past the 16384 it holds), each in three layouts (tight; padded with 16-byte aligned
  * rows, the vector path, and a padded ld_scale for the block modes; padded
  * with odd leading dimensions and addresses, the narrow path) and two
  * inputs (random bf16 of rows' exponents from 2^-15 to 2^15; the same with
  * the specials: the last 128 x 128 block and the last row zero, a NaN at
  * (0, 0) and a negative NaN further on, +inf at (1, 0), bf16's largest
- * magnitudes, a row of subnormal-range values); codes, row padding and
+ * magnitudes, a row of subnormal-range values, a row of values near
+ * 2^-50 with every third one a bf16 subnormal: the fast division's
+ * smallest quotients); codes, row padding and
  * guard bands before and after q and the scales poisoned, and every
  * poisoned byte checked unchanged. refusal: a bad ld_scale refused with
  * every output untouched. graph: TENSOR and 1X128 captured in a CUDA graph
@@ -84,6 +87,10 @@ static void make_input(const qcase *c, uint16_t *x, uint64_t seed)
     if (c->rows > 2)                         /* a row of subnormal-range values: fp32-subnormal scales */
         for (int64_t k = 0; k < c->cols; k++)
             x[2 * c->ldx + k] = bf16_of(ldexpf(tk_lab_bf16_to_f32(tk_lab_rand_bf16(seed + 1, (uint64_t)k)), -128));
+    if (c->rows > 4)                         /* near 2^-50, every third a subnormal: tk_qdiv's smallest quotients */
+        for (int64_t k = 0; k < c->cols; k++)
+            x[4 * c->ldx + k] = bf16_of(ldexpf(tk_lab_bf16_to_f32(tk_lab_rand_bf16(seed + 2, (uint64_t)k)),
+                                               k % 3 ? -50 : -130));
     if (c->rows > 3)                         /* bf16's largest magnitudes: saturating quotients */
         for (int64_t k = 0; k < c->cols; k += 3)
             x[3 * c->ldx + k] = k % 2 ? 0xff7f : 0x7f7f;
@@ -251,7 +258,7 @@ static int run_case(const qcase *c, uint64_t seed)
 
 static void shapes(void)
 {
-    static const int64_t R[] = { 1, 7, 129, 300 }, C[] = { 1, 5, 128, 200, 1500, 4100 };
+    static const int64_t R[] = { 1, 7, 129, 300 }, C[] = { 1, 5, 128, 200, 1500, 4100, 16500 };
     int ran = 0, passed = 0;
     uint64_t seed = 77;
     for (int f = TK_FP8_E4M3; f <= TK_FP8_E5M2; f++)

@@ -4,11 +4,16 @@
  * of every mode and format (odd code pointers, x only 2-byte aligned)
  * pass every check and reach the device check, which a stand-in handle of
  * device 0 with device 1 current refuses before any launch; an empty
- * matrix succeeds without a device. */
+ * matrix succeeds without a device. The kernels' division (tk_qdiv,
+ * src/tiles/qdiv.h) against IEEE's on every scale it takes. */
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "tilekit.h"
 #include "lib/internal.h"
+#include "lab/lab.h"
+#include "tiles/qdiv.h"
 #include "check.h"
 #include "fake_handle.h"
 
@@ -198,8 +203,66 @@ static void test_bad_fields(void)
     expect(&fake, &d, TK_ERR_INVALID_VALUE, "1x128 scales' last block over q", "scale:", "overlaps q");
 }
 
+static float f32_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint32_t bits_f32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* tk_qdiv against fl32(x / s) as the kernels use it: every scale s =
+ * fl32(amax / fmax) of a positive finite bf16 amax, both formats, that
+ * tk_qdiv_fits; x of either sign up to amax over amax's top four binades
+ * (while nothing underflows, both quotients scale exactly with x's
+ * exponent, so these stand for the binades between), every 37th bf16
+ * below, the binades around 2^-100 (where the residual stops being exact)
+ * and the subnormals; every x with TK_QDIV_ALL set (1.9e9 pairs, ~15 s).
+ * The bits must match where either quotient reaches 2^-20; below, both
+ * must have x's sign and give the same code (zero). */
+static void test_division(void)
+{
+    static const float fmax[2] = { 448.0f, 57344.0f };
+    const int all = getenv("TK_QDIV_ALL") != NULL;
+    long long pairs = 0, bad = 0;
+    for (int f = 0; f < 2; f++)
+        for (uint32_t ab = 1; ab <= 0x7f7f; ab++) {
+            const float amax = f32_bits(ab << 16), s = amax / fmax[f];
+            if (!tk_qdiv_fits(s))
+                continue;
+            const float r = tk_qdiv_recip(s);
+            for (uint32_t xb = 0; xb <= ab; xb++) {
+                const int near_amax = xb + 0x200 >= ab, near_edge = xb >= 0x0c80 && xb < 0x0e00;
+                if (!all && !near_amax && !near_edge && xb > 0x100 && xb % 37)
+                    continue;
+                for (uint32_t sign = 0; sign <= 0x8000; sign += 0x8000) {
+                    const float x = f32_bits((xb | sign) << 16), want = x / s, got = tk_qdiv(x, s, r);
+                    const uint32_t w = bits_f32(want), g = bits_f32(got);
+                    pairs++;
+                    if (w == g)
+                        continue;
+                    const int small = fabsf(want) < 0x1p-20f && fabsf(got) < 0x1p-20f && (w ^ g) >> 31 == 0 &&
+                                      tk_lab_fp8_encode(want, (tk_lab_fp8)f, 1) ==
+                                          tk_lab_fp8_encode(got, (tk_lab_fp8)f, 1);
+                    if (!small && bad++ < 5)
+                        CHECK(0, "fmax %g amax %a x %a: tk_qdiv %a (0x%08x), x / s %a (0x%08x)", fmax[f], amax, x,
+                              got, g, want, w);
+                }
+            }
+        }
+    CHECK(bad == 0, "%lld of %lld quotients differ", bad, pairs);
+    CHECK(pairs > 100000000, "only %lld quotients checked", pairs);
+}
+
 void tk_tests(void)
 {
+    TK_TEST(test_division);
     TK_TEST(test_valid_calls_reach_the_device);
     TK_TEST(test_empty);
     TK_TEST(test_descriptor_rule);
