@@ -58,7 +58,8 @@ library's message (which argument, what was expected).
 """
 from . import _lib
 from ._lib import (TilekitError, InvalidValueError, NotSupportedError, ArchMismatchError, NoDeviceError,
-                   CudaError, CublasError, OutOfResourcesError, AllocError, InternalError, LibraryNotFound)
+                   CudaError, CublasError, OutOfResourcesError, AllocError, InternalError, CommError,
+                   LibraryNotFound)
 
 if _lib.EXT is not None:
     _impl = _lib.EXT
@@ -70,7 +71,7 @@ __all__ = ["gemm", "gemm_batched", "gemm_grouped", "gemm_epilogue", "matmul", "g
            "gated_mlp", "mlp", "quantize_fp8", "scaled_mm", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
            "backend", "Support", "candidates", "workspace_size", "plan", "set_workspace", "set_workspace_limit",
            "set_split_k", "release_workspaces", "handle_info", "last_cuda_error", "build_info", "TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError",
-           "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError",
+           "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError", "CommError",
            "LibraryNotFound"]
 
 # The hot path is the backend's own function: no Python frame in between.
