@@ -233,7 +233,7 @@ gpu-test: all
 bench: all
 	$(CLI) bench --kernel all --m 8192 --n 8192 --k 8192 --out fp32
 
-install: lib $(CLI)
+install: lib dist $(CLI)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/tilekit.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/libtilekit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
@@ -245,6 +245,12 @@ install: lib $(CLI)
 	install -m 644 bench/shapes/*.txt $(DESTDIR)$(PREFIX)/share/tilekit/shapes/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@CUDA@|$(CUDA)|g' tilekit.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tilekit.pc
+ifneq ($(NCCL_H),)
+	install -m 644 include/tilekit_dist.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/libtilekit_dist.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libtilekit_dist.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libtilekit_dist.so.$(SOMAJOR)
+	ln -sf libtilekit_dist.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libtilekit_dist.so
+endif
 
 clean:
 	rm -rf $(BUILD)

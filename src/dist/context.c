@@ -370,7 +370,7 @@ tk_status tkd_prepare(tk_dist d, tk_dist_op op, const tk_dist_desc *in, void *st
     cudaError_t e = cudaGetDevice(&cur);
     if (e)
         return tkd_cuda_fail(d, e, "cudaGetDevice");
-#if CUDART_VERSION >= 12080
+#if CUDART_VERSION >= 13000   /* cudaStreamGetDevice; older runtimes: the stream is not checked */
     if (cudaStreamGetDevice((cudaStream_t)stream, &sdev) != cudaSuccess) {
         cudaGetLastError();
         sdev = -1;
