@@ -64,7 +64,8 @@
 # that aborts instead of hanging), compute-sanitizer memcheck on one
 # overlapped call of each operation (every process), build/dist_bench on the
 # Llama-3-70B projections (JSON in OUTDIR/dist_bench.json; DIST_BENCH_EXTRA:
-# more argument lines, ';'-separated, e.g. "--comm-sms 16"), then the
+# more argument lines, ';'-separated, default "--comm-sms 16": the GEMMs
+# leave 16 SMs to NCCL; DIST_BENCH_EXTRA= for none), then the
 # torchrun test of tilekit.distributed (tests/gpu/test_torch_dist.py) where
 # torch is installed. DIST_STEPS (default test,memcheck,bench,torch) picks
 # steps, so that two calls fit the 10-minute limit; each step stopped after
@@ -269,7 +270,7 @@ if [ "$PART" = dist ]; then
     if [[ $steps == *,bench,* ]]; then
         step dist_bench "$BUILD/dist_bench" --json "$out/dist_bench.json"
         cat "$out/dist_bench.log"
-        IFS=';' read -ra db <<< "${DIST_BENCH_EXTRA:-}"
+        IFS=';' read -ra db <<< "${DIST_BENCH_EXTRA---comm-sms 16}"
         for i in "${!db[@]}"; do
             # shellcheck disable=SC2086
             step "dist_bench_$i" "$BUILD/dist_bench" ${db[$i]} --json "$out/dist_bench_$i.json"

@@ -22,6 +22,10 @@
  *   build/dist_bench [--ranks 2] [--ops qkv,o,gate_up,down] [--tokens 2048,4096,8192,16384,32768]
  *                    [--chunks N] [--comm-sms N] [--samples 15] [--json out/dist_bench.json]
  *
+ * --comm-sms N caps the GEMMs of the overlapped calls at the device's SMs
+ * less N (tk_dist_set_comm_sms; the baseline's GEMMs keep every SM) and
+ * sets NCCL_MAX_CTAS=N where it is unset, so that the persistent GEMM
+ * kernels leave NCCL room instead of holding every SM until they end.
  * Exit 0 when every shape ran and verified. The multicast variables
  * (NCCL_NVLS_ENABLE=0 and the other two) are set before NCCL loads.
  */
@@ -369,6 +373,12 @@ int main(int argc, char **argv)
             continue;
         for (int t = 0; t < ntok && o.nshapes < MAX_SHAPES; t++)
             o.shapes[o.nshapes++] = (shape){ proj[p].name, proj[p].op, tok[t], proj[p].n, proj[p].k };
+    }
+    if (o.comm_sms > 0) {
+        /* NCCL no wider than the SMs the GEMMs leave it (NCCL 2.17+ reads it at init) */
+        char v[16];
+        snprintf(v, sizeof v, "%d", o.comm_sms);
+        setenv("NCCL_MAX_CTAS", v, 0);
     }
     int gpus = tkf_gpu_count();
     if (gpus < R || R < 2) {

@@ -46,9 +46,11 @@
  * 0, 1, ..., R-1, in fp32, then alpha, beta and the one rounding to C's
  * type, as tk_gemm's epilogue does: the order depends on neither the chunk
  * count nor the arrival order. The same call gives the same bits on every
- * run; with a named kernel (desc.kernel) whose sums do not depend on M (the
- * tile kernels without split: every registry GEMM kernel but k40_skinny
- * and cuBLAS) the bits also do not depend on the chunk count.
+ * run. Auto-dispatch may pick another kernel for another chunk height, so
+ * the bits may change with the chunk count; with a named tile kernel
+ * (desc.kernel: k30_wgmma_tma, k21_mma_fastload, ...), whose sums run over
+ * K in one order whatever M when nothing is split, they do not
+ * (tests/gpu/test_dist.c checks 1, 2 and 4 chunks).
  *
  * Rules:
  * - One host thread uses a context at a time (a tk_handle's rule). Calls on
@@ -60,7 +62,9 @@
  *   TK_ERR_INVALID_VALUE on every rank instead of a hang or garbage; it
  *   costs one small all-gather and a host wait (at most the context's
  *   timeout). The chunk count agrees by itself where the ranks' GPUs are of
- *   one model and TK_DIST_CHUNKS and TK_DIST_LINK_GBPS are set alike.
+ *   one model, TK_DIST_CHUNKS and TK_DIST_LINK_GBPS are set alike and the
+ *   shapes agree; an all-gather whose N differs between ranks should name
+ *   its chunk count (desc.chunks), since the plan weighs N.
  * - Argument errors are found before anything is enqueued, on each rank
  *   (a rank that refuses enqueues nothing: its peers then wait in NCCL; use
  *   tk_dist_sync's timeout, or check_shapes, to see it). A GEMM that fails

@@ -323,18 +323,19 @@ def _real_classes(torch):
     if "ColumnParallelLinear" in _functions:
         return _functions
 
-    class ColumnParallelLinear(torch.nn.Module):
-        """A Linear whose output features are split over the group (this rank
-        keeps out_features / R of them: weight (out/R, in)); input: this
-        rank's rows of the tokens (T/R, in), output: every token's, this
-        rank's features (T, out/R). from_linear(linear, group) takes this
-        rank's share of an existing nn.Linear."""
-
+    class _ParallelLinear(torch.nn.Module):
         def __init__(self, weight, bias=None, group=None):
             super().__init__()
             self.weight = weight if isinstance(weight, torch.nn.Parameter) else torch.nn.Parameter(weight)
             self.bias = bias
             self.group = group
+
+    class ColumnParallelLinear(_ParallelLinear):
+        """A Linear whose output features are split over the group (this rank
+        keeps out_features / R of them: weight (out/R, in)); input: this
+        rank's rows of the tokens (T/R, in), output: every token's, this
+        rank's features (T, out/R). from_linear(linear, group) takes this
+        rank's share of an existing nn.Linear."""
 
         @classmethod
         def from_linear(cls, linear, group=None):
@@ -345,16 +346,10 @@ def _real_classes(torch):
             y = all_gather_matmul(x.reshape(-1, x.shape[-1]), self.weight.t(), self.group)
             return y + self.bias if self.bias is not None else y
 
-    class RowParallelLinear(torch.nn.Module):
+    class RowParallelLinear(_ParallelLinear):
         """A Linear whose input features are split over the group (weight
         (out, in/R)); input: every token, this rank's features (T, in/R),
         output: this rank's rows of the sum, (T/R, out)."""
-
-        def __init__(self, weight, bias=None, group=None):
-            super().__init__()
-            self.weight = weight if isinstance(weight, torch.nn.Parameter) else torch.nn.Parameter(weight)
-            self.bias = bias
-            self.group = group
 
         @classmethod
         def from_linear(cls, linear, group=None):

@@ -385,6 +385,15 @@ static const dcase rs_cases[] = {
       0, 1.0f, 0.0f, NULL },
 };
 
+/* A context on comm, or NULL with the failure recorded. */
+static tk_dist open_dist(int rank, struct ncclComm *comm)
+{
+    tk_dist d = NULL;
+    if (tk_dist_create(&d, comm))
+        CHECK(0, "rank %d: tk_dist_create: %s", rank, tk_dist_last_error(NULL));
+    return d;
+}
+
 static void run_group(tkf_fn fn, void *arg)
 {
     char why[1024];
@@ -423,11 +432,9 @@ static int determinism(int rank, int R, struct ncclComm *comm, void *arg)
 {
     (void)R;
     (void)arg;
-    tk_dist d = NULL;
-    if (tk_dist_create(&d, comm)) {
-        CHECK(0, "rank %d: tk_dist_create: %s", rank, tk_dist_last_error(NULL));
+    tk_dist d = open_dist(rank, comm);
+    if (!d)
         return 1;
-    }
     int dev = 0, major = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
@@ -483,11 +490,9 @@ static void test_determinism(void) { run_group(determinism, NULL); }
 static int bad_input(int rank, int R, struct ncclComm *comm, void *arg)
 {
     (void)arg;
-    tk_dist d = NULL;
-    if (tk_dist_create(&d, comm)) {
-        CHECK(0, "rank %d: tk_dist_create: %s", rank, tk_dist_last_error(NULL));
+    tk_dist d = open_dist(rank, comm);
+    if (!d)
         return 1;
-    }
     static const dcase base = { "bad input base", RS, 256, 128, 64, TK_ROW_MAJOR, TK_OP_N, TK_OP_T, TK_F32, TK_F32,
                                 2, 0, 0, 0, 1.0f, 0.0f, NULL };
     dset s;
@@ -565,11 +570,9 @@ static int one_rank_calls(int rank, int R, struct ncclComm *comm, void *arg)
 {
     (void)R;
     (void)arg;
-    tk_dist d = NULL;
-    if (tk_dist_create(&d, comm)) {
-        CHECK(0, "rank %d: tk_dist_create: %s", rank, tk_dist_last_error(NULL));
+    tk_dist d = open_dist(rank, comm);
+    if (!d)
         return 1;
-    }
     if (rank == 0) {
         static const dcase c = { "lonely", AG, 1024, 256, 256, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, TK_F32, TK_F32, 2, 0,
                                  0, 0, 1.0f, 0.0f, NULL };
