@@ -49,6 +49,32 @@ CPU_TESTS   := $(patsubst tests/host/%.c,$(BUILD)/tests/%,$(wildcard tests/host/
 GPU_TESTS   := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu_%,$(wildcard tests/gpu/*.c)) \
                $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpucu_%,$(wildcard tests/gpu/*.cu))
 
+# More than one GPU (issue 41, include/tilekit_dist.h): libtilekit_dist.{so,a}
+# from src/dist (host C and the fixed-order sum kernel), linked against
+# libtilekit and loading NCCL at run time (dlopen), so libtilekit itself
+# never needs NCCL. Building it needs NCCL's header alone: nccl.h in
+# $(NCCL_INCLUDE), else the CUDA toolkit's include, else /usr/include (.ci/run
+# takes it from the nvidia-nccl wheel where the system has none). Without
+# one, the distributed part, its tests and its bench are left out, and make
+# says so.
+NCCL_INCLUDE ?=
+NCCL_H      := $(firstword $(wildcard $(if $(NCCL_INCLUDE),$(NCCL_INCLUDE)/nccl.h) $(CUDA)/include/nccl.h /usr/include/nccl.h))
+DIST_SRCS   := $(wildcard src/dist/*.c)
+DIST_CU     := $(wildcard src/dist/*.cu)
+DIST_OBJS   := $(DIST_SRCS:%.c=$(BUILD)/obj/%.o) $(DIST_CU:%.cu=$(BUILD)/obj/%.o)
+DIST_LIB    := $(BUILD)/libtilekit_dist.so
+DIST_BENCH  := $(BUILD)/dist_bench
+DIST_USERS  := $(BUILD)/obj/tests/host/test_dist.o $(BUILD)/obj/tests/gpu/test_dist.o $(BUILD)/obj/bench/dist_bench.o
+ifeq ($(NCCL_H),)
+CPU_TESTS   := $(filter-out $(BUILD)/tests/test_dist,$(CPU_TESTS))
+GPU_TESTS   := $(filter-out $(BUILD)/tests/gpu_test_dist,$(GPU_TESTS))
+DIST_ALL    :=
+else
+DIST_ALL    := $(DIST_LIB) $(BUILD)/libtilekit_dist.a $(DIST_BENCH)
+$(DIST_OBJS) $(DIST_USERS): CPPFLAGS += -I$(dir $(NCCL_H))
+$(DIST_OBJS) $(DIST_USERS): $(wildcard src/dist/*.h) include/tilekit_dist.h
+endif
+
 # The Python extension (python/tilekit/_tilekit.c): the CPython C API only,
 # for $(PYTHON), built where its headers are installed (python3-dev). It
 # dlopen()s libtilekit.so at run time, so it links none of it and builds in a
@@ -57,9 +83,16 @@ PY_INCLUDE := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths(
 PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 PYEXT      := $(BUILD)/python/_tilekit$(PY_SUFFIX)
 
-.PHONY: all lib lab python test asan-fuzz gpu-test bench install clean
-all: lib lab python $(CLI) $(CPU_TESTS) $(GPU_TESTS) $(QBENCH)
+.PHONY: all lib lab python dist test asan-fuzz gpu-test bench install clean
+all: lib lab python dist $(CLI) $(CPU_TESTS) $(GPU_TESTS) $(QBENCH)
 lib: $(BUILD)/libtilekit.so $(BUILD)/libtilekit.a
+ifeq ($(NCCL_H),)
+dist:
+	@echo "note: no nccl.h (in NCCL_INCLUDE='$(NCCL_INCLUDE)', $(CUDA)/include or /usr/include): libtilekit_dist," \
+	      "its tests and dist_bench are not built (set NCCL_INCLUDE to a directory holding NCCL's nccl.h)"
+else
+dist: $(DIST_ALL)
+endif
 lab: $(LAB)
 
 ifneq ($(wildcard $(PY_INCLUDE)/Python.h),)
@@ -112,6 +145,23 @@ $(BUILD)/libtilekit.so: $(BUILD)/libtilekit.so.$(VERSION)
 	ln -sf libtilekit.so.$(VERSION) $@
 $(BUILD)/libtilekit.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
+
+# libtilekit_dist.so exports what include/tilekit_dist.h declares (the same
+# version-script rule), links libtilekit.so (found beside it: $$ORIGIN) and
+# the CUDA runtime, and no NCCL (src/dist/nccl_load.c opens it).
+DIST_MAP := $(BUILD)/libtilekit_dist.map
+$(DIST_MAP): include/tilekit_dist.h
+	@mkdir -p $(dir $@)
+	{ echo '{ global:'; $(CC) -Iinclude -E -P $< | grep -oE '\<tk_dist_[A-Za-z0-9_]+ *\( *[^* ]' \
+	  | sed -E 's/ *\(.*/;/' | sort -u; echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/libtilekit_dist.so.$(VERSION): $(DIST_OBJS) $(DIST_MAP) $(BUILD)/libtilekit.so
+	$(CC) -shared -Wl,-soname,libtilekit_dist.so.$(SOMAJOR) -Wl,--version-script=$(DIST_MAP) -o $@ $(DIST_OBJS) \
+	    -L$(BUILD) -ltilekit -Wl,-rpath,'$$ORIGIN' -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcudart -lpthread -lm -ldl
+$(DIST_LIB): $(BUILD)/libtilekit_dist.so.$(VERSION)
+	ln -sf libtilekit_dist.so.$(VERSION) $(BUILD)/libtilekit_dist.so.$(SOMAJOR)
+	ln -sf libtilekit_dist.so.$(VERSION) $@
+$(BUILD)/libtilekit_dist.a: $(DIST_OBJS)
+	rm -f $@ && ar rcs $@ $^
 $(LAB): $(LAB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
@@ -124,6 +174,18 @@ $(QBENCH): $(BUILD)/obj/bench/quant_bench.o $(LAB) $(BUILD)/libtilekit.a
 	$(CC) -o $@ $^ $(LAB_LDLIBS)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/host/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LAB_LDLIBS)
+# The distributed part's tests and bench link its static archive (its
+# internals: the plan, the checks, the NCCL loader) before the library's.
+$(BUILD)/tests/test_dist: $(BUILD)/obj/tests/host/test_dist.o $(BUILD)/obj/tests/host/check.o \
+    $(BUILD)/libtilekit_dist.a $(LAB) $(BUILD)/libtilekit.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LAB_LDLIBS)
+$(BUILD)/tests/gpu_test_dist: $(BUILD)/obj/tests/gpu/test_dist.o $(BUILD)/obj/tests/host/check.o \
+    $(BUILD)/libtilekit_dist.a $(LAB) $(BUILD)/libtilekit.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LAB_LDLIBS)
+$(DIST_BENCH): $(BUILD)/obj/bench/dist_bench.o $(BUILD)/libtilekit_dist.a $(LAB) $(BUILD)/libtilekit.a
 	$(CC) -o $@ $^ $(LAB_LDLIBS)
 $(BUILD)/tests/gpu_%: $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/host/check.o $(LAB) $(BUILD)/libtilekit.a
 	@mkdir -p $(dir $@)
@@ -171,7 +233,7 @@ gpu-test: all
 bench: all
 	$(CLI) bench --kernel all --m 8192 --n 8192 --k 8192 --out fp32
 
-install: lib $(CLI)
+install: lib dist $(CLI)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/tilekit.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/libtilekit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
@@ -183,6 +245,12 @@ install: lib $(CLI)
 	install -m 644 bench/shapes/*.txt $(DESTDIR)$(PREFIX)/share/tilekit/shapes/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@CUDA@|$(CUDA)|g' tilekit.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tilekit.pc
+ifneq ($(NCCL_H),)
+	install -m 644 include/tilekit_dist.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/libtilekit_dist.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libtilekit_dist.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libtilekit_dist.so.$(SOMAJOR)
+	ln -sf libtilekit_dist.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libtilekit_dist.so
+endif
 
 clean:
 	rm -rf $(BUILD)

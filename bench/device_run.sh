@@ -82,11 +82,27 @@
 # new, new base, base new, new base) into OUTDIR/quant_ab.txt; each step
 # stopped after QUANT_TIMEOUT seconds (default 300; the base's build
 # QUANT_BUILD_TIMEOUT, default 540).
+# PART=dist (not in all; 2 GPUs): the distributed GEMMs (issue 41): the CPU
+# test of the plan and checks, tests/gpu/test_dist (both operations against
+# the single-GPU product, determinism over 20 runs, bad input, a timeout
+# that aborts instead of hanging), compute-sanitizer memcheck on one
+# overlapped call of each operation (every process), build/dist_bench on the
+# Llama-3-70B projections (JSON in OUTDIR/dist_bench.json; DIST_BENCH_EXTRA:
+# more argument lines, ';'-separated, default "--comm-sms 16": the GEMMs
+# leave 16 SMs to NCCL; DIST_BENCH_EXTRA= for none), then the
+# torchrun test of tilekit.distributed (tests/gpu/test_torch_dist.py) where
+# torch is installed. DIST_STEPS (default test,memcheck,bench,torch) picks
+# steps, so that two calls fit the 10-minute limit; each step stopped after
+# DIST_TIMEOUT seconds (default 420). NVLink multicast stays off: the three
+# variables below are exported for every part.
 # Everything is logged under OUTDIR; bench/readme_table.py turns
 # OUTDIR/bench.json, OUTDIR/bench_nt.json and OUTDIR/info.txt into the
 # README and docs/seeds.md tables.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# No NVLink multicast on the device machines (issue 41): NCCL's NVLS, torch's
+# symmetric memory and NVSHMEM keep it off in every test and benchmark.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 out=${1:-${OUT:-out}}
 mkdir -p "$out"
 BUILD=${BUILD:-build}
@@ -291,6 +307,41 @@ if [ "$PART" = deepgemm ]; then
     # the logs in one file; the figures stay loose
     (cd "$out" && ls deepgemm_*.log deepgemm_*.txt deepgemm.log tk_deepseek.log 2>/dev/null \
         | tar -czf deepgemm_logs.tar.gz -T - && rm -f deepgemm_jit_*.log deepgemm_build*.log deepgemm_import.log)
+fi
+if [ "$PART" = dist ]; then
+    lim=${DIST_TIMEOUT:-420}
+    steps=",${DIST_STEPS:-test,memcheck,bench,torch},"
+    nvidia-smi topo -m > "$out/topo.txt" 2>&1 && cat "$out/topo.txt"
+    # libtilekit_dist opens libnccl.so.2; where the system has none, a pip wheel's
+    if ! ldconfig -p | grep -q 'libnccl.so.2 '; then
+        whl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+        [ -n "$whl" ] && [ -f "$whl" ] && export TK_DIST_NCCL_LIB="$whl"
+    fi
+    summary+=("NCCL: ${TK_DIST_NCCL_LIB:-$(ldconfig -p | grep -m 1 'libnccl.so.2 ' | sed 's/.*=> //')}")
+    if [[ $steps == *,test,* ]]; then
+        step test_dist_cpu "$BUILD/tests/test_dist"
+        step test_dist "$BUILD/tests/gpu_test_dist"
+    fi
+    if [[ $steps == *,memcheck,* ]]; then
+        step sanitize-dist-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all \
+            "$BUILD/tests/gpu_test_dist" memcheck
+        summary+=("  $(grep -E 'ERROR SUMMARY' "$out/sanitize-dist-memcheck.log" | sort | uniq -c | paste -sd';')")
+    fi
+    if [[ $steps == *,bench,* ]]; then
+        step dist_bench "$BUILD/dist_bench" --json "$out/dist_bench.json"
+        cat "$out/dist_bench.log"
+        IFS=';' read -ra db <<< "${DIST_BENCH_EXTRA---comm-sms 16}"
+        for i in "${!db[@]}"; do
+            # shellcheck disable=SC2086
+            step "dist_bench_$i" "$BUILD/dist_bench" ${db[$i]} --json "$out/dist_bench_$i.json"
+            cat "$out/dist_bench_$i.log"
+        done
+    fi
+    if [[ $steps == *,torch,* ]] && python3 -c 'import torch' 2>/dev/null; then
+        TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+            TILEKIT_DIST_LIB="$PWD/$BUILD/libtilekit_dist.so" \
+            step torch_dist python3 -m torch.distributed.run --standalone --nproc-per-node 2 tests/gpu/test_torch_dist.py
+    fi
 fi
 if [ "$PART" = handle ]; then
     for t in gpu_test_handle gpu_test_concurrency gpu_test_graph gpu_test_isolation; do

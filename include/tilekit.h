@@ -43,7 +43,9 @@ typedef enum tk_status {
     TK_ERR_CUBLAS = 6,            /* a cuBLAS call failed */
     TK_ERR_OUT_OF_RESOURCES = 7,  /* threads/shared memory/registers over the device limit */
     TK_ERR_ALLOC = 8,             /* host or device allocation failed */
-    TK_ERR_INTERNAL = 9           /* a bug in tilekit */
+    TK_ERR_INTERNAL = 9,          /* a bug in tilekit */
+    TK_ERR_COMM = 10              /* communication (libtilekit_dist, tilekit_dist.h): NCCL missing, or
+                                   * one of its calls failed, was aborted or timed out */
 } tk_status;
 
 /* A static English name for a status ("TK_ERR_INVALID_VALUE: invalid value"). */
@@ -525,6 +527,21 @@ typedef enum tk_split_k {
  * where they apply (few output tiles and long K: decode, 512 x 4096 x 4096),
  * often by 1.2-2x. TK_ERR_INVALID_VALUE for another value. */
 tk_status tk_set_split_k(tk_handle h, tk_split_k mode);
+
+/* How many of the device's SMs h's kernels may fill: sms > 0 caps it there
+ * (at most the device's count; more is taken as all), 0 gives them all
+ * back (the default). The persistent kernels (the Hopper families) size
+ * their grids to it, and auto-dispatch and the split plans judge waves of
+ * tiles by it; the kernels of one block per output tile (sm_80's, the
+ * seeds') and cuBLAS do not take it, and neither does a grid of fewer
+ * blocks than the cap. What it is for: work that runs at the same time on
+ * the other SMs, e.g. the communication kernels of tilekit_dist.h (a
+ * persistent GEMM holding every SM would keep them waiting for its end),
+ * as cuBLASLt's CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET. The same problem on
+ * fewer SMs may run another kernel or split: the bits of a result can
+ * differ from those with every SM. TK_ERR_INVALID_VALUE for sms < 0; no
+ * device needed (without one the setting is kept and does nothing). */
+tk_status tk_set_sm_count(tk_handle h, int sms);
 
 /* What tk_get_handle_info reports: h's device and settings. */
 typedef struct tk_handle_info {

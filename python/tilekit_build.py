@@ -68,9 +68,9 @@ def _build_dir(config_settings):
 
 
 def _make(build):
-    """make lib python into build; returns (extension, library) paths."""
+    """make lib python dist into build; returns (extension, library) paths."""
     jobs = os.environ.get("MAKEJOBS") or str(os.cpu_count() or 1)
-    cmd = ["make", "-C", ROOT, "-j" + jobs, "lib", "python", "BUILD=" + build, "PYTHON=" + sys.executable]
+    cmd = ["make", "-C", ROOT, "-j" + jobs, "lib", "python", "dist", "BUILD=" + build, "PYTHON=" + sys.executable]
     # pip shows nothing for minutes while nvcc runs: say what is happening
     # first (pip passes a backend's output on with -v, or when it fails).
     print("tilekit_build: building the CUDA kernels of libtilekit.so and the Python extension with make into %s: "
@@ -165,6 +165,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
              if f.endswith(".py")]
     files.append(("tilekit/" + os.path.basename(ext), ext, True))
     files.append(("tilekit/libtilekit.so", lib, True))
+    # tilekit.distributed's library, where make built it (it needs NCCL's header): it finds
+    # libtilekit.so.0 as the package's libtilekit.so, which tilekit.distributed loads first
+    dist_lib = os.path.join(os.path.dirname(lib), "libtilekit_dist.so")
+    if os.path.exists(dist_lib):
+        files.append(("tilekit/libtilekit_dist.so", os.path.realpath(dist_lib), True))
     return _write_wheel(wheel_directory, files)
 
 

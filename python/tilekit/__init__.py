@@ -58,7 +58,8 @@ library's message (which argument, what was expected).
 """
 from . import _lib
 from ._lib import (TilekitError, InvalidValueError, NotSupportedError, ArchMismatchError, NoDeviceError,
-                   CudaError, CublasError, OutOfResourcesError, AllocError, InternalError, LibraryNotFound)
+                   CudaError, CublasError, OutOfResourcesError, AllocError, InternalError, CommError,
+                   LibraryNotFound)
 
 if _lib.EXT is not None:
     _impl = _lib.EXT
@@ -70,8 +71,8 @@ __all__ = ["gemm", "gemm_batched", "gemm_grouped", "gemm_epilogue", "matmul", "g
            "gated_mlp", "mlp", "quantize_fp8", "scaled_mm", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
            "backend", "Support", "candidates", "workspace_size", "plan", "set_workspace", "set_workspace_limit",
            "set_split_k", "release_workspaces", "handle_info", "last_cuda_error", "build_info", "TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError",
-           "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError",
-           "LibraryNotFound"]
+           "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError", "CommError",
+           "LibraryNotFound", "distributed"]
 
 # The hot path is the backend's own function: no Python frame in between.
 gemm = _impl.gemm
@@ -321,7 +322,8 @@ def __getattr__(name):
     """tilekit.matmul, tilekit.grouped_mm, tilekit.bmm, tilekit.patch,
     tilekit.linear, tilekit.gated_mlp, tilekit.mlp, tilekit.quantize_fp8,
     tilekit.scaled_mm and tilekit.nn import torch, so they are loaded on
-    first use, not by `import tilekit`."""
+    first use, not by `import tilekit`; so is tilekit.distributed (its
+    library, libtilekit_dist.so, is loaded at its first call)."""
     if name in ("matmul", "grouped_mm", "bmm", "patch"):
         _lib.need_torch("tilekit." + name)
         from . import _torch_ops
@@ -334,6 +336,9 @@ def __getattr__(name):
         _lib.need_torch("tilekit." + name)
         from . import _torch_fp8
         return getattr(_torch_fp8, name)
+    if name == "distributed":   # issue 41: needs torch only when used
+        import importlib
+        return importlib.import_module(__name__ + ".distributed")
     if name == "nn":
         _lib.need_torch("tilekit.nn")
         import importlib

@@ -29,6 +29,7 @@ CUBLAS = 6
 OUT_OF_RESOURCES = 7
 ALLOC = 8
 INTERNAL = 9
+COMM = 10
 
 
 class TilekitError(RuntimeError):
@@ -79,6 +80,11 @@ class InternalError(TilekitError):
     """TK_ERR_INTERNAL: a bug in tilekit."""
 
 
+class CommError(TilekitError):
+    """TK_ERR_COMM: communication (tilekit.distributed, NCCL) failed: NCCL missing, a call failed, was
+    aborted or timed out."""
+
+
 class LibraryNotFound(OSError):
     """libtilekit.so could not be loaded (not built, or $TILEKIT_LIB is wrong)."""
 
@@ -86,7 +92,7 @@ class LibraryNotFound(OSError):
 # The exceptions are the package's: they print as tilekit.NoDeviceError, not
 # by this private module's path (both backends raise these classes).
 for _cls in (TilekitError, InvalidValueError, NotSupportedError, ArchMismatchError, NoDeviceError, CudaError,
-             CublasError, OutOfResourcesError, AllocError, InternalError, LibraryNotFound):
+             CublasError, OutOfResourcesError, AllocError, InternalError, CommError, LibraryNotFound):
     _cls.__module__ = "tilekit"
 del _cls
 
@@ -111,12 +117,12 @@ _STATUS_NAMES = {
     SUCCESS: "TK_SUCCESS", INVALID_VALUE: "TK_ERR_INVALID_VALUE", NOT_SUPPORTED: "TK_ERR_NOT_SUPPORTED",
     ARCH_MISMATCH: "TK_ERR_ARCH_MISMATCH", NO_DEVICE: "TK_ERR_NO_DEVICE", CUDA: "TK_ERR_CUDA",
     CUBLAS: "TK_ERR_CUBLAS", OUT_OF_RESOURCES: "TK_ERR_OUT_OF_RESOURCES", ALLOC: "TK_ERR_ALLOC",
-    INTERNAL: "TK_ERR_INTERNAL",
+    INTERNAL: "TK_ERR_INTERNAL", COMM: "TK_ERR_COMM",
 }
 _STATUS_ERRORS = {
     INVALID_VALUE: InvalidValueError, NOT_SUPPORTED: NotSupportedError, ARCH_MISMATCH: ArchMismatchError,
     NO_DEVICE: NoDeviceError, CUDA: CudaError, CUBLAS: CublasError, OUT_OF_RESOURCES: OutOfResourcesError,
-    ALLOC: AllocError, INTERNAL: InternalError,
+    ALLOC: AllocError, INTERNAL: InternalError, COMM: CommError,
 }
 
 

@@ -111,6 +111,7 @@ tk_status tk_create(tk_handle *out)
     h->ws_limit = TK_WORKSPACE_UNLIMITED;
     tk_status st = tk_device_query(&h->dev, h->device_error, sizeof h->device_error);
     h->have_device = (st == TK_SUCCESS);
+    h->sm_count_full = h->have_device ? h->dev.sm_count : 0;
     if (st != TK_SUCCESS && st != TK_ERR_NO_DEVICE) {
         tk_status r = tk_fail(NULL, st, "tk_create: %s", h->device_error);
         free(h);

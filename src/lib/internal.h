@@ -41,6 +41,9 @@ struct tk_handle_s {
     size_t uws_flags;
     size_t ws_limit;             /* cap on the bytes of the workspaces above (tk_set_workspace_limit) */
     int split_never;             /* tk_set_split_k(TK_SPLIT_K_NEVER): kernels get no workspace */
+    /* tk_set_sm_count: dev.sm_count is the SMs kernels may fill; sm_count_full
+     * the device's own count (0 without a device), sm_cap the caller's cap (0: none). */
+    int sm_count_full, sm_cap;
     /* The order of the calls that use the workspaces above (handle.c,
      * tk_handle_ws_begin): each records ws_event on its stream where it
      * ends; the next, on a stream of another id, waits for it first. */

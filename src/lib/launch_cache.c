@@ -47,17 +47,21 @@ cudaError_t tk_lc_max_clusters(tk_launch_cache *lc, const void *func, const cuda
                                int *clusters)
 {
     int i = lc ? find_func(lc, func, cluster) : -1;
+    cudaError_t e = cudaSuccess;
     if (i >= 0 && lc->funcs[i].smem == (int)cfg->dynamicSmemBytes && lc->funcs[i].clusters >= 0) {
         *clusters = lc->funcs[i].clusters;
-        return cudaSuccess;
+    } else {
+        e = cudaOccupancyMaxActiveClusters(clusters, func, cfg);
+        if (e == cudaSuccess && lc) {
+            if (i < 0)
+                i = put_func(lc, func, cluster);
+            lc->funcs[i].smem = (int)cfg->dynamicSmemBytes;
+            lc->funcs[i].clusters = *clusters;
+        }
     }
-    cudaError_t e = cudaOccupancyMaxActiveClusters(clusters, func, cfg);
-    if (e == cudaSuccess && lc) {
-        if (i < 0)
-            i = put_func(lc, func, cluster);
-        lc->funcs[i].smem = (int)cfg->dynamicSmemBytes;
-        lc->funcs[i].clusters = *clusters;
-    }
+    /* tk_set_sm_count: the cached figure is the device's; the cap applies on the way out */
+    if (e == cudaSuccess && lc && lc->max_sms > 0 && cluster > 0 && *clusters > lc->max_sms / cluster)
+        *clusters = lc->max_sms / cluster > 0 ? lc->max_sms / cluster : 1;
     return e;
 }
 

@@ -47,6 +47,7 @@ typedef struct tk_launch_cache {
     struct { const void *func; int smem; int cluster; int clusters; } funcs[TK_LC_FUNCS];
     int nfuncs, next_func;             /* likewise, 0..TK_LC_FUNCS - 1 */
     uint64_t map_hits, map_misses;     /* for tests */
+    int max_sms;                       /* tk_set_sm_count's cap on co-resident CTAs; 0: none */
 } tk_launch_cache;
 
 /* cudaFuncSetAttribute(func, MaxDynamicSharedMemorySize, smem), skipped when
@@ -55,7 +56,8 @@ cudaError_t tk_lc_func_smem(tk_launch_cache *lc, const void *func, int smem);
 
 /* cudaOccupancyMaxActiveClusters for func launched as cfg (its dynamic shared
  * memory and cluster size, attrs[0] the cluster dimension), cached by entry,
- * shared memory and cluster size. */
+ * shared memory and cluster size; at most max_sms / cluster (at least 1)
+ * where lc->max_sms is set. */
 cudaError_t tk_lc_max_clusters(tk_launch_cache *lc, const void *func, const cudaLaunchConfig_t *cfg, int cluster,
                                int *clusters);
 

@@ -21,6 +21,7 @@ const char *tk_status_string(tk_status s)
     case TK_ERR_OUT_OF_RESOURCES: return "TK_ERR_OUT_OF_RESOURCES: launch exceeds device limits";
     case TK_ERR_ALLOC: return "TK_ERR_ALLOC: allocation failed";
     case TK_ERR_INTERNAL: return "TK_ERR_INTERNAL: internal error";
+    case TK_ERR_COMM: return "TK_ERR_COMM: communication (NCCL) failed";
     }
     return "TK_ERR_?: unknown status value";
 }

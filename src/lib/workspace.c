@@ -277,6 +277,23 @@ tk_status tk_set_split_k(tk_handle h, tk_split_k mode)
     return TK_SUCCESS;
 }
 
+/* The cap goes to the two places the kernels read the SM count from: the
+ * device description (grids of one CTA per SM, wave and split plans, the
+ * cost model) and the launch cache (the clusters that fit co-resident). */
+tk_status tk_set_sm_count(tk_handle h, int sms)
+{
+    tk_status st = need_handle(h);
+    if (st)
+        return st;
+    if (sms < 0)
+        return tk_fail(h, TK_ERR_INVALID_VALUE, "sms: %d is negative (expected 0: every SM, or a count)", sms);
+    h->sm_cap = sms;
+    if (h->sm_count_full > 0)
+        h->dev.sm_count = sms > 0 && sms < h->sm_count_full ? sms : h->sm_count_full;
+    h->lc.max_sms = sms > 0 && sms < h->sm_count_full ? sms : 0;
+    return TK_SUCCESS;
+}
+
 tk_status tk_workspace_release(tk_handle h, void *stream)
 {
     tk_status st = need_handle(h);

@@ -1,11 +1,13 @@
 /* test_launch_cache.c - the handle's launch cache (launch_cache.c) on the
  * CPU: a tensor map is found only under exactly the key it was put with
  * (every field of the key matters, so no call gets another call's map),
- * the oldest entry goes when the cache is full, and NULL caches nothing. */
+ * the oldest entry goes when the cache is full, and NULL caches nothing;
+ * tk_set_sm_count's cap on the device description and on the clusters
+ * the cache reports. */
 #include <limits.h>
 #include <string.h>
 #include "lib/launch_cache.h"
-#include "check.h"
+#include "fake_handle.h"
 
 static tk_tma_key key0(void)
 {
@@ -149,10 +151,57 @@ static void test_null_cache(void)
     CHECK(tk_lc_map_find(NULL, &k) == NULL, "no cache: always a miss");
 }
 
+
+/* tk_set_sm_count (issue 41): the cap reaches dev.sm_count (grids of one
+ * CTA per SM, wave plans, the cost model) and the launch cache's cluster
+ * count (k31's grid), 0 and counts past the device's give every SM back,
+ * a negative count is refused, and a handle without a device keeps the
+ * setting and does nothing with it. */
+static void test_sm_count(void)
+{
+    CHECK(tk_set_sm_count(NULL, 8) == TK_ERR_INVALID_VALUE, "NULL handle taken");
+    tk_handle h = make_handle();
+    if (!h)
+        return;
+    CHECK(tk_set_sm_count(h, -1) == TK_ERR_INVALID_VALUE && contains(tk_last_error(h), "sms"),
+          "-1: %s", tk_last_error(h));
+    CHECK(tk_set_sm_count(h, 100) == TK_SUCCESS, "no device: %s", tk_last_error(h));
+    /* the modeled H100 */
+    h->have_device = 1;
+    h->dev = fh_device(90);
+    h->sm_count_full = 132;
+    CHECK(tk_set_sm_count(h, 116) == TK_SUCCESS && h->dev.sm_count == 116 && h->lc.max_sms == 116,
+          "116: sm_count %d, max_sms %d", h->dev.sm_count, h->lc.max_sms);
+    /* a cached occupancy of 66 two-CTA clusters comes out as 58 (116 / 2); the cache keeps 66 */
+    static const char func = 0;
+    h->lc.funcs[0].func = &func;
+    h->lc.funcs[0].cluster = 2;
+    h->lc.funcs[0].smem = 1000;
+    h->lc.funcs[0].clusters = 66;
+    h->lc.nfuncs = 1;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.dynamicSmemBytes = 1000;
+    int clusters = 0;
+    CHECK(tk_lc_max_clusters(&h->lc, &func, &cfg, 2, &clusters) == cudaSuccess && clusters == 58 &&
+              h->lc.funcs[0].clusters == 66, "capped clusters %d (cache %d)", clusters, h->lc.funcs[0].clusters);
+    CHECK(tk_set_sm_count(h, 1) == TK_SUCCESS && tk_lc_max_clusters(&h->lc, &func, &cfg, 2, &clusters) == cudaSuccess &&
+              clusters == 1, "1 SM: %d clusters (expected 1: a cluster always fits)", clusters);
+    CHECK(tk_set_sm_count(h, 0) == TK_SUCCESS && h->dev.sm_count == 132 && h->lc.max_sms == 0 &&
+              tk_lc_max_clusters(&h->lc, &func, &cfg, 2, &clusters) == cudaSuccess && clusters == 66,
+          "0: sm_count %d, max_sms %d, clusters %d", h->dev.sm_count, h->lc.max_sms, clusters);
+    CHECK(tk_set_sm_count(h, 500) == TK_SUCCESS && h->dev.sm_count == 132 && h->lc.max_sms == 0,
+          "500: sm_count %d, max_sms %d", h->dev.sm_count, h->lc.max_sms);
+    h->have_device = 0;
+    memset(&h->lc, 0, sizeof h->lc);
+    tk_destroy(h);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_map_key);
     TK_TEST(test_map_full);
     TK_TEST(test_null_cache);
     TK_TEST(test_counter_wrap);
+    TK_TEST(test_sm_count);
 }

@@ -20,10 +20,12 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# What a snippet may assume: the problem's sizes, device pointers, a stream.
+# What a snippet may assume: the problem's sizes, device pointers, a stream
+# (and both headers: tilekit_dist.h's block is "More than one GPU").
 C_CONTEXT = """#include <stdint.h>
 #include <stdio.h>
 #include "tilekit.h"
+#include "tilekit_dist.h"
 
 void snippet(int64_t M, int64_t N, int64_t K, const void *A, const void *B, void *C, void *stream);
 void snippet(int64_t M, int64_t N, int64_t K, const void *A, const void *B, void *C, void *stream)

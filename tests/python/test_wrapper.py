@@ -291,7 +291,8 @@ def test_exceptions_print_as_tilekit():
     path); each is tilekit.<Name>, where the package exports it."""
     import traceback
     for name in ("TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError", "NoDeviceError",
-                 "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError", "LibraryNotFound"):
+                 "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError", "CommError",
+                 "LibraryNotFound"):
         cls = getattr(tilekit, name)
         assert cls.__module__ == "tilekit" and cls.__qualname__ == name, (cls.__module__, cls.__qualname__)
     e = _lib.error_for(_lib.NO_DEVICE, "no CUDA device: why", "tilekit.gemm")

@@ -1,0 +1,441 @@
+/* dist_bench.c - the distributed GEMMs against their sequential baseline
+ * (issue 41), one process per GPU (tests/gpu/dist_fork.h).
+ *
+ * For each projection of Llama-3-70B split over the ranks (hidden 8192,
+ * ffn 28672, 64 query and 8 key/value heads of 128) and each token count:
+ *   gemm        tilekit's GEMM of the whole local product alone (a handle
+ *               of its own: every SM, split-K as by default);
+ *   comm        the NCCL collective alone: ncclAllGather of the token
+ *               shards (column-parallel: qkv, gate_up), ncclReduceScatter
+ *               (sum) of the bf16 products (row-parallel: o, down);
+ *   sequential  the collective, then the GEMM (or the GEMM, then the
+ *               collective), on one stream;
+ *   overlapped  tk_dist_all_gather_gemm / tk_dist_gemm_reduce_scatter;
+ * each the median of --samples timings (CUDA events, after a barrier and
+ * an L2 flush), the slowest rank's. hidden = (gemm + comm - overlapped) /
+ * comm: the share of the communication the overlap hid (1: all of it).
+ * Every overlapped result is verified against the single-GPU product of
+ * the gathered operands (fp32, tk_gemm on the gathered A, or the sum of
+ * every rank's A_r B_r by fp32 accumulation): the global similarity
+ * 1 - 2 sum(xy) / sum(x^2 + y^2) (DeepGEMM's), which must stay below 1e-4.
+ *
+ *   build/dist_bench [--ranks 2] [--ops qkv,o,gate_up,down] [--tokens 2048,4096,8192,16384,32768]
+ *                    [--chunks N] [--comm-sms N] [--samples 15] [--json out/dist_bench.json]
+ *
+ * --comm-sms N caps the GEMMs of the overlapped calls at the device's SMs
+ * less N (tk_dist_set_comm_sms; the baseline's GEMMs keep every SM) and
+ * sets NCCL_MAX_CTAS=N where it is unset, so that the persistent GEMM
+ * kernels leave NCCL room instead of holding every SM until they end.
+ * Exit 0 when every shape ran and verified. The multicast variables
+ * (NCCL_NVLS_ENABLE=0 and the other two) are set before NCCL loads.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "dist/dist.h"
+#include "lab/lab.h"
+#include "lab/lab_rand.h"
+#include "../tests/gpu/dist_fork.h"
+
+#define MAX_SHAPES 64
+
+typedef struct shape {
+    const char *name;
+    tk_dist_op op;
+    int64_t tokens, n, k;        /* the local problem: all-gather N and K; reduce-scatter N and each rank's K */
+} shape;
+
+typedef struct result {
+    double gemm_us, comm_us, seq_us, ov_us, model_us, sim;
+    int chunks, ok;
+} result;
+
+/* What rank 0 hands back to the parent (shared memory). */
+typedef struct shared_out {
+    result res[MAX_SHAPES];      /* rank 0's figures with the slowest rank's times */
+    int nccl_version;
+} shared_out;
+
+typedef struct opts {
+    int ranks, chunks, comm_sms, samples, nshapes;
+    shape shapes[MAX_SHAPES];
+    shared_out *out;
+    const char *json;
+} opts;
+
+static double now_us_since(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    return ms * 1e3;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* One rank's state for a shape. */
+typedef struct bctx {
+    const tkd_nccl *nccl;
+    struct ncclComm *comm;
+    tk_dist d;
+    tk_handle h;                 /* the baseline's and the reference's: every SM */
+    cudaStream_t s;
+    cudaEvent_t e0, e1;
+    void *flush;                 /* 256 MiB written before each sample: L2 holds nothing of the operands */
+    float *one;                  /* the barrier's float */
+    int rank, R;
+} bctx;
+
+static int barrier(bctx *b)
+{
+    if (b->nccl->AllGather(b->one + b->rank, b->one, 1, ncclFloat32, b->comm, b->s) != ncclSuccess)
+        return 1;
+    return cudaStreamSynchronize(b->s) != cudaSuccess;
+}
+
+typedef int (*step_fn)(bctx *b, void *arg);
+
+/* The median time of fn over samples runs (after one warm-up), us; -1 on a failure. */
+static double timed(bctx *b, int samples, step_fn fn, void *arg)
+{
+    double t[256];
+    if (samples > 255)
+        samples = 255;
+    for (int i = -1; i < samples; i++) {
+        if (barrier(b) || cudaMemsetAsync(b->flush, i & 0xff, 256u << 20, b->s) != cudaSuccess ||
+            cudaEventRecord(b->e0, b->s) != cudaSuccess || fn(b, arg) || cudaEventRecord(b->e1, b->s) != cudaSuccess ||
+            cudaStreamSynchronize(b->s) != cudaSuccess)
+            return -1;
+        if (i >= 0)
+            t[i] = now_us_since(b->e0, b->e1);
+    }
+    qsort(t, (size_t)samples, sizeof t[0], cmp_double);
+    return samples % 2 ? t[samples / 2] : 0.5 * (t[samples / 2 - 1] + t[samples / 2]);
+}
+
+/* The buffers of one shape on one rank (bf16 unless said). */
+typedef struct bufs {
+    const shape *sh;
+    int64_t M, mb, N, K;
+    void *a;                     /* all-gather: the shard (mb x K); reduce-scatter: A_r (M x K) */
+    void *w;                     /* B_r, stored N x K (nn.Linear's weight: op T) */
+    void *g;                     /* all-gather: the gathered A (M x K) */
+    void *c;                     /* all-gather: C (M x N); reduce-scatter: the local product (M x N) */
+    void *cs;                    /* reduce-scatter: this rank's rows of the sum (mb x N) */
+    void *out;                   /* the overlapped result (all-gather M x N, reduce-scatter mb x N) */
+    int chunks;
+} bufs;
+
+static int gemm_alone(bctx *b, void *arg)
+{
+    bufs *u = arg;
+    const int ag = u->sh->op == TK_DIST_ALL_GATHER_GEMM;
+    return tk_gemm(b->h, TK_ROW_MAJOR, TK_OP_N, TK_OP_T, u->M, u->N, u->K, 1.0f, ag ? u->g : u->a, u->K, u->w, u->K,
+                   0.0f, u->c, TK_BF16, u->N, NULL, b->s) != TK_SUCCESS;
+}
+
+static int comm_alone(bctx *b, void *arg)
+{
+    bufs *u = arg;
+    if (u->sh->op == TK_DIST_ALL_GATHER_GEMM)
+        return b->nccl->AllGather(u->a, u->g, (size_t)(u->mb * u->K), ncclBfloat16, b->comm, b->s) != ncclSuccess;
+    return b->nccl->ReduceScatter(u->c, u->cs, (size_t)(u->mb * u->N), ncclBfloat16, ncclSum, b->comm, b->s) !=
+           ncclSuccess;
+}
+
+static int sequential(bctx *b, void *arg)
+{
+    bufs *u = arg;
+    if (u->sh->op == TK_DIST_ALL_GATHER_GEMM)
+        return comm_alone(b, arg) || gemm_alone(b, arg);
+    return gemm_alone(b, arg) || comm_alone(b, arg);
+}
+
+static int overlapped(bctx *b, void *arg)
+{
+    bufs *u = arg;
+    const int ag = u->sh->op == TK_DIST_ALL_GATHER_GEMM;
+    tk_dist_desc g = TK_DIST_DESC_INIT;
+    g.problem = (tk_gemm_problem){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, u->M, u->N, u->K, 1.0f, 0.0f, u->a, u->K, u->w,
+                                   u->K, u->out, u->N, TK_BF16 };
+    g.gathered = ag ? u->g : NULL;
+    g.chunks = u->chunks;
+    tk_status st = ag ? tk_dist_all_gather_gemm(b->d, &g, b->s) : tk_dist_gemm_reduce_scatter(b->d, &g, b->s);
+    if (st)
+        fprintf(stderr, "rank %d: %s: %s\n", b->rank, u->sh->name, tk_dist_last_error(b->d));
+    return st != TK_SUCCESS;
+}
+
+/* Random bf16 in (-1, 1) on the device (the lab's fill), seed by rank. */
+static int fill(void *p, int64_t n, uint64_t seed, cudaStream_t s)
+{
+    return n > 0 && (tk_lab_fill_device(p, TK_BF16, (size_t)n, seed, s) || cudaStreamSynchronize(s));
+}
+
+/* The reference of the overlapped result, fp32 (all-gather M x N, reduce-scatter this rank's mb x N), and
+ * the similarity of `out` (bf16) to it. */
+static int verify(bctx *b, bufs *u, double *sim)
+{
+    const int ag = u->sh->op == TK_DIST_ALL_GATHER_GEMM;
+    const int64_t rows = ag ? u->M : u->mb;
+    float *ref = NULL;
+    void *ga = NULL, *gw = NULL;
+    int bad = cudaMalloc((void **)&ref, (size_t)(u->M * u->N) * 4) != cudaSuccess;
+    if (!bad && ag) {
+        /* the gathered A (the sequential path's ncclAllGather) times B_r */
+        bad = comm_alone(b, u) || tk_gemm(b->h, TK_ROW_MAJOR, TK_OP_N, TK_OP_T, u->M, u->N, u->K, 1.0f, u->g, u->K,
+                                          u->w, u->K, 0.0f, ref, TK_F32, u->N, NULL, b->s);
+    } else if (!bad) {
+        /* every rank's A_r and B_r gathered; ref = sum_r A_r B_r, accumulated in fp32 in rank order */
+        bad = cudaMalloc(&ga, (size_t)(b->R * u->M * u->K) * 2) || cudaMalloc(&gw, (size_t)(b->R * u->N * u->K) * 2) ||
+              b->nccl->AllGather(u->a, ga, (size_t)(u->M * u->K), ncclBfloat16, b->comm, b->s) ||
+              b->nccl->AllGather(u->w, gw, (size_t)(u->N * u->K), ncclBfloat16, b->comm, b->s);
+        for (int r = 0; r < b->R && !bad; r++)
+            bad = tk_gemm(b->h, TK_ROW_MAJOR, TK_OP_N, TK_OP_T, u->M, u->N, u->K, 1.0f,
+                          (const uint16_t *)ga + (size_t)r * u->M * u->K, u->K,
+                          (const uint16_t *)gw + (size_t)r * u->N * u->K, u->K, r ? 1.0f : 0.0f, ref, TK_F32, u->N,
+                          NULL, b->s) != TK_SUCCESS;
+    }
+    bad = bad || cudaStreamSynchronize(b->s) != cudaSuccess;
+    float *hr = bad ? NULL : malloc((size_t)(rows * u->N) * 4);
+    uint16_t *ho = bad ? NULL : malloc((size_t)(rows * u->N) * 2);
+    const float *mine = ref + (ag ? 0 : (size_t)b->rank * u->mb * u->N);
+    bad = bad || !hr || !ho || cudaMemcpy(hr, mine, (size_t)(rows * u->N) * 4, cudaMemcpyDeviceToHost) ||
+          cudaMemcpy(ho, u->out, (size_t)(rows * u->N) * 2, cudaMemcpyDeviceToHost);
+    double xy = 0, xx = 0;
+    for (int64_t i = 0; !bad && i < rows * u->N; i++) {
+        double x = tk_lab_bf16_to_f32(ho[i]), y = hr[i];
+        xy += x * y;
+        xx += x * x + y * y;
+    }
+    *sim = bad ? 1.0 : xx > 0 ? 1.0 - 2.0 * xy / xx : 0.0;
+    free(hr);
+    free(ho);
+    cudaFree(ref);
+    cudaFree(ga);
+    cudaFree(gw);
+    return bad;
+}
+
+static int run_shape(bctx *b, const opts *o, const shape *sh, result *res)
+{
+    bufs u = { .sh = sh, .M = sh->tokens, .mb = sh->tokens / b->R, .N = sh->n, .K = sh->k, .chunks = o->chunks };
+    const int ag = sh->op == TK_DIST_ALL_GATHER_GEMM;
+    const size_t bf = 2;
+    int bad = cudaMalloc(&u.a, (size_t)((ag ? u.mb : u.M) * u.K) * bf) || cudaMalloc(&u.w, (size_t)(u.N * u.K) * bf) ||
+              cudaMalloc(&u.c, (size_t)(u.M * u.N) * bf) ||
+              cudaMalloc(&u.out, (size_t)((ag ? u.M : u.mb) * u.N) * bf) ||
+              (ag && cudaMalloc(&u.g, (size_t)(u.M * u.K) * bf)) || (!ag && cudaMalloc(&u.cs, (size_t)(u.mb * u.N) * bf));
+    bad = bad || fill(u.a, (ag ? u.mb : u.M) * u.K, 1000 + (uint64_t)b->rank, b->s) ||
+          fill(u.w, u.N * u.K, 2000 + (uint64_t)b->rank, b->s);
+    memset(res, 0, sizeof *res);
+    if (!bad) {
+        tk_dist_plan_info pi = TK_DIST_PLAN_INFO_INIT;
+        tk_dist_desc g = TK_DIST_DESC_INIT;
+        g.problem = (tk_gemm_problem){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, u.M, u.N, u.K, 1.0f, 0.0f, u.a, u.K, u.w, u.K,
+                                       u.out, u.N, TK_BF16 };
+        g.gathered = ag ? u.g : NULL;
+        g.chunks = u.chunks;
+        if (tk_dist_plan(b->d, sh->op, &g, &pi) == TK_SUCCESS) {
+            res->chunks = pi.chunks;
+            res->model_us = pi.overlapped_us;
+        }
+        res->gemm_us = timed(b, o->samples, gemm_alone, &u);
+        res->comm_us = timed(b, o->samples, comm_alone, &u);
+        res->seq_us = timed(b, o->samples, sequential, &u);
+        res->ov_us = timed(b, o->samples, overlapped, &u);
+        bad = res->gemm_us < 0 || res->comm_us < 0 || res->seq_us < 0 || res->ov_us < 0 || verify(b, &u, &res->sim);
+    }
+    res->ok = !bad && res->sim < 1e-4;
+    cudaFree(u.a);
+    cudaFree(u.w);
+    cudaFree(u.c);
+    cudaFree(u.out);
+    cudaFree(u.g);
+    cudaFree(u.cs);
+    return bad;
+}
+
+static int bench_rank(int rank, int R, struct ncclComm *comm, void *arg)
+{
+    opts *o = arg;
+    char why[512];
+    bctx b = { .comm = comm, .rank = rank, .R = R };
+    b.nccl = tkd_nccl_get(why, sizeof why);
+    if (!b.nccl || tk_dist_create(&b.d, comm) || tk_create(&b.h) ||
+        cudaStreamCreateWithFlags(&b.s, cudaStreamNonBlocking) || cudaEventCreate(&b.e0) || cudaEventCreate(&b.e1) ||
+        cudaMalloc(&b.flush, 256u << 20) || cudaMalloc((void **)&b.one, sizeof(float) * (size_t)R)) {
+        fprintf(stderr, "rank %d: setup: %s\n", rank, tk_dist_last_error(NULL));
+        return 1;
+    }
+    if (o->comm_sms && tk_dist_set_comm_sms(b.d, o->comm_sms)) {
+        fprintf(stderr, "rank %d: %s\n", rank, tk_dist_last_error(b.d));
+        return 1;
+    }
+    int bad = 0;
+    for (int i = 0; i < o->nshapes; i++) {
+        result r;
+        bad |= run_shape(&b, o, &o->shapes[i], &r);
+        /* the slowest rank's times: rank 0 takes the max of every rank's */
+        double mine[4] = { r.gemm_us, r.comm_us, r.seq_us, r.ov_us };
+        double *dv = NULL, all[4 * TKF_MAX_RANKS];
+        if (cudaMalloc((void **)&dv, sizeof all) || cudaMemcpy(dv + 4 * rank, mine, sizeof mine, cudaMemcpyHostToDevice) ||
+            b.nccl->AllGather(dv + 4 * rank, dv, 4, ncclFloat64, comm, b.s) || cudaStreamSynchronize(b.s) ||
+            cudaMemcpy(all, dv, sizeof(double) * 4 * (size_t)R, cudaMemcpyDeviceToHost)) {
+            bad = 1;
+        } else if (rank == 0) {
+            for (int q = 1; q < R; q++)
+                for (int w = 0; w < 4; w++)
+                    if (all[4 * q + w] > mine[w] || all[4 * q + w] < 0)
+                        mine[w] = all[4 * q + w] < 0 ? -1 : all[4 * q + w];
+            r.gemm_us = mine[0];
+            r.comm_us = mine[1];
+            r.seq_us = mine[2];
+            r.ov_us = mine[3];
+            o->out->res[i] = r;
+        }
+        if (rank != 0 && !r.ok)
+            fprintf(stderr, "rank %d: %s %lld: similarity %.3g (bad %d)\n", rank, o->shapes[i].name,
+                    (long long)o->shapes[i].tokens, r.sim, bad);
+        bad |= !r.ok;
+        cudaFree(dv);
+    }
+    tk_dist_info info = TK_DIST_INFO_INIT;
+    if (rank == 0 && tk_dist_get_info(b.d, &info) == TK_SUCCESS)
+        o->out->nccl_version = info.nccl_version;
+    tk_dist_destroy(b.d);
+    tk_destroy(b.h);
+    return bad;
+}
+
+static int parse_list(const char *s, int64_t *out, int cap)
+{
+    int n = 0;
+    while (s && *s && n < cap) {
+        out[n++] = strtoll(s, NULL, 10);
+        s = strchr(s, ',');
+        s = s ? s + 1 : NULL;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    tkf_no_multicast();
+    opts o = { .ranks = 2, .samples = 15 };
+    const char *ops = "qkv,o,gate_up,down", *tokens = "2048,4096,8192,16384,32768";
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--ranks") && v)
+            o.ranks = atoi(v);
+        else if (!strcmp(argv[i], "--ops") && v)
+            ops = v;
+        else if (!strcmp(argv[i], "--tokens") && v)
+            tokens = v;
+        else if (!strcmp(argv[i], "--chunks") && v)
+            o.chunks = atoi(v);
+        else if (!strcmp(argv[i], "--comm-sms") && v)
+            o.comm_sms = atoi(v);
+        else if (!strcmp(argv[i], "--samples") && v)
+            o.samples = atoi(v);
+        else if (!strcmp(argv[i], "--json") && v)
+            o.json = v;
+        else {
+            fprintf(stderr, "usage: %s [--ranks 2] [--ops qkv,o,gate_up,down] [--tokens 2048,...] [--chunks N] "
+                    "[--comm-sms N] [--samples 15] [--json FILE]\n", argv[0]);
+            return 2;
+        }
+        i++;
+    }
+    if (o.samples < 1)
+        o.samples = 1;
+    /* Llama-3-70B: hidden 8192, ffn 28672, 64 query and 8 key/value heads of 128, split over R */
+    const int R = o.ranks;
+    const struct { const char *name; tk_dist_op op; int64_t n, k; } proj[] = {
+        { "qkv", TK_DIST_ALL_GATHER_GEMM, (64 + 2 * 8) * 128 / R, 8192 },
+        { "o", TK_DIST_GEMM_REDUCE_SCATTER, 8192, 64 * 128 / R },
+        { "gate_up", TK_DIST_ALL_GATHER_GEMM, 2 * 28672 / R, 8192 },
+        { "down", TK_DIST_GEMM_REDUCE_SCATTER, 8192, 28672 / R },
+    };
+    int64_t tok[16];
+    int ntok = parse_list(tokens, tok, 16);
+    for (size_t p = 0; p < sizeof proj / sizeof proj[0]; p++) {
+        char pat[32];
+        snprintf(pat, sizeof pat, ",%s,", proj[p].name);
+        char have[256];
+        snprintf(have, sizeof have, ",%s,", ops);
+        if (!strstr(have, pat))
+            continue;
+        for (int t = 0; t < ntok && o.nshapes < MAX_SHAPES; t++)
+            o.shapes[o.nshapes++] = (shape){ proj[p].name, proj[p].op, tok[t], proj[p].n, proj[p].k };
+    }
+    if (o.comm_sms > 0) {
+        /* NCCL no wider than the SMs the GEMMs leave it (NCCL 2.17+ reads it at init) */
+        char v[16];
+        snprintf(v, sizeof v, "%d", o.comm_sms);
+        setenv("NCCL_MAX_CTAS", v, 0);
+    }
+    int gpus = tkf_gpu_count();
+    if (gpus < R || R < 2) {
+        printf("dist_bench needs %d GPUs (found %d)\n", R < 2 ? 2 : R, gpus);
+        return 1;
+    }
+    o.out = mmap(NULL, sizeof *o.out, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (o.out == MAP_FAILED)
+        return 1;
+    memset(o.out, 0, sizeof *o.out);
+    char why[1024];
+    int bad = tkf_run(R, 1800, bench_rank, &o, why, sizeof why);
+    if (bad)
+        fprintf(stderr, "dist_bench: %s\n", why);
+
+    printf("Llama-3-70B projections on %d ranks (NCCL %d), comm SMs %d, chunks %s; times in us, the slowest rank's "
+           "median of %d\n", R, o.out->nccl_version, o.comm_sms, o.chunks ? "fixed" : "planned", o.samples);
+    printf("%-8s %-15s %6s %6s %10s %10s %12s %12s %8s %7s %9s %s\n", "proj", "op", "tokens", "chunks", "gemm",
+           "comm", "sequential", "overlapped", "x seq", "hidden", "similar.", "model");
+    double log_sum = 0;
+    int nspeed = 0, nhid = 0, nhid_ok = 0;
+    FILE *js = o.json ? fopen(o.json, "w") : NULL;
+    if (js)
+        fprintf(js, "{\"ranks\": %d, \"nccl_version\": %d, \"comm_sms\": %d, \"chunks\": %d, \"samples\": %d, "
+                "\"shapes\": [", R, o.out->nccl_version, o.comm_sms, o.chunks, o.samples);
+    for (int i = 0; i < o.nshapes; i++) {
+        const shape *sh = &o.shapes[i];
+        const result *r = &o.out->res[i];
+        double speed = r->ov_us > 0 ? r->seq_us / r->ov_us : 0;
+        double hidden = r->comm_us > 0 ? (r->gemm_us + r->comm_us - r->ov_us) / r->comm_us : 0;
+        if (speed > 0) {
+            log_sum += log(speed);
+            nspeed++;
+        }
+        if (r->comm_us > 0 && r->comm_us < r->gemm_us) {
+            nhid++;
+            nhid_ok += hidden >= 0.7;
+        }
+        const char *opn = sh->op == TK_DIST_ALL_GATHER_GEMM ? "all-gather+GEMM" : "GEMM+red.-scat.";
+        printf("%-8s %-15s %6lld %6d %10.1f %10.1f %12.1f %12.1f %8.3f %7.2f %9.2g %.1f%s\n", sh->name, opn,
+               (long long)sh->tokens, r->chunks, r->gemm_us, r->comm_us, r->seq_us, r->ov_us, speed, hidden, r->sim,
+               r->model_us, r->ok ? "" : "  FAILED");
+        if (js)
+            fprintf(js, "%s\n  {\"proj\": \"%s\", \"op\": \"%s\", \"tokens\": %lld, \"m\": %lld, \"n\": %lld, \"k\": %lld, "
+                    "\"chunks\": %d, \"gemm_us\": %.3f, \"comm_us\": %.3f, \"sequential_us\": %.3f, "
+                    "\"overlapped_us\": %.3f, \"speedup\": %.4f, \"hidden\": %.4f, \"similarity\": %.3g, "
+                    "\"model_us\": %.3f, \"ok\": %s}", i ? "," : "", sh->name,
+                    sh->op == TK_DIST_ALL_GATHER_GEMM ? "all_gather_gemm" : "gemm_reduce_scatter", (long long)sh->tokens,
+                    (long long)sh->tokens, (long long)sh->n, (long long)sh->k, r->chunks, r->gemm_us, r->comm_us,
+                    r->seq_us, r->ov_us, speed, hidden, r->sim, r->model_us, r->ok ? "true" : "false");
+    }
+    double geo = nspeed ? exp(log_sum / nspeed) : 0;
+    printf("geomean overlapped x sequential: %.3f over %d shapes (target >= 1.2); shapes with comm < gemm hiding "
+           ">= 70%%: %d of %d\n", geo, nspeed, nhid_ok, nhid);
+    if (js) {
+        fprintf(js, "\n], \"geomean_speedup\": %.4f, \"hidden_70_of_comm_lt_gemm\": [%d, %d]}\n", geo, nhid_ok, nhid);
+        fclose(js);
+    }
+    return bad;
+}

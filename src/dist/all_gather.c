@@ -1,0 +1,136 @@
+/* all_gather.c - all-gather + GEMM (column-parallel Linear).
+ *
+ * Rank r of R holds block r (M/R rows of op(A)), cut into chunks. On the
+ * communication stream cs, a ring: at step s = 1..R-1 rank r sends block
+ * r-s+1 (its own at step 1, else the one it received at step s-1) to r+1
+ * and receives block r-s from r-1, chunk by chunk, each chunk one grouped
+ * ncclSend/ncclRecv, an event recorded after it. On the caller's stream:
+ * the product of its own block first (one GEMM: nothing to wait for), then
+ * each received chunk's rows as soon as its event says they landed. So
+ * NCCL moves chunk i + 1 while the GEMM computes chunk i, and the GEMM is
+ * idle only before the first chunk arrives (hidden behind the own block's
+ * product where that is longer than one chunk's transfer). Received blocks
+ * land in `gathered` (or the context's workspace); the own block is copied
+ * there too when the caller asked for the gathered A (last, on cs: a copy
+ * engine's work, no SM). */
+#include <stdio.h>
+#include <string.h>
+#include "dist.h"
+
+/* The caller's problem restricted to rows row0 .. row0 + rows - 1 of op(A)
+ * and C, op(A)'s first such row at a (leading dimension lda). */
+static tk_gemm_problem rows_problem(const tk_gemm_problem *pb, const void *a, int64_t lda, int64_t row0,
+                                    int64_t rows)
+{
+    tk_gemm_problem q = *pb;
+    const size_t cs = pb->c_type == TK_BF16 ? 2 : 4;
+    q.m = rows;
+    q.a = a;
+    q.lda = lda;
+    if (pb->c)
+        q.c = (char *)pb->c + (size_t)(pb->layout == TK_ROW_MAJOR ? row0 * pb->ldc : row0) * cs;
+    return q;
+}
+
+tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *stream_)
+{
+    tkd_prep p;
+    tk_status st = tkd_prepare(d, TK_DIST_ALL_GATHER_GEMM, desc, stream_, 0, &p);
+    if (st || p.noop)
+        return st;
+    cudaStream_t stream = (cudaStream_t)stream_;
+    const tk_gemm_problem *pb = &p.desc.problem;
+    const int R = d->nranks, r = d->rank, c = p.chunks;
+    const int64_t mb = p.block_rows, K = pb->k, ldg = K > 0 ? K : 1;
+    const char *kernel = p.desc.kernel;
+    const size_t row_bytes = (size_t)K * 2;
+    if (!pb->a && mb > 0 && K > 0)
+        return tkd_fail(d, TK_ERR_INVALID_VALUE, "problem.a: NULL (this rank's %lld rows of A)", (long long)mb);
+    if (pb->lda < K)
+        return tkd_fail(d, TK_ERR_INVALID_VALUE, "problem.lda: %lld is less than K = %lld (a row of op(A))",
+                        (long long)pb->lda, (long long)K);
+
+    /* every chunk's GEMM checked first (one per distinct row count), so a
+     * refusal enqueues nothing on any stream */
+    const char *g0 = p.desc.gathered;
+    if (pb->n > 0) {
+        tk_gemm_problem q = rows_problem(pb, pb->a, pb->lda, (int64_t)r * mb, mb);
+        if ((st = tkd_preflight(d, &q, kernel, "the own block's product")))
+            return st;
+        for (int i = 0; i < c; i++) {
+            int64_t rows = p.bounds[i + 1] - p.bounds[i];
+            if (i > 0 && rows == p.bounds[i] - p.bounds[i - 1])
+                continue;
+            const int64_t row0 = (int64_t)((r + R - 1) % R) * mb + p.bounds[i];
+            q = rows_problem(pb, g0 ? g0 + (size_t)row0 * row_bytes : NULL, ldg, row0, rows);
+            if ((st = tkd_preflight(d, &q, kernel, "a received chunk's product")))
+                return st;
+        }
+    }
+    if (p.desc.check_shapes && (st = tkd_check_shapes(d, &p, stream)))
+        return st;
+    if ((st = tkd_call_begin(d, stream, p.ws_bytes, (R - 1) * c)))
+        return st;
+    char *G = p.desc.gathered ? (char *)p.desc.gathered : (char *)d->ws;
+    const char *A = (const char *)pb->a;
+    cudaError_t e;
+    ncclResult_t nr;
+
+    /* the exchange, on cs */
+    const int next = (r + 1) % R, prev = (r - 1 + R) % R;
+    const int contiguous = pb->lda == K;
+    char *own_in_g = G + (size_t)r * mb * row_bytes;
+    if (K > 0 && !contiguous && (R > 1 || p.desc.gathered) &&
+        (e = cudaMemcpy2DAsync(own_in_g, row_bytes, A, (size_t)pb->lda * 2, row_bytes, (size_t)mb,
+                               cudaMemcpyDeviceToDevice, d->cs)))
+        return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
+    for (int s = 1; s < R && K > 0; s++) {
+        const int sb = (r - s + 1 + R) % R, rb = (r - s + R) % R;
+        for (int i = 0; i < c; i++) {
+            const int64_t b0 = p.bounds[i], rows = p.bounds[i + 1] - b0;
+            const char *src = s == 1 && contiguous ? A + (size_t)b0 * row_bytes
+                                                   : G + ((size_t)sb * mb + b0) * row_bytes;
+            char *dst = G + ((size_t)rb * mb + b0) * row_bytes;
+            const size_t bytes = (size_t)rows * row_bytes;
+            if ((nr = d->nccl->GroupStart()) ||
+                ((nr = d->nccl->Send(src, bytes, ncclInt8, next, d->comm, d->cs)) && nr != ncclInProgress) ||
+                ((nr = d->nccl->Recv(dst, bytes, ncclInt8, prev, d->comm, d->cs)) && nr != ncclInProgress) ||
+                (nr = tkd_nccl_settle(d, d->nccl->GroupEnd())))
+                return tkd_nccl_fail(d, nr, "ncclSend/ncclRecv (a chunk of the all-gather)");
+            if ((e = cudaEventRecord(d->ev[(s - 1) * c + i], d->cs)))
+                return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
+        }
+    }
+    if (K > 0 && contiguous && p.desc.gathered &&
+        (e = cudaMemcpyAsync(own_in_g, A, (size_t)mb * row_bytes, cudaMemcpyDeviceToDevice, d->cs)))
+        return tkd_cuda_fail(d, e, "cudaMemcpyAsync (the own rows into the gathered A)");
+    if ((e = cudaEventRecord(d->cs_end, d->cs)))
+        return tkd_cuda_fail(d, e, "cudaEventRecord (the exchange's end)");
+
+    /* the products, on the caller's stream: own rows, then each chunk as it lands */
+    tk_status gst = TK_SUCCESS;
+    if (pb->n > 0) {
+        tk_gemm_problem q = rows_problem(pb, A, pb->lda, (int64_t)r * mb, mb);
+        if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
+            gst = tkd_fail(d, st, "the own block's product: %s", tk_last_error(d->h));
+        for (int s = 1; s < R && !gst; s++) {
+            const int rb = (r - s + R) % R;
+            for (int i = 0; i < c && !gst; i++) {
+                const int64_t row0 = (int64_t)rb * mb + p.bounds[i];
+                if (K > 0 && (e = cudaStreamWaitEvent(stream, d->ev[(s - 1) * c + i], 0))) {
+                    gst = tkd_cuda_fail(d, e, "cudaStreamWaitEvent (a chunk's arrival)");
+                    break;
+                }
+                q = rows_problem(pb, G + (size_t)row0 * row_bytes, ldg, row0, p.bounds[i + 1] - p.bounds[i]);
+                if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
+                    gst = tkd_fail(d, st, "the product of rows %lld..: %s", (long long)row0, tk_last_error(d->h));
+            }
+        }
+    }
+    /* the call ends where both streams have: the caller's stream waits for the exchange */
+    if ((e = cudaStreamWaitEvent(stream, d->cs_end, 0)) || (e = cudaEventRecord(d->end, stream)))
+        return tkd_cuda_fail(d, e, "ordering the caller's stream after the exchange");
+    d->end_recorded = 1;
+    d->last_chunks = c;
+    return gst;
+}
