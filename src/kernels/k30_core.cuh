@@ -32,7 +32,7 @@
 #include "../ptx/stmatrix.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma.cuh"
-#include "../tiles/activation.cuh"
+#include "../tiles/epi_element.cuh"
 #include "../tiles/epilogue.cuh"
 
 #define K30_BM 128
@@ -1189,8 +1189,8 @@ static __device__ __forceinline__ void k30_epi_backward(const k30_params *p, flo
                 if (in1)
                     z1 = tk_bf16_to_f32(q[1]);
             }
-            v[0] = __fmul_rn(__fmul_rn(alpha, v[0]), tk_act_grad(ACT, z0));
-            v[1] = __fmul_rn(__fmul_rn(alpha, v[1]), tk_act_grad(ACT, z1));
+            v[0] = tk_epi_backward(ACT, __fmul_rn(alpha, v[0]), z0);
+            v[1] = tk_epi_backward(ACT, __fmul_rn(alpha, v[1]), z1);
         }
     }
 }
@@ -1255,8 +1255,8 @@ static __device__ __forceinline__ void k30_epi_gated(const k30_params *p, float 
                     }
                 }
             }
-            g[0] = __fmul_rn(tk_act(ACT, zg[0]), zu[0]);
-            g[1] = __fmul_rn(tk_act(ACT, zg[1]), zu[1]);
+            g[0] = tk_epi_gated(ACT, zg[0], zu[0]);
+            g[1] = tk_epi_gated(ACT, zg[1], zu[1]);
         }
     }
 }
@@ -1307,8 +1307,8 @@ static __device__ __forceinline__ void k30_epi_gated_backward(const k30_params *
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const float dh = __fmul_rn(alpha, v[e]);
-                du[e] = __fmul_rn(dh, tk_act(ACT, zg[e]));
-                v[e] = __fmul_rn(__fmul_rn(dh, zu[e]), tk_act_grad(ACT, zg[e]));
+                du[e] = tk_epi_dup(ACT, dh, zg[e]);
+                v[e] = tk_epi_dgate(ACT, dh, zg[e], zu[e]);
             }
             uint8_t *const d = drow + ((h ? 8 * p->ldc : 0) + cc) * esz;
             if (dpairs && in1) {
