@@ -20,6 +20,9 @@
  * is not reached. k21_mma_fastload removes most of the loader arithmetic.
  * Reproduce: build/tilekit bench --kernel k20_mma_sync
  *
+ * Fused epilogues (issue 39): k20_epi_kernel, the same product and
+ * k20_core.cuh's k20_epi_store; not yet timed on a GPU.
+ *
  * Templates: the kernel is specialised on the two operand layouts (which
  * decide ldmatrix vs ldmatrix.trans and the loader's direction at compile
  * time); C cannot express that without duplicating the kernel four times.
@@ -28,29 +31,47 @@
 
 /* The configuration (tiles, stages, GROUP_M) and every device step are in
  * k20_core.cuh, shared with k21_mma_fastload. */
+
+/* The product of the block's tile into acc. Every copy predicated on the
+ * M/N/K borders (FULL = 0): k21 drops that arithmetic where a block's
+ * tiles lie inside the matrices. EPI: k20_copy's (GATED's B tiles). */
+template <int A_T, int B_T, int EPI>
+static __device__ __forceinline__ void k20_product(const tk_args *p, const k20_block *b, k20_pipe *s, int stages,
+                                                   float acc[K20_MT][K20_NT][4])
+{
+    k20_prologue<A_T, B_T, EPI>(p, s, b->ktiles, 0);
+    uint32_t af[2][K20_MT][4], bf[2][K20_NT][2];
+    k20_mainloop_start<A_T, B_T>(b, s, acc, af, bf);
+    for (int kt = 0; kt < b->ktiles; kt++)
+        k20_ktile<A_T, B_T, 0, EPI>(p, s, acc, af, bf, kt + stages - 1 < b->ktiles);
+    tk_cp_async_wait_all();
+}
+
 template <int A_T, int B_T>
 static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k20_kernel(tk_args p, int stages, int group_m)
 {
     extern __shared__ __align__(1024) uint8_t k20_smem[];
     k20_pipe s;
     const k20_block b = k20_block_init<A_T, B_T>(&p, &s, tk_smem_u32(k20_smem), stages, group_m);
-    k20_prologue<A_T, B_T>(&p, &s, b.ktiles, 0);
-
     float acc[K20_MT][K20_NT][4];
-    uint32_t af[2][K20_MT][4], bf[2][K20_NT][2];
-    k20_mainloop_start<A_T, B_T>(&b, &s, acc, af, bf);
-    /* Every copy predicated on the M/N/K borders (FULL = 0): k21 drops that
-     * arithmetic where a block's tiles lie inside the matrices. */
-    for (int kt = 0; kt < b.ktiles; kt++)
-        k20_ktile<A_T, B_T, 0>(&p, &s, acc, af, bf, kt + stages - 1 < b.ktiles);
-    tk_cp_async_wait_all();
+    k20_product<A_T, B_T, 0>(&p, &b, &s, stages, acc);
     k20_epilogue(&p, &b, acc);
 }
 
+/* The fused epilogues (tk_epi_args): k20_epi_kernel<A_T, B_T, EPI>. */
+K20_EPI_KERNEL(k20_epi_kernel, k20_product)
+
 /* ---- host side ---- */
 
-/* The four instances, in k20_pick's order: (op_a, op_b) = NN, NT, TN, TT. */
+/* The four instances, in k20_pick's order: (op_a, op_b) = NN, NT, TN, TT;
+ * the fused epilogues' for K20_EPI_PLAIN, then K20_EPI_GATED. */
 static const k20_fn k20_fns[4] = { k20_kernel<0, 0>, k20_kernel<0, 1>, k20_kernel<1, 0>, k20_kernel<1, 1> };
+static const k20_epi_fn k20_epi_fns[2][4] = {
+    { k20_epi_kernel<0, 0, K20_EPI_PLAIN>, k20_epi_kernel<0, 1, K20_EPI_PLAIN>, k20_epi_kernel<1, 0, K20_EPI_PLAIN>,
+      k20_epi_kernel<1, 1, K20_EPI_PLAIN> },
+    { k20_epi_kernel<0, 0, K20_EPI_GATED>, k20_epi_kernel<0, 1, K20_EPI_GATED>, k20_epi_kernel<1, 0, K20_EPI_GATED>,
+      k20_epi_kernel<1, 1, K20_EPI_GATED> },
+};
 
 /* The family's functions (src/kernels/table.def: its configuration). */
-K20_FAMILY_OPS(k20, k20_fns)
+K20_FAMILY_OPS(k20, k20_fns, k20_epi_fns)

@@ -19,6 +19,10 @@
  * a register-only loop is 645 TFLOP/s at 1826 MHz (2678 flop/clk/SM).
  * Reproduce: build/tilekit bench --kernel k21_mma_fastload
  *
+ * Fused epilogues (issue 39): k21_epi_kernel, the same product and
+ * k20_core.cuh's k20_epi_store; auto-dispatch's choice for epilogues on
+ * sm_80 (and on sm_90 where k30 and k31 refuse one). Not yet timed on a GPU.
+ *
  * Templates: the kernel is specialised on the two operand layouts (which
  * decide ldmatrix vs ldmatrix.trans and the loader's direction at compile
  * time) and its K-tile step on whether the copies need bounds checks; C
@@ -29,37 +33,57 @@
 /* The configuration (tiles, stages, GROUP_M; the K20_* macros) and every
  * device step, the bounds-free copies included, are in k20_core.cuh, shared
  * with k20_mma_sync; this file holds the decision where to use them. */
+
+/* The product of the block's tile into acc. EPI: k20_copy's (GATED's
+ * tiles are BN / 2 columns of N / 2 in B and b_up). */
+template <int A_T, int B_T, int EPI>
+static __device__ __forceinline__ void k21_product(const tk_args *p, const k20_block *b, k20_pipe *s, int stages,
+                                                   float acc[K20_MT][K20_NT][4])
+{
+    /* A block whose C tile lies inside C reads A and B tiles that lie inside
+     * A and B, except in the last, partial K tile. */
+    const int interior = b->m0 + K20_BM <= (int)p->m &&
+                         (EPI == K20_EPI_GATED ? b->n0 + K20_BN / 2 <= (int)p->n / 2 : b->n0 + K20_BN <= (int)p->n);
+    k20_prologue<A_T, B_T, EPI>(p, s, b->ktiles, interior);
+    uint32_t af[2][K20_MT][4], bf[2][K20_NT][2];
+    k20_mainloop_start<A_T, B_T>(b, s, acc, af, bf);
+    int kt = 0;
+    if (interior) {
+        /* K tiles whose copies (of K tile kt + stages - 1) are complete tiles */
+        const int kfast = (int)p->k / K20_BK - (stages - 1);
+        for (; kt < kfast; kt++)
+            k20_ktile<A_T, B_T, 1, EPI>(p, s, acc, af, bf, 1);
+    }
+    for (; kt < b->ktiles; kt++)
+        k20_ktile<A_T, B_T, 0, EPI>(p, s, acc, af, bf, kt + stages - 1 < b->ktiles);
+    tk_cp_async_wait_all();
+}
+
 template <int A_T, int B_T>
 static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k21_kernel(tk_args p, int stages, int group_m)
 {
     extern __shared__ __align__(1024) uint8_t k21_smem[];
     k20_pipe s;
     const k20_block b = k20_block_init<A_T, B_T>(&p, &s, tk_smem_u32(k21_smem), stages, group_m);
-    /* A block whose C tile lies inside C reads A and B tiles that lie inside
-     * A and B, except in the last, partial K tile. */
-    const int interior = b.m0 + K20_BM <= (int)p.m && b.n0 + K20_BN <= (int)p.n;
-    k20_prologue<A_T, B_T>(&p, &s, b.ktiles, interior);
-
     float acc[K20_MT][K20_NT][4];
-    uint32_t af[2][K20_MT][4], bf[2][K20_NT][2];
-    k20_mainloop_start<A_T, B_T>(&b, &s, acc, af, bf);
-    int kt = 0;
-    if (interior) {
-        /* K tiles whose copies (of K tile kt + stages - 1) are complete tiles */
-        const int kfast = (int)p.k / K20_BK - (stages - 1);
-        for (; kt < kfast; kt++)
-            k20_ktile<A_T, B_T, 1>(&p, &s, acc, af, bf, 1);
-    }
-    for (; kt < b.ktiles; kt++)
-        k20_ktile<A_T, B_T, 0>(&p, &s, acc, af, bf, kt + stages - 1 < b.ktiles);
-    tk_cp_async_wait_all();
+    k21_product<A_T, B_T, 0>(&p, &b, &s, stages, acc);
     k20_epilogue(&p, &b, acc);
 }
 
+/* The fused epilogues (tk_epi_args): k21_epi_kernel<A_T, B_T, EPI>. */
+K20_EPI_KERNEL(k21_epi_kernel, k21_product)
+
 /* ---- host side ---- */
 
-/* The four instances, in k20_pick's order: (op_a, op_b) = NN, NT, TN, TT. */
+/* The four instances, in k20_pick's order: (op_a, op_b) = NN, NT, TN, TT;
+ * the fused epilogues' for K20_EPI_PLAIN, then K20_EPI_GATED. */
 static const k20_fn k21_fns[4] = { k21_kernel<0, 0>, k21_kernel<0, 1>, k21_kernel<1, 0>, k21_kernel<1, 1> };
+static const k20_epi_fn k21_epi_fns[2][4] = {
+    { k21_epi_kernel<0, 0, K20_EPI_PLAIN>, k21_epi_kernel<0, 1, K20_EPI_PLAIN>, k21_epi_kernel<1, 0, K20_EPI_PLAIN>,
+      k21_epi_kernel<1, 1, K20_EPI_PLAIN> },
+    { k21_epi_kernel<0, 0, K20_EPI_GATED>, k21_epi_kernel<0, 1, K20_EPI_GATED>, k21_epi_kernel<1, 0, K20_EPI_GATED>,
+      k21_epi_kernel<1, 1, K20_EPI_GATED> },
+};
 
 /* The family's functions (src/kernels/table.def: its configuration). */
-K20_FAMILY_OPS(k21, k21_fns)
+K20_FAMILY_OPS(k21, k21_fns, k21_epi_fns)

@@ -184,7 +184,8 @@ static void write_device_json(FILE *f, const tk_device *d)
 }
 
 /* The device the kernels' checks are asked about: dev, or without one an
- * sm_90 device of 132 SMs (the checks read the device, never the GPU). */
+ * sm_90 device of 132 SMs and an H100's shared memory (the checks read the
+ * device, never the GPU). */
 static const tk_device *check_device(const tk_device *dev, tk_device *h100)
 {
     if (dev)
@@ -193,6 +194,8 @@ static const tk_device *check_device(const tk_device *dev, tk_device *h100)
     h100->id = -1;
     h100->sm = 90;
     h100->sm_count = 132;
+    h100->smem_per_block_optin = 227 * 1024;   /* k20 and k21 size their stages by it */
+    h100->smem_per_sm = 228 * 1024;
     return h100;
 }
 
@@ -408,9 +411,8 @@ static void write_json(FILE *f, const tk_device *d, const char *device_error, co
  * kind on a 1024^3 row-major problem (op_b T, bf16 D in place, 16-byte
  * aligned operands, beta 0, silu, a bf16 column bias for the forward
  * kinds, aux where the kind reads or may store it) on this device, or
- * without one on an sm_90 device of 132 SMs (the checks read the device,
- * never the GPU). Kernels of families without epilogues, and those that
- * refuse every kind, are not listed. */
+ * without one on check_device's H100. Kernels of families without
+ * epilogues, and those that refuse every kind, are not listed. */
 static void print_epilogues(FILE *f, const tk_device *dev, const char *const *kernels)
 {
     static const struct { int kind; const char *name; } kinds[] = {
