@@ -40,8 +40,9 @@
 # the torch side's tests (tests/gpu/test_torch.py's issue-39 ones),
 # bench/mlp_bench.py's linear, gated, llama and host tables, EPI_BENCH lines
 # (`tilekit bench --epilogue ...`, ';'-separated), `tilekit fuzz --epilogue
-# all` (400 cases on auto, k01, k30, k31, k40), compute-sanitizer's four tools
-# on its edge shapes through k30, k31, k40 and k01_naive; each step stopped after
+# all` (400 cases on auto, k01, k30, k31, k40, k20, k21), compute-sanitizer's
+# four tools on its edge shapes through k30, k31, k40, k01_naive, k20 and k21;
+# each step stopped after
 # EPI_TIMEOUT seconds (default 300).
 # PART=fp8 (not in all): FP8 operands (issue 40): tests/gpu/fp8_mma (the FP8
 # wgmma's accumulator, measured: the figures lab_compare.c's FP8 tolerance
@@ -243,9 +244,11 @@ if [ "$PART" = epilogue ]; then
         cat "$out/epi_bench_$i.log"
     done
     step fuzz_epilogue "$tk" fuzz --forms epilogue --epilogue all --cases 400 \
-        --kernel auto,k01_naive,k30_wgmma_tma,k31_wgmma_cluster,k40_skinny --json "$out/fuzz_epilogue.json"
+        --kernel auto,k01_naive,k30_wgmma_tma,k31_wgmma_cluster,k40_skinny,k20_mma_sync,k21_mma_fastload \
+        --json "$out/fuzz_epilogue.json"
     for tool in memcheck racecheck initcheck synccheck; do
-        TK_EPI_KERNELS=k30_wgmma_tma,k31_wgmma_cluster,k40_skinny,k01_naive step "sanitize-epilogue-$tool" \
+        TK_EPI_KERNELS=k30_wgmma_tma,k31_wgmma_cluster,k40_skinny,k01_naive,k20_mma_sync,k21_mma_fastload \
+            step "sanitize-epilogue-$tool" \
             compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/tests/gpu_test_epilogue" shapes
         summary+=("  $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-epilogue-$tool.log" | tail -n 1)")
     done

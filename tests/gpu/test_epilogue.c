@@ -22,18 +22,24 @@
  *   tiles with a long K (split over K);
  * - skinny: k40_skinny's decode shapes (op_a N, op_b T, M 1 to 64, N odd
  *   and N/2 odd, K off its chunk) and a shape for each path of its plan;
- * - bias_grad_bits: bias_grad of one problem bit-identical over 100 runs;
+ * - bias_grad_bits: bias_grad of one problem bit-identical over 100 runs,
+ *   the last 50 with split-K off (no kernel workspace);
  * - refusals: an odd N for gated, a backward kind without aux, bias_grad
  *   with bias_act, gated_backward with beta != 0: TK_ERR_INVALID_VALUE, and
  *   D, C, aux and bias_grad keep every bit.
  * Every case must run on auto and k01_naive (a refusal of a valid case
- * fails); the fused kernels (k30_wgmma_tma, k31_wgmma_cluster, k40_skinny)
- * run the cases they take (TMA's aligned strides, the fused kinds; k40:
- * op_a N, op_b T, no bias_grad) and may refuse the others, counted and
- * printed, but must pass each they run and run some of each test.
+ * fails); the fused kernels (k30_wgmma_tma, k31_wgmma_cluster, k40_skinny,
+ * k20_mma_sync, k21_mma_fastload) run the cases they take (k30, k31: TMA's
+ * aligned strides, the fused kinds; k40: op_a N, op_b T, no bias_grad;
+ * k20, k21: every kind, but A and B 16-byte aligned with leading
+ * dimensions multiples of 8) and may refuse the others, counted and
+ * printed, but must pass each they run and run some of each test (on a
+ * GPU below sm_90 the Hopper kernels refuse every case: name the kernels
+ * with TK_EPI_KERNELS there).
  *
  *   build/tests/gpu_test_epilogue [name-substring]
- *   TK_EPI_KERNELS=k01_naive,k31_wgmma_cluster build/tests/gpu_test_epilogue */
+ *   TK_EPI_KERNELS=k01_naive,k31_wgmma_cluster build/tests/gpu_test_epilogue
+ *   TK_EPI_KERNELS=k20_mma_sync,k21_mma_fastload build/tests/gpu_test_epilogue */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,19 +349,27 @@ static int same(void *got, const void *dev, const void *img, size_t bytes)
     return !cudaMemcpy(got, dev, bytes, cudaMemcpyDeviceToHost) && !memcmp(got, img, bytes);
 }
 
+/* bias_grad of one problem bit-identical over GRAD_RUNS runs, the last
+ * half with split-K off (tk_set_split_k: no kernel workspace, so k20 and
+ * k21 add their sums a launch a tile row instead of in partial sums: the
+ * same bits). N = 264: leading dimensions the sm_80+ kernels take, and an
+ * edge tile. */
 static void bias_grad_bits(void)
 {
+    const int64_t n = 264;
     for (int i = 0; i < nkernels; i++)
         for (int ki = 2; ki < 4; ki++) {
             dbufs x;
             tk_gemm_desc d;
-            CHECK(!dbufs_make(&x, 130, 258, 200, &d), "buffers: %s", cudaGetErrorString(cudaGetLastError()));
+            CHECK(!dbufs_make(&x, 130, n, 200, &d), "buffers: %s", cudaGetErrorString(cudaGetLastError()));
             d.epilogue = kinds[ki];
             d.activation = TK_ACT_GELU_TANH;
             d.bias_grad = (float *)x.grad;
             float *first = malloc(x.grad_bytes), *now = malloc(x.grad_bytes);
             CHECK(first && now, "out of host memory");
             for (int run = 0; first && now && run < GRAD_RUNS; run++) {
+                if (run == GRAD_RUNS / 2)
+                    CHECK(tk_set_split_k(h, TK_SPLIT_K_NEVER) == TK_SUCCESS, "split-K off: %s", tk_last_error(h));
                 tk_status st = tk_gemm_run(h, &d, kernels[i], NULL);
                 if (st == TK_ERR_NOT_SUPPORTED && !takes_all(kernels[i]) && run == 0) {
                     printf("bias_grad_bits: %s refuses %s (%s)\n", kernels[i], tk_lab_epi_kind_name(kinds[ki]),
@@ -368,13 +382,14 @@ static void bias_grad_bits(void)
                           tk_status_string(st), tk_last_error(h));
                     break;
                 }
-                size_t used = (size_t)(ki == 3 ? 2 * 258 : 258) * 4;
+                size_t used = (size_t)(ki == 3 ? 2 * n : n) * 4;
                 if (run && memcmp(first, now, used)) {
-                    CHECK(0, "%s %s: bias_grad of run %d differs from run 0's", kernels[i],
-                          tk_lab_epi_kind_name(kinds[ki]), run);
+                    CHECK(0, "%s %s: bias_grad of run %d%s differs from run 0's", kernels[i],
+                          tk_lab_epi_kind_name(kinds[ki]), run, run >= GRAD_RUNS / 2 ? " (split-K off)" : "");
                     break;
                 }
             }
+            CHECK(tk_set_split_k(h, TK_SPLIT_K_AUTO) == TK_SUCCESS, "split-K back on: %s", tk_last_error(h));
             free(first);
             free(now);
             dbufs_free(&x);
@@ -452,6 +467,8 @@ void tk_tests(void)
         kernels[nkernels++] = "k30_wgmma_tma";       /* the fused Hopper instances */
         kernels[nkernels++] = "k31_wgmma_cluster";
         kernels[nkernels++] = "k40_skinny";          /* decode: op_a N, op_b T */
+        kernels[nkernels++] = "k20_mma_sync";        /* the fused sm_80+ instances (k20_core.cuh) */
+        kernels[nkernels++] = "k21_mma_fastload";
     }
     TK_TEST(sweep);
     TK_TEST(shapes);

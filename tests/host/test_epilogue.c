@@ -909,6 +909,25 @@ static void test_k30_fused(void)
     }
 }
 
+/* MLP_M x MLP_N x MLP_K (GPT-2's c_fc: 2048 tokens, 768 -> 3072): desc_of
+ * at that shape, op_b T (nn.Linear's weight) or N, D in place. */
+enum { MLP_M = 2048, MLP_N = 3072, MLP_K = 768 };
+
+static tk_gemm_desc mlp_desc(int kind, int op_b_t)
+{
+    tk_gemm_desc d = desc_of(kind);
+    d.problem.m = MLP_M;
+    d.problem.n = MLP_N;
+    d.problem.k = MLP_K;
+    d.problem.op_b = op_b_t ? TK_OP_T : TK_OP_N;
+    d.problem.lda = MLP_K;
+    d.problem.ldb = op_b_t ? MLP_K : MLP_N;
+    d.problem.ldc = kind == TK_EPI_GATED ? MLP_N / 2 : kind == TK_EPI_GATED_BACKWARD ? 2 * MLP_N : MLP_N;
+    if (d.aux)
+        d.ldaux = kind == TK_EPI_GATED_BACKWARD ? 2 * MLP_N : MLP_N;
+    return d;
+}
+
 /* Auto-dispatch with an epilogue (the fused kinds: bias_act, gated,
  * backward) picks a fused Hopper kernel at an MLP's shape (GPT-2's c_fc:
  * 2048 tokens, 768 -> 3072, nn.Linear's op T weight; and the NN form):
@@ -923,17 +942,8 @@ static void test_auto_pick(void)
             if (kinds[i] == TK_EPI_GATED_BACKWARD)
                 continue;
             const int gated = kinds[i] == TK_EPI_GATED;
-            tk_gemm_desc d = desc_of(kinds[i]);
-            const int64_t m = 2048, n = 3072, k = 768;
-            d.problem.m = m;
-            d.problem.n = n;
-            d.problem.k = k;
-            d.problem.op_b = t ? TK_OP_T : TK_OP_N;
-            d.problem.lda = k;
-            d.problem.ldb = t ? k : n;
-            d.problem.ldc = gated ? n / 2 : n;
-            if (d.aux)
-                d.ldaux = n;
+            const int64_t n = MLP_N;
+            tk_gemm_desc d = mlp_desc(kinds[i], t);
             tk_args a;
             int noop_ = 0;
             const tk_kernel *named = NULL;
@@ -1105,6 +1115,81 @@ static void test_auto_pick_decode(void)
         }
 }
 
+/* On an sm_80 GPU (an A100 as modeled: 108 SMs, 164 KB of shared memory
+ * an SM) auto-dispatch gives every epilogue kind, at an MLP's shape (op_b
+ * N and T), with bias_grad for the backward kinds and with a D apart from
+ * C read as beta * C, to the fused sm_80+ instances (k21_mma_fastload,
+ * above k20_mma_sync), never k01_naive; k20 and k21 take them themselves;
+ * and a case they refuse (a misaligned up half) is refused with its
+ * reason, so that auto-dispatch still runs it, on k01_naive. */
+static void test_sm80_auto_pick(void)
+{
+    struct tk_handle_s fake;
+    fh_init(&fake, 80);
+    fake.dev.sm_count = 108;
+    fake.dev.smem_per_sm = 164 * 1024;
+    fake.dev.smem_per_block_optin = 163 * 1024;
+    snprintf(fake.dev.name, sizeof fake.dev.name, "fake A100 (sm_80)");
+    static const char *const fused[] = { "k20_mma_sync", "k21_mma_fastload" };
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < NKINDS; i++)
+            for (int apart = 0; apart < 2; apart++) {
+                const int kind = kinds[i], gated = kind == TK_EPI_GATED, gbwd = kind == TK_EPI_GATED_BACKWARD;
+                const int64_t m = MLP_M, n = MLP_N;
+                const int64_t cols = gated ? n / 2 : gbwd ? 2 * n : n;
+                tk_gemm_desc d = mlp_desc(kind, t);
+                if (backward(kind))
+                    d.bias_grad = FAKE_BG;
+                if (apart && !gbwd) {   /* D apart, C read as the residual */
+                    d.d = FAKE_D;
+                    d.ldd = cols;
+                    d.problem.beta = 0.5f;
+                }
+                tk_args a;
+                int noop_ = 0;
+                const tk_kernel *named = NULL;
+                const tk_widths w = { n, cols, 0, 0 };
+                CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop_, &named, 1, &w) == TK_SUCCESS,
+                      "prepare: %s", tk_last_error(&fake));
+                tk_epi_args e;
+                tk_epi_args_of(&d, &e);
+                a.epi = &e;
+                fh_attrs_args(&fake, &a);
+                char why[TK_MSG_LEN];
+                for (int j = 0; j < 2; j++) {
+                    const tk_kernel *kk = tk_registry_find(fused[j]);
+                    why[0] = 0;
+                    tk_status st = kk ? tk_kernel_check(&fake, kk, &a, why, sizeof why) : TK_ERR_NOT_SUPPORTED;
+                    CHECK(st == TK_SUCCESS, "sm_80 %s op_b %s%s: %s refuses: %s (%s)", kind_str(kind), t ? "T" : "N",
+                          apart ? " D apart" : "", fused[j], tk_status_string(st), why);
+                }
+                tk_route r;
+                int ok = tk_route_choose(&fake, &a, &r, 0);
+                CHECK(ok && r.k && !strcmp(r.k->name, "k21_mma_fastload"), "sm_80 %s op_b %s%s: auto picked %s",
+                      kind_str(kind), t ? "T" : "N", apart ? " D apart" : "", ok && r.k ? r.k->name : "nothing");
+                /* bias_grad's partial sums: a workspace of a float per tile row and column of D */
+                size_t nflags = 0;
+                const size_t ws = ok && r.k ? tk_kernel_workspace(r.k, &a, &fake.dev, &nflags) : 0;
+                const size_t want = backward(kind) ? (size_t)((m + 127) / 128) * (size_t)cols * sizeof(float) : 0;
+                CHECK(ws == want && nflags == 0, "sm_80 %s: workspace %zu bytes, %zu flags (want %zu, 0)",
+                      kind_str(kind), ws, nflags, want);
+                if (!gated || apart)
+                    continue;
+                /* the up half misaligned for cp.async: refused with the reason, auto falls back to k01_naive */
+                e.b_up = AT(FAKE_UP, 2);
+                for (int j = 0; j < 2; j++) {
+                    const tk_kernel *kk = tk_registry_find(fused[j]);
+                    why[0] = 0;
+                    tk_status st = kk ? tk_kernel_check(&fake, kk, &a, why, sizeof why) : TK_SUCCESS;
+                    CHECK(st == TK_ERR_NOT_SUPPORTED && contains(why, "b_up:"), "sm_80 gated, b_up misaligned: %s "
+                          "%s (%s)", fused[j], tk_status_string(st), why);
+                }
+                ok = tk_route_choose(&fake, &a, &r, 0);
+                CHECK(ok && r.k && !strcmp(r.k->name, "k01_naive"), "sm_80 gated, b_up misaligned: auto picked %s",
+                      ok && r.k ? r.k->name : "nothing");
+            }
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_valid_descs);
@@ -1128,4 +1213,5 @@ void tk_tests(void)
     TK_TEST(test_auto_pick);
     TK_TEST(test_k40_fused);
     TK_TEST(test_auto_pick_decode);
+    TK_TEST(test_sm80_auto_pick);
 }
