@@ -534,7 +534,7 @@ static __device__ __forceinline__ void k20_epilogue(const tk_args *p, const k20_
 #define K20_EPI_LD (K20_BN + 8)
 static_assert(K20_EPI_ROWS * K20_EPI_LD * 4 <= K20_MIN_STAGES * K20_STAGE_BYTES, "a staged half fits the stages");
 
-/* Where one thread's elements lie in the tile, as k20_epi_at sets them:
+/* Where one thread's elements lie in the tile, as k20_epi_store sets them:
  * a column pair of the output and rows r0, r0 + step, ... of each pass. */
 typedef struct k20_epi_at {
     int r0, step, count;   /* the thread's rows in a pass of K20_EPI_ROWS */
