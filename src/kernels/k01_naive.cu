@@ -11,7 +11,7 @@
  * Epilogues (tk_epi_args; issue 39): every kind and activation, the
  * formulas of tilekit.h applied in fp32 to the fp32 dot products, rounded
  * once to c_type (src/tiles/epi_formula.cuh's per-element pieces, which
- * k40_skinny applies too; k01_epi_kernel: one thread per element of D; for GATED
+ * k40, k20 and k30 apply too; k01_epi_kernel: one thread per element of D; for GATED
  * two dot products a thread, for GATED_BACKWARD one thread writes columns
  * j and N + j). bias_grad: k01_bias_grad_kernel, one thread per column of
  * D, recomputes the column's values row by row in row order (the same

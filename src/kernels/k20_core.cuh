@@ -39,7 +39,7 @@
 #include "../ptx/cp_async.cuh"
 #include "../ptx/ldmatrix.cuh"
 #include "../ptx/mma_sync.cuh"
-#include "../tiles/epi_element.cuh"
+#include "../tiles/epi_formula.cuh"
 #include "../tiles/epilogue.cuh"
 #include "../tiles/raster.cuh"
 #include "../tiles/swizzle.cuh"
@@ -516,10 +516,11 @@ static __device__ __forceinline__ void k20_epilogue(const tk_args *p, const k20_
 
 /* ---- fused epilogues (the EPI instances; tk_epi_args) ----
  * After the product, in place of k20_epilogue: the formula of the call's
- * kind (tilekit.h; per element epi_element.cuh's, as k01_naive and k30
- * evaluate it) on the accumulators, z stored to or read from aux, beta * C
- * read from C (ldc) where beta != 0, and D written (e->d, e->ldd: c_type,
- * out_cols columns), each access bounded by M and the kind's columns. */
+ * kind (tilekit.h; per element epi_formula.cuh's, which k01_naive, k30
+ * and k40 apply too) on the accumulators, z stored to or read from aux,
+ * beta * C read from C (ldc) where beta != 0, and D written (e->d,
+ * e->ldd: c_type, out_cols columns), each access bounded by M and the
+ * kind's columns. */
 
 /* The staged tile: the block's accumulators pass through shared memory
  * (free once the product is done) one warp row (64 rows) at a time, rows
@@ -602,6 +603,13 @@ static __device__ __forceinline__ float2 k20_bias2(const tk_epi_args *e, int row
                        tk_epi_bias_at(e->bias, e->bias_bf16, off + min(col + 1, n - 1)));
 }
 
+/* P = alpha * acc of a staged pair, rounded as written: epi_formula.cuh's
+ * formulas take P. */
+static __device__ __forceinline__ float2 k20_p2(float alpha, float2 v)
+{
+    return make_float2(__fmul_rn(alpha, v.x), __fmul_rn(alpha, v.y));
+}
+
 /* v + beta * C (C read only where beta != 0, as tk_epilogue_store adds it). */
 static __device__ __forceinline__ float2 k20_residual(const tk_args *p, const k20_epi_at *at, int row, int col,
                                                       bool in0, bool in1, float2 v)
@@ -637,7 +645,8 @@ static __device__ __forceinline__ void k20_epi_pass(const tk_args *p, const tk_e
         float2 out;
         if (KIND == TK_EPI_BIAS_ACT) {
             const float2 b = e->bias && e->bias_rows ? k20_bias2(e, r, cc, n, 0) : cb;
-            const float2 z = make_float2(tk_epi_z(alpha, v.x, b.x), tk_epi_z(alpha, v.y, b.y));
+            const float2 P = k20_p2(alpha, v);
+            const float2 z = make_float2(tk_epi_z(P.x, b.x), tk_epi_z(P.y, b.y));
             if (e->aux)
                 k20_put2(e->aux, e->ldaux, true, r, cc, in0, in1, at->aux_pairs, z);
             out = make_float2(tk_act(ACT, z.x), tk_act(ACT, z.y));
@@ -645,24 +654,25 @@ static __device__ __forceinline__ void k20_epi_pass(const tk_args *p, const tk_e
             const float2 u = *(const float2 *)(st + sr * K20_EPI_LD + at->scol + 32);
             const float2 bg = e->bias && e->bias_rows ? k20_bias2(e, r, cc, n, 0) : cb;
             const float2 bu = e->bias && e->bias_rows ? bg : cbu;
-            const float2 zg = make_float2(tk_epi_z(alpha, v.x, bg.x), tk_epi_z(alpha, v.y, bg.y));
-            const float2 zu = make_float2(tk_epi_z(alpha, u.x, bu.x), tk_epi_z(alpha, u.y, bu.y));
+            const float2 P = k20_p2(alpha, v), Pu = k20_p2(alpha, u);
+            const float2 zg = make_float2(tk_epi_z(P.x, bg.x), tk_epi_z(P.y, bg.y));
+            const float2 zu = make_float2(tk_epi_z(Pu.x, bu.x), tk_epi_z(Pu.y, bu.y));
             if (e->aux) {
                 k20_put2(e->aux, e->ldaux, true, r, cc, in0, in1, at->aux_pairs, zg);
                 k20_put2(e->aux, e->ldaux, true, r, n + cc, in0, in1, at->aux_pairs && n % 2 == 0, zu);
             }
-            out = make_float2(tk_epi_gated(ACT, zg.x, zu.x), tk_epi_gated(ACT, zg.y, zu.y));
+            out = make_float2(tk_epi_glu(ACT, zg.x, zu.x), tk_epi_glu(ACT, zg.y, zu.y));
         } else if (KIND == TK_EPI_BACKWARD) {
             const float2 z = k20_get2(e->aux, e->ldaux, true, r, cc, in0, in1, at->aux_pairs);
-            out = make_float2(tk_epi_backward(ACT, __fmul_rn(alpha, v.x), z.x),
-                              tk_epi_backward(ACT, __fmul_rn(alpha, v.y), z.y));
+            const float2 P = k20_p2(alpha, v);
+            out = make_float2(tk_epi_dact(ACT, P.x, z.x), tk_epi_dact(ACT, P.y, z.y));
         } else {   /* GATED_BACKWARD: z_gate at aux's columns cc.., z_up at N + cc..; D's dz_up at N + cc.. */
             const bool upairs = n % 2 == 0;
             const float2 zg = k20_get2(e->aux, e->ldaux, true, r, cc, in0, in1, at->aux_pairs);
             const float2 zu = k20_get2(e->aux, e->ldaux, true, r, n + cc, in0, in1, at->aux_pairs && upairs);
-            const float P0 = __fmul_rn(alpha, v.x), P1 = __fmul_rn(alpha, v.y);
-            out = make_float2(tk_epi_dgate(ACT, P0, zg.x, zu.x), tk_epi_dgate(ACT, P1, zg.y, zu.y));
-            const float2 du = make_float2(tk_epi_dup(ACT, P0, zg.x), tk_epi_dup(ACT, P1, zg.y));
+            const float2 P = k20_p2(alpha, v);
+            out = make_float2(tk_epi_dgate(ACT, P.x, zg.x, zu.x), tk_epi_dgate(ACT, P.y, zg.y, zu.y));
+            const float2 du = make_float2(tk_epi_dup(ACT, P.x, zg.x), tk_epi_dup(ACT, P.y, zg.y));
             k20_put2(e->d, e->ldd, bf16, r, n + cc, in0, in1, at->d_pairs && upairs, du);
             sum[1][0] += du.x;
             sum[1][1] += du.y;

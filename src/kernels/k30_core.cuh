@@ -32,7 +32,7 @@
 #include "../ptx/stmatrix.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma.cuh"
-#include "../tiles/epi_element.cuh"
+#include "../tiles/epi_formula.cuh"
 #include "../tiles/epilogue.cuh"
 
 #define K30_BM 128
@@ -1141,8 +1141,8 @@ static __device__ __forceinline__ void k30_epi_forward(const k30_params *p, floa
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             float *v = acc + 4 * j + 2 * h;
-            const float z0 = __fadd_rn(__fmul_rn(alpha, v[0]), h ? rbias1 + cb0 : rbias0 + cb0);
-            const float z1 = __fadd_rn(__fmul_rn(alpha, v[1]), h ? rbias1 + cb1 : rbias0 + cb1);
+            const float z0 = tk_epi_z(__fmul_rn(alpha, v[0]), h ? rbias1 + cb0 : rbias0 + cb0);
+            const float z1 = tk_epi_z(__fmul_rn(alpha, v[1]), h ? rbias1 + cb1 : rbias0 + cb1);
             if (AUX) {
                 const bool ok = h ? row_ok1 : row_ok0;
                 const bool in0 = ok && cc < N, in1 = ok && cc + 1 < N;
@@ -1189,8 +1189,8 @@ static __device__ __forceinline__ void k30_epi_backward(const k30_params *p, flo
                 if (in1)
                     z1 = tk_bf16_to_f32(q[1]);
             }
-            v[0] = tk_epi_backward(ACT, __fmul_rn(alpha, v[0]), z0);
-            v[1] = tk_epi_backward(ACT, __fmul_rn(alpha, v[1]), z1);
+            v[0] = tk_epi_dact(ACT, __fmul_rn(alpha, v[0]), z0);
+            v[1] = tk_epi_dact(ACT, __fmul_rn(alpha, v[1]), z1);
         }
     }
 }
@@ -1235,8 +1235,8 @@ static __device__ __forceinline__ void k30_epi_gated(const k30_params *p, float 
             float zg[2], zu[2];
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                zg[e] = __fadd_rn(__fmul_rn(alpha, g[e]), rb + cb[0][e]);
-                zu[e] = __fadd_rn(__fmul_rn(alpha, v[e]), rb + cb[1][e]);
+                zg[e] = tk_epi_z(__fmul_rn(alpha, g[e]), rb + cb[0][e]);
+                zu[e] = tk_epi_z(__fmul_rn(alpha, v[e]), rb + cb[1][e]);
             }
             if (AUX) {
                 const bool ok = h ? row_ok1 : row_ok0;
@@ -1255,8 +1255,8 @@ static __device__ __forceinline__ void k30_epi_gated(const k30_params *p, float 
                     }
                 }
             }
-            g[0] = tk_epi_gated(ACT, zg[0], zu[0]);
-            g[1] = tk_epi_gated(ACT, zg[1], zu[1]);
+            g[0] = tk_epi_glu(ACT, zg[0], zu[0]);
+            g[1] = tk_epi_glu(ACT, zg[1], zu[1]);
         }
     }
 }
