@@ -6,13 +6,14 @@
  * supports(), resources(), launch, workspace).
  *
  * The kernel files keep what differs: their header (design, figure, command),
- * their __global__ entry (k21 runs the K tiles of interior blocks with FULL = 1,
- * the bounds-free copies) and their registry entry. Read k20_mma_sync.cu for
+ * their product of one tile (k21 runs the K tiles of interior blocks with FULL =
+ * 1, the bounds-free copies), around which K20_KERNELS writes their __global__
+ * entries, and their registry entry. Read k20_mma_sync.cu for
  * the design, k21_mma_fastload.cu for the fast load path; the measured
  * history of both is docs/kernels/k20.md.
  *
  * Fused epilogues (issue 39; tk_epi_args): the EPI instances
- * (K20_EPI_KERNEL, EPI = K20_EPI_PLAIN or K20_EPI_GATED) run the same
+ * (K20_KERNELS, EPI = K20_EPI_PLAIN or K20_EPI_GATED) run the same
  * product, then every kind of tilekit.h (bias per row or column, fp32 or
  * bf16; aux stored or read; D apart from C with beta * C; K == 0; bias_grad)
  * through the accumulators staged in shared memory (k20_epi_store), so
@@ -809,23 +810,46 @@ static __device__ __forceinline__ void k20_epi_store(const tk_args *p, const tk_
         k20_epi_grad(p, e, b, &at, sum, smem, part);
 }
 
-/* A kernel file's fused-epilogue entry, around its product of one tile
+/* A kernel file's entries around its product of one tile
  * (product<A_T, B_T, EPI>(p, b, s, stages, acc): k20's, or k21's with the
- * bounds-free copies). A macro, as K20_FAMILY_OPS, because each file's
- * product has its own name. */
-#define K20_EPI_KERNEL(kernel, product)                                                                          \
-    template <int A_T, int B_T, int EPI>                                                                         \
-    static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS)                                        \
-        kernel(tk_args p, tk_epi_args e, float *part, int row, int stages, int group_m)                          \
-    {                                                                                                            \
-        extern __shared__ __align__(1024) uint8_t kernel##_smem[];                                               \
-        k20_pipe s;                                                                                              \
-        const k20_block b =                                                                                      \
-            k20_block_at<A_T, B_T, EPI>(&p, e.b_up, &s, tk_smem_u32(kernel##_smem), stages, row, group_m);       \
-        float acc[K20_MT][K20_NT][4];                                                                            \
-        product<A_T, B_T, EPI>(&p, &b, &s, stages, acc);                                                         \
-        k20_epi_store<EPI>(&p, &e, &b, acc, (float *)kernel##_smem, part);                                       \
-    }
+ * bounds-free copies): name##_kernel<A_T, B_T>, the plain product and
+ * k20_epilogue; name##_epi_kernel<A_T, B_T, EPI>, the fused epilogues
+ * (k20_epi_store); and their instances for K20_FAMILY_OPS, name##_fns in
+ * k20_pick's order and name##_epi_fns for K20_EPI_PLAIN, then
+ * K20_EPI_GATED. A macro, as K20_FAMILY_OPS, because each file's product
+ * has its own name. */
+#define K20_KERNELS(name, product)                                                                                   \
+    template <int A_T, int B_T>                                                                                      \
+    static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS)                                            \
+        name##_kernel(tk_args p, int stages, int group_m)                                                            \
+    {                                                                                                                \
+        extern __shared__ __align__(1024) uint8_t name##_smem[];                                                     \
+        k20_pipe s;                                                                                                  \
+        const k20_block b = k20_block_init<A_T, B_T>(&p, &s, tk_smem_u32(name##_smem), stages, group_m);             \
+        float acc[K20_MT][K20_NT][4];                                                                                \
+        product<A_T, B_T, 0>(&p, &b, &s, stages, acc);                                                               \
+        k20_epilogue(&p, &b, acc);                                                                                   \
+    }                                                                                                                \
+    template <int A_T, int B_T, int EPI>                                                                             \
+    static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS)                                            \
+        name##_epi_kernel(tk_args p, tk_epi_args e, float *part, int row, int stages, int group_m)                   \
+    {                                                                                                                \
+        extern __shared__ __align__(1024) uint8_t name##_epi_smem[];                                                 \
+        k20_pipe s;                                                                                                  \
+        const k20_block b =                                                                                          \
+            k20_block_at<A_T, B_T, EPI>(&p, e.b_up, &s, tk_smem_u32(name##_epi_smem), stages, row, group_m);         \
+        float acc[K20_MT][K20_NT][4];                                                                                \
+        product<A_T, B_T, EPI>(&p, &b, &s, stages, acc);                                                             \
+        k20_epi_store<EPI>(&p, &e, &b, acc, (float *)name##_epi_smem, part);                                         \
+    }                                                                                                                \
+    static const k20_fn name##_fns[4] = { name##_kernel<0, 0>, name##_kernel<0, 1>, name##_kernel<1, 0>,             \
+                                          name##_kernel<1, 1> };                                                     \
+    static const k20_epi_fn name##_epi_fns[2][4] = {                                                                 \
+        { name##_epi_kernel<0, 0, K20_EPI_PLAIN>, name##_epi_kernel<0, 1, K20_EPI_PLAIN>,                            \
+          name##_epi_kernel<1, 0, K20_EPI_PLAIN>, name##_epi_kernel<1, 1, K20_EPI_PLAIN> },                          \
+        { name##_epi_kernel<0, 0, K20_EPI_GATED>, name##_epi_kernel<0, 1, K20_EPI_GATED>,                            \
+          name##_epi_kernel<1, 0, K20_EPI_GATED>, name##_epi_kernel<1, 1, K20_EPI_GATED> },                          \
+    };
 
 /* bias_grad[j] = the partial sums of column j (k20_epi_grad: one a tile
  * row) added in tile-row order: the same bits every run. */
@@ -843,8 +867,8 @@ static __global__ void k20_bias_grad_sum(const float *part, int tiles_m, int64_t
 
 /* A kernel's entry, instantiated for op_a, op_b in {N, T}: the kernel files
  * list the four instances indexed 2 * (op_a == T) + (op_b == T), and their
- * fused-epilogue instances (K20_EPI_KERNEL) the same for EPI = PLAIN and
- * GATED, [EPI - 1][...]. */
+ * fused-epilogue instances the same for EPI = PLAIN and GATED, [EPI -
+ * 1][...] (K20_KERNELS lists both). */
 typedef void (*k20_fn)(tk_args, int, int);
 typedef void (*k20_epi_fn)(tk_args, tk_epi_args, float *, int, int, int);
 

@@ -47,31 +47,11 @@ static __device__ __forceinline__ void k20_product(const tk_args *p, const k20_b
     tk_cp_async_wait_all();
 }
 
-template <int A_T, int B_T>
-static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k20_kernel(tk_args p, int stages, int group_m)
-{
-    extern __shared__ __align__(1024) uint8_t k20_smem[];
-    k20_pipe s;
-    const k20_block b = k20_block_init<A_T, B_T>(&p, &s, tk_smem_u32(k20_smem), stages, group_m);
-    float acc[K20_MT][K20_NT][4];
-    k20_product<A_T, B_T, 0>(&p, &b, &s, stages, acc);
-    k20_epilogue(&p, &b, acc);
-}
-
-/* The fused epilogues (tk_epi_args): k20_epi_kernel<A_T, B_T, EPI>. */
-K20_EPI_KERNEL(k20_epi_kernel, k20_product)
+/* k20_kernel (the plain product), k20_epi_kernel (the fused epilogues,
+ * tk_epi_args) and their instances, k20_fns and k20_epi_fns (k20_core.cuh). */
+K20_KERNELS(k20, k20_product)
 
 /* ---- host side ---- */
-
-/* The four instances, in k20_pick's order: (op_a, op_b) = NN, NT, TN, TT;
- * the fused epilogues' for K20_EPI_PLAIN, then K20_EPI_GATED. */
-static const k20_fn k20_fns[4] = { k20_kernel<0, 0>, k20_kernel<0, 1>, k20_kernel<1, 0>, k20_kernel<1, 1> };
-static const k20_epi_fn k20_epi_fns[2][4] = {
-    { k20_epi_kernel<0, 0, K20_EPI_PLAIN>, k20_epi_kernel<0, 1, K20_EPI_PLAIN>, k20_epi_kernel<1, 0, K20_EPI_PLAIN>,
-      k20_epi_kernel<1, 1, K20_EPI_PLAIN> },
-    { k20_epi_kernel<0, 0, K20_EPI_GATED>, k20_epi_kernel<0, 1, K20_EPI_GATED>, k20_epi_kernel<1, 0, K20_EPI_GATED>,
-      k20_epi_kernel<1, 1, K20_EPI_GATED> },
-};
 
 /* The family's functions (src/kernels/table.def: its configuration). */
 K20_FAMILY_OPS(k20, k20_fns, k20_epi_fns)

@@ -59,31 +59,11 @@ static __device__ __forceinline__ void k21_product(const tk_args *p, const k20_b
     tk_cp_async_wait_all();
 }
 
-template <int A_T, int B_T>
-static __global__ void __launch_bounds__(K20_THREADS, K20_MIN_BLOCKS) k21_kernel(tk_args p, int stages, int group_m)
-{
-    extern __shared__ __align__(1024) uint8_t k21_smem[];
-    k20_pipe s;
-    const k20_block b = k20_block_init<A_T, B_T>(&p, &s, tk_smem_u32(k21_smem), stages, group_m);
-    float acc[K20_MT][K20_NT][4];
-    k21_product<A_T, B_T, 0>(&p, &b, &s, stages, acc);
-    k20_epilogue(&p, &b, acc);
-}
-
-/* The fused epilogues (tk_epi_args): k21_epi_kernel<A_T, B_T, EPI>. */
-K20_EPI_KERNEL(k21_epi_kernel, k21_product)
+/* k21_kernel (the plain product), k21_epi_kernel (the fused epilogues,
+ * tk_epi_args) and their instances, k21_fns and k21_epi_fns (k20_core.cuh). */
+K20_KERNELS(k21, k21_product)
 
 /* ---- host side ---- */
-
-/* The four instances, in k20_pick's order: (op_a, op_b) = NN, NT, TN, TT;
- * the fused epilogues' for K20_EPI_PLAIN, then K20_EPI_GATED. */
-static const k20_fn k21_fns[4] = { k21_kernel<0, 0>, k21_kernel<0, 1>, k21_kernel<1, 0>, k21_kernel<1, 1> };
-static const k20_epi_fn k21_epi_fns[2][4] = {
-    { k21_epi_kernel<0, 0, K20_EPI_PLAIN>, k21_epi_kernel<0, 1, K20_EPI_PLAIN>, k21_epi_kernel<1, 0, K20_EPI_PLAIN>,
-      k21_epi_kernel<1, 1, K20_EPI_PLAIN> },
-    { k21_epi_kernel<0, 0, K20_EPI_GATED>, k21_epi_kernel<0, 1, K20_EPI_GATED>, k21_epi_kernel<1, 0, K20_EPI_GATED>,
-      k21_epi_kernel<1, 1, K20_EPI_GATED> },
-};
 
 /* The family's functions (src/kernels/table.def: its configuration). */
 K20_FAMILY_OPS(k21, k21_fns, k21_epi_fns)
