@@ -317,7 +317,7 @@ static int info_table(const char *title, void (*row)(const char *line, void *ctx
     return header > 0;
 }
 
-typedef struct epi_seen { int k01, k30, k31, k40, other; } epi_seen;
+typedef struct epi_seen { int k01, k30, k31, k40, k20, k21, other; } epi_seen;
 
 static void epi_row(const char *line, void *ctx)
 {
@@ -330,22 +330,26 @@ static void epi_row(const char *line, void *ctx)
         e->k31 = strstr(line, " bias_act backward\n") != NULL;
     else if (!strncmp(line, "k40_skinny ", 11))
         e->k40 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
+    else if (!strncmp(line, "k20_mma_sync ", 13))
+        e->k20 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
+    else if (!strncmp(line, "k21_mma_fastload ", 17))
+        e->k21 = strstr(line, " bias_act gated backward gated_backward\n") != NULL;
     else if (line[0] == 'k')
         e->other++;
 }
 
 /* tilekit info's fused-epilogue table, asked of the kernels' own checks
  * (on this machine's device, or an sm_90 stand-in without one): k01_naive,
- * k30_wgmma_tma and k40_skinny take every kind, k31_wgmma_cluster the
- * plain ones, and the configurations without fused instances are not
- * listed. */
+ * k30_wgmma_tma, k40_skinny, k20_mma_sync and k21_mma_fastload take every
+ * kind, k31_wgmma_cluster the plain ones, and the configurations without
+ * fused instances are not listed. */
 static void test_info_lists_epilogues(void)
 {
-    epi_seen e = { 0, 0, 0, 0, 0 };
+    epi_seen e = { 0, 0, 0, 0, 0, 0, 0 };
     const int header = info_table("fused epilogues (", epi_row, &e);
-    CHECK(header && e.k01 && e.k30 && e.k31 && e.k40 && !e.other,
-          "info's epilogue table: header %d, k01 %d, k30 %d, k31 %d, k40 %d, %d others", header, e.k01, e.k30, e.k31,
-          e.k40, e.other);
+    CHECK(header && e.k01 && e.k30 && e.k31 && e.k40 && e.k20 && e.k21 && !e.other,
+          "info's epilogue table: header %d, k01 %d, k30 %d, k31 %d, k40 %d, k20 %d, k21 %d, %d others", header, e.k01,
+          e.k30, e.k31, e.k40, e.k20, e.k21, e.other);
 }
 
 typedef struct fp8_seen { int k01, bad; } fp8_seen;
