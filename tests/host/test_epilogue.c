@@ -1115,6 +1115,44 @@ static void test_auto_pick_decode(void)
         }
 }
 
+/* D's columns of kind at the MLP shape (mlp_desc). */
+static int64_t mlp_cols(int kind)
+{
+    return kind == TK_EPI_GATED ? MLP_N / 2 : kind == TK_EPI_GATED_BACKWARD ? 2 * MLP_N : MLP_N;
+}
+
+/* d at the MLP shape as the library hands it to a kernel on fake: tk_args
+ * a with the epilogue e, and the attributes of every entry it would
+ * launch in fake's cache. */
+static void mlp_args(struct tk_handle_s *fake, const tk_gemm_desc *d, tk_args *a, tk_epi_args *e)
+{
+    int noop_ = 0;
+    const tk_kernel *named = NULL;
+    const tk_widths w = { MLP_N, mlp_cols(d->epilogue), 0, 0 };
+    CHECK(tk_prepare_widths(fake, &d->problem, NULL, a, &noop_, &named, 1, &w) == TK_SUCCESS, "prepare: %s",
+          tk_last_error(fake));
+    tk_epi_args_of(d, e);
+    a->epi = e;
+    fh_attrs_args(fake, a);
+}
+
+/* Whether each of the n kernels names[] takes a on fake (take), or
+ * refuses it with a reason that contains `reason` (NULL: any); label
+ * names the case in failures. */
+static void check_takes(struct tk_handle_s *fake, const char *const *names, int n, const tk_args *a, int take,
+                        const char *reason, const char *label)
+{
+    for (int j = 0; j < n; j++) {
+        const tk_kernel *kk = tk_registry_find(names[j]);
+        char why[TK_MSG_LEN] = "";
+        tk_status st = kk ? tk_kernel_check(fake, kk, a, why, sizeof why) : TK_ERR_INVALID_VALUE;
+        CHECK(take ? st == TK_SUCCESS : st == TK_ERR_NOT_SUPPORTED && (!reason || contains(why, reason)),
+              "%s: %s %s: %s (%s)", label, names[j], take ? "refuses" : "takes", tk_status_string(st), why);
+    }
+}
+
+static const char *const sm80_fused[] = { "k20_mma_sync", "k21_mma_fastload" };
+
 /* On an sm_80 GPU (an A100 as modeled: 108 SMs, 164 KB of shared memory
  * an SM) auto-dispatch gives every epilogue kind, at an MLP's shape (op_b
  * N and T), with bias_grad for the backward kinds and with a D apart from
@@ -1130,13 +1168,11 @@ static void test_sm80_auto_pick(void)
     fake.dev.smem_per_sm = 164 * 1024;
     fake.dev.smem_per_block_optin = 163 * 1024;
     snprintf(fake.dev.name, sizeof fake.dev.name, "fake A100 (sm_80)");
-    static const char *const fused[] = { "k20_mma_sync", "k21_mma_fastload" };
     for (int t = 0; t < 2; t++)
         for (int i = 0; i < NKINDS; i++)
             for (int apart = 0; apart < 2; apart++) {
                 const int kind = kinds[i], gated = kind == TK_EPI_GATED, gbwd = kind == TK_EPI_GATED_BACKWARD;
-                const int64_t m = MLP_M, n = MLP_N;
-                const int64_t cols = gated ? n / 2 : gbwd ? 2 * n : n;
+                const int64_t cols = mlp_cols(kind);
                 tk_gemm_desc d = mlp_desc(kind, t);
                 if (backward(kind))
                     d.bias_grad = FAKE_BG;
@@ -1146,47 +1182,75 @@ static void test_sm80_auto_pick(void)
                     d.problem.beta = 0.5f;
                 }
                 tk_args a;
-                int noop_ = 0;
-                const tk_kernel *named = NULL;
-                const tk_widths w = { n, cols, 0, 0 };
-                CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop_, &named, 1, &w) == TK_SUCCESS,
-                      "prepare: %s", tk_last_error(&fake));
                 tk_epi_args e;
-                tk_epi_args_of(&d, &e);
-                a.epi = &e;
-                fh_attrs_args(&fake, &a);
-                char why[TK_MSG_LEN];
-                for (int j = 0; j < 2; j++) {
-                    const tk_kernel *kk = tk_registry_find(fused[j]);
-                    why[0] = 0;
-                    tk_status st = kk ? tk_kernel_check(&fake, kk, &a, why, sizeof why) : TK_ERR_NOT_SUPPORTED;
-                    CHECK(st == TK_SUCCESS, "sm_80 %s op_b %s%s: %s refuses: %s (%s)", kind_str(kind), t ? "T" : "N",
-                          apart ? " D apart" : "", fused[j], tk_status_string(st), why);
-                }
+                mlp_args(&fake, &d, &a, &e);
+                char label[96];
+                snprintf(label, sizeof label, "sm_80 %s op_b %s%s", kind_str(kind), t ? "T" : "N",
+                         apart ? " D apart" : "");
+                check_takes(&fake, sm80_fused, 2, &a, 1, NULL, label);
                 tk_route r;
                 int ok = tk_route_choose(&fake, &a, &r, 0);
-                CHECK(ok && r.k && !strcmp(r.k->name, "k21_mma_fastload"), "sm_80 %s op_b %s%s: auto picked %s",
-                      kind_str(kind), t ? "T" : "N", apart ? " D apart" : "", ok && r.k ? r.k->name : "nothing");
+                CHECK(ok && r.k && !strcmp(r.k->name, "k21_mma_fastload"), "%s: auto picked %s", label,
+                      ok && r.k ? r.k->name : "nothing");
                 /* bias_grad's partial sums: a workspace of a float per tile row and column of D */
                 size_t nflags = 0;
                 const size_t ws = ok && r.k ? tk_kernel_workspace(r.k, &a, &fake.dev, &nflags) : 0;
-                const size_t want = backward(kind) ? (size_t)((m + 127) / 128) * (size_t)cols * sizeof(float) : 0;
-                CHECK(ws == want && nflags == 0, "sm_80 %s: workspace %zu bytes, %zu flags (want %zu, 0)",
-                      kind_str(kind), ws, nflags, want);
+                const size_t want = backward(kind) ? (size_t)((MLP_M + 127) / 128) * (size_t)cols * sizeof(float) : 0;
+                CHECK(ws == want && nflags == 0, "%s: workspace %zu bytes, %zu flags (want %zu, 0)", label, ws, nflags,
+                      want);
                 if (!gated || apart)
                     continue;
                 /* the up half misaligned for cp.async: refused with the reason, auto falls back to k01_naive */
                 e.b_up = AT(FAKE_UP, 2);
-                for (int j = 0; j < 2; j++) {
-                    const tk_kernel *kk = tk_registry_find(fused[j]);
-                    why[0] = 0;
-                    tk_status st = kk ? tk_kernel_check(&fake, kk, &a, why, sizeof why) : TK_SUCCESS;
-                    CHECK(st == TK_ERR_NOT_SUPPORTED && contains(why, "b_up:"), "sm_80 gated, b_up misaligned: %s "
-                          "%s (%s)", fused[j], tk_status_string(st), why);
-                }
+                check_takes(&fake, sm80_fused, 2, &a, 0, "b_up:", "sm_80 gated, b_up misaligned");
                 ok = tk_route_choose(&fake, &a, &r, 0);
                 CHECK(ok && r.k && !strcmp(r.k->name, "k01_naive"), "sm_80 gated, b_up misaligned: auto picked %s",
                       ok && r.k ? r.k->name : "nothing");
+            }
+}
+
+/* On sm_90, at the MLP shape (op_b N and T), the cases the fused Hopper
+ * kernels refuse (k30_supports_epi: bias_grad; a D apart from C with beta
+ * != 0) go to the fused sm_80+ instances (k21_mma_fastload), not
+ * k01_naive; a case those refuse too (A's rows not 16-byte aligned, which
+ * neither TMA nor cp.async takes; an epilogue takes no copy route) to
+ * k01_naive. */
+static void test_sm90_refused_pick(void)
+{
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    static const char *const hopper[] = { "k30_wgmma_tma", "k31_wgmma_cluster" };
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < NKINDS; i++)
+            for (int c = 0; c < 3; c++) {
+                const int kind = kinds[i];
+                tk_gemm_desc d = mlp_desc(kind, t);
+                const char *what = c == 0 ? "bias_grad" : c == 1 ? "D apart, beta 0.5" : "lda K + 1";
+                if (c == 0 && !backward(kind))
+                    continue;
+                if (c == 0)
+                    d.bias_grad = FAKE_BG;
+                if (c == 1 && kind == TK_EPI_GATED_BACKWARD)
+                    continue;   /* its beta must be 0 (tilekit.h) */
+                if (c == 1) {
+                    d.d = FAKE_D;
+                    d.ldd = mlp_cols(kind);
+                    d.problem.beta = 0.5f;
+                }
+                if (c == 2)
+                    d.problem.lda = MLP_K + 1;
+                tk_args a;
+                tk_epi_args e;
+                mlp_args(&fake, &d, &a, &e);
+                char label[96];
+                snprintf(label, sizeof label, "sm_90 %s op_b %s, %s", kind_str(kind), t ? "T" : "N", what);
+                check_takes(&fake, hopper, 2, &a, 0, NULL, label);
+                check_takes(&fake, sm80_fused, 2, &a, c < 2, c < 2 ? NULL : "leading dimension of A", label);
+                tk_route r;
+                const int ok = tk_route_choose(&fake, &a, &r, 0);
+                const char *want = c < 2 ? "k21_mma_fastload" : "k01_naive";
+                CHECK(ok && r.k && !strcmp(r.k->name, want), "%s: auto picked %s, expected %s", label,
+                      ok && r.k ? r.k->name : "nothing", want);
             }
 }
 
@@ -1214,4 +1278,5 @@ void tk_tests(void)
     TK_TEST(test_k40_fused);
     TK_TEST(test_auto_pick_decode);
     TK_TEST(test_sm80_auto_pick);
+    TK_TEST(test_sm90_refused_pick);
 }
