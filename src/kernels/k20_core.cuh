@@ -922,13 +922,7 @@ static tk_status k20_supports_epi(const tk_args *a, char *why, size_t len)
                  "are 32-bit (expected N at most %lld)", (long long)a->n, (long long)lim);
         return TK_ERR_NOT_SUPPORTED;
     }
-    if (e->kind == TK_EPI_GATED && (uintptr_t)e->b_up % 16 != 0) {
-        snprintf(why, len,
-                 "b_up: cp.async needs the up half's base 16-byte aligned (without b_up: B's first up column, so "
-                 "N / 2 a multiple of 8 for op_b N)");
-        return TK_ERR_NOT_SUPPORTED;
-    }
-    return TK_SUCCESS;
+    return tk_check_b_up(a, "cp.async", why, len);
 }
 
 static tk_status k20_supports(const tk_args *a, const tk_device *dev, char *why, size_t len)

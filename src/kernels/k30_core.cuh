@@ -1794,12 +1794,9 @@ static inline tk_status k30_supports_epi(const tk_args *a, int has_instance, int
         snprintf(why, len, "epilogue: the gated kinds are not fused in this kernel yet (k30_wgmma_tma fuses them)");
         return TK_ERR_NOT_SUPPORTED;
     }
-    if (e->kind == TK_EPI_GATED && (uintptr_t)e->b_up % 16 != 0) {
-        snprintf(why, len,
-                 "b_up: TMA needs the up half's base 16-byte aligned (without b_up: B's first up column, so N / 2 "
-                 "a multiple of 8 for op_b N)");
-        return TK_ERR_NOT_SUPPORTED;
-    }
+    tk_status st = tk_check_b_up(a, "TMA", why, len);
+    if (st)
+        return st;
     if (e->bias_grad) {
         snprintf(why, len, "bias_grad: its column sums are not fused yet (k01_naive computes them)");
         return TK_ERR_NOT_SUPPORTED;

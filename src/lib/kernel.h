@@ -270,6 +270,9 @@ tk_status tk_func_attrs_get(const void *func, tk_func_attrs *out, char *why, siz
  * same for C with c_elems of its type (c_elems <= 1: no requirement on C).
  * NULL pointers (introspection) pass the pointer checks. */
 tk_status tk_check_align(const tk_args *a, int ab_elems, int c_elems, char *why, size_t len);
+/* tk_check_b_up: a TK_EPI_GATED epilogue's up half (a->epi->b_up) 16-byte
+ * aligned, as `unit` (TMA, cp.async) loads it; anything else passes. */
+tk_status tk_check_b_up(const tk_args *a, const char *unit, char *why, size_t len);
 
 /* C = beta * C on stream (the K == 0 case); util.cu. */
 tk_status tk_launch_scale_c(const tk_args *a, cudaStream_t stream, char *why, size_t len);

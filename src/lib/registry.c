@@ -81,6 +81,16 @@ tk_status tk_check_align(const tk_args *a, int ab_elems, int c_elems, char *why,
     return TK_SUCCESS;
 }
 
+tk_status tk_check_b_up(const tk_args *a, const char *unit, char *why, size_t len)
+{
+    if (!a->epi || a->epi->kind != TK_EPI_GATED || (uintptr_t)a->epi->b_up % 16 == 0)
+        return TK_SUCCESS;
+    snprintf(why, len,
+             "b_up: %s needs the up half's base 16-byte aligned (without b_up: B's first up column, so N / 2 a "
+             "multiple of 8 for op_b N)", unit);
+    return TK_ERR_NOT_SUPPORTED;
+}
+
 tk_status tk_func_attrs_get(const void *func, tk_func_attrs *out, char *why, size_t len)
 {
     struct cudaFuncAttributes fa;
