@@ -12,9 +12,10 @@
  * (k30_consume_fp8_pipe: k-tile kt + 1 issued before kt's promotion; 192
  * registers a thread): 7% over promoting each k-tile after its own wait
  * (H200, same call, both orders).
- * Figure (H200, e4m3, bf16 C, NT, constant data, .ab/f8time-style timing,
- * docs/NOTES.md session 29): 8192^3 per-tensor 1132 TFLOP/s, row 1111,
- * block 747; cuBLASLt's FP8 matmul reached 1516 there (0.75x).
+ * Figure (H200, e4m3, bf16 C, NT, tilekit bench, cuBLASLt in the same run,
+ * docs/NOTES.md session 30 call 2): 8192^3 per-tensor 1190 TFLOP/s against
+ * cuBLASLt's 1516 (0.78x); auto-dispatch now prefers k31's and k45's FP8
+ * instances (k31_wgmma_cluster.cu), this one their fallback.
  * Reproduce: build/tilekit bench --kernel k33_wgmma_128x128,auto --dtype e4m3
  * --scale tensor --shapes 8192x8192x8192 */
 #include "k30_run.cuh"

@@ -27,6 +27,10 @@
  * TK_EPI_BIAS_ACT and TK_EPI_BACKWARD (k30_epi_transform, as in
  * k30_wgmma_tma); TK_EPI_GATED not yet (the gated arm spilled here: it
  * runs on k30_wgmma_tma); k39 refuses them.
+ * FP8 (issue 40): k31_fp8_kernel at 128 x 256 and k45_cluster_128x128's
+ * 128 x 128; H200, tilekit bench --dtype e4m3, cuBLASLt in the same run
+ * (docs/NOTES.md session 30, calls 2-3): 8192^3 per-tensor 1320 TFLOP/s
+ * (0.87x), block scales 1180 (0.87x).
  * Reproduce: build/tilekit bench --kernel k31_wgmma_cluster
  */
 #include "k30_core.cuh"
