@@ -979,6 +979,158 @@ static __device__ __forceinline__ void k30_fp8_finish(const k30_params *p, float
     }
 }
 
+/* ---- FP8 on the swapped tiles (k36_swap_*'s FP8 instances) ----
+ * C^T = B^T A^T as in k30_consume_tile's SWAP: the B tile's 64 rows (N of
+ * C) are wgmma's m side, the A tile's BM rows (tokens, M of C) its n, so
+ * the FP8 instruction is m64nBMk32 with B's format first. Thread (warp w,
+ * lane l) holds d[4j + 2h + e] = D[16w + l/4 + 8h][8j + 2(l%4) + e]: B row
+ * n0 + 16w + l/4 + 8h by token m0 + 8j + 2(l%4) + e. So TK_SCALE_BLOCK's
+ * A scale (1 x 128 a token) varies along j and e (BM / 4 tokens a thread,
+ * shared by both h) and B's (128 x 128) is one a k-tile for the whole
+ * consumer (its 64 rows lie in one 128-row block: n0 is a multiple of 64);
+ * the scale of d[4j + 2h + e] is sa[token(j, e)] * sb, BM / 4 products a
+ * k-tile. */
+
+/* k-tile kb's scales of the thread's tokens times B's block scale, or ones
+ * outside TK_SCALE_BLOCK. Interior tiles read at constant offsets from one
+ * address; a tile past M reads row M - 1's scale for its missing tokens
+ * (their sums are never stored). */
+template <int BM>
+static __device__ __forceinline__ void k30_fp8_swap_scales(const k30_params *p, int kb, int m0, int n0, int lane,
+                                                           float *s)
+{
+#pragma unroll
+    for (int i = 0; i < BM / 4; i++)
+        s[i] = 1.0f;
+    if (p->f8_mode != TK_SCALE_BLOCK)
+        return;
+    const float sb = __ldg(p->f8_sb + n0 / 128 + (int64_t)kb * p->f8_ld_sb);
+    const float *row = p->f8_sa + (int64_t)kb * p->f8_ld_sa;
+    const int t0 = m0 + 2 * (lane % 4);
+    if (m0 + BM <= p->m) {
+#pragma unroll
+        for (int j = 0; j < BM / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+                s[2 * j + e] = __ldg(row + t0 + 8 * j + e) * sb;
+    } else {
+#pragma unroll
+        for (int j = 0; j < BM / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+                s[2 * j + e] = __ldg(row + min(t0 + 8 * j + e, p->m - 1)) * sb;
+    }
+}
+
+/* d (one k-tile's sum in the tensor core) into acc with the scales of
+ * k30_fp8_swap_scales: acc[4j + 2h + e] += d[4j + 2h + e] * s[2j + e]. */
+template <int BM>
+static __device__ __forceinline__ void k30_fp8_swap_promote(float *acc, float *d, const float *s)
+{
+#pragma unroll
+    for (int i = 0; i < BM / 2; i++)
+        tk_wgmma_reg_fence(d[i]);
+#pragma unroll
+    for (int i = 0; i < BM / 2; i++)
+        acc[i] = fmaf(d[i], s[2 * (i / 4) + i % 2], acc[i]);
+}
+
+/* One k-tile (128 of K) of the stage at `st` (its half ka: A's BM rows at
+ * ka * K30_A_BYTES_M(BM), B's 64 after both A halves) into d: four
+ * m64nBMk32, B's rows as wgmma's A, one commit group. */
+template <int BM, int F8>
+static __device__ __forceinline__ void k30_fp8_swap_issue(float *d, uint32_t ring, int st, int ka)
+{
+    constexpr int KA = K30_KA(1);
+    const uint32_t s0 = ring + st * K30_STAGE_BYTES_MNA(BM, 64, KA);
+    const uint64_t db = tk_wgmma_desc_sw128(s0 + KA * K30_A_BYTES_M(BM) + ka * K30_B_BYTES_N(64), 16, 1024);
+    const uint64_t da = tk_wgmma_desc_sw128(s0 + ka * K30_A_BYTES_M(BM), 16, 1024);
+    tk_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)   /* K steps of 32 bytes: 2 in the descriptor's 16-byte units */
+        tk_wgmma_m64nNk32_f32_fp8<BM, F8 % 4, F8 / 4>(d, tk_wgmma_desc_add(db, 2 * kk), tk_wgmma_desc_add(da, 2 * kk),
+                                                     kk > 0);
+    tk_wgmma_commit();
+}
+
+/* The swapped tile's loop (one consumer warpgroup): a stage holds K30_KA(1)
+ * = 2 k-tiles; the first goes into d0, the second into d1, and each is
+ * promoted while the next one is in the tensor core (the previous stage's
+ * d1 after this stage's d0 is issued, d0 after d1 is issued): 3 x BM / 2
+ * registers of sums. A unit with an odd number of k-tiles has a last stage
+ * whose second half is past K (zeros, k30_produce_tile): multiplied like
+ * the others (no wgmma under a branch, C7518), never promoted. The scales
+ * of a k-tile are read as it is issued, used after the next one's issue.
+ * m0, n0: C's corner of the tile (tokens, B's rows). */
+template <int BM, int F8>
+static __device__ __forceinline__ void k30_consume_fp8_swap(const k30_params *p, float *acc, uint32_t ring,
+                                                            uint32_t full_bar, const uint32_t *empty, int k_tiles,
+                                                            int kt0, int lane, int m0, int n0, int *s,
+                                                            uint32_t *phase)
+{
+    static_assert(K30_KA(1) == 2, "the swapped FP8 loop takes stages of two k-tiles");
+    constexpr int ST = K30_STAGES_MNA(BM, 64, 2);
+    float d0[BM / 2], d1[BM / 2], s0[BM / 4], s1[BM / 4];
+#pragma unroll
+    for (int i = 0; i < BM / 2; i++)   /* zeroed once a tile: each promotion one fma */
+        acc[i] = 0.0f;
+    int prev = 0;
+    for (int kt = 0; kt < k_tiles; kt += 2) {
+        k30_fp8_swap_scales<BM>(p, kt0 + kt, m0, n0, lane, s0);
+        tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
+        k30_fp8_swap_issue<BM, F8>(d0, ring, *s, 0);
+        if (kt > 0) {                  /* the previous stage's second k-tile (d1) is done: promote, release */
+            tk_wgmma_wait(1);
+            k30_release(empty, 1, prev, lane);
+            k30_fp8_swap_promote<BM>(acc, d1, s1);
+        }
+        /* past K where kt + 1 == k_tiles: its row of scales is not read */
+        k30_fp8_swap_scales<BM>(p, kt0 + min(kt + 1, k_tiles - 1), m0, n0, lane, s1);
+        k30_fp8_swap_issue<BM, F8>(d1, ring, *s, 1);
+        tk_wgmma_wait(1);
+        k30_fp8_swap_promote<BM>(acc, d0, s0);
+        prev = *s;
+        if (++*s == ST) {
+            *s = 0;
+            *phase ^= 1;
+        }
+    }
+    tk_wgmma_wait(0);
+    k30_release(empty, 1, prev, lane);
+    if (k_tiles % 2 == 0)
+        k30_fp8_swap_promote<BM>(acc, d1, s1);
+#pragma unroll
+    for (int i = 0; i < BM / 2; i++)
+        tk_wgmma_reg_fence(acc[i]);
+}
+
+/* The per-tensor and row-wise scales of a swapped FP8 tile's final sum
+ * (k30_fp8_finish with rows and columns exchanged): m0, n0 as
+ * k30_consume_fp8_swap's; A's row scale by token (along j, e), B's by B
+ * row (along h). */
+template <int BM>
+static __device__ __forceinline__ void k30_fp8_finish_swap(const k30_params *p, float *acc, int m0, int n0, int warp,
+                                                           int lane)
+{
+    if (p->f8_mode == TK_SCALE_TENSOR) {
+        const float t = __ldg(p->f8_sa) * __ldg(p->f8_sb);
+#pragma unroll
+        for (int i = 0; i < BM / 2; i++)
+            acc[i] *= t;
+    } else if (p->f8_mode == TK_SCALE_ROW) {
+        const int r = n0 + 16 * warp + lane / 4;
+        const float b0 = __ldg(p->f8_sb + min(r, p->n - 1)), b1 = __ldg(p->f8_sb + min(r + 8, p->n - 1));
+#pragma unroll
+        for (int j = 0; j < BM / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const float a = __ldg(p->f8_sa + min(m0 + 8 * j + 2 * (lane % 4) + e, p->m - 1));
+                acc[4 * j + e] *= a * b0;
+                acc[4 * j + 2 + e] *= a * b1;
+            }
+    }
+}
+
 static __device__ __forceinline__ uint32_t k30_pack_bf16x2(float lo, float hi)
 {
     return (uint32_t)tk_f32_to_bf16(lo) | ((uint32_t)tk_f32_to_bf16(hi) << 16);
@@ -1941,7 +2093,9 @@ static inline tk_status k30_supports_fp8(const tk_args *a, int has_instance, cha
     if (!a->fp8)
         return TK_SUCCESS;
     if (!has_instance) {
-        snprintf(why, len, "FP8 operands: only k33_wgmma_128x128 has FP8 instances among k30's configurations (k31_wgmma_cluster has them too)");
+        snprintf(why, len,
+                 "FP8 operands: only k33_wgmma_128x128 and the swapped k36_swap_* have FP8 instances among k30's "
+                 "configurations (k31_wgmma_cluster and k45_cluster_128x128 have them too)");
         return TK_ERR_NOT_SUPPORTED;
     }
     if (a->op_a != TK_OP_N || a->op_b != TK_OP_T) {
@@ -2175,15 +2329,18 @@ static inline int k30_swap_stream(const tk_args *a)
 {
     return 2 * a->n * a->k >= K30_SWAP_STREAM_BYTES;
 }
-static inline int k30_pick_swap(const tk_args *a, int sms)
+/* k30_pick_swap for elements of es bytes (bf16 2, FP8 1): the rule counts
+ * 128-byte rows, so a k-tile is 128 / es values of K (FP8's are 128) and
+ * B's stream es N K bytes. */
+static inline int k30_pick_swap_es(const tk_args *a, int sms, int es)
 {
     /* N < 64 leaves most of wgmma's 64 rows of B empty (4096 x 8 x 4096:
      * k40's swapped form) */
     if (a->op_a != TK_OP_N || a->n < 64)
         return 0;
-    const int k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    const int k_tiles = (int)((a->k * es + 127) / 128);
     const long long tn = (a->n + 63) / 64;
-    const int stream = k30_swap_stream(a);
+    const int stream = es * a->n * a->k >= K30_SWAP_STREAM_BYTES;
     int best = 0;
     long long best_cost = 0;
     for (int bm = 16; bm <= 72; bm += bm < 64 ? 16 : 8) {
@@ -2208,6 +2365,35 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
         }
     }
     return best;
+}
+static inline int k30_pick_swap(const tk_args *a, int sms)
+{
+    return k30_pick_swap_es(a, sms, 2);
+}
+
+/* The tile rows of k36_swap_*'s FP8 instance auto-dispatch gives an FP8
+ * problem, or 0 (K-major A and B only). The bf16 rule in FP8's bytes: a
+ * swapped tile set that fits one wave against k31's and k45's 2-CTA
+ * clusters of 128-row tiles, which at M <= 128 are half or more zero fill
+ * and, with 17-56 cluster tiles on 66 cluster slots (64 x 2112 x 7168: 17),
+ * need split-K to fill the SMs; the swapped tiles fill the wave with
+ * useful rows (64 x 2112 x 7168: 66 tiles of 32 x 64 in 2 slices) and read
+ * 64 + bm rows a k-tile where a 128 x 128 cluster CTA reads 128 + 64.
+ * Where none fits one wave (128 x 7168 x 2048: 224 tiles of 64 x 64) the
+ * 128-row tiles stay: beyond a wave the narrow tiles lost for bf16
+ * (k30_pick_swap). M <= 128 only: there the second CTA of every k31 or
+ * k45 cluster (rows 128-255) is all zero fill, half the SMs; past 128
+ * rows the clusters' tiles fill, and a 128 x 128 CTA reads 192 rows of 128
+ * bytes (B multicast) for 128 x 128 x 128 products where a swapped 64 x 64
+ * tile reads 128 for 64 x 64 x 128: 2.7 times the L2 bytes a product
+ * (unmeasured: 256 x 2112 x 7168 would take 64 x 64 tiles by the bf16
+ * rule). Unlike bf16, no k40 below them: k40 takes no FP8. */
+#define K30_SWAP_FP8_MAX_M 128
+static inline int k30_pick_swap_fp8(const tk_args *a, int sms)
+{
+    if (!a->fp8 || a->op_b != TK_OP_T || a->m > K30_SWAP_FP8_MAX_M)
+        return 0;
+    return k30_pick_swap_es(a, sms, 1);
 }
 
 /* The block N of k42_wgmma_64x* (64-row tiles, one consumer warpgroup)

@@ -25,7 +25,9 @@
  * the dense and grouped instances have EPI = 0. F8 (k30_fp8_kernel):
  * FP8 operands, K-major both, k-tiles of 128 promoted to fp32 one by one
  * (k30_consume_fp8) and the final scales applied before the store
- * (k30_fp8_finish); 0 for bf16. */
+ * (k30_fp8_finish); 0 for bf16. F8 with SWAP = 1 (k30_fp8_swap.cu): k36's
+ * swapped tiles, m64nBMk32 of B's rows by the tokens (k30_consume_fp8_swap,
+ * k30_fp8_finish_swap). */
 template <int A_MN, int B_MN, int BM, int BN, int SWAP, int GRP, int EPI, int F8 = 0>
 static __device__ __forceinline__ void k30_run(const k30_params &p)
 {
@@ -142,7 +144,10 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
                     bias2 = k30_epi_bias_pair<BN>(&p, tn * BN, tid);
             if (PP && turn++ > 0)
                 k30_pp_wait(c);        /* the other consumer's previous unit issued */
-            if constexpr (F8)
+            if constexpr (F8 && SWAP)
+                k30_consume_fp8_swap<BM, F8>(&p, acc, ring, full_bar, empty, ke - kb, kb, lane, tm * BM, tn * BN, &s,
+                                             &phase);
+            else if constexpr (F8)
                 k30_consume_fp8<BM, BN, F8>(&p, acc, ring, full_bar, empty, 1, ke - kb, kb, rc, warp, lane, tm * BM,
                                             tn * BN, &s, &phase);
             else
@@ -164,7 +169,9 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
                 }
                 k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, rc, CONS, tid, 1 + c);
             }
-            if constexpr (F8)
+            if constexpr (F8 && SWAP)
+                k30_fp8_finish_swap<BM>(&p, acc, tm * BM, tn * BN, warp, lane);
+            else if constexpr (F8)
                 k30_fp8_finish<BN>(&p, acc, tm * BM + 64 * rc, tn * BN, warp, lane);
             if constexpr (EPI) {   /* the tile's final sum, on its owner (if constexpr: BN 256 alone) */
                 if constexpr (PP)
@@ -230,6 +237,9 @@ extern "C" const void *k30_epi_func_tt(void);
  * (tk_fp8_format), 128 x 128 tiles; k31's (k31_wgmma_cluster.cu) 128 x 256
  * in 2-CTA clusters. */
 extern "C" const void *k30_fp8_func(int fa, int fb);
+/* k36_swap_*'s FP8 instances (k30_fp8_swap.cu): swapped bm x 64 tiles,
+ * bm = 16, 32, 48, 64 or 72; NULL for another bm. */
+extern "C" const void *k30_fp8_swap_func(int bm, int fa, int fb);
 static inline const void *k30_epi_func(tk_op op_a, tk_op op_b)
 {
     if (op_a == TK_OP_N)

@@ -73,11 +73,12 @@ static int k30_has_epi(int bm, int bn, int swap)
     return !swap && bm == K30_BM && bn == K30_BN;
 }
 
-/* Whether configuration (bm, bn, swap) has FP8 instances (k30_fp8.cu):
- * k33_wgmma_128x128's line alone. */
+/* Whether configuration (bm, bn, swap) has FP8 instances: k33_wgmma_128x128's
+ * line (k30_fp8.cu) and the swapped one-consumer lines, k36_swap_*
+ * (k30_fp8_swap.cu). */
 static int k30_has_fp8(int bm, int bn, int swap)
 {
-    return !swap && bm == K30_BM && bn == 128;
+    return (!swap && bm == K30_BM && bn == 128) || (swap == 1 && bn == 64);
 }
 
 /* A configuration: tiles of bm rows of A and bn of B, the roles swapped
@@ -141,7 +142,9 @@ static void k30_resources_cfg(int bm, int bn, int swap, const tk_args *a, tk_res
         r->dyn_smem = (size_t)K30_PP_SMEM;
     }
     if (a && a->fp8)   /* the FP8 instance; NULL where there is none (k30_supports_cfg refuses it) */
-        r->func = k30_has_fp8(bm, bn, swap) ? k30_fp8_func(a->fp8->fa, a->fp8->fb) : NULL;
+        r->func = !k30_has_fp8(bm, bn, swap) ? NULL
+                  : swap                     ? k30_fp8_swap_func(bm, a->fp8->fa, a->fp8->fb)
+                                             : k30_fp8_func(a->fp8->fa, a->fp8->fb);
 }
 
 static tk_status k30_launch_cfg(int bm, int bn, int swap, const tk_args *a, const tk_device *dev,
@@ -231,8 +234,15 @@ static int k30_family_rank(const tk_kernel *k, const tk_args *a, const tk_device
 {
     if (a->epi && k30_has_epi(k->bm, k->bn, k->swap))
         return K30_EPI_RANK;
-    if (a->fp8)   /* the one FP8 configuration, above k01_naive */
-        return k30_has_fp8(k->bm, k->bn, k->swap) ? K30_EPI_RANK : 0;
+    if (a->fp8) {
+        if (!k30_has_fp8(k->bm, k->bn, k->swap))
+            return 0;
+        /* the swapped tiles where k30_pick_swap_fp8 picks them, above k31's
+         * and k45's FP8 ranks (30, 33); k33's 128 x 128 above k01_naive */
+        if (k->swap)
+            return k30_pick_swap_fp8(a, dev->sm_count) == k->bm ? k->first_rank : 0;
+        return K30_EPI_RANK;
+    }
     return k30_rank_cfg(k->bm, k->bn, k->swap, k->first_rank, k->auto_rank, a, dev);
 }
 

@@ -398,4 +398,165 @@ static __device__ __forceinline__ void tk_wgmma_m64n128k32_f32_fp8(float d[64], 
 }
 #undef TK_WGMMA_FP8_N128_ASM
 
+/* The same with N = 72: D(64x72) = A(64x32) * B(32x72), d[36], j in 0..8 (the swapped
+ * tiles' instruction: k36_swap_*'s FP8 instances, B's 64 rows by 72 tokens). */
+#define TK_WGMMA_FP8_N72_ASM(ta, tb)                                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"                                              \
+                 "wgmma.mma_async.sync.aligned.m64n72k32.f32." ta "." tb " {"                                  \
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31," \
+                 "%32,%33,%34,%35" \
+                 "}, %36, %37, p, 1, 1;\n}\n"                                                         \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),\
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])\
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                                     \
+                 : "memory")
+template <int FP8_A, int FP8_B>
+static __device__ __forceinline__ void tk_wgmma_m64n72k32_f32_fp8(float d[36], uint64_t desc_a, uint64_t desc_b,
+                                                                  int scale_d)
+{
+    if constexpr (FP8_A == 1 && FP8_B == 1)
+        TK_WGMMA_FP8_N72_ASM("e4m3", "e4m3");
+    else if constexpr (FP8_A == 1)
+        TK_WGMMA_FP8_N72_ASM("e4m3", "e5m2");
+    else if constexpr (FP8_B == 1)
+        TK_WGMMA_FP8_N72_ASM("e5m2", "e4m3");
+    else
+        TK_WGMMA_FP8_N72_ASM("e5m2", "e5m2");
+}
+#undef TK_WGMMA_FP8_N72_ASM
+
+/* The same with N = 64: D(64x64) = A(64x32) * B(32x64), d[32], j in 0..7 (the swapped
+ * tiles' instruction: k36_swap_*'s FP8 instances, B's 64 rows by 64 tokens). */
+#define TK_WGMMA_FP8_N64_ASM(ta, tb)                                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                              \
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32." ta "." tb " {"                                  \
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31" \
+                 "}, %32, %33, p, 1, 1;\n}\n"                                                         \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),\
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])\
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                                     \
+                 : "memory")
+template <int FP8_A, int FP8_B>
+static __device__ __forceinline__ void tk_wgmma_m64n64k32_f32_fp8(float d[32], uint64_t desc_a, uint64_t desc_b,
+                                                                  int scale_d)
+{
+    if constexpr (FP8_A == 1 && FP8_B == 1)
+        TK_WGMMA_FP8_N64_ASM("e4m3", "e4m3");
+    else if constexpr (FP8_A == 1)
+        TK_WGMMA_FP8_N64_ASM("e4m3", "e5m2");
+    else if constexpr (FP8_B == 1)
+        TK_WGMMA_FP8_N64_ASM("e5m2", "e4m3");
+    else
+        TK_WGMMA_FP8_N64_ASM("e5m2", "e5m2");
+}
+#undef TK_WGMMA_FP8_N64_ASM
+
+/* The same with N = 48: D(64x48) = A(64x32) * B(32x48), d[24], j in 0..5 (the swapped
+ * tiles' instruction: k36_swap_*'s FP8 instances, B's 64 rows by 48 tokens). */
+#define TK_WGMMA_FP8_N48_ASM(ta, tb)                                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"                                              \
+                 "wgmma.mma_async.sync.aligned.m64n48k32.f32." ta "." tb " {"                                  \
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+                 "%16,%17,%18,%19,%20,%21,%22,%23" \
+                 "}, %24, %25, p, 1, 1;\n}\n"                                                         \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),\
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])\
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                                     \
+                 : "memory")
+template <int FP8_A, int FP8_B>
+static __device__ __forceinline__ void tk_wgmma_m64n48k32_f32_fp8(float d[24], uint64_t desc_a, uint64_t desc_b,
+                                                                  int scale_d)
+{
+    if constexpr (FP8_A == 1 && FP8_B == 1)
+        TK_WGMMA_FP8_N48_ASM("e4m3", "e4m3");
+    else if constexpr (FP8_A == 1)
+        TK_WGMMA_FP8_N48_ASM("e4m3", "e5m2");
+    else if constexpr (FP8_B == 1)
+        TK_WGMMA_FP8_N48_ASM("e5m2", "e4m3");
+    else
+        TK_WGMMA_FP8_N48_ASM("e5m2", "e5m2");
+}
+#undef TK_WGMMA_FP8_N48_ASM
+
+/* The same with N = 32: D(64x32) = A(64x32) * B(32x32), d[16], j in 0..3 (the swapped
+ * tiles' instruction: k36_swap_*'s FP8 instances, B's 64 rows by 32 tokens). */
+#define TK_WGMMA_FP8_N32_ASM(ta, tb)                                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                              \
+                 "wgmma.mma_async.sync.aligned.m64n32k32.f32." ta "." tb " {"                                  \
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15" \
+                 "}, %16, %17, p, 1, 1;\n}\n"                                                         \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),\
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])\
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                                     \
+                 : "memory")
+template <int FP8_A, int FP8_B>
+static __device__ __forceinline__ void tk_wgmma_m64n32k32_f32_fp8(float d[16], uint64_t desc_a, uint64_t desc_b,
+                                                                  int scale_d)
+{
+    if constexpr (FP8_A == 1 && FP8_B == 1)
+        TK_WGMMA_FP8_N32_ASM("e4m3", "e4m3");
+    else if constexpr (FP8_A == 1)
+        TK_WGMMA_FP8_N32_ASM("e4m3", "e5m2");
+    else if constexpr (FP8_B == 1)
+        TK_WGMMA_FP8_N32_ASM("e5m2", "e4m3");
+    else
+        TK_WGMMA_FP8_N32_ASM("e5m2", "e5m2");
+}
+#undef TK_WGMMA_FP8_N32_ASM
+
+/* The same with N = 16: D(64x16) = A(64x32) * B(32x16), d[8], j in 0..1 (the swapped
+ * tiles' instruction: k36_swap_*'s FP8 instances, B's 64 rows by 16 tokens). */
+#define TK_WGMMA_FP8_N16_ASM(ta, tb)                                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"                                              \
+                 "wgmma.mma_async.sync.aligned.m64n16k32.f32." ta "." tb " {"                                  \
+                 "%0,%1,%2,%3,%4,%5,%6,%7" \
+                 "}, %8, %9, p, 1, 1;\n}\n"                                                         \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])\
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                                     \
+                 : "memory")
+template <int FP8_A, int FP8_B>
+static __device__ __forceinline__ void tk_wgmma_m64n16k32_f32_fp8(float d[8], uint64_t desc_a, uint64_t desc_b,
+                                                                  int scale_d)
+{
+    if constexpr (FP8_A == 1 && FP8_B == 1)
+        TK_WGMMA_FP8_N16_ASM("e4m3", "e4m3");
+    else if constexpr (FP8_A == 1)
+        TK_WGMMA_FP8_N16_ASM("e4m3", "e5m2");
+    else if constexpr (FP8_B == 1)
+        TK_WGMMA_FP8_N16_ASM("e5m2", "e4m3");
+    else
+        TK_WGMMA_FP8_N16_ASM("e5m2", "e5m2");
+}
+#undef TK_WGMMA_FP8_N16_ASM
+
+/* m64nNk32 for N = 128, 72, 64, 48, 32 or 16, chosen at compile time (as
+ * tk_wgmma_m64nNk16_f32_bf16): N / 2 accumulators a thread. */
+template <int N, int FP8_A, int FP8_B>
+static __device__ __forceinline__ void tk_wgmma_m64nNk32_f32_fp8(float *d, uint64_t desc_a, uint64_t desc_b,
+                                                                 int scale_d)
+{
+    static_assert(N == 128 || N == 72 || N == 64 || N == 48 || N == 32 || N == 16,
+                  "FP8 wgmma wrappers exist for N = 128, 72, 64, 48, 32 and 16");
+    if constexpr (N == 128)
+        tk_wgmma_m64n128k32_f32_fp8<FP8_A, FP8_B>(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 72)
+        tk_wgmma_m64n72k32_f32_fp8<FP8_A, FP8_B>(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 64)
+        tk_wgmma_m64n64k32_f32_fp8<FP8_A, FP8_B>(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 48)
+        tk_wgmma_m64n48k32_f32_fp8<FP8_A, FP8_B>(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 32)
+        tk_wgmma_m64n32k32_f32_fp8<FP8_A, FP8_B>(d, desc_a, desc_b, scale_d);
+    else
+        tk_wgmma_m64n16k32_f32_fp8<FP8_A, FP8_B>(d, desc_a, desc_b, scale_d);
+}
+
 #endif
