@@ -1058,8 +1058,8 @@ static __device__ __forceinline__ void k30_fp8_swap_issue(float *d, uint32_t rin
  * promoted while the next one is in the tensor core (the previous stage's
  * d1 after this stage's d0 is issued, d0 after d1 is issued): 3 x BM / 2
  * registers of sums. A unit with an odd number of k-tiles has a last stage
- * whose second half is past K (zeros, k30_produce_tile): multiplied like
- * the others (no wgmma under a branch, C7518), never promoted. The scales
+ * whose second half is past K (zeros, k30_produce_tile), never multiplied.
+ * The scales
  * of a k-tile are read as it is issued, used after the next one's issue.
  * m0, n0: C's corner of the tile (tokens, B's rows). */
 template <int BM, int F8>
@@ -1074,31 +1074,44 @@ static __device__ __forceinline__ void k30_consume_fp8_swap(const k30_params *p,
 #pragma unroll
     for (int i = 0; i < BM / 2; i++)   /* zeroed once a tile: each promotion one fma */
         acc[i] = 0.0f;
-    int prev = 0;
-    for (int kt = 0; kt < k_tiles; kt += 2) {
+    /* As k30_consume_fp8_pipe: each issue on the loop's straight path
+     * (ptxas serializes wgmma issued under a branch: C7518), the exits the
+     * only branches (with the second k-tile always issued, ptxas found the
+     * promotions inside a pipeline stage and serialized every wgmma: C7514). */
+    for (int kt = 0;; kt += 2) {
         k30_fp8_swap_scales<BM>(p, kt0 + kt, m0, n0, lane, s0);
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
         k30_fp8_swap_issue<BM, F8>(d0, ring, *s, 0);
         if (kt > 0) {                  /* the previous stage's second k-tile (d1) is done: promote, release */
             tk_wgmma_wait(1);
-            k30_release(empty, 1, prev, lane);
+            k30_release(empty, 1, *s == 0 ? ST - 1 : *s - 1, lane);
             k30_fp8_swap_promote<BM>(acc, d1, s1);
         }
-        /* past K where kt + 1 == k_tiles: its row of scales is not read */
-        k30_fp8_swap_scales<BM>(p, kt0 + min(kt + 1, k_tiles - 1), m0, n0, lane, s1);
+        if (kt + 1 >= k_tiles) {       /* odd: the stage's second half is past K, never multiplied */
+            tk_wgmma_wait(0);
+            k30_release(empty, 1, *s, lane);
+            k30_fp8_swap_promote<BM>(acc, d0, s0);
+            break;
+        }
+        k30_fp8_swap_scales<BM>(p, kt0 + kt + 1, m0, n0, lane, s1);
         k30_fp8_swap_issue<BM, F8>(d1, ring, *s, 1);
         tk_wgmma_wait(1);
         k30_fp8_swap_promote<BM>(acc, d0, s0);
-        prev = *s;
+        if (kt + 2 >= k_tiles) {
+            tk_wgmma_wait(0);
+            k30_release(empty, 1, *s, lane);
+            k30_fp8_swap_promote<BM>(acc, d1, s1);
+            break;
+        }
         if (++*s == ST) {
             *s = 0;
             *phase ^= 1;
         }
     }
-    tk_wgmma_wait(0);
-    k30_release(empty, 1, prev, lane);
-    if (k_tiles % 2 == 0)
-        k30_fp8_swap_promote<BM>(acc, d1, s1);
+    if (++*s == ST) {                  /* past the unit's last stage */
+        *s = 0;
+        *phase ^= 1;
+    }
 #pragma unroll
     for (int i = 0; i < BM / 2; i++)
         tk_wgmma_reg_fence(acc[i]);

@@ -3,7 +3,8 @@
  * dequantized terms (lab_f8verify.c), C NaN-poisoned between guard bands.
  *
  *   gpu_test_fp8 [name-substring]
- *   TK_FP8_KERNELS=auto,k01_naive,k33_wgmma_128x128,k31_wgmma_cluster,k45_cluster_128x128 gpu_test_fp8   (the default)
+ *   TK_FP8_KERNELS=auto,k01_naive,k33_wgmma_128x128,k31_wgmma_cluster,k45_cluster_128x128,k36_swap_16x64,
+ *     k36_swap_32x64,k36_swap_48x64,k36_swap_64x64,k36_swap_72x64 gpu_test_fp8   (the default)
  *
  * sweep: the four format pairings x the three scale modes x both ops and
  * layouts (block scales: row-major only, K a multiple of 128; the
@@ -11,15 +12,16 @@
  * 1, 7, 130; N 1, 9, 258; K 1, 5, 200 or 128, 384), fp32 and bf16 C, beta
  * 0.5 in some, padded leading dimensions in half; exact: integer codes
  * with power-of-two scales must come back exact in fp32 C; tiles: shapes
- * of many tiles, split long K and decode, K-major; long_k: K = 32768
- * within the tolerance. */
+ * of many tiles, split long K and decode, K-major; small_m: the swapped
+ * tiles' edges (odd k-tile counts, tokens past a tile, split units);
+ * long_k: K = 32768 within the tolerance. */
 #include <stdio.h>
 #include <string.h>
 #include "tilekit.h"
 #include "lab/lab.h"
 #include "../host/check.h"
 
-#define MAX_KERNELS 8
+#define MAX_KERNELS 16
 
 static const char *kernels[MAX_KERNELS];
 static int nkernels;
@@ -125,6 +127,26 @@ static void tiles(void)
     report("tiles");
 }
 
+/* The swapped small-M tiles (k36_swap_*'s FP8 instances) at their edges:
+ * auto's split 32 x 64 tiles (64 x 2112 x 7168), an odd number of k-tiles
+ * (5 and 9: the last stage's second half past K), tokens and B rows past
+ * the tile edges (37 x 200, 100 x 520: 72-row tiles' second row of tiles
+ * 28 tokens), a DRAM stream of B (16 x 4096 x 4096); every format pairing
+ * and scale mode. */
+static void small_m(void)
+{
+    static const int64_t shapes[][3] = { { 64, 2112, 7168 }, { 37, 200, 640 }, { 100, 520, 1152 }, { 16, 4096, 4096 } };
+    for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++)
+        for (unsigned t = 0; t < 4; t++) {
+            tk_lab_case c;
+            case_init(&c, shapes[t][0], shapes[t][1], shapes[t][2], t * 4 + 1);
+            c.layout = TK_ROW_MAJOR, c.op_a = TK_OP_N, c.op_b = TK_OP_T;
+            tk_lab_f8 f = { t & 1 ? TK_LAB_E5M2 : TK_LAB_E4M3, t & 2 ? TK_LAB_E5M2 : TK_LAB_E4M3, mode, 0 };
+            run(&c, &f, 0);
+        }
+    report("small_m");
+}
+
 static void long_k(void)
 {
     for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
@@ -152,10 +174,16 @@ void tk_tests(void)
         kernels[nkernels++] = "k33_wgmma_128x128";     /* the FP8 instances (k30_fp8.cu, */
         kernels[nkernels++] = "k31_wgmma_cluster";     /* k31_wgmma_cluster.cu) */
         kernels[nkernels++] = "k45_cluster_128x128";
+        kernels[nkernels++] = "k36_swap_16x64";        /* the swapped small-M ones (k30_fp8_swap.cu) */
+        kernels[nkernels++] = "k36_swap_32x64";
+        kernels[nkernels++] = "k36_swap_48x64";
+        kernels[nkernels++] = "k36_swap_64x64";
+        kernels[nkernels++] = "k36_swap_72x64";
     }
     TK_TEST(sweep);
     TK_TEST(exact);
     TK_TEST(tiles);
+    TK_TEST(small_m);
     TK_TEST(long_k);
     tk_lab_verify_close(v);
 }

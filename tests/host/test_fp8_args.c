@@ -115,18 +115,22 @@ static void test_route(void)
                 a.fp8 = &f;
                 fh_attrs_args(&fake, &a);
                 tk_route r;
+                /* M <= 128 fitting one wave of swapped tiles (1 x 4096 x 4096: 64 of 16 x 64; 7 x 130 x
+                 * 256: 3): k36_swap_16x64's FP8 instance in every mode */
+                const int swapped = shapes[s][0] <= 128;
                 if (sm == 90 && !op_a) {   /* block scales: k31's FP8 instance, measured faster there */
                     f.mode = TK_SCALE_BLOCK;
                     const int okb = tk_route_choose(&fake, &a, &r, 0);
-                    CHECK(okb && r.k && !strcmp(r.k->name, "k31_wgmma_cluster"), "block scales: auto picked %s",
-                          okb && r.k ? r.k->name : "nothing");
+                    const char *wantb = swapped ? "k36_swap_16x64" : "k31_wgmma_cluster";
+                    CHECK(okb && r.k && !strcmp(r.k->name, wantb), "block scales: auto picked %s (expected %s)",
+                          okb && r.k ? r.k->name : "nothing", wantb);
                     f.mode = TK_SCALE_ROW;
                 }
                 const int ok = tk_route_choose(&fake, &a, &r, 0);
-                /* K-major on sm_90: k31's or k45's FP8 instance, by the waves they fill */
-                const char *want = sm != 90 || op_a           ? "k01_naive"
-                                   : shapes[s][0] == 4096 ? "k31_wgmma_cluster"   /* 16 x 16 cluster tiles: full waves */
-                                                          : "k45_cluster_128x128";   /* 1 or 2 cluster tiles of 256 */
+                /* K-major on sm_90: k31's FP8 instance where its 16 x 16 cluster tiles fill the waves */
+                const char *want = sm != 90 || op_a ? "k01_naive"
+                                   : swapped        ? "k36_swap_16x64"
+                                                    : "k31_wgmma_cluster";
                 CHECK(ok && r.k && !strcmp(r.k->name, want), "sm_%d op_a %s %lldx%lldx%lld: auto picked %s (expected %s)",
                       sm, op_a ? "T" : "N", (long long)shapes[s][0], (long long)shapes[s][1],
                       (long long)shapes[s][2], ok && r.k ? r.k->name : "nothing", want);
@@ -136,13 +140,80 @@ static void test_route(void)
                       tk_status_string(st), why);
                 if (sm == 90) {
                     st = tk_kernel_check(&fake, tk_registry_find("k30_wgmma_tma"), &a, why, sizeof why);
-                    CHECK(st == TK_ERR_NOT_SUPPORTED && strstr(why, "only k33_wgmma_128x128 has FP8"),
+                    CHECK(st == TK_ERR_NOT_SUPPORTED && strstr(why, "only k33_wgmma_128x128 and the swapped k36_swap_* have FP8"),
                           "k30 named: %s (%s)", tk_status_string(st), why);
                     st = tk_kernel_check(&fake, tk_registry_find("k33_wgmma_128x128"), &a, why, sizeof why);
                     CHECK(op_a ? st == TK_ERR_NOT_SUPPORTED && strstr(why, "K-major only") : st == TK_SUCCESS,
                           "k33 named, op_a %s: %s (%s)", op_a ? "T" : "N", tk_status_string(st), why);
                 }
             }
+}
+
+/* The swapped small-M FP8 instances (k36_swap_*, k30_fp8_swap.cu) on sm_90:
+ * auto takes them where k30_pick_swap_fp8 finds a tile set that fits one
+ * wave at M <= 128 (FP8's 128-deep k-tiles), in every scale mode, and
+ * leaves the others to k31's and k45's clusters; named, they take K-major
+ * A and B alone, and a configuration not picked still runs when named. */
+static void test_route_swap(void)
+{
+    static const struct {
+        int64_t m, n, k;
+        const char *want;   /* NULL: not a swapped tile */
+    } cases[] = {
+        { 64, 2112, 7168, "k36_swap_32x64" },    /* 66 tiles x 2 slices of 28 k-tiles (16 x 64: 132 of 56) */
+        { 128, 2112, 7168, "k36_swap_32x64" },   /* 132 tiles of 56 k-tiles */
+        { 64, 7168, 2048, "k36_swap_64x64" },    /* 112 tiles: narrower ones need more than a wave */
+        { 16, 4096, 4096, "k36_swap_16x64" },    /* B a DRAM stream: the narrowest tiles that fit, unsplit */
+        { 72, 7168, 2048, "k36_swap_72x64" },    /* 112 tiles of 72 rows */
+        { 128, 7168, 2048, NULL },               /* 224 tiles of 64 x 64: beyond one wave */
+        { 256, 2112, 7168, NULL },               /* M > 128: the clusters' tiles fill */
+        { 4096, 4096, 4096, NULL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
+            struct tk_handle_s fake;
+            fh_init(&fake, 90);
+            tk_gemm_desc d = fp8_desc(mode);
+            d.problem.m = cases[i].m;
+            d.problem.n = cases[i].n;
+            d.problem.k = cases[i].k;
+            d.problem.lda = d.problem.ldb = cases[i].k;
+            d.problem.ldc = cases[i].n;
+            tk_args a;
+            int noop = 0;
+            const tk_kernel *named = NULL;
+            const tk_widths w = { d.problem.n, d.problem.n, 0, 1 };
+            CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop, &named, 1, &w) == TK_SUCCESS, "prepare: %s",
+                  tk_last_error(&fake));
+            tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E5M2, mode, d.scale_a, d.scale_b,
+                              mode == TK_SCALE_BLOCK ? cases[i].m : 0,
+                              mode == TK_SCALE_BLOCK ? (cases[i].n + 127) / 128 : 0 };
+            a.fp8 = &f;
+            fh_attrs_args(&fake, &a);
+            tk_route r;
+            const int ok = tk_route_choose(&fake, &a, &r, 0);
+            const char *got = ok && r.k ? r.k->name : "nothing";
+            if (cases[i].want)
+                CHECK(!strcmp(got, cases[i].want), "%lldx%lldx%lld mode %d: auto picked %s (expected %s)",
+                      (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, mode, got, cases[i].want);
+            else
+                CHECK(strncmp(got, "k36_swap", 8) && strcmp(got, "k01_naive"),
+                      "%lldx%lldx%lld mode %d: auto picked %s (expected a cluster instance)", (long long)cases[i].m,
+                      (long long)cases[i].n, (long long)cases[i].k, mode, got);
+            char why[TK_MSG_LEN] = "";
+            /* every swapped line has an FP8 instance: named, it runs any shape */
+            tk_status st = tk_kernel_check(&fake, tk_registry_find("k36_swap_48x64"), &a, why, sizeof why);
+            CHECK(st == TK_SUCCESS, "k36_swap_48x64 named: %s (%s)", tk_status_string(st), why);
+            /* the swapped tile reads A K-major: op_a T refused (k01 takes it) */
+            a.op_a = TK_OP_T;
+            st = tk_kernel_check(&fake, tk_registry_find("k36_swap_32x64"), &a, why, sizeof why);
+            CHECK(st == TK_ERR_NOT_SUPPORTED, "k36_swap_32x64 named, op_a T: %s (%s)", tk_status_string(st), why);
+            /* k38's two-consumer swapped tiles and the grouped swapped lines have none */
+            a.op_a = TK_OP_N;
+            st = tk_kernel_check(&fake, tk_registry_find("k38_swap_144x128"), &a, why, sizeof why);
+            CHECK(st == TK_ERR_NOT_SUPPORTED && strstr(why, "k36_swap_*"), "k38 named: %s (%s)",
+                  tk_status_string(st), why);
+        }
 }
 
 static void test_bad_fields(void)
@@ -212,6 +283,7 @@ void tk_tests(void)
 {
     TK_TEST(test_valid_calls_pass);
     TK_TEST(test_route);
+    TK_TEST(test_route_swap);
     TK_TEST(test_bad_fields);
     TK_TEST(test_bf16_takes_no_scales);
 }
