@@ -2402,9 +2402,19 @@ static inline int k30_pick_swap(const tk_args *a, int sms)
  * (unmeasured: 256 x 2112 x 7168 would take 64 x 64 tiles by the bf16
  * rule). Unlike bf16, no k40 below them: k40 takes no FP8. */
 #define K30_SWAP_FP8_MAX_M 128
+/* Block scales: the swapped tiles run at about half their per-tensor rate
+ * (reading the scales a stage ahead did not change that: NOTES session 31),
+ * so k31 (split along K) stays where its tiles were faster. Measured (H200,
+ * TFLOP/s, swapped / k31; `tilekit bench --dtype e4m3 --scale block`):
+ * 16x4096x4096 31/21, 32x2112x7168 47/33, 64x2112x7168 85/68, 64x7168x2048
+ * 110/92 (swapped); 64x4096x7168 97/124, 128x2112x7168 107/133,
+ * 128x4096x7168 173/252, 128x7168x2048 176/176 (k31). */
+#define K30_SWAP_FP8_BLOCK_MAX_M 64
 static inline int k30_pick_swap_fp8(const tk_args *a, int sms)
 {
     if (!a->fp8 || a->op_b != TK_OP_T || a->m > K30_SWAP_FP8_MAX_M)
+        return 0;
+    if (a->fp8->mode == TK_SCALE_BLOCK && (a->m > K30_SWAP_FP8_BLOCK_MAX_M || (a->n > 2304 && a->k > 4096)))
         return 0;
     return k30_pick_swap_es(a, sms, 1);
 }
