@@ -46,11 +46,13 @@
  * 0, 1, ..., R-1, in fp32, then alpha, beta and the one rounding to C's
  * type, as tk_gemm's epilogue does: the order depends on neither the chunk
  * count nor the arrival order. The same call gives the same bits on every
- * run. Auto-dispatch may pick another kernel for another chunk height, so
- * the bits may change with the chunk count; with a named tile kernel
- * (desc.kernel: k30_wgmma_tma, k21_mma_fastload, ...), whose sums run over
- * K in one order whatever M when nothing is split, they do not
- * (tests/gpu/test_dist.c checks 1, 2 and 4 chunks).
+ * run. Every chunk runs one kernel: desc.kernel, else the one
+ * auto-dispatch picks for the whole local product (all M rows), not its
+ * pick for each chunk's height (auto-dispatch chunk by chunk only where a
+ * chunk refuses that kernel: operands misaligned at a chunk's rows). A tile
+ * kernel's sums run over K in one order whatever M when nothing is split,
+ * so the bits do not change with the chunk count (tests/gpu/test_dist.c
+ * checks 1, 2 and 4 chunks with named kernels).
  *
  * Rules:
  * - One host thread uses a context at a time (a tk_handle's rule). Calls on

@@ -32,6 +32,28 @@ static tk_gemm_problem rows_problem(const tk_gemm_problem *pb, const void *a, in
     return q;
 }
 
+/* Would every GEMM of the call take `kernel` (NULL: auto-dispatch)? One
+ * check per distinct row count: the own block, then the received chunks
+ * (their rows of `gathered`, NULL where it is the workspace). */
+static tk_status check_chunks(tk_dist d, const tkd_prep *p, const char *kernel, const char *g0)
+{
+    const tk_gemm_problem *pb = &p->desc.problem;
+    const int R = d->nranks, r = d->rank;
+    const int64_t mb = p->block_rows, K = pb->k, ldg = K > 0 ? K : 1;
+    const size_t row_bytes = (size_t)K * 2;
+    tk_gemm_problem q = rows_problem(pb, pb->a, pb->lda, (int64_t)r * mb, mb);
+    tk_status st = tkd_preflight(d, &q, kernel, "the own block's product");
+    for (int i = 0; i < p->chunks && !st; i++) {
+        int64_t rows = p->bounds[i + 1] - p->bounds[i];
+        if (i > 0 && rows == p->bounds[i] - p->bounds[i - 1])
+            continue;
+        const int64_t row0 = (int64_t)((r + R - 1) % R) * mb + p->bounds[i];
+        q = rows_problem(pb, g0 ? g0 + (size_t)row0 * row_bytes : NULL, ldg, row0, rows);
+        st = tkd_preflight(d, &q, kernel, "a received chunk's product");
+    }
+    return st;
+}
+
 tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *stream_)
 {
     tkd_prep p;
@@ -42,7 +64,6 @@ tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *str
     const tk_gemm_problem *pb = &p.desc.problem;
     const int R = d->nranks, r = d->rank, c = p.chunks;
     const int64_t mb = p.block_rows, K = pb->k, ldg = K > 0 ? K : 1;
-    const char *kernel = p.desc.kernel;
     const size_t row_bytes = (size_t)K * 2;
     if (!pb->a && mb > 0 && K > 0)
         return tkd_fail(d, TK_ERR_INVALID_VALUE, "problem.a: NULL (this rank's %lld rows of A)", (long long)mb);
@@ -50,22 +71,20 @@ tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *str
         return tkd_fail(d, TK_ERR_INVALID_VALUE, "problem.lda: %lld is less than K = %lld (a row of op(A))",
                         (long long)pb->lda, (long long)K);
 
-    /* every chunk's GEMM checked first (one per distinct row count), so a
-     * refusal enqueues nothing on any stream */
-    const char *g0 = p.desc.gathered;
+    /* One kernel for every chunk: the one the whole product (all M rows of
+     * the gathered A) would run, unless a chunk refuses it; then every
+     * chunk's GEMM checked (one per distinct row count), so a refusal
+     * enqueues nothing on any stream */
+    const char *g0 = p.desc.gathered, *kernel = p.desc.kernel;
     if (pb->n > 0) {
-        tk_gemm_problem q = rows_problem(pb, pb->a, pb->lda, (int64_t)r * mb, mb);
-        if ((st = tkd_preflight(d, &q, kernel, "the own block's product")))
-            return st;
-        for (int i = 0; i < c; i++) {
-            int64_t rows = p.bounds[i + 1] - p.bounds[i];
-            if (i > 0 && rows == p.bounds[i] - p.bounds[i - 1])
-                continue;
-            const int64_t row0 = (int64_t)((r + R - 1) % R) * mb + p.bounds[i];
-            q = rows_problem(pb, g0 ? g0 + (size_t)row0 * row_bytes : NULL, ldg, row0, rows);
-            if ((st = tkd_preflight(d, &q, kernel, "a received chunk's product")))
-                return st;
+        const tk_gemm_problem whole = rows_problem(pb, g0, ldg, 0, pb->m);
+        kernel = tkd_whole_kernel(d, &whole, p.desc.kernel);
+        if (kernel != p.desc.kernel && check_chunks(d, &p, kernel, g0)) {
+            tkd_begin(d);
+            kernel = p.desc.kernel;
         }
+        if ((st = check_chunks(d, &p, kernel, g0)))
+            return st;
     }
     if (p.desc.check_shapes && (st = tkd_check_shapes(d, &p, stream)))
         return st;

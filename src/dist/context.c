@@ -440,6 +440,15 @@ tk_status tkd_preflight(tk_dist d, const tk_gemm_problem *q, const char *kernel,
     return TK_SUCCESS;
 }
 
+const char *tkd_whole_kernel(tk_dist d, const tk_gemm_problem *whole, const char *asked)
+{
+    if (asked && strcmp(asked, "auto"))
+        return asked;
+    const char *k = tk_select_kernel(d->h, whole);
+    tkd_begin(d);   /* a refusal here is no failure: the chunks then go to auto-dispatch */
+    return k;
+}
+
 tk_status tk_dist_plan(tk_dist d, tk_dist_op op, const tk_dist_desc *desc, tk_dist_plan_info *out)
 {
     tkd_prep p;

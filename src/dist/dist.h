@@ -203,6 +203,12 @@ tk_status tkd_call_begin(tk_dist d, cudaStream_t stream, size_t bytes, int nev);
  * auto-dispatch) take this chunk's problem q on d's handle? `what` names
  * the chunk in the refusal. */
 tk_status tkd_preflight(tk_dist d, const tk_gemm_problem *q, const char *kernel, const char *what);
+/* The kernel of every chunk of a call: `asked` where it names one, else
+ * the one auto-dispatch picks for `whole` (the local product of all M
+ * rows), so that each chunk runs the kernel, tile and bits the whole
+ * product would instead of auto-dispatch's pick for its own height; NULL
+ * (auto-dispatch chunk by chunk) where none is picked. */
+const char *tkd_whole_kernel(tk_dist d, const tk_gemm_problem *whole, const char *asked);
 /* The exchange of check_shapes on cs, waited for on the host. */
 tk_status tkd_check_shapes(tk_dist d, const tkd_prep *p, cudaStream_t stream);
 /* Waits for NCCL's group to be done on a non-blocking communicator (r ==

@@ -36,6 +36,26 @@ static tk_gemm_problem part_problem(const tk_gemm_problem *pb, int64_t row0, int
     return q;
 }
 
+/* Would every GEMM of the call take `kernel` (NULL: auto-dispatch)? The
+ * own block, then one chunk per distinct row count. */
+static tk_status check_chunks(tk_dist d, const tkd_prep *p, const char *kernel)
+{
+    const tk_gemm_problem *pb = &p->desc.problem;
+    const int R = d->nranks, r = d->rank;
+    const int64_t mb = p->block_rows;
+    const tk_dtype pt = (tk_dtype)p->desc.partial_type;
+    tk_gemm_problem q = part_problem(pb, (int64_t)r * mb, mb, NULL, pt);
+    tk_status st = tkd_preflight(d, &q, kernel, "the own rows' partial product");
+    for (int i = 0; i < p->chunks && !st; i++) {
+        const int64_t rows = p->bounds[i + 1] - p->bounds[i];
+        if (i > 0 && rows == p->bounds[i] - p->bounds[i - 1])
+            continue;
+        q = part_problem(pb, (int64_t)((r + 1) % R) * mb + p->bounds[i], rows, NULL, pt);
+        st = tkd_preflight(d, &q, kernel, "a chunk's partial product");
+    }
+    return st;
+}
+
 tk_status tk_dist_gemm_reduce_scatter(tk_dist d, const tk_dist_desc *desc, void *stream_)
 {
     tkd_prep p;
@@ -49,7 +69,6 @@ tk_status tk_dist_gemm_reduce_scatter(tk_dist d, const tk_dist_desc *desc, void 
     const tk_dtype pt = (tk_dtype)p.desc.partial_type;
     const size_t psize = pt == TK_BF16 ? 2 : 4, csize = pb->c_type == TK_BF16 ? 2 : 4;
     const size_t blk = (size_t)mb * (size_t)N * psize, row_bytes = (size_t)N * psize;
-    const char *kernel = p.desc.kernel;
 
     /* C: this rank's M/R x N rows (the sum kernel writes it; tk_gemm_ex never sees it) */
     const int64_t ldc_min = pb->layout == TK_ROW_MAJOR ? N : mb;
@@ -63,18 +82,17 @@ tk_status tk_dist_gemm_reduce_scatter(tk_dist d, const tk_dist_desc *desc, void 
                         "%lld rows, %s)", (long long)pb->ldc, (long long)(ldc_min > 0 ? ldc_min : 1), (long long)mb,
                         (long long)N, pb->layout == TK_ROW_MAJOR ? "row-major" : "column-major");
 
-    /* every chunk's GEMM checked first (one per distinct row count, and the own block) */
-    tk_gemm_problem q = part_problem(pb, (int64_t)r * mb, mb, NULL, pt);
-    if ((st = tkd_preflight(d, &q, kernel, "the own rows' partial product")))
-        return st;
-    for (int i = 0; i < c; i++) {
-        const int64_t rows = p.bounds[i + 1] - p.bounds[i];
-        if (i > 0 && rows == p.bounds[i] - p.bounds[i - 1])
-            continue;
-        q = part_problem(pb, (int64_t)((r + 1) % R) * mb + p.bounds[i], rows, NULL, pt);
-        if ((st = tkd_preflight(d, &q, kernel, "a chunk's partial product")))
-            return st;
+    /* One kernel for every chunk: the one the whole local product (all M
+     * rows, into partials) would run, unless a chunk refuses it; then every
+     * chunk's GEMM checked (one per distinct row count, and the own block) */
+    tk_gemm_problem q = part_problem(pb, 0, pb->m, NULL, pt);
+    const char *kernel = tkd_whole_kernel(d, &q, p.desc.kernel);
+    if (kernel != p.desc.kernel && check_chunks(d, &p, kernel)) {
+        tkd_begin(d);
+        kernel = p.desc.kernel;
     }
+    if ((st = check_chunks(d, &p, kernel)))
+        return st;
     if (p.desc.check_shapes && (st = tkd_check_shapes(d, &p, stream)))
         return st;
     if ((st = tkd_call_begin(d, stream, p.ws_bytes, (R - 1) * c)))
