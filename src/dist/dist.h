@@ -22,8 +22,10 @@ extern "C" {
 
 /* ---- NCCL, loaded at run time (nccl_load.c) ----
  * The functions the library and its tests call, resolved from one dlopen.
- * ncclCommInitRankConfig and ncclGetLastError are optional (NULL where the
- * NCCL loaded predates them). */
+ * ncclGetLastError and the copy-engine transport's six are optional (NULL
+ * where the NCCL loaded predates them). Those six are typed here without
+ * the types of NCCL 2.27/2.28 (ncclConfig_t *, ncclWindow_t: pointers), so
+ * that the table compiles against an older nccl.h too. */
 typedef struct tkd_nccl {
     void *lib;
     ncclResult_t (*GetVersion)(int *);
@@ -44,7 +46,18 @@ typedef struct tkd_nccl {
     ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
     ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                   cudaStream_t);
+    /* optional: the copy-engine transport (tkd_ce_missing) */
+    ncclResult_t (*CommSplit)(ncclComm_t, int, int, ncclComm_t *, void *config);
+    ncclResult_t (*MemAlloc)(void **, size_t);
+    ncclResult_t (*MemFree)(void *);
+    ncclResult_t (*CommWindowRegister)(ncclComm_t, void *, size_t, void **win, int);
+    ncclResult_t (*CommWindowDeregister)(ncclComm_t, void *win);
+    ncclResult_t (*AlltoAll)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
 } tkd_nccl;
+
+/* The name of the first function of the copy-engine transport that t
+ * lacks ("ncclCommSplit", ...), or NULL where it has all six. */
+const char *tkd_ce_missing(const tkd_nccl *t);
 
 /* Opens `file` (dlopen, RTLD_NOW | RTLD_GLOBAL) and resolves the table.
  * 0, or -1 with why (which file or symbol, dlerror's words) and t cleared. */
