@@ -171,6 +171,10 @@ typedef struct tk_dist_plan_info {
     double sequential_us;        /* the model: the exchange, then the product (or the product, then it) */
     double overlapped_us;        /* the model at `chunks` */
     size_t workspace_bytes;      /* device memory the call needs in d's workspace */
+    /* version 2 (the copy-engine transport) */
+    int transport;               /* TK_DIST_TRANSPORT_P2P or TK_DIST_TRANSPORT_CE: the one the call would use */
+    char transport_why[96];      /* why that one (where CE is not set up yet: a forecast, see tk_dist_set_transport) */
+    size_t window_bytes;         /* CE: the windows' device memory the call needs (apart from workspace_bytes) */
 } tk_dist_plan_info;
 
 #define TK_DIST_PLAN_INFO_INIT { .size = sizeof(tk_dist_plan_info) }
@@ -192,6 +196,39 @@ tk_status tk_dist_plan(tk_dist d, tk_dist_op op, const tk_dist_desc *desc, tk_di
 tk_status tk_dist_set_link_gbps(tk_dist d, double gbps);
 tk_status tk_dist_set_comm_sms(tk_dist d, int sms);
 tk_status tk_dist_set_timeout(tk_dist d, int timeout_ms);
+
+/* How the rows move between the GPUs (the top of this file). Every rank
+ * must set the same, as with the chunk count: check_shapes compares the
+ * transport asked, and ranks that ask for different ones hang or fail.
+ * - P2P: grouped ncclSend/ncclRecv on d's stream, chunk by chunk: NCCL's
+ *   kernels, which need SMs that the GEMMs' persistent grids hold.
+ * - CE: NCCL's copy-engine collectives (NCCL 2.28 and newer): per chunk
+ *   one ncclAllGather (all-gather) or ncclAlltoAll (reduce-scatter) on a
+ *   communicator split from d's with the zero-CTA policy, between windows
+ *   registered symmetric (ncclMemAlloc'd device memory that d holds,
+ *   grown to the largest call, in 32 MiB steps). They take no SM where the
+ *   ranks are on one node with P2P and cuMem; elsewhere NCCL runs them
+ *   with its kernels, silently (the results are the same).
+ * - AUTO (0, the default): CE where the NCCL loaded has its functions and
+ *   its set-up succeeded on every rank, else P2P.
+ * Without a call to this, $TK_DIST_TRANSPORT (auto, p2p or ce; another
+ * value: TK_ERR_INVALID_VALUE at each call) else AUTO. CE is set up at the
+ * first call that may use it: a collective (every rank reaches it, as
+ * every rank makes the same calls) that ends with the ranks agreeing
+ * (small all-gathers on comm, host waits of at most d's timeout), so that
+ * a set-up failing on one rank makes every rank fall back (AUTO) or
+ * refuse (CE) alike. Growing a window waits on the host for d's last call
+ * and agrees again. CE asked where it cannot be had: TK_ERR_NOT_SUPPORTED
+ * naming the missing function or the NCCL call that failed (here, for a
+ * missing function; else at the call). The results have the same bits
+ * with either transport (the same GEMMs, the same fixed-order sum). */
+typedef enum tk_dist_transport {
+    TK_DIST_TRANSPORT_AUTO = 0,
+    TK_DIST_TRANSPORT_P2P = 1,
+    TK_DIST_TRANSPORT_CE = 2,
+} tk_dist_transport;
+
+tk_status tk_dist_set_transport(tk_dist d, tk_dist_transport t);
 
 /* Waits on the host, up to timeout_ms (0: d's timeout), for d's last call
  * to complete on the GPU, polling NCCL for an asynchronous error meanwhile:
