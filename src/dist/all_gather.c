@@ -203,7 +203,6 @@ tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *str
         return st;
     cudaStream_t stream = (cudaStream_t)stream_;
     const tk_gemm_problem *pb = &p.desc.problem;
-    const int R = d->nranks, c = p.chunks;
     const int64_t mb = p.block_rows, K = pb->k, ldg = K > 0 ? K : 1;
     if (!pb->a && mb > 0 && K > 0)
         return tkd_fail(d, TK_ERR_INVALID_VALUE, "problem.a: NULL (this rank's %lld rows of A)", (long long)mb);
@@ -230,22 +229,5 @@ tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *str
         if ((st = check_chunks(d, &p, kernel, g0)) || (ce_maybe && (st = check_chunks(d, &p, kernel, NULL))))
             return st;
     }
-    if (p.desc.check_shapes && (st = tkd_check_shapes(d, &p, stream)))
-        return st;
-    int t = TK_DIST_TRANSPORT_P2P;
-    if ((st = tkd_transport_for(d, &p, &t)))
-        return st;
-    const int ce = t == TK_DIST_TRANSPORT_CE;
-    if ((st = tkd_call_begin(d, stream, ce ? p.ce_ws_bytes : p.ws_bytes, ce ? c : (R - 1) * c)))
-        return st;
-    tk_status gst = TK_SUCCESS;
-    if ((st = ce ? ag_ce(d, &p, kernel, stream, &gst) : ag_p2p(d, &p, kernel, stream, &gst)))
-        return st;
-    /* the call ends where both streams have: the caller's stream waits for the exchange */
-    cudaError_t e;
-    if ((e = cudaStreamWaitEvent(stream, d->cs_end, 0)) || (e = cudaEventRecord(d->end, stream)))
-        return tkd_cuda_fail(d, e, "ordering the caller's stream after the exchange");
-    d->end_recorded = 1;
-    d->last_chunks = c;
-    return gst;
+    return tkd_run(d, &p, kernel, stream, ag_p2p, ag_ce);
 }

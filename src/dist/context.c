@@ -574,6 +574,29 @@ tk_status tkd_check_shapes(tk_dist d, const tkd_prep *p, cudaStream_t stream)
     return st;
 }
 
+tk_status tkd_run(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tkd_path p2p, tkd_path ce)
+{
+    tk_status st, gst = TK_SUCCESS;
+    int t = TK_DIST_TRANSPORT_P2P;
+    if (p->desc.check_shapes && (st = tkd_check_shapes(d, p, stream)))
+        return st;
+    if ((st = tkd_transport_for(d, p, &t)))
+        return st;
+    const int is_ce = t == TK_DIST_TRANSPORT_CE, c = p->chunks;
+    /* events: P2P one per chunk of each peer; CE two per chunk (computed or sent, arrived) */
+    if ((st = tkd_call_begin(d, stream, is_ce ? p->ce_ws_bytes : p->ws_bytes, is_ce ? 2 * c : (d->nranks - 1) * c)))
+        return st;
+    if ((st = (is_ce ? ce : p2p)(d, p, kernel, stream, &gst)))
+        return st;
+    /* the call ends where both streams have: the caller's stream waits for the exchange */
+    cudaError_t e;
+    if ((e = cudaStreamWaitEvent(stream, d->cs_end, 0)) || (e = cudaEventRecord(d->end, stream)))
+        return tkd_cuda_fail(d, e, "ordering the caller's stream after the exchange");
+    d->end_recorded = 1;
+    d->last_chunks = c;
+    return gst;
+}
+
 tk_status tk_dist_unique_id(void *id)
 {
     tkd_begin(NULL);

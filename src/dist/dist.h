@@ -266,6 +266,15 @@ tk_status tkd_preflight(tk_dist d, const tk_gemm_problem *q, const char *kernel,
  * product would instead of auto-dispatch's pick for its own height; NULL
  * (auto-dispatch chunk by chunk) where none is picked. */
 const char *tkd_whole_kernel(tk_dist d, const tk_gemm_problem *whole, const char *asked);
+/* One transport's enqueueing of a call (the operations' *_p2p, *_ce): a
+ * failure to enqueue returned (the call then ends there), a GEMM's failure
+ * in *gst (the exchange enqueued whole all the same). */
+typedef tk_status (*tkd_path)(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tk_status *gst);
+/* The rest of a call once its arguments and GEMMs passed: check_shapes
+ * (where asked), the transport (tkd_transport_for), tkd_call_begin with
+ * its workspace and events, the path, then the end: the caller's stream
+ * waits for the exchange, d->end recorded. */
+tk_status tkd_run(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tkd_path p2p, tkd_path ce);
 /* The exchange of check_shapes on cs, waited for on the host. */
 tk_status tkd_check_shapes(tk_dist d, const tkd_prep *p, cudaStream_t stream);
 /* Waits for NCCL's group to be done on a non-blocking communicator (r ==

@@ -195,8 +195,6 @@ static tk_status rs_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
         if (!*gst && (e = tkd_launch_sum(&sa, stream)))
             *gst = tkd_cuda_fail(d, e, "the sum of a chunk's partial products (launch)");
     }
-    if ((e = cudaStreamWaitEvent(stream, d->cs_end, 0)))
-        return tkd_cuda_fail(d, e, "ordering the caller's stream after the exchange");
     return TK_SUCCESS;
 }
 
@@ -208,7 +206,6 @@ tk_status tk_dist_gemm_reduce_scatter(tk_dist d, const tk_dist_desc *desc, void 
         return st;
     cudaStream_t stream = (cudaStream_t)stream_;
     const tk_gemm_problem *pb = &p.desc.problem;
-    const int R = d->nranks, c = p.chunks;
     const int64_t mb = p.block_rows, N = pb->n;
     const tk_dtype pt = (tk_dtype)p.desc.partial_type;
     const size_t csize = pb->c_type == TK_BF16 ? 2 : 4;
@@ -236,21 +233,5 @@ tk_status tk_dist_gemm_reduce_scatter(tk_dist d, const tk_dist_desc *desc, void 
     }
     if ((st = check_chunks(d, &p, kernel)))
         return st;
-    if (p.desc.check_shapes && (st = tkd_check_shapes(d, &p, stream)))
-        return st;
-    int t = TK_DIST_TRANSPORT_P2P;
-    if ((st = tkd_transport_for(d, &p, &t)))
-        return st;
-    const int ce = t == TK_DIST_TRANSPORT_CE;
-    if ((st = tkd_call_begin(d, stream, ce ? p.ce_ws_bytes : p.ws_bytes, ce ? 2 * c : (R - 1) * c)))
-        return st;
-    tk_status gst = TK_SUCCESS;
-    if ((st = ce ? rs_ce(d, &p, kernel, stream, &gst) : rs_p2p(d, &p, kernel, stream, &gst)))
-        return st;
-    cudaError_t e;
-    if ((e = cudaEventRecord(d->end, stream)))
-        return tkd_cuda_fail(d, e, "cudaEventRecord (the call's end)");
-    d->end_recorded = 1;
-    d->last_chunks = c;
-    return gst;
+    return tkd_run(d, &p, kernel, stream, rs_p2p, rs_ce);
 }

@@ -152,6 +152,16 @@ static int dset_make(dset *s, const dcase *c, int rank, valfn v)
     return !s->a || !s->b || !s->c_dev || (ag && c->gathered && !s->g) || !s->c0;
 }
 
+/* dset_make, its failure a CHECK (and nothing left allocated): 1 then. */
+static int dset_make_checked(dset *s, const dcase *c, int rank, valfn v)
+{
+    if (!dset_make(s, c, rank, v))
+        return 0;
+    CHECK(0, "rank %d: %s: setup", rank, c->name);
+    dset_free(s);
+    return 1;
+}
+
 /* C filled: NaN (0xff bytes) where beta == 0, else C's start values (and
  * NaN in the padding); the gathered buffer NaN. */
 static int dset_poison(dset *s, int rank)
@@ -365,11 +375,8 @@ static int run_cases(int rank, int R, struct ncclComm *comm, void *arg)
     for (int i = 0; i < ca->count && !skip; i++) {
         const dcase *c = &ca->cases[i];
         dset s;
-        if (dset_make(&s, c, rank, v_int)) {
-            CHECK(0, "rank %d: %s: setup", rank, c->name);
-            dset_free(&s);
+        if (dset_make_checked(&s, c, rank, v_int))
             continue;
-        }
         float *ref = malloc(sizeof(float) * (size_t)(s.c_rows * s.n_me + 1));
         if (!ref || reference(&s, rank, ref, ref_h)) {
             CHECK(0, "rank %d: %s: reference", rank, c->name);
@@ -450,6 +457,9 @@ static void run_group(tkf_fn fn, void *arg)
     CHECK(!bad, "%s", why);
 }
 
+/* fn on every rank with the transport t (its arg) */
+static void run_transport(tkf_fn fn, tk_dist_transport t) { run_group(fn, &t); }
+
 static void test_all_gather(void)
 {
     cases_arg a = { ag_cases, (int)(sizeof ag_cases / sizeof ag_cases[0]), chunk_sweep, P2P };
@@ -489,6 +499,15 @@ static void test_memcheck_overlapped(void)
     run_group(run_cases, &a);
 }
 
+/* The tile kernel the named-kernel checks run: k30 on sm_90, else k21. */
+static const char *named_kernel(void)
+{
+    int dev = 0, major = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    return major >= 9 ? "k30_wgmma_tma" : "k21_mma_fastload";
+}
+
 /* 20 runs of each operation on random operands give the same bits; with a
  * named kernel, 1, 2 and 4 chunks do too. */
 static int determinism(int rank, int R, struct ncclComm *comm, void *arg)
@@ -499,10 +518,7 @@ static int determinism(int rank, int R, struct ncclComm *comm, void *arg)
     if (!d)
         return 1;
     int skip = use_transport(d, rank, t, "determinism");
-    int dev = 0, major = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    const char *named = major >= 9 ? "k30_wgmma_tma" : "k21_mma_fastload";
+    const char *named = named_kernel();
     static const dcase cases[] = {
         { "all-gather 2048x1536x1024 random, gathered", AG, 2048, 1536, 1024, TK_ROW_MAJOR, TK_OP_N, TK_OP_T,
           TK_BF16, TK_F32, 4, 1, 0, 0, 1.0f, 0.0f, NULL },
@@ -513,11 +529,8 @@ static int determinism(int rank, int R, struct ncclComm *comm, void *arg)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !skip; i++) {
         dset s;
-        if (dset_make(&s, &cases[i], rank, v_rand)) {
-            CHECK(0, "rank %d: %s: setup", rank, cases[i].name);
-            dset_free(&s);
+        if (dset_make_checked(&s, &cases[i], rank, v_rand))
             continue;
-        }
         const size_t gb = s.g ? (size_t)(s.c.m * s.c.k) * 2 : 0;
         unsigned char *first = malloc(s.c_bytes + gb), *now = malloc(s.c_bytes + gb);
         for (int run = 0; first && now && run < 20 + 3; run++) {
@@ -553,17 +566,8 @@ static int determinism(int rank, int R, struct ncclComm *comm, void *arg)
     return 0;
 }
 
-static void test_determinism(void)
-{
-    tk_dist_transport t = P2P;
-    run_group(determinism, &t);
-}
-
-static void test_determinism_ce(void)
-{
-    tk_dist_transport t = CE;
-    run_group(determinism, &t);
-}
+static void test_determinism(void) { run_transport(determinism, P2P); }
+static void test_determinism_ce(void) { run_transport(determinism, CE); }
 
 /* The same call with a named kernel on each transport gives the same bits
  * (C, and the gathered A): the same GEMMs on the same rows, the same
@@ -577,10 +581,7 @@ static int ce_vs_p2p(int rank, int R, struct ncclComm *comm, void *arg)
     tk_dist d = open_dist(rank, comm);
     if (!d)
         return 1;
-    int dev = 0, major = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    const char *named = major >= 9 ? "k30_wgmma_tma" : "k21_mma_fastload";
+    const char *named = named_kernel();
     static const dcase cases[] = {
         { "all-gather 2048x1536x1024 random, gathered", AG, 2048, 1536, 1024, TK_ROW_MAJOR, TK_OP_N, TK_OP_T,
           TK_BF16, TK_F32, 1, 1, 0, 0, 1.0f, 0.0f, NULL },
@@ -595,11 +596,8 @@ static int ce_vs_p2p(int rank, int R, struct ncclComm *comm, void *arg)
     int skip = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !skip; i++) {
         dset s;
-        if (dset_make(&s, &cases[i], rank, v_rand)) {
-            CHECK(0, "rank %d: %s: setup", rank, cases[i].name);
-            dset_free(&s);
+        if (dset_make_checked(&s, &cases[i], rank, v_rand))
             continue;
-        }
         const size_t gb = s.g ? (size_t)(s.c.m * s.c.k) * 2 : 0;
         unsigned char *bits[2] = { malloc(s.c_bytes + gb), malloc(s.c_bytes + gb) };
         for (int k = 0; k < 2 && bits[0] && bits[1] && !skip; k++)
@@ -787,17 +785,8 @@ static int one_rank_calls(int rank, int R, struct ncclComm *comm, void *arg)
     return 125;   /* aborted: tkf_child must not destroy the communicator */
 }
 
-static void test_timeout(void)
-{
-    tk_dist_transport t = P2P;
-    run_group(one_rank_calls, &t);
-}
-
-static void test_timeout_ce(void)
-{
-    tk_dist_transport t = CE;
-    run_group(one_rank_calls, &t);
-}
+static void test_timeout(void) { run_transport(one_rank_calls, P2P); }
+static void test_timeout_ce(void) { run_transport(one_rank_calls, CE); }
 
 void tk_tests(void)
 {
