@@ -14,6 +14,9 @@ ARCHS    ?= 80 90a
 PREFIX   ?= /usr/local
 BUILD    ?= build
 PYTHON   ?= python3
+# `make` alone builds `all`: the first rule below is otherwise a dependency
+# line of the distributed part's objects, which would become the goal
+.DEFAULT_GOAL := all
 
 VERSION  := 0.1.0
 SOMAJOR  := 0

@@ -28,43 +28,71 @@
  *
  * How the communication hides (docs/ARCHITECTURE.md, "More than one GPU"):
  * each rank's block of M/R rows is cut into chunks; NCCL moves one chunk
- * (grouped ncclSend/ncclRecv on the context's own stream, of the highest
- * priority) while tk_gemm computes, on the caller's stream, the chunk that
- * has arrived (all-gather: own rows first, then each chunk as its event
- * says it landed, in ring order) or the next chunk to send (reduce-scatter:
- * the rows of the peers first, in ring order, so that sends start early;
- * then its own rows; then one kernel sums the R partial products). Events
- * order each chunk; the call returns once everything is enqueued, with the
- * caller's stream made to wait for the end of the exchange: work enqueued
- * after the call on that stream sees the results, and the operands may be
- * reused then. Nothing synchronizes the host (but check_shapes below).
+ * on the context's own stream (of the highest priority) while tk_gemm
+ * computes, on the caller's stream, the chunk that has arrived
+ * (all-gather: own rows first, from A itself, then each chunk as its
+ * event says it landed) or the next chunk to send (reduce-scatter: the
+ * rows of the peers first, so that sends start early; then its own rows;
+ * then the fixed-order sum of the R partial products). Events order each
+ * chunk; the call returns once everything is enqueued, with the caller's
+ * stream made to wait for the end of the exchange: work enqueued after
+ * the call on that stream sees the results, and the operands may be
+ * reused then. Nothing synchronizes the host (but check_shapes and the
+ * copy-engine set-up below).
+ *
+ * The transport (tk_dist_set_transport) is what moves a chunk:
+ * - CE, the default where NCCL 2.28+ can give it: NCCL's copy-engine
+ *   collectives, which use no SM, so the GEMMs keep every SM and the
+ *   bytes move beside them. Per chunk one ncclAllGather (all-gather) or
+ *   ncclAlltoAll (reduce-scatter, each chunk then summed as it lands), on
+ *   a communicator split from comm with the zero-CTA policy, between
+ *   windows registered symmetric: device memory the context holds
+ *   (ncclMemAlloc; the gathered A or the partials of every rank, rounded
+ *   up to 32 MiB; tk_dist_plan's window_bytes), kept until
+ *   tk_dist_destroy, grown (after waiting for the last call) when a call
+ *   needs more. NCCL runs these on its kernels instead, silently, where
+ *   the ranks do not share one node with P2P and cuMem.
+ * - P2P: grouped ncclSend/ncclRecv in a ring, chunk by chunk. NCCL's
+ *   kernels need SMs, and the persistent GEMMs hold every SM until they
+ *   end, so the transfers mostly wait (docs/NOTES.md, issue 41); a
+ *   reservation (tk_dist_set_comm_sms) gives them room at the GEMMs' cost.
+ * Both give the same bits. Every rank must ask for the same transport (a
+ * setting like the chunk count; check_shapes compares it), and the CE
+ * set-up is collective: each of its steps ends with the ranks agreeing,
+ * so that a failure on one rank makes all fall back to P2P (AUTO) or
+ * refuse (CE) alike.
  *
  * The bits: each rank's GEMMs run on the context's tk_handle with split-K
  * off (TK_SPLIT_K_NEVER), so a chunk's product is tk_gemm_ex's for that
  * chunk's problem, the same on every run. The reduce-scatter's partial
- * products are fp32 (partial_type) and summed by one kernel in rank order
- * 0, 1, ..., R-1, in fp32, then alpha, beta and the one rounding to C's
- * type, as tk_gemm's epilogue does: the order depends on neither the chunk
- * count nor the arrival order. The same call gives the same bits on every
- * run. Auto-dispatch may pick another kernel for another chunk height, so
- * the bits may change with the chunk count; with a named tile kernel
- * (desc.kernel: k30_wgmma_tma, k21_mma_fastload, ...), whose sums run over
- * K in one order whatever M when nothing is split, they do not
- * (tests/gpu/test_dist.c checks 1, 2 and 4 chunks).
+ * products are fp32 (partial_type) and summed by one kernel (P2P: once;
+ * CE: per chunk, each element the same way) in rank order 0, 1, ..., R-1,
+ * in fp32, then alpha, beta and the one rounding to C's type, as
+ * tk_gemm's epilogue does: the order depends on neither the chunk count,
+ * the transport nor the arrival order. The same call gives the same bits
+ * on every run. Every chunk runs one kernel: desc.kernel, else the one
+ * auto-dispatch picks for the whole local product (all M rows), not its
+ * pick for each chunk's height (auto-dispatch chunk by chunk only where a
+ * chunk refuses that kernel: operands misaligned at a chunk's rows). A tile
+ * kernel's sums run over K in one order whatever M when nothing is split,
+ * so the bits do not change with the chunk count (tests/gpu/test_dist.c
+ * checks 1, 2 and 4 chunks with named kernels, and CE against P2P).
  *
  * Rules:
  * - One host thread uses a context at a time (a tk_handle's rule). Calls on
  *   one context run one after the other whatever their streams (its
  *   workspaces and its communication stream are shared).
- * - Every rank makes the same calls in the same order with the same shapes
- *   and chunk count, as NCCL requires. check_shapes = 1 compares the ranks'
- *   shapes (and chunk counts) first, so that a mismatch is a clear
- *   TK_ERR_INVALID_VALUE on every rank instead of a hang or garbage; it
- *   costs one small all-gather and a host wait (at most the context's
- *   timeout). The chunk count agrees by itself where the ranks' GPUs are of
- *   one model, TK_DIST_CHUNKS and TK_DIST_LINK_GBPS are set alike and the
- *   shapes agree; an all-gather whose N differs between ranks should name
- *   its chunk count (desc.chunks), since the plan weighs N.
+ * - Every rank makes the same calls in the same order with the same shapes,
+ *   chunk count and transport, as NCCL requires. check_shapes = 1 compares
+ *   the ranks' shapes (and chunk counts, transports) first, so that a
+ *   mismatch is a clear TK_ERR_INVALID_VALUE on every rank instead of a
+ *   hang or garbage; it costs one small all-gather and a host wait (at
+ *   most the context's timeout). The chunk count agrees by itself where
+ *   the ranks' GPUs are of one model, TK_DIST_CHUNKS and TK_DIST_LINK_GBPS
+ *   are set alike and the shapes agree; the transport where
+ *   TK_DIST_TRANSPORT (or tk_dist_set_transport) is. An all-gather whose N
+ *   differs between ranks should name its chunk count (desc.chunks), since
+ *   the plan weighs N.
  * - Argument errors are found before anything is enqueued, on each rank
  *   (a rank that refuses enqueues nothing: its peers then wait in NCCL; use
  *   tk_dist_sync's timeout, or check_shapes, to see it). A GEMM that fails
@@ -75,8 +103,12 @@
  * - Not under CUDA graph capture (TK_ERR_NOT_SUPPORTED): the workspace is
  *   allocated and the shape check waits on the host.
  * - The library never prints or exits. No NVLink multicast is used (no
- *   cuMulticast*, no NVLS): only ncclSend/ncclRecv, and ncclAllGather for
- *   check_shapes.
+ *   cuMulticast*, no NVLS): only ncclSend/ncclRecv (P2P), ncclAllGather
+ *   and ncclAlltoAll on the copy engines (CE; they need no multicast), and
+ *   small ncclAllGathers for check_shapes and the CE set-up's agreements.
+ * - tk_dist_destroy is collective where CE was set up (it deregisters the
+ *   windows and destroys the split communicator): every rank destroys its
+ *   context.
  */
 #ifndef TILEKIT_DIST_H
 #define TILEKIT_DIST_H
@@ -169,6 +201,10 @@ typedef struct tk_dist_plan_info {
     double sequential_us;        /* the model: the exchange, then the product (or the product, then it) */
     double overlapped_us;        /* the model at `chunks` */
     size_t workspace_bytes;      /* device memory the call needs in d's workspace */
+    /* version 2 (the copy-engine transport) */
+    int transport;               /* TK_DIST_TRANSPORT_P2P or TK_DIST_TRANSPORT_CE: the one the call would use */
+    char transport_why[96];      /* why that one (where CE is not set up yet: a forecast, see tk_dist_set_transport) */
+    size_t window_bytes;         /* CE: the windows' device memory the call needs (apart from workspace_bytes) */
 } tk_dist_plan_info;
 
 #define TK_DIST_PLAN_INFO_INIT { .size = sizeof(tk_dist_plan_info) }
@@ -190,6 +226,39 @@ tk_status tk_dist_plan(tk_dist d, tk_dist_op op, const tk_dist_desc *desc, tk_di
 tk_status tk_dist_set_link_gbps(tk_dist d, double gbps);
 tk_status tk_dist_set_comm_sms(tk_dist d, int sms);
 tk_status tk_dist_set_timeout(tk_dist d, int timeout_ms);
+
+/* How the rows move between the GPUs (the top of this file). Every rank
+ * must set the same, as with the chunk count: check_shapes compares the
+ * transport asked, and ranks that ask for different ones hang or fail.
+ * - P2P: grouped ncclSend/ncclRecv on d's stream, chunk by chunk: NCCL's
+ *   kernels, which need SMs that the GEMMs' persistent grids hold.
+ * - CE: NCCL's copy-engine collectives (NCCL 2.28 and newer): per chunk
+ *   one ncclAllGather (all-gather) or ncclAlltoAll (reduce-scatter) on a
+ *   communicator split from d's with the zero-CTA policy, between windows
+ *   registered symmetric (ncclMemAlloc'd device memory that d holds,
+ *   grown to the largest call, in 32 MiB steps). They take no SM where the
+ *   ranks are on one node with P2P and cuMem; elsewhere NCCL runs them
+ *   with its kernels, silently (the results are the same).
+ * - AUTO (0, the default): CE where the NCCL loaded has its functions and
+ *   its set-up succeeded on every rank, else P2P.
+ * Without a call to this, $TK_DIST_TRANSPORT (auto, p2p or ce; another
+ * value: TK_ERR_INVALID_VALUE at each call) else AUTO. CE is set up at the
+ * first call that may use it: a collective (every rank reaches it, as
+ * every rank makes the same calls) that ends with the ranks agreeing
+ * (small all-gathers on comm, host waits of at most d's timeout), so that
+ * a set-up failing on one rank makes every rank fall back (AUTO) or
+ * refuse (CE) alike. Growing a window waits on the host for d's last call
+ * and agrees again. CE asked where it cannot be had: TK_ERR_NOT_SUPPORTED
+ * naming the missing function or the NCCL call that failed (here, for a
+ * missing function; else at the call). The results have the same bits
+ * with either transport (the same GEMMs, the same fixed-order sum). */
+typedef enum tk_dist_transport {
+    TK_DIST_TRANSPORT_AUTO = 0,
+    TK_DIST_TRANSPORT_P2P = 1,
+    TK_DIST_TRANSPORT_CE = 2,
+} tk_dist_transport;
+
+tk_status tk_dist_set_transport(tk_dist d, tk_dist_transport t);
 
 /* Waits on the host, up to timeout_ms (0: d's timeout), for d's last call
  * to complete on the GPU, polling NCCL for an asynchronous error meanwhile:

@@ -1,6 +1,8 @@
 /* all_gather.c - all-gather + GEMM (column-parallel Linear).
  *
- * Rank r of R holds block r (M/R rows of op(A)), cut into chunks. On the
+ * Rank r of R holds block r (M/R rows of op(A)), cut into chunks. Two
+ * transports (tk_dist_set_transport): P2P, below, and CE (ag_ce: the
+ * copy engines move each chunk of every rank at once). P2P: on the
  * communication stream cs, a ring: at step s = 1..R-1 rank r sends block
  * r-s+1 (its own at step 1, else the one it received at step s-1) to r+1
  * and receives block r-s from r-1, chunk by chunk, each chunk one grouped
@@ -32,47 +34,40 @@ static tk_gemm_problem rows_problem(const tk_gemm_problem *pb, const void *a, in
     return q;
 }
 
-tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *stream_)
+/* Would every GEMM of the call take `kernel` (NULL: auto-dispatch)? One
+ * check per distinct row count: the own block, then the received chunks
+ * (their rows of `gathered`, NULL where it is the workspace). */
+static tk_status check_chunks(tk_dist d, const tkd_prep *p, const char *kernel, const char *g0)
 {
-    tkd_prep p;
-    tk_status st = tkd_prepare(d, TK_DIST_ALL_GATHER_GEMM, desc, stream_, 0, &p);
-    if (st || p.noop)
-        return st;
-    cudaStream_t stream = (cudaStream_t)stream_;
-    const tk_gemm_problem *pb = &p.desc.problem;
-    const int R = d->nranks, r = d->rank, c = p.chunks;
-    const int64_t mb = p.block_rows, K = pb->k, ldg = K > 0 ? K : 1;
-    const char *kernel = p.desc.kernel;
+    const tk_gemm_problem *pb = &p->desc.problem;
+    const int R = d->nranks, r = d->rank;
+    const int64_t mb = p->block_rows, K = pb->k, ldg = K > 0 ? K : 1;
     const size_t row_bytes = (size_t)K * 2;
-    if (!pb->a && mb > 0 && K > 0)
-        return tkd_fail(d, TK_ERR_INVALID_VALUE, "problem.a: NULL (this rank's %lld rows of A)", (long long)mb);
-    if (pb->lda < K)
-        return tkd_fail(d, TK_ERR_INVALID_VALUE, "problem.lda: %lld is less than K = %lld (a row of op(A))",
-                        (long long)pb->lda, (long long)K);
-
-    /* every chunk's GEMM checked first (one per distinct row count), so a
-     * refusal enqueues nothing on any stream */
-    const char *g0 = p.desc.gathered;
-    if (pb->n > 0) {
-        tk_gemm_problem q = rows_problem(pb, pb->a, pb->lda, (int64_t)r * mb, mb);
-        if ((st = tkd_preflight(d, &q, kernel, "the own block's product")))
-            return st;
-        for (int i = 0; i < c; i++) {
-            int64_t rows = p.bounds[i + 1] - p.bounds[i];
-            if (i > 0 && rows == p.bounds[i] - p.bounds[i - 1])
-                continue;
-            const int64_t row0 = (int64_t)((r + R - 1) % R) * mb + p.bounds[i];
-            q = rows_problem(pb, g0 ? g0 + (size_t)row0 * row_bytes : NULL, ldg, row0, rows);
-            if ((st = tkd_preflight(d, &q, kernel, "a received chunk's product")))
-                return st;
-        }
+    tk_gemm_problem q = rows_problem(pb, pb->a, pb->lda, (int64_t)r * mb, mb);
+    tk_status st = tkd_preflight(d, &q, kernel, "the own block's product");
+    for (int i = 0; i < p->chunks && !st; i++) {
+        int64_t rows = p->bounds[i + 1] - p->bounds[i];
+        if (i > 0 && rows == p->bounds[i] - p->bounds[i - 1])
+            continue;
+        const int64_t row0 = (int64_t)((r + R - 1) % R) * mb + p->bounds[i];
+        q = rows_problem(pb, g0 ? g0 + (size_t)row0 * row_bytes : NULL, ldg, row0, rows);
+        st = tkd_preflight(d, &q, kernel, "a received chunk's product");
     }
-    if (p.desc.check_shapes && (st = tkd_check_shapes(d, &p, stream)))
-        return st;
-    if ((st = tkd_call_begin(d, stream, p.ws_bytes, (R - 1) * c)))
-        return st;
-    char *G = p.desc.gathered ? (char *)p.desc.gathered : (char *)d->ws;
+    return st;
+}
+
+/* The P2P transport: the ring above, grouped ncclSend/ncclRecv per chunk
+ * on cs, received rows in G (gathered, or the workspace). A failed GEMM is
+ * *gst; the exchange is enqueued whole whatever it. */
+static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tk_status *gst)
+{
+    const tk_gemm_problem *pb = &p->desc.problem;
+    const int R = d->nranks, r = d->rank, c = p->chunks;
+    const int64_t mb = p->block_rows, K = pb->k, ldg = K > 0 ? K : 1;
+    const size_t row_bytes = (size_t)K * 2;
+    char *G = p->desc.gathered ? (char *)p->desc.gathered : (char *)d->ws;
     const char *A = (const char *)pb->a;
+    tk_status st;
     cudaError_t e;
     ncclResult_t nr;
 
@@ -80,14 +75,14 @@ tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *str
     const int next = (r + 1) % R, prev = (r - 1 + R) % R;
     const int contiguous = pb->lda == K;
     char *own_in_g = G + (size_t)r * mb * row_bytes;
-    if (K > 0 && !contiguous && (R > 1 || p.desc.gathered) &&
+    if (K > 0 && !contiguous && (R > 1 || p->desc.gathered) &&
         (e = cudaMemcpy2DAsync(own_in_g, row_bytes, A, (size_t)pb->lda * 2, row_bytes, (size_t)mb,
                                cudaMemcpyDeviceToDevice, d->cs)))
         return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
     for (int s = 1; s < R && K > 0; s++) {
         const int sb = (r - s + 1 + R) % R, rb = (r - s + R) % R;
         for (int i = 0; i < c; i++) {
-            const int64_t b0 = p.bounds[i], rows = p.bounds[i + 1] - b0;
+            const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
             const char *src = s == 1 && contiguous ? A + (size_t)b0 * row_bytes
                                                    : G + ((size_t)sb * mb + b0) * row_bytes;
             char *dst = G + ((size_t)rb * mb + b0) * row_bytes;
@@ -101,36 +96,138 @@ tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *str
                 return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
         }
     }
-    if (K > 0 && contiguous && p.desc.gathered &&
+    if (K > 0 && contiguous && p->desc.gathered &&
         (e = cudaMemcpyAsync(own_in_g, A, (size_t)mb * row_bytes, cudaMemcpyDeviceToDevice, d->cs)))
         return tkd_cuda_fail(d, e, "cudaMemcpyAsync (the own rows into the gathered A)");
     if ((e = cudaEventRecord(d->cs_end, d->cs)))
         return tkd_cuda_fail(d, e, "cudaEventRecord (the exchange's end)");
 
     /* the products, on the caller's stream: own rows, then each chunk as it lands */
-    tk_status gst = TK_SUCCESS;
     if (pb->n > 0) {
         tk_gemm_problem q = rows_problem(pb, A, pb->lda, (int64_t)r * mb, mb);
         if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
-            gst = tkd_fail(d, st, "the own block's product: %s", tk_last_error(d->h));
-        for (int s = 1; s < R && !gst; s++) {
+            *gst = tkd_fail(d, st, "the own block's product: %s", tk_last_error(d->h));
+        for (int s = 1; s < R && !*gst; s++) {
             const int rb = (r - s + R) % R;
-            for (int i = 0; i < c && !gst; i++) {
-                const int64_t row0 = (int64_t)rb * mb + p.bounds[i];
+            for (int i = 0; i < c && !*gst; i++) {
+                const int64_t row0 = (int64_t)rb * mb + p->bounds[i];
                 if (K > 0 && (e = cudaStreamWaitEvent(stream, d->ev[(s - 1) * c + i], 0))) {
-                    gst = tkd_cuda_fail(d, e, "cudaStreamWaitEvent (a chunk's arrival)");
+                    *gst = tkd_cuda_fail(d, e, "cudaStreamWaitEvent (a chunk's arrival)");
                     break;
                 }
-                q = rows_problem(pb, G + (size_t)row0 * row_bytes, ldg, row0, p.bounds[i + 1] - p.bounds[i]);
+                q = rows_problem(pb, G + (size_t)row0 * row_bytes, ldg, row0, p->bounds[i + 1] - p->bounds[i]);
                 if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
-                    gst = tkd_fail(d, st, "the product of rows %lld..: %s", (long long)row0, tk_last_error(d->h));
+                    *gst = tkd_fail(d, st, "the product of rows %lld..: %s", (long long)row0, tk_last_error(d->h));
             }
         }
     }
-    /* the call ends where both streams have: the caller's stream waits for the exchange */
-    if ((e = cudaStreamWaitEvent(stream, d->cs_end, 0)) || (e = cudaEventRecord(d->end, stream)))
-        return tkd_cuda_fail(d, e, "ordering the caller's stream after the exchange");
-    d->end_recorded = 1;
-    d->last_chunks = c;
-    return gst;
+    return TK_SUCCESS;
+}
+
+/* The CE transport: window 0 chunk-major (transport.c), region i = R slots
+ * of chunk i's rows. On cs, per chunk: the own rows copied into slot r
+ * (a copy engine; lda != K handled by the 2D copy), then one in-place
+ * ncclAllGather of the region on the zero-CTA communicator (the copy
+ * engines again: no SM), its event after it. On the caller's stream: the
+ * own block's product from A (nothing to wait for), then per chunk, once
+ * it landed, one GEMM per peer's slot in ring order. The same GEMMs as
+ * P2P's (each peer chunk's rows, ld K), so the same bits. */
+static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tk_status *gst)
+{
+    const tk_gemm_problem *pb = &p->desc.problem;
+    const int R = d->nranks, r = d->rank, c = p->chunks;
+    const int64_t mb = p->block_rows, K = pb->k, ldg = K > 0 ? K : 1;
+    const size_t row_bytes = (size_t)K * 2, lda_bytes = (size_t)pb->lda * 2;
+    char *W = (char *)d->win_buf[0], *G = (char *)p->desc.gathered;
+    const char *A = (const char *)pb->a;
+    tk_status st;
+    cudaError_t e;
+    ncclResult_t nr;
+
+    for (int i = 0; i < c && K > 0; i++) {
+        const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
+        char *region = W + tkd_ce_slot(p->bounds, R, i, 0, row_bytes);
+        char *mine = W + tkd_ce_slot(p->bounds, R, i, r, row_bytes);
+        if ((e = cudaMemcpy2DAsync(mine, row_bytes, A + (size_t)b0 * lda_bytes, lda_bytes, row_bytes, (size_t)rows,
+                                   cudaMemcpyDeviceToDevice, d->cs)))
+            return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows of a chunk into the window)");
+        if ((nr = d->nccl->AllGather(mine, region, (size_t)rows * row_bytes, ncclInt8, d->ce_comm, d->cs)))
+            return tkd_nccl_fail(d, nr, "ncclAllGather (a chunk of the all-gather, copy engines)");
+        if ((e = cudaEventRecord(d->ev[i], d->cs)))
+            return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
+    }
+    /* the gathered A asked for: the own block from A, each peer's chunk rows from its slot */
+    if (G && K > 0) {
+        if ((e = cudaMemcpy2DAsync(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes, (size_t)mb,
+                                   cudaMemcpyDeviceToDevice, d->cs)))
+            return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
+        for (int i = 0; i < c; i++)
+            for (int j = 0; j < R; j++) {
+                const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
+                if (j != r && (e = cudaMemcpyAsync(G + ((size_t)j * mb + b0) * row_bytes,
+                                                   W + tkd_ce_slot(p->bounds, R, i, j, row_bytes),
+                                                   (size_t)rows * row_bytes, cudaMemcpyDeviceToDevice, d->cs)))
+                    return tkd_cuda_fail(d, e, "cudaMemcpyAsync (received rows into the gathered A)");
+            }
+    }
+    if ((e = cudaEventRecord(d->cs_end, d->cs)))
+        return tkd_cuda_fail(d, e, "cudaEventRecord (the exchange's end)");
+
+    if (pb->n > 0) {
+        tk_gemm_problem q = rows_problem(pb, A, pb->lda, (int64_t)r * mb, mb);
+        if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
+            *gst = tkd_fail(d, st, "the own block's product: %s", tk_last_error(d->h));
+        for (int i = 0; i < c && !*gst; i++) {
+            const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
+            if (K > 0 && (e = cudaStreamWaitEvent(stream, d->ev[i], 0))) {
+                *gst = tkd_cuda_fail(d, e, "cudaStreamWaitEvent (a chunk's arrival)");
+                break;
+            }
+            for (int s = 1; s < R && !*gst; s++) {
+                const int j = (r - s + R) % R;
+                const int64_t row0 = (int64_t)j * mb + b0;
+                q = rows_problem(pb, K > 0 ? W + tkd_ce_slot(p->bounds, R, i, j, row_bytes) : NULL, ldg, row0, rows);
+                if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
+                    *gst = tkd_fail(d, st, "the product of rows %lld..: %s", (long long)row0, tk_last_error(d->h));
+            }
+        }
+    }
+    return TK_SUCCESS;
+}
+
+tk_status tk_dist_all_gather_gemm(tk_dist d, const tk_dist_desc *desc, void *stream_)
+{
+    tkd_prep p;
+    tk_status st = tkd_prepare(d, TK_DIST_ALL_GATHER_GEMM, desc, stream_, 0, &p);
+    if (st || p.noop)
+        return st;
+    cudaStream_t stream = (cudaStream_t)stream_;
+    const tk_gemm_problem *pb = &p.desc.problem;
+    const int64_t mb = p.block_rows, K = pb->k, ldg = K > 0 ? K : 1;
+    if (!pb->a && mb > 0 && K > 0)
+        return tkd_fail(d, TK_ERR_INVALID_VALUE, "problem.a: NULL (this rank's %lld rows of A)", (long long)mb);
+    if (pb->lda < K)
+        return tkd_fail(d, TK_ERR_INVALID_VALUE, "problem.lda: %lld is less than K = %lld (a row of op(A))",
+                        (long long)pb->lda, (long long)K);
+
+    /* One kernel for every chunk: the one the whole product (all M rows of
+     * the gathered A) would run, unless a chunk refuses it; then every
+     * chunk's GEMM checked (one per distinct row count), so a refusal
+     * enqueues nothing on any stream. Where the copy engines may serve,
+     * the chunks' rows are read from the window (not `gathered`): checked
+     * there too. */
+    const char *g0 = p.desc.gathered, *kernel = p.desc.kernel;
+    const int ce_maybe = p.call.transport != TK_DIST_TRANSPORT_P2P && g0;
+    if (pb->n > 0) {
+        const tk_gemm_problem whole = rows_problem(pb, g0, ldg, 0, pb->m);
+        kernel = tkd_whole_kernel(d, &whole, p.desc.kernel);
+        if (kernel != p.desc.kernel &&
+            (check_chunks(d, &p, kernel, g0) || (ce_maybe && check_chunks(d, &p, kernel, NULL)))) {
+            tkd_begin(d);
+            kernel = p.desc.kernel;
+        }
+        if ((st = check_chunks(d, &p, kernel, g0)) || (ce_maybe && (st = check_chunks(d, &p, kernel, NULL))))
+            return st;
+    }
+    return tkd_run(d, &p, kernel, stream, ag_p2p, ag_ce);
 }

@@ -107,7 +107,7 @@ void tkd_signature(const tkd_call *c, int chunks, int64_t sig[TKD_SIG_WORDS])
     int rs = c->op == TK_DIST_GEMM_REDUCE_SCATTER;
     int64_t v[TKD_SIG_WORDS] = { (int64_t)c->op, (int64_t)p->layout, (int64_t)p->op_a, rs ? (int64_t)p->op_b : -1,
                                  p->m, p->k, rs ? p->n : -1, (int64_t)p->c_type,
-                                 rs ? (int64_t)c->desc->partial_type : -1, (int64_t)chunks };
+                                 rs ? (int64_t)c->desc->partial_type : -1, (int64_t)chunks, (int64_t)c->transport };
     memcpy(sig, v, sizeof v);
 }
 
@@ -115,7 +115,8 @@ int tkd_signature_compare(const int64_t *all, int nranks, int self, char *why, s
 {
     static const char *const names[TKD_SIG_WORDS] = { "operation", "problem.layout", "problem.op_a", "problem.op_b",
                                                       "problem.m", "problem.k", "problem.n", "problem.c_type",
-                                                      "desc->partial_type", "chunks" };
+                                                      "desc->partial_type", "chunks",
+                                                      "the transport asked (tk_dist_set_transport, $TK_DIST_TRANSPORT)" };
     const int64_t *mine = all + (size_t)self * TKD_SIG_WORDS;
     for (int r = 0; r < nranks; r++)
         for (int w = 0; w < TKD_SIG_WORDS; w++)

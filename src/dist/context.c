@@ -3,6 +3,7 @@
  * asynchronous errors), the preparation both operations share (checks,
  * chunk count, workspace), and the communicator helpers. */
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,9 +78,7 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* Polls ev until it completes, NCCL reports an error on d's communicator,
- * or timeout_ms pass. */
-static tk_status wait_event(tk_dist d, cudaEvent_t ev, int timeout_ms, const char *what)
+tk_status tkd_wait_event(tk_dist d, cudaEvent_t ev, int timeout_ms, const char *what)
 {
     const double t0 = now_ms();
     for (;;) {
@@ -131,6 +130,7 @@ static void destroy_parts(tk_dist d)
         cudaFree(d->ws);
     if (d->sig_dev)
         cudaFree(d->sig_dev);
+    tkd_ce_release(d);
     if (d->cs)
         cudaStreamDestroy(d->cs);
     if (d->h)
@@ -166,6 +166,7 @@ tk_status tk_dist_create(tk_dist *out, struct ncclComm *comm)
     d->comm = comm;
     d->device = dev;
     d->timeout_ms = TKD_DEFAULT_TIMEOUT_MS;
+    d->transport = -1;
     ncclResult_t r;
     int cdev = -1;
     if ((r = n->CommCuDevice(comm, &cdev)) || (r = n->CommUserRank(comm, &d->rank)) ||
@@ -234,7 +235,7 @@ tk_status tk_dist_destroy(tk_dist d)
         return TK_SUCCESS;
     tkd_begin(d);
     if (d->end_recorded) {
-        tk_status st = wait_event(d, d->end, d->timeout_ms, "tk_dist_destroy: the last call");
+        tk_status st = tkd_wait_event(d, d->end, d->timeout_ms, "tk_dist_destroy: the last call");
         if (st)
             return st;   /* nothing freed: abort the communicator, then destroy again */
     }
@@ -282,6 +283,25 @@ tk_status tk_dist_set_timeout(tk_dist d, int timeout_ms)
     return TK_SUCCESS;
 }
 
+tk_status tk_dist_set_transport(tk_dist d, tk_dist_transport t)
+{
+    if (!d)
+        return tkd_fail(NULL, TK_ERR_INVALID_VALUE, "d: NULL");
+    tkd_begin(d);
+    if (t != TK_DIST_TRANSPORT_AUTO && t != TK_DIST_TRANSPORT_P2P && t != TK_DIST_TRANSPORT_CE)
+        return tkd_fail(d, TK_ERR_INVALID_VALUE, "t: %d is not TK_DIST_TRANSPORT_AUTO (0), _P2P (1) or _CE (2)",
+                        (int)t);
+    const char *missing = tkd_ce_missing(d->nccl);
+    if (t == TK_DIST_TRANSPORT_CE && missing) {
+        int v = 0;
+        d->nccl->GetVersion(&v);
+        return tkd_fail(d, TK_ERR_NOT_SUPPORTED, "t: the copy-engine transport needs NCCL 2.28 or newer: NCCL %d "
+                        "has no %s", v, missing);
+    }
+    d->transport = (int)t;
+    return TK_SUCCESS;
+}
+
 tk_status tk_dist_sync(tk_dist d, int timeout_ms)
 {
     if (!d)
@@ -291,21 +311,24 @@ tk_status tk_dist_sync(tk_dist d, int timeout_ms)
         return tkd_fail(d, TK_ERR_INVALID_VALUE, "timeout_ms: %d is negative", timeout_ms);
     if (!d->end_recorded)
         return TK_SUCCESS;
-    return wait_event(d, d->end, timeout_ms ? timeout_ms : d->timeout_ms, "tk_dist_sync: the last call");
+    return tkd_wait_event(d, d->end, timeout_ms ? timeout_ms : d->timeout_ms, "tk_dist_sync: the last call");
 }
 
-/* The versioned structs' rule (tilekit.h) for a struct the library fills. */
-static tk_status fill_versioned(tk_dist d, const char *arg, void *out, const void *src, size_t known)
+/* The versioned structs' rule (tilekit.h) for a struct the library fills:
+ * at least its first version (`first` bytes), the fields the caller's
+ * size holds of the `known` ones, zeros past them. */
+static tk_status fill_versioned(tk_dist d, const char *arg, void *out, const void *src, size_t first, size_t known)
 {
     if (!out)
         return tkd_fail(d, TK_ERR_INVALID_VALUE, "%s: pointer is NULL (expected a struct to fill, its size set)", arg);
     size_t size;
     memcpy(&size, out, sizeof size);
-    if (size < known)
+    if (size < first)
         return tkd_fail(d, TK_ERR_INVALID_VALUE, "%s->size: %zu is smaller than the struct's first version (%zu "
-                        "bytes): initialize it with its _INIT macro", arg, size, known);
-    memcpy((char *)out + sizeof size, (const char *)src + sizeof size, known - sizeof size);
-    memset((char *)out + known, 0, size - known);
+                        "bytes): initialize it with its _INIT macro", arg, size, first);
+    const size_t n = size < known ? size : known;
+    memcpy((char *)out + sizeof size, (const char *)src + sizeof size, n - sizeof size);
+    memset((char *)out + n, 0, size - n);
     return TK_SUCCESS;
 }
 
@@ -319,7 +342,7 @@ tk_status tk_dist_get_info(tk_dist d, tk_dist_info *out)
                        .gemm_sms = d->sm_count - d->comm_sms, .last_chunks = d->last_chunks,
                        .workspace_bytes = d->ws_bytes };
     d->nccl->GetVersion(&i.nccl_version);
-    return fill_versioned(d, "out", out, &i, sizeof i);
+    return fill_versioned(d, "out", out, &i, sizeof i, sizeof i);
 }
 
 tk_status tkd_read_desc(tk_dist d, const tk_dist_desc *in, tk_dist_desc *out)
@@ -380,6 +403,10 @@ tk_status tkd_prepare(tk_dist d, tk_dist_op op, const tk_dist_desc *in, void *st
                           .device = d->device, .current_device = cur, .stream_device = sdev, .desc = &p->desc };
     if ((st = tkd_check_call(&p->call, why, sizeof why)))
         return tkd_fail(d, st, "%s", why);
+    p->call.transport = tkd_transport_choose(d->transport, getenv("TK_DIST_TRANSPORT"), &p->transport_from, why,
+                                             sizeof why);
+    if (p->call.transport < 0)
+        return tkd_fail(d, TK_ERR_INVALID_VALUE, "%s", why);
     enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing((cudaStream_t)stream, &cap) != cudaSuccess) {
         cudaGetLastError();
@@ -420,9 +447,15 @@ tk_status tkd_prepare(tk_dist d, tk_dist_op op, const tk_dist_desc *in, void *st
     p->est_us = p->noop ? 0.0 : tkd_plan_time(&p->model, p->chunks);
     int n = tkd_chunk_bounds(p->block_rows, p->chunks, p->bounds);
     p->chunks = n > 0 ? n : p->chunks;   /* rows fewer than chunks: fewer chunks, the same on every rank */
-    if (!p->noop)
+    if (!p->noop) {
         p->ws_bytes = rs ? (size_t)(2 * R - 1) * (size_t)p->block_rows * (size_t)pb->n * psize
                          : p->desc.gathered ? 0 : (size_t)pb->m * (size_t)pb->k * 2;
+        /* CE: the all-gather lands in window 0; the reduce-scatter sends from
+         * window 0 and receives in window 1, its own rows' partial in the workspace */
+        p->ce_ws_bytes = rs ? (size_t)p->block_rows * (size_t)pb->n * psize : 0;
+        p->win_need[0] = tkd_ce_window_bytes(R, p->block_rows, rs ? (size_t)pb->n * psize : (size_t)pb->k * 2);
+        p->win_need[1] = rs ? p->win_need[0] : 0;
+    }
     return TK_SUCCESS;
 }
 
@@ -440,6 +473,15 @@ tk_status tkd_preflight(tk_dist d, const tk_gemm_problem *q, const char *kernel,
     return TK_SUCCESS;
 }
 
+const char *tkd_whole_kernel(tk_dist d, const tk_gemm_problem *whole, const char *asked)
+{
+    if (asked && strcmp(asked, "auto"))
+        return asked;
+    const char *k = tk_select_kernel(d->h, whole);
+    tkd_begin(d);   /* a refusal here is no failure: the chunks then go to auto-dispatch */
+    return k;
+}
+
 tk_status tk_dist_plan(tk_dist d, tk_dist_op op, const tk_dist_desc *desc, tk_dist_plan_info *out)
 {
     tkd_prep p;
@@ -453,7 +495,13 @@ tk_status tk_dist_plan(tk_dist d, tk_dist_op op, const tk_dist_desc *desc, tk_di
                                                           (p.model.link_bytes_per_us > 0 ? p.model.link_bytes_per_us : 1),
                             .sequential_us = p.noop ? 0.0 : tkd_plan_sequential(&p.model),
                             .overlapped_us = p.est_us, .workspace_bytes = p.ws_bytes };
-    return fill_versioned(d, "out", out, &i, sizeof i);
+    if ((st = tkd_transport_predict(d, &p, &i.transport, i.transport_why, sizeof i.transport_why)))
+        return st;
+    if (i.transport == TK_DIST_TRANSPORT_CE) {
+        i.workspace_bytes = p.ce_ws_bytes;
+        i.window_bytes = p.win_need[0] + p.win_need[1];
+    }
+    return fill_versioned(d, "out", out, &i, offsetof(tk_dist_plan_info, transport), sizeof i);
 }
 
 tk_status tkd_call_begin(tk_dist d, cudaStream_t stream, size_t bytes, int nev)
@@ -487,35 +535,66 @@ tk_status tkd_call_begin(tk_dist d, cudaStream_t stream, size_t bytes, int nev)
     return TK_SUCCESS;
 }
 
+tk_status tkd_allgather_words(tk_dist d, const int64_t *mine, int words, int64_t *all, const char *what)
+{
+    const int R = d->nranks;
+    const size_t row = (size_t)words * sizeof(int64_t);
+    cudaError_t e;
+    ncclResult_t r;
+    char where[160];
+    snprintf(where, sizeof where, "%s: ncclAllGather", what);
+    if (!d->sig_dev && (e = cudaMalloc((void **)&d->sig_dev, TKD_SIG_WORDS * sizeof(int64_t) * (size_t)R))) {
+        d->sig_dev = NULL;
+        return tkd_cuda_fail(d, e, where);
+    }
+    int64_t *slot = d->sig_dev + (size_t)d->rank * words;
+    if ((e = cudaMemcpyAsync(slot, mine, row, cudaMemcpyHostToDevice, d->cs)))
+        return tkd_cuda_fail(d, e, where);
+    if ((r = tkd_nccl_settle(d, d->nccl->AllGather(slot, d->sig_dev, (size_t)words, ncclInt64, d->comm, d->cs))))
+        return tkd_nccl_fail(d, r, where);
+    if ((e = cudaMemcpyAsync(all, d->sig_dev, row * (size_t)R, cudaMemcpyDeviceToHost, d->cs)) ||
+        (e = cudaEventRecord(d->cs_end, d->cs)))
+        return tkd_cuda_fail(d, e, where);
+    return tkd_wait_event(d, d->cs_end, d->timeout_ms, what);
+}
+
 tk_status tkd_check_shapes(tk_dist d, const tkd_prep *p, cudaStream_t stream)
 {
     (void)stream;
     const int R = d->nranks;
-    const size_t row = TKD_SIG_WORDS * sizeof(int64_t);
-    cudaError_t e;
-    if (!d->sig_dev && (e = cudaMalloc((void **)&d->sig_dev, row * (size_t)R)))
-        return tkd_cuda_fail(d, e, "cudaMalloc (check_shapes)");
-    int64_t *all = malloc(row * (size_t)R);
+    int64_t mine[TKD_SIG_WORDS], *all = malloc(TKD_SIG_WORDS * sizeof(int64_t) * (size_t)R);
     if (!all)
         return tkd_fail(d, TK_ERR_ALLOC, "out of host memory (check_shapes)");
-    tkd_signature(&p->call, p->chunks, all + (size_t)d->rank * TKD_SIG_WORDS);
-    int64_t *mine = d->sig_dev + (size_t)d->rank * TKD_SIG_WORDS;
-    tk_status st = TK_SUCCESS;
-    ncclResult_t r;
-    if ((e = cudaMemcpyAsync(mine, all + (size_t)d->rank * TKD_SIG_WORDS, row, cudaMemcpyHostToDevice, d->cs)))
-        st = tkd_cuda_fail(d, e, "cudaMemcpyAsync (check_shapes)");
-    else if ((r = tkd_nccl_settle(d, d->nccl->AllGather(mine, d->sig_dev, TKD_SIG_WORDS, ncclInt64, d->comm, d->cs))))
-        st = tkd_nccl_fail(d, r, "check_shapes: ncclAllGather of the ranks' shapes");
-    else if ((e = cudaMemcpyAsync(all, d->sig_dev, row * (size_t)R, cudaMemcpyDeviceToHost, d->cs)) ||
-             (e = cudaEventRecord(d->cs_end, d->cs)))
-        st = tkd_cuda_fail(d, e, "cudaMemcpyAsync (check_shapes)");
-    else
-        st = wait_event(d, d->cs_end, d->timeout_ms, "check_shapes: the ranks' shapes");
+    tkd_signature(&p->call, p->chunks, mine);
+    tk_status st = tkd_allgather_words(d, mine, TKD_SIG_WORDS, all, "check_shapes: the ranks' shapes");
     char why[TKD_ERR_LEN];
     if (!st && tkd_signature_compare(all, R, d->rank, why, sizeof why))
         st = tkd_fail(d, TK_ERR_INVALID_VALUE, "%s", why);
     free(all);
     return st;
+}
+
+tk_status tkd_run(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tkd_path p2p, tkd_path ce)
+{
+    tk_status st, gst = TK_SUCCESS;
+    int t = TK_DIST_TRANSPORT_P2P;
+    if (p->desc.check_shapes && (st = tkd_check_shapes(d, p, stream)))
+        return st;
+    if ((st = tkd_transport_for(d, p, &t)))
+        return st;
+    const int is_ce = t == TK_DIST_TRANSPORT_CE, c = p->chunks;
+    /* events: P2P one per chunk of each peer; CE two per chunk (computed or sent, arrived) */
+    if ((st = tkd_call_begin(d, stream, is_ce ? p->ce_ws_bytes : p->ws_bytes, is_ce ? 2 * c : (d->nranks - 1) * c)))
+        return st;
+    if ((st = (is_ce ? ce : p2p)(d, p, kernel, stream, &gst)))
+        return st;
+    /* the call ends where both streams have: the caller's stream waits for the exchange */
+    cudaError_t e;
+    if ((e = cudaStreamWaitEvent(stream, d->cs_end, 0)) || (e = cudaEventRecord(d->end, stream)))
+        return tkd_cuda_fail(d, e, "ordering the caller's stream after the exchange");
+    d->end_recorded = 1;
+    d->last_chunks = c;
+    return gst;
 }
 
 tk_status tk_dist_unique_id(void *id)

@@ -22,8 +22,10 @@ extern "C" {
 
 /* ---- NCCL, loaded at run time (nccl_load.c) ----
  * The functions the library and its tests call, resolved from one dlopen.
- * ncclCommInitRankConfig and ncclGetLastError are optional (NULL where the
- * NCCL loaded predates them). */
+ * ncclGetLastError and the copy-engine transport's six are optional (NULL
+ * where the NCCL loaded predates them). Those six are typed here without
+ * the types of NCCL 2.27/2.28 (ncclConfig_t *, ncclWindow_t: pointers), so
+ * that the table compiles against an older nccl.h too. */
 typedef struct tkd_nccl {
     void *lib;
     ncclResult_t (*GetVersion)(int *);
@@ -44,7 +46,18 @@ typedef struct tkd_nccl {
     ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
     ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                   cudaStream_t);
+    /* optional: the copy-engine transport (tkd_ce_missing) */
+    ncclResult_t (*CommSplit)(ncclComm_t, int, int, ncclComm_t *, void *config);
+    ncclResult_t (*MemAlloc)(void **, size_t);
+    ncclResult_t (*MemFree)(void *);
+    ncclResult_t (*CommWindowRegister)(ncclComm_t, void *, size_t, void **win, int);
+    ncclResult_t (*CommWindowDeregister)(ncclComm_t, void *win);
+    ncclResult_t (*AlltoAll)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
 } tkd_nccl;
+
+/* The name of the first function of the copy-engine transport that t
+ * lacks ("ncclCommSplit", ...), or NULL where it has all six. */
+const char *tkd_ce_missing(const tkd_nccl *t);
 
 /* Opens `file` (dlopen, RTLD_NOW | RTLD_GLOBAL) and resolves the table.
  * 0, or -1 with why (which file or symbol, dlerror's words) and t cleared. */
@@ -101,6 +114,7 @@ typedef struct tkd_call {
     int current_device;          /* cudaGetDevice now */
     int stream_device;           /* the stream's device; -1: unknown */
     const tk_dist_desc *desc;    /* read by the versioned rule already */
+    int transport;               /* the transport asked (tk_dist_transport; AUTO resolves alike on every rank) */
 } tkd_call;
 
 /* Checks what the library can check without the GPU and before any
@@ -113,22 +127,46 @@ tk_status tkd_check_call(const tkd_call *c, char *why, size_t len);
 
 /* The shape signature every rank must share (check_shapes): op, layout,
  * ops, M, K, N (reduce-scatter; -1 for all-gather), C's type, partial
- * type, chunks. */
-#define TKD_SIG_WORDS 10
+ * type, chunks, the transport asked. */
+#define TKD_SIG_WORDS 11
 void tkd_signature(const tkd_call *c, int chunks, int64_t sig[TKD_SIG_WORDS]);
 /* Compares the R signatures all (R x TKD_SIG_WORDS) against rank `self`'s:
  * 0, or 1 with why naming the first rank and field that differ. */
 int tkd_signature_compare(const int64_t *all, int nranks, int self, char *why, size_t len);
 
+/* ---- the transport (transport.c): pure ---- */
+#define TKD_CE_GRAIN ((size_t)32 << 20)   /* windows are sized in multiples of 32 MiB */
+
+/* "auto", "p2p", "ce"; "?" for another value. */
+const char *tkd_transport_name(int t);
+/* The transport a call asks for: d's setting (>= 0; *from 1), else $TK_DIST_TRANSPORT's
+ * value env (auto, p2p or ce; *from 2), else AUTO (*from 0). -1 with why for a bad value. */
+int tkd_transport_choose(int setting, const char *env, int *from, char *why, size_t len);
+
+/* The copy-engine transport's windows are chunk-major: region i (chunk i,
+ * rows_i = bounds[i+1] - bounds[i]) holds R slots of rows_i rows, slot j
+ * for rank j (all-gather: rank j's rows of chunk i; reduce-scatter: the
+ * partials of rank j's rows), so that each chunk is one collective over one
+ * contiguous region at the same offset on every rank. The byte offset of
+ * slot j of region i for rows of row_bytes: */
+size_t tkd_ce_slot(const int64_t *bounds, int nranks, int i, int j, size_t row_bytes);
+/* A window's size for a block of block_rows rows a rank: R x block_rows x
+ * row_bytes rounded up to TKD_CE_GRAIN (0 for none), so that ranks with
+ * the same shapes grow their windows alike. */
+size_t tkd_ce_window_bytes(int nranks, int64_t block_rows, size_t row_bytes);
+
 /* ---- the fixed-order sum (sum.cu) ----
  * out (rows x n, layout, ldc, c_type) = alpha * sum_{s = 0..R-1} P_s +
- * beta * out, where P_s is `own` for s == rank and recv + ((rank - s + R) %
- * R - 1) * rows * n otherwise: row-major rows x n blocks of partial_type.
+ * beta * out, where P_s is `own` for s == rank and otherwise, row-major
+ * rows x n blocks of partial_type, recv + ((rank - s + R) % R - 1) * rows *
+ * n (the P2P transport's ring order) or, with by_source, recv + s * rows *
+ * n (a region of the copy-engine transport's window).
  * Summed in fp32 in the order s = 0, 1, ..., R-1, then tk_gemm's epilogue
  * (alpha, beta read only when not 0, one rounding). */
 typedef struct tkd_sum_args {
     const void *own, *recv;
     int rank, nranks;
+    int by_source;               /* 1: P_s at recv + s * rows * n; 0: in ring order */
     int64_t rows, n;
     tk_dtype partial_type;
     void *c;
@@ -156,9 +194,17 @@ struct tk_dist_s {
     int nev;
     void *ws;                    /* the workspace (cudaMallocAsync), ws_bytes */
     size_t ws_bytes;
-    int64_t *sig_dev;            /* check_shapes: R x TKD_SIG_WORDS signatures, device */
+    int64_t *sig_dev;            /* check_shapes and the CE set-up's agreements: R x TKD_SIG_WORDS words, device */
     double link_gbps;            /* 0: the default */
     int comm_sms, timeout_ms, last_chunks;
+    /* the copy-engine transport (ce.c) */
+    int transport;               /* tk_dist_set_transport's; -1: not set ($TK_DIST_TRANSPORT, else AUTO) */
+    int ce_state;                /* 0: not set up yet; 1: ready; -1: unavailable on this context (ce_why) */
+    char ce_why[512];
+    ncclComm_t ce_comm;          /* split from comm with the zero-CTA policy */
+    void *win_buf[2];            /* ncclMemAlloc'd, registered symmetric as win[i], win_bytes[i] each */
+    void *win[2];                /* ncclWindow_t */
+    size_t win_bytes[2];
     char err[TKD_ERR_LEN];
 };
 
@@ -175,6 +221,14 @@ double tkd_link_gbps(const tk_dist d);
 /* The default link estimate for a GPU of compute capability sm (10 * major + minor). */
 double tkd_default_link_gbps(int sm);
 
+/* Polls ev until it completes, NCCL reports an error on d's communicator,
+ * or timeout_ms pass (then TK_ERR_COMM naming `what`). */
+tk_status tkd_wait_event(tk_dist d, cudaEvent_t ev, int timeout_ms, const char *what);
+/* Every rank's `words` int64 (mine) into all (R x words, rank order): one
+ * ncclAllGather on comm and cs, waited for on the host (d's timeout).
+ * words <= TKD_SIG_WORDS. */
+tk_status tkd_allgather_words(tk_dist d, const int64_t *mine, int words, int64_t *all, const char *what);
+
 /* Reads a caller's desc by the versioned rule into *out (zeros past its size). */
 tk_status tkd_read_desc(tk_dist d, const tk_dist_desc *in, tk_dist_desc *out);
 
@@ -189,7 +243,10 @@ typedef struct tkd_prep {
     int64_t bounds[TKD_MAX_CHUNKS_ASKED + 1];
     tkd_plan_in model;
     double est_us;
-    size_t ws_bytes;
+    size_t ws_bytes;             /* the P2P transport's workspace */
+    int transport_from;          /* the transport asked (call.transport) came from: 0 default, 1 d, 2 $TK_DIST_TRANSPORT */
+    size_t ce_ws_bytes;          /* the CE transport's workspace */
+    size_t win_need[2];          /* the CE transport's windows */
     int noop;
 } tkd_prep;
 
@@ -203,11 +260,40 @@ tk_status tkd_call_begin(tk_dist d, cudaStream_t stream, size_t bytes, int nev);
  * auto-dispatch) take this chunk's problem q on d's handle? `what` names
  * the chunk in the refusal. */
 tk_status tkd_preflight(tk_dist d, const tk_gemm_problem *q, const char *kernel, const char *what);
+/* The kernel of every chunk of a call: `asked` where it names one, else
+ * the one auto-dispatch picks for `whole` (the local product of all M
+ * rows), so that each chunk runs the kernel, tile and bits the whole
+ * product would instead of auto-dispatch's pick for its own height; NULL
+ * (auto-dispatch chunk by chunk) where none is picked. */
+const char *tkd_whole_kernel(tk_dist d, const tk_gemm_problem *whole, const char *asked);
+/* One transport's enqueueing of a call (the operations' *_p2p, *_ce): a
+ * failure to enqueue returned (the call then ends there), a GEMM's failure
+ * in *gst (the exchange enqueued whole all the same). */
+typedef tk_status (*tkd_path)(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tk_status *gst);
+/* The rest of a call once its arguments and GEMMs passed: check_shapes
+ * (where asked), the transport (tkd_transport_for), tkd_call_begin with
+ * its workspace and events, the path, then the end: the caller's stream
+ * waits for the exchange, d->end recorded. */
+tk_status tkd_run(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tkd_path p2p, tkd_path ce);
 /* The exchange of check_shapes on cs, waited for on the host. */
 tk_status tkd_check_shapes(tk_dist d, const tkd_prep *p, cudaStream_t stream);
 /* Waits for NCCL's group to be done on a non-blocking communicator (r ==
  * ncclInProgress), up to d's timeout; other r returned as they are. */
 ncclResult_t tkd_nccl_settle(tk_dist d, ncclResult_t r);
+
+/* ---- the copy-engine transport's set-up (ce.c) ---- */
+/* The transport a call runs (TK_DIST_TRANSPORT_P2P or _CE) for p's asked
+ * one: where CE may be used, it is set up (once: collective) and its
+ * windows grown to p->win_need (collective); AUTO where CE is unavailable
+ * on this context: P2P; CE asked there: TK_ERR_NOT_SUPPORTED saying why.
+ * TK_ERR_COMM where an agreement between the ranks failed (a timeout). */
+tk_status tkd_transport_for(tk_dist d, const tkd_prep *p, int *t);
+/* What tk_dist_plan reports, without communicating: the transport a call
+ * would run and why; TK_ERR_NOT_SUPPORTED where CE is asked and known
+ * unavailable. */
+tk_status tkd_transport_predict(tk_dist d, const tkd_prep *p, int *t, char *why, size_t len);
+/* Frees the windows and destroys the split communicator (d's last call done). */
+void tkd_ce_release(tk_dist d);
 
 #ifdef __cplusplus
 }

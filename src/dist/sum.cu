@@ -14,7 +14,7 @@
 
 typedef struct sum_params {
     const void *own, *recv;
-    int rank, nranks;
+    int rank, nranks, by_source;
     int64_t rows, n, block;          /* block = rows * n elements */
     int partial_bf16;
     void *c;
@@ -39,11 +39,11 @@ static __global__ void sum_kernel(const __grid_constant__ sum_params p)
         for (int v = 0; v < SUM_VEC; v++)
             acc[v] = 0.0f;
         /* rank order: P_0 first; P_s is the own block for s == rank, else
-         * the block received from s, (rank - s) mod R - 1 in the recv area */
+         * the block received from s: in the recv area at (rank - s) mod R - 1
+         * (P2P's ring order) or at s (by_source: a CE window's region) */
         for (int s = 0; s < p.nranks; s++) {
-            const void *src = s == p.rank ? p.own
-                                          : (const char *)p.recv + (int64_t)((p.rank - s + p.nranks) % p.nranks - 1) *
-                                                                       total * (p.partial_bf16 ? 2 : 4);
+            const int64_t at = p.by_source ? s : (p.rank - s + p.nranks) % p.nranks - 1;
+            const void *src = s == p.rank ? p.own : (const char *)p.recv + at * total * (p.partial_bf16 ? 2 : 4);
 #pragma unroll
             for (int v = 0; v < SUM_VEC; v++)
                 if (e0 + v < total)
@@ -68,6 +68,7 @@ extern "C" cudaError_t tkd_launch_sum(const tkd_sum_args *a, cudaStream_t stream
     p.recv = a->recv;
     p.rank = a->rank;
     p.nranks = a->nranks;
+    p.by_source = a->by_source;
     p.rows = a->rows;
     p.n = a->n;
     p.block = a->rows * a->n;

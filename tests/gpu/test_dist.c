@@ -16,12 +16,20 @@
  * Determinism: random bf16 operands, 20 runs of each operation, C (and
  * the gathered A) the same bits every run; with a named kernel, the same
  * bits for 1, 2 and 4 chunks.
+ * Transports: the correctness, memcheck and determinism tests run once
+ * with P2P and once with CE (the copy engines; each CE run checks that
+ * tk_dist_plan then says CE, and prints `skip:` with NCCL's reason where
+ * CE cannot be had); ce_vs_p2p: with a named kernel, CE gives P2P's bits
+ * (all-gather with and without the gathered A, reduce-scatter with fp32
+ * and bf16 partials, 1 and 3 chunks).
  * Bad input: M not a multiple of R, another current device, a context on
  * the communicator of another device, shapes that differ across ranks
- * (check_shapes: TK_ERR_INVALID_VALUE on every rank, no hang), an unknown
+ * (check_shapes: TK_ERR_INVALID_VALUE on every rank, no hang; the
+ * transport asked differing too), a bad $TK_DIST_TRANSPORT, an unknown
  * kernel (refused before anything is enqueued), and a call one rank never
  * makes (tk_dist_sync times out with TK_ERR_COMM; the communicator is
- * aborted).
+ * aborted; with CE asked on a fresh context, the set-up's agreement times
+ * out instead: the call itself returns TK_ERR_COMM).
  *
  *   build/tests/gpu_test_dist [name-substring]      (memcheck: one overlapped call of each operation)
  */
@@ -144,6 +152,16 @@ static int dset_make(dset *s, const dcase *c, int rank, valfn v)
     return !s->a || !s->b || !s->c_dev || (ag && c->gathered && !s->g) || !s->c0;
 }
 
+/* dset_make, its failure a CHECK (and nothing left allocated): 1 then. */
+static int dset_make_checked(dset *s, const dcase *c, int rank, valfn v)
+{
+    if (!dset_make(s, c, rank, v))
+        return 0;
+    CHECK(0, "rank %d: %s: setup", rank, c->name);
+    dset_free(s);
+    return 1;
+}
+
 /* C filled: NaN (0xff bytes) where beta == 0, else C's start values (and
  * NaN in the padding); the gathered buffer NaN. */
 static int dset_poison(dset *s, int rank)
@@ -196,6 +214,42 @@ static tk_status dset_run(tk_dist d, dset *s, int chunks, const char *kernel)
     if (st)
         return st;
     return tk_dist_sync(d, 60000);
+}
+
+static const tk_dist_transport P2P = TK_DIST_TRANSPORT_P2P, CE = TK_DIST_TRANSPORT_CE;
+
+/* d set to transport t: 0, or 1 where CE cannot be had (printed: `skip:`
+ * with the library's reason; never a silent pass). */
+static int use_transport(tk_dist d, int rank, tk_dist_transport t, const char *test)
+{
+    tk_status st = tk_dist_set_transport(d, t);
+    if (st == TK_ERR_NOT_SUPPORTED && t == CE) {
+        printf("skip (rank %d): %s with the copy-engine transport: %s\n", rank, test, tk_dist_last_error(d));
+        return 1;
+    }
+    CHECK(st == TK_SUCCESS, "rank %d: tk_dist_set_transport(%d): %s", rank, (int)t, tk_dist_last_error(d));
+    return st != TK_SUCCESS;
+}
+
+/* A call under CE refused with TK_ERR_NOT_SUPPORTED: its set-up failed on
+ * some rank (every rank then refuses alike): 1, the reason printed. */
+static int ce_unavailable(tk_dist d, int rank, tk_dist_transport t, tk_status st, const char *test)
+{
+    if (t != CE || st != TK_ERR_NOT_SUPPORTED || !strstr(tk_dist_last_error(d), "copy-engine"))
+        return 0;
+    printf("skip (rank %d): %s with the copy-engine transport: %s\n", rank, test, tk_dist_last_error(d));
+    return 1;
+}
+
+/* After a call: tk_dist_plan says the transport it ran is t. */
+static void expect_transport(tk_dist d, const dset *s, int rank, tk_dist_transport t, const char *label)
+{
+    tk_dist_desc g = dset_desc(s, 0, NULL);
+    tk_dist_plan_info pi = TK_DIST_PLAN_INFO_INIT;
+    tk_status st = tk_dist_plan(d, s->c.op, &g, &pi);
+    CHECK(st == TK_SUCCESS && pi.transport == (int)t && (t == P2P || pi.window_bytes > 0 || s->c.k == 0),
+          "rank %d: %s: the plan says transport %d (%s), window bytes %zu, expected %d: %s", rank, label,
+          pi.transport, pi.transport_why, pi.window_bytes, (int)t, tk_dist_last_error(d));
 }
 
 /* The logical reference on the device: ref (c_rows x n_me, fp32, row-major)
@@ -304,6 +358,7 @@ typedef struct cases_arg {
     const dcase *cases;
     int count;
     const int *chunk_list;       /* chunk counts to run each case with (-1 ends; 0: the case's own) */
+    tk_dist_transport transport;
 } cases_arg;
 
 static int run_cases(int rank, int R, struct ncclComm *comm, void *arg)
@@ -316,14 +371,12 @@ static int run_cases(int rank, int R, struct ncclComm *comm, void *arg)
         CHECK(0, "rank %d: tk_dist_create: %s", rank, tk_dist_last_error(NULL));
         return 1;
     }
-    for (int i = 0; i < ca->count; i++) {
+    int skip = use_transport(d, rank, ca->transport, ca->cases[0].name);
+    for (int i = 0; i < ca->count && !skip; i++) {
         const dcase *c = &ca->cases[i];
         dset s;
-        if (dset_make(&s, c, rank, v_int)) {
-            CHECK(0, "rank %d: %s: setup", rank, c->name);
-            dset_free(&s);
+        if (dset_make_checked(&s, c, rank, v_int))
             continue;
-        }
         float *ref = malloc(sizeof(float) * (size_t)(s.c_rows * s.n_me + 1));
         if (!ref || reference(&s, rank, ref, ref_h)) {
             CHECK(0, "rank %d: %s: reference", rank, c->name);
@@ -336,11 +389,14 @@ static int run_cases(int rank, int R, struct ncclComm *comm, void *arg)
             char label[160];
             snprintf(label, sizeof label, "%s, %d chunk(s)", c->name, chunks);
             tk_status st = dset_poison(&s, rank) ? TK_ERR_CUDA : dset_run(d, &s, chunks, c->kernel);
+            if ((skip = ce_unavailable(d, rank, ca->transport, st, label)))
+                break;
             if (st) {
                 CHECK(0, "rank %d: %s: %s: %s", rank, label, tk_status_string(st), tk_dist_last_error(d));
                 continue;
             }
             compare(&s, rank, ref, label);
+            expect_transport(d, &s, rank, ca->transport, label);
         }
         free(ref);
         dset_free(&s);
@@ -401,19 +457,34 @@ static void run_group(tkf_fn fn, void *arg)
     CHECK(!bad, "%s", why);
 }
 
+/* fn on every rank with the transport t (its arg) */
+static void run_transport(tkf_fn fn, tk_dist_transport t) { run_group(fn, &t); }
+
 static void test_all_gather(void)
 {
-    cases_arg a = { ag_cases, (int)(sizeof ag_cases / sizeof ag_cases[0]), chunk_sweep };
+    cases_arg a = { ag_cases, (int)(sizeof ag_cases / sizeof ag_cases[0]), chunk_sweep, P2P };
+    run_group(run_cases, &a);
+}
+
+static void test_all_gather_ce(void)
+{
+    cases_arg a = { ag_cases, (int)(sizeof ag_cases / sizeof ag_cases[0]), chunk_sweep, CE };
     run_group(run_cases, &a);
 }
 
 static void test_reduce_scatter(void)
 {
-    cases_arg a = { rs_cases, (int)(sizeof rs_cases / sizeof rs_cases[0]), chunk_sweep };
+    cases_arg a = { rs_cases, (int)(sizeof rs_cases / sizeof rs_cases[0]), chunk_sweep, P2P };
     run_group(run_cases, &a);
 }
 
-/* compute-sanitizer memcheck's test: one overlapped call of each operation (2 chunks) */
+static void test_reduce_scatter_ce(void)
+{
+    cases_arg a = { rs_cases, (int)(sizeof rs_cases / sizeof rs_cases[0]), chunk_sweep, CE };
+    run_group(run_cases, &a);
+}
+
+/* compute-sanitizer memcheck's test: one overlapped call of each operation (2 chunks), each transport */
 static void test_memcheck_overlapped(void)
 {
     static const dcase one[] = {
@@ -422,8 +493,19 @@ static void test_memcheck_overlapped(void)
         { "reduce-scatter 1000x200x40 bf16", RS, 1000, 200, 40, TK_ROW_MAJOR, TK_OP_N, TK_OP_T, TK_BF16, TK_F32, 2,
           0, 0, 0, 1.0f, 0.0f, NULL },
     };
-    cases_arg a = { one, 2, chunk_own };
+    cases_arg a = { one, 2, chunk_own, P2P };
     run_group(run_cases, &a);
+    a.transport = CE;
+    run_group(run_cases, &a);
+}
+
+/* The tile kernel the named-kernel checks run: k30 on sm_90, else k21. */
+static const char *named_kernel(void)
+{
+    int dev = 0, major = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    return major >= 9 ? "k30_wgmma_tma" : "k21_mma_fastload";
 }
 
 /* 20 runs of each operation on random operands give the same bits; with a
@@ -431,14 +513,12 @@ static void test_memcheck_overlapped(void)
 static int determinism(int rank, int R, struct ncclComm *comm, void *arg)
 {
     (void)R;
-    (void)arg;
+    const tk_dist_transport t = *(const tk_dist_transport *)arg;
     tk_dist d = open_dist(rank, comm);
     if (!d)
         return 1;
-    int dev = 0, major = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    const char *named = major >= 9 ? "k30_wgmma_tma" : "k21_mma_fastload";
+    int skip = use_transport(d, rank, t, "determinism");
+    const char *named = named_kernel();
     static const dcase cases[] = {
         { "all-gather 2048x1536x1024 random, gathered", AG, 2048, 1536, 1024, TK_ROW_MAJOR, TK_OP_N, TK_OP_T,
           TK_BF16, TK_F32, 4, 1, 0, 0, 1.0f, 0.0f, NULL },
@@ -447,13 +527,10 @@ static int determinism(int rank, int R, struct ncclComm *comm, void *arg)
         { "reduce-scatter 2048x1536x1024 random, bf16 partials", RS, 2048, 1536, 1024, TK_ROW_MAJOR, TK_OP_N,
           TK_OP_T, TK_F32, TK_BF16, 3, 0, 0, 0, 1.0f, 0.0f, NULL },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !skip; i++) {
         dset s;
-        if (dset_make(&s, &cases[i], rank, v_rand)) {
-            CHECK(0, "rank %d: %s: setup", rank, cases[i].name);
-            dset_free(&s);
+        if (dset_make_checked(&s, &cases[i], rank, v_rand))
             continue;
-        }
         const size_t gb = s.g ? (size_t)(s.c.m * s.c.k) * 2 : 0;
         unsigned char *first = malloc(s.c_bytes + gb), *now = malloc(s.c_bytes + gb);
         for (int run = 0; first && now && run < 20 + 3; run++) {
@@ -461,10 +538,14 @@ static int determinism(int rank, int R, struct ncclComm *comm, void *arg)
             int chunks = run < 20 ? s.c.chunks : run == 20 ? 1 : run == 21 ? 2 : 4;
             const char *kernel = run < 20 ? NULL : named;
             tk_status st = dset_poison(&s, rank) ? TK_ERR_CUDA : dset_run(d, &s, chunks, kernel);
+            if ((skip = ce_unavailable(d, rank, t, st, cases[i].name)))
+                break;
             if (st) {
                 CHECK(0, "rank %d: %s, run %d: %s", rank, cases[i].name, run, tk_dist_last_error(d));
                 break;
             }
+            if (run == 0)
+                expect_transport(d, &s, rank, t, cases[i].name);
             unsigned char *dst = run == 0 || run == 20 ? first : now;
             if (cudaMemcpy(dst, s.c_dev, s.c_bytes, cudaMemcpyDeviceToHost) ||
                 (gb && cudaMemcpy(dst + s.c_bytes, s.g, gb, cudaMemcpyDeviceToHost))) {
@@ -485,7 +566,74 @@ static int determinism(int rank, int R, struct ncclComm *comm, void *arg)
     return 0;
 }
 
-static void test_determinism(void) { run_group(determinism, NULL); }
+static void test_determinism(void) { run_transport(determinism, P2P); }
+static void test_determinism_ce(void) { run_transport(determinism, CE); }
+
+/* The same call with a named kernel on each transport gives the same bits
+ * (C, and the gathered A): the same GEMMs on the same rows, the same
+ * fixed-order sum, whatever moved the bytes. Random operands; 1 and 3
+ * chunks; a padded A for the all-gather without the gathered A (the own
+ * rows' 2D copy into the window). */
+static int ce_vs_p2p(int rank, int R, struct ncclComm *comm, void *arg)
+{
+    (void)R;
+    (void)arg;
+    tk_dist d = open_dist(rank, comm);
+    if (!d)
+        return 1;
+    const char *named = named_kernel();
+    static const dcase cases[] = {
+        { "all-gather 2048x1536x1024 random, gathered", AG, 2048, 1536, 1024, TK_ROW_MAJOR, TK_OP_N, TK_OP_T,
+          TK_BF16, TK_F32, 1, 1, 0, 0, 1.0f, 0.0f, NULL },
+        { "all-gather 2048x1536x1024 random, A padded", AG, 2048, 1536, 1024, TK_ROW_MAJOR, TK_OP_N, TK_OP_T,
+          TK_BF16, TK_F32, 1, 0, 8, 0, 1.0f, 0.0f, NULL },
+        { "reduce-scatter 2048x1536x1024 random, fp32 partials", RS, 2048, 1536, 1024, TK_ROW_MAJOR, TK_OP_N,
+          TK_OP_T, TK_BF16, TK_F32, 1, 0, 0, 0, 1.0f, 0.0f, NULL },
+        { "reduce-scatter 2048x1536x1024 random, bf16 partials, beta 1", RS, 2048, 1536, 1024, TK_ROW_MAJOR, TK_OP_N,
+          TK_OP_T, TK_F32, TK_BF16, 1, 0, 0, 0, 1.0f, 1.0f, NULL },
+    };
+    static const int chunk_counts[] = { 1, 3 };
+    int skip = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !skip; i++) {
+        dset s;
+        if (dset_make_checked(&s, &cases[i], rank, v_rand))
+            continue;
+        const size_t gb = s.g ? (size_t)(s.c.m * s.c.k) * 2 : 0;
+        unsigned char *bits[2] = { malloc(s.c_bytes + gb), malloc(s.c_bytes + gb) };
+        for (int k = 0; k < 2 && bits[0] && bits[1] && !skip; k++)
+            for (int tr = 0; tr < 2 && !skip; tr++) {
+                const tk_dist_transport t = tr ? CE : P2P;
+                char label[200];
+                snprintf(label, sizeof label, "%s, %d chunk(s), %s", cases[i].name, chunk_counts[k], tr ? "ce" : "p2p");
+                if ((skip = use_transport(d, rank, t, label)))
+                    break;
+                tk_status st = dset_poison(&s, rank) ? TK_ERR_CUDA : dset_run(d, &s, chunk_counts[k], named);
+                if ((skip = ce_unavailable(d, rank, t, st, label)))
+                    break;
+                if (st) {
+                    CHECK(0, "rank %d: %s: %s", rank, label, tk_dist_last_error(d));
+                    break;
+                }
+                expect_transport(d, &s, rank, t, label);
+                if (cudaMemcpy(bits[tr], s.c_dev, s.c_bytes, cudaMemcpyDeviceToHost) ||
+                    (gb && cudaMemcpy(bits[tr] + s.c_bytes, s.g, gb, cudaMemcpyDeviceToHost))) {
+                    CHECK(0, "rank %d: %s: read back", rank, label);
+                    break;
+                }
+                if (tr == 1 && memcmp(bits[0], bits[1], s.c_bytes))
+                    CHECK(0, "rank %d: %s: C differs from p2p's", rank, label);
+                if (tr == 1 && gb && memcmp(bits[0] + s.c_bytes, bits[1] + s.c_bytes, gb))
+                    CHECK(0, "rank %d: %s: the gathered A differs from p2p's", rank, label);
+            }
+        free(bits[0]);
+        free(bits[1]);
+        dset_free(&s);
+    }
+    tk_dist_destroy(d);
+    return 0;
+}
+
+static void test_ce_vs_p2p(void) { run_group(ce_vs_p2p, NULL); }
 
 static int bad_input(int rank, int R, struct ncclComm *comm, void *arg)
 {
@@ -540,6 +688,29 @@ static int bad_input(int rank, int R, struct ncclComm *comm, void *arg)
     st = tk_dist_all_gather_gemm(d, &g, NULL);
     CHECK(st == TK_ERR_INVALID_VALUE && strstr(tk_dist_last_error(d), "chunks"),
           "rank %d: chunk counts differ across ranks: %s: %s", rank, tk_status_string(st), tk_dist_last_error(d));
+    /* the transport asked differs across ranks: check_shapes says so (rank
+     * 0 on p2p; the others on ce, or auto where ce cannot be set) */
+    g.chunks = 2;
+    CHECK(tk_dist_set_transport(d, (tk_dist_transport)5) == TK_ERR_INVALID_VALUE, "rank %d: transport 5 taken", rank);
+    if (rank == 0 || tk_dist_set_transport(d, TK_DIST_TRANSPORT_CE))
+        tk_dist_set_transport(d, rank == 0 ? TK_DIST_TRANSPORT_P2P : TK_DIST_TRANSPORT_AUTO);
+    st = tk_dist_gemm_reduce_scatter(d, &g, NULL);
+    CHECK(st == TK_ERR_INVALID_VALUE && strstr(tk_dist_last_error(d), "transport"),
+          "rank %d: transports differ across ranks: %s: %s", rank, tk_status_string(st), tk_dist_last_error(d));
+    /* back to the default; a bad $TK_DIST_TRANSPORT is refused on every rank, nothing enqueued */
+    tk_dist_set_transport(d, TK_DIST_TRANSPORT_AUTO);
+    setenv("TK_DIST_TRANSPORT", "nvls", 1);
+    st = tk_dist_gemm_reduce_scatter(d, &g, NULL);
+    CHECK(st == TK_SUCCESS, "rank %d: the setting outranks $TK_DIST_TRANSPORT: %s", rank, tk_dist_last_error(d));
+    if (!st)
+        tk_dist_sync(d, 60000);
+    tk_dist other = open_dist(rank, comm);
+    st = other ? tk_dist_gemm_reduce_scatter(other, &g, NULL) : TK_ERR_INVALID_VALUE;
+    CHECK(st == TK_ERR_INVALID_VALUE && other && strstr(tk_dist_last_error(other), "$TK_DIST_TRANSPORT: 'nvls'"),
+          "rank %d: a bad $TK_DIST_TRANSPORT: %s: %s", rank, tk_status_string(st), other ? tk_dist_last_error(other) :
+          "");
+    unsetenv("TK_DIST_TRANSPORT");
+    tk_dist_destroy(other);
     /* the communicator is still good: a right call works */
     g = dset_desc(&s, 2, NULL);
     st = dset_poison(&s, rank) ? TK_ERR_CUDA : tk_dist_gemm_reduce_scatter(d, &g, NULL);
@@ -569,10 +740,15 @@ static void test_bad_input(void) { run_group(bad_input, NULL); }
 static int one_rank_calls(int rank, int R, struct ncclComm *comm, void *arg)
 {
     (void)R;
-    (void)arg;
+    const tk_dist_transport t = *(const tk_dist_transport *)arg;
     tk_dist d = open_dist(rank, comm);
     if (!d)
         return 1;
+    if (rank == 0 && use_transport(d, rank, t, "a call one rank never makes")) {
+        tk_dist_destroy(d);
+        tk_dist_comm_abort(comm);   /* as the other rank does */
+        return 125;
+    }
     if (rank == 0) {
         static const dcase c = { "lonely", AG, 1024, 256, 256, TK_ROW_MAJOR, TK_OP_N, TK_OP_N, TK_F32, TK_F32, 2, 0,
                                  0, 0, 1.0f, 0.0f, NULL };
@@ -580,9 +756,18 @@ static int one_rank_calls(int rank, int R, struct ncclComm *comm, void *arg)
         if (dset_make(&s, &c, rank, v_int) == 0) {
             tk_dist_desc g = dset_desc(&s, 2, NULL);
             g.check_shapes = 0;
+            /* CE on a fresh context: the set-up's agreement waits for the
+             * other rank, up to the timeout, and the call says so */
+            tk_dist_set_timeout(d, 2000);
             tk_status st = tk_dist_all_gather_gemm(d, &g, NULL);
-            CHECK(st == TK_SUCCESS, "rank 0: the call: %s", tk_dist_last_error(d));
-            st = tk_dist_sync(d, 2000);
+            if (t == CE)
+                CHECK(st == TK_ERR_COMM && strstr(tk_dist_last_error(d), "agreement") &&
+                          (strstr(tk_dist_last_error(d), "not complete after 2000 ms") ||
+                           strstr(tk_dist_last_error(d), "NCCL error")),
+                      "rank 0: the call with CE: %s: %s", tk_status_string(st), tk_dist_last_error(d));
+            else
+                CHECK(st == TK_SUCCESS, "rank 0: the call: %s", tk_dist_last_error(d));
+            st = t == CE ? TK_ERR_COMM : tk_dist_sync(d, 2000);
             CHECK(st == TK_ERR_COMM && (strstr(tk_dist_last_error(d), "not complete after 2000 ms") ||
                                         strstr(tk_dist_last_error(d), "NCCL error")),
                   "rank 0: sync: %s: %s", tk_status_string(st), tk_dist_last_error(d));
@@ -600,7 +785,8 @@ static int one_rank_calls(int rank, int R, struct ncclComm *comm, void *arg)
     return 125;   /* aborted: tkf_child must not destroy the communicator */
 }
 
-static void test_timeout(void) { run_group(one_rank_calls, NULL); }
+static void test_timeout(void) { run_transport(one_rank_calls, P2P); }
+static void test_timeout_ce(void) { run_transport(one_rank_calls, CE); }
 
 void tk_tests(void)
 {
@@ -614,9 +800,14 @@ void tk_tests(void)
         return;
     }
     TK_TEST(test_all_gather);
+    TK_TEST(test_all_gather_ce);
     TK_TEST(test_reduce_scatter);
+    TK_TEST(test_reduce_scatter_ce);
     TK_TEST(test_memcheck_overlapped);
     TK_TEST(test_determinism);
+    TK_TEST(test_determinism_ce);
+    TK_TEST(test_ce_vs_p2p);
     TK_TEST(test_bad_input);
     TK_TEST(test_timeout);
+    TK_TEST(test_timeout_ce);
 }

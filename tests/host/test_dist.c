@@ -231,6 +231,14 @@ static void test_signature(void)
     d.problem.m = 256;
     tkd_signature(&c, 2, all + 2 * TKD_SIG_WORDS);
     CHECK(tkd_signature_compare(all, 3, 0, why, sizeof why) == 1 && contains(why, "chunks"), "chunks: %s", why);
+    /* the transport asked is part of it: one rank on p2p, another on ce is a clear error */
+    tkd_signature(&c, 4, all);
+    tkd_signature(&c, 4, all + TKD_SIG_WORDS);
+    c.transport = TK_DIST_TRANSPORT_CE;
+    tkd_signature(&c, 4, all + 2 * TKD_SIG_WORDS);
+    CHECK(tkd_signature_compare(all, 3, 0, why, sizeof why) == 1 && contains(why, "transport") &&
+              contains(why, "rank 2"), "transport differs on rank 2: %s", why);
+    c.transport = TK_DIST_TRANSPORT_AUTO;
     /* the all-gather's N and op_b may differ between ranks */
     c.op = TK_DIST_ALL_GATHER_GEMM;
     tkd_signature(&c, 4, all);
@@ -238,6 +246,62 @@ static void test_signature(void)
     d.problem.op_b = TK_OP_N;
     tkd_signature(&c, 4, all + TKD_SIG_WORDS);
     CHECK(tkd_signature_compare(all, 2, 0, why, sizeof why) == 0, "all-gather, another N: %s", why);
+}
+
+static void test_transport_choose(void)
+{
+    char why[256] = "";
+    int from = -1;
+    /* d's setting first, then $TK_DIST_TRANSPORT, then auto */
+    CHECK(tkd_transport_choose(TK_DIST_TRANSPORT_P2P, "ce", &from, why, sizeof why) == TK_DIST_TRANSPORT_P2P &&
+              from == 1, "the setting first");
+    CHECK(tkd_transport_choose(TK_DIST_TRANSPORT_AUTO, "p2p", &from, why, sizeof why) == TK_DIST_TRANSPORT_AUTO &&
+              from == 1, "auto set overrides the variable");
+    CHECK(tkd_transport_choose(-1, "ce", &from, why, sizeof why) == TK_DIST_TRANSPORT_CE && from == 2, "ce");
+    CHECK(tkd_transport_choose(-1, "p2p", &from, why, sizeof why) == TK_DIST_TRANSPORT_P2P && from == 2, "p2p");
+    CHECK(tkd_transport_choose(-1, "auto", &from, why, sizeof why) == TK_DIST_TRANSPORT_AUTO && from == 2, "auto");
+    CHECK(tkd_transport_choose(-1, NULL, &from, why, sizeof why) == TK_DIST_TRANSPORT_AUTO && from == 0, "unset");
+    CHECK(tkd_transport_choose(-1, "", &from, why, sizeof why) == TK_DIST_TRANSPORT_AUTO && from == 0, "empty");
+    static const char *const bad[] = { "CE", "nvls", "ce ", "1", "p2p,ce" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = '\0';
+        CHECK(tkd_transport_choose(-1, bad[i], &from, why, sizeof why) == -1 && contains(why, "$TK_DIST_TRANSPORT") &&
+                  contains(why, bad[i]) && contains(why, "auto, p2p or ce"), "'%s' taken: %s", bad[i], why);
+    }
+    CHECK(!strcmp(tkd_transport_name(TK_DIST_TRANSPORT_CE), "ce") && !strcmp(tkd_transport_name(7), "?"), "names");
+}
+
+static void test_ce_layout(void)
+{
+    /* 1000 rows in 4 chunks (0, 128, 384, 640, 1000), 3 ranks, rows of 10 bytes: region i begins at 3 x
+     * bounds[i] rows, slot j at j x rows_i rows into it */
+    int64_t b[TKD_MAX_CHUNKS_ASKED + 1];
+    int n = tkd_chunk_bounds(1000, 4, b);
+    CHECK(n == 4, "%d chunks", n);
+    CHECK(tkd_ce_slot(b, 3, 0, 0, 10) == 0 && tkd_ce_slot(b, 3, 0, 2, 10) == 2 * 128 * 10 &&
+              tkd_ce_slot(b, 3, 1, 0, 10) == 3 * 128 * 10 && tkd_ce_slot(b, 3, 1, 1, 10) == (3 * 128 + 256) * 10 &&
+              tkd_ce_slot(b, 3, 3, 2, 10) == (3 * 640 + 2 * 360) * 10,
+          "slot offsets");
+    /* the slots tile the window: each begins where the one before ends, the last ends at R x rows */
+    for (int R = 1; R <= 5; R++)
+        for (int c = 1; c <= 9; c += 2) {
+            n = tkd_chunk_bounds(777, c, b);
+            size_t at = 0;
+            int ok = 1;
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < R; j++) {
+                    ok &= tkd_ce_slot(b, R, i, j, 6) == at;
+                    at += (size_t)(b[i + 1] - b[i]) * 6;
+                }
+            CHECK(ok && at == (size_t)R * 777 * 6, "R %d, %d chunks: the slots do not tile the window", R, n);
+        }
+    /* windows: R x rows x row bytes, rounded up to 32 MiB; qkv at 8192 tokens on 2 ranks: 128 MiB */
+    CHECK(tkd_ce_window_bytes(2, 4096, 8192 * 2) == ((size_t)128 << 20), "qkv window %zu",
+          tkd_ce_window_bytes(2, 4096, 8192 * 2));
+    CHECK(tkd_ce_window_bytes(2, 1, 2) == TKD_CE_GRAIN && tkd_ce_window_bytes(2, 0, 2) == 0 &&
+              tkd_ce_window_bytes(3, 1000, 1000) == TKD_CE_GRAIN &&
+              tkd_ce_window_bytes(2, (int64_t)TKD_CE_GRAIN / 4 + 1, 2) == 2 * TKD_CE_GRAIN,
+          "window rounding");
 }
 
 static void test_desc_versions(void)
@@ -274,10 +338,22 @@ static void test_loader(void)
               "libnccl.so.2 loaded, version %d, a function missing", v);
         CHECK(contains(t.GetErrorString(ncclInvalidArgument), "invalid"), "ncclGetErrorString: %s",
               t.GetErrorString(ncclInvalidArgument));
-        printf("     (NCCL %d loaded from libnccl.so.2)\n", v);
+        /* the copy-engine transport's functions: all six from NCCL 2.28 on, else optional */
+        CHECK(v < 22800 || tkd_ce_missing(&t) == NULL, "NCCL %d lacks %s", v, tkd_ce_missing(&t));
+        printf("     (NCCL %d loaded from libnccl.so.2; copy-engine functions: %s)\n", v,
+               tkd_ce_missing(&t) ? tkd_ce_missing(&t) : "all");
     } else {
         printf("     (no libnccl.so.2 here: %s)\n", why);
     }
+    /* an NCCL without them: the first missing one is named */
+    memset(&t, 0, sizeof t);
+    CHECK(tkd_ce_missing(&t) && !strcmp(tkd_ce_missing(&t), "ncclCommSplit"), "empty table: %s", tkd_ce_missing(&t));
+    t.CommSplit = (ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t *, void *))1;
+    t.MemAlloc = (ncclResult_t (*)(void **, size_t))1;
+    t.MemFree = (ncclResult_t (*)(void *))1;
+    t.CommWindowRegister = (ncclResult_t (*)(ncclComm_t, void *, size_t, void **, int))1;
+    CHECK(tkd_ce_missing(&t) && !strcmp(tkd_ce_missing(&t), "ncclCommWindowDeregister"), "4 of 6: %s",
+          tkd_ce_missing(&t));
 }
 
 /* In a child (the loader's answer is the process's, once): with
@@ -312,7 +388,8 @@ static void test_public_without_gpu(void)
     CHECK(tk_dist_destroy(NULL) == TK_SUCCESS && tk_dist_handle(NULL) == NULL, "NULL context");
     CHECK(tk_dist_set_timeout(NULL, 5) == TK_ERR_INVALID_VALUE && tk_dist_set_comm_sms(NULL, 5) ==
               TK_ERR_INVALID_VALUE && tk_dist_set_link_gbps(NULL, 5) == TK_ERR_INVALID_VALUE &&
-              tk_dist_sync(NULL, 0) == TK_ERR_INVALID_VALUE,
+              tk_dist_sync(NULL, 0) == TK_ERR_INVALID_VALUE &&
+              tk_dist_set_transport(NULL, TK_DIST_TRANSPORT_CE) == TK_ERR_INVALID_VALUE,
           "NULL context taken by a setter");
     tk_dist_desc g = good_desc();
     CHECK(tk_dist_all_gather_gemm(NULL, &g, NULL) == TK_ERR_INVALID_VALUE &&
@@ -346,6 +423,8 @@ void tk_tests(void)
     TK_TEST(test_chunks_choose);
     TK_TEST(test_checks);
     TK_TEST(test_signature);
+    TK_TEST(test_transport_choose);
+    TK_TEST(test_ce_layout);
     TK_TEST(test_desc_versions);
     TK_TEST(test_loader);
     TK_TEST(test_no_nccl);

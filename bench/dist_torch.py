@@ -1,0 +1,200 @@
+"""tilekit.distributed against PyTorch on 2+ GPUs (issue 41), under torchrun:
+
+    python3 -m torch.distributed.run --standalone --nproc-per-node 2 bench/dist_torch.py \
+        [--tokens 2048,8192,32768] [--iters 10] [--json FILE]
+
+Llama-3-70B's tensor-parallel projections (hidden 8192, ffn 28672, 64 query
+and 8 key/value heads of 128) split over the ranks, and its MLP block, each
+timed three ways in one process per GPU, the same inputs:
+
+  seq     NCCL's collective on the default process group, then torch.matmul
+          (all_gather_into_tensor + x @ w.T; x @ w.T + reduce_scatter_tensor);
+  torch   PyTorch's overlapped operations on symmetric memory
+          (torch.ops.symm_mem.fused_all_gather_matmul and
+          fused_matmul_reduce_scatter), where they run on this machine with
+          NVLink multicast off (TORCH_SYMM_MEM_DISABLE_MULTICAST=1); the
+          error is printed where they cannot;
+  tilekit tilekit.distributed.all_gather_matmul / matmul_reduce_scatter
+          (the MLP: tilekit.distributed.TensorParallelMLP).
+
+Each time is the slowest rank's median of --iters calls (CUDA events, a
+barrier before each call). The MLP block's sequential baseline is the same
+shards with the collectives before and after (gather x, gate and up, SiLU,
+down, reduce-scatter). Every tilekit result is compared with the seq one
+(relative error printed). Rank 0 prints a markdown table.
+"""
+import argparse
+import json
+import os
+import sys
+
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ.setdefault(_k, _v)   # no NVLink multicast on the device machines
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import tilekit.distributed as tkd  # noqa: E402
+
+HIDDEN, FFN, HEADS, KV_HEADS, HEAD_DIM = 8192, 28672, 64, 8, 128
+
+
+def timed(fn, iters):
+    """The slowest rank's median time of fn(), us."""
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        dist.barrier()
+        torch.cuda.synchronize()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1000.0)
+    times.sort()
+    t = torch.tensor([times[len(times) // 2]], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def rel(got, want):
+    got, want = got.float(), want.float()
+    return ((got - want).norm() / want.norm().clamp_min(1e-6)).item()
+
+
+def symm_group():
+    """The default group's name with symmetric memory enabled, or the error."""
+    try:
+        import torch.distributed._symmetric_memory as symm
+        name = dist.group.WORLD.group_name
+        if hasattr(symm, "enable_symm_mem_for_group"):
+            symm.enable_symm_mem_for_group(name)
+        return name, None
+    except Exception as e:   # noqa: BLE001 - reported, not hidden
+        return None, "%s: %s" % (type(e).__name__, e)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", default="2048,8192,32768")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    dist.init_process_group("nccl")
+    rank, R = dist.get_rank(), dist.get_world_size()
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+    torch.manual_seed(1234 + rank)
+    group_name, symm_err = symm_group()
+    rows = []
+
+    def record(op, tokens, seq, torch_t, torch_err, tk, err):
+        rows.append({"op": op, "tokens": tokens, "seq_us": seq, "torch_us": torch_t, "torch_error": torch_err,
+                     "tilekit_us": tk, "tilekit_rel_err": err})
+        if rank == 0:
+            print("%-8s %6d  seq %9.1f  torch %9s  tilekit %9.1f  (%.2fx seq%s)  rel err %.1e" % (
+                op, tokens, seq, "%.1f" % torch_t if torch_t else "-", tk, seq / tk,
+                ", %.2fx torch" % (torch_t / tk) if torch_t else "", err), flush=True)
+
+    def try_torch(fn):
+        if group_name is None:
+            return None, symm_err
+        try:
+            return timed(fn, args.iters), None
+        except Exception as e:   # noqa: BLE001 - reported in the table
+            return None, "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
+
+    for tokens in [int(t) for t in args.tokens.split(",")]:
+        m = tokens // R
+        # column-parallel projections: the all-gather of the tokens, then the product
+        for op, n in (("qkv", (HEADS + 2 * KV_HEADS) * HEAD_DIM // R), ("gate_up", 2 * FFN // R)):
+            x = torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
+            w = torch.randn(n, HIDDEN, device="cuda", dtype=torch.bfloat16) * HIDDEN ** -0.5
+            full = torch.empty(tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
+
+            def seq():
+                dist.all_gather_into_tensor(full, x)
+                return full @ w.t()
+
+            want = seq()
+            got = tkd.all_gather_matmul(x, w.t())
+            err = rel(got, want)
+            t_seq = timed(seq, args.iters)
+            t_tk = timed(lambda: tkd.all_gather_matmul(x, w.t()), args.iters)
+            t_torch, e_torch = try_torch(lambda: torch.ops.symm_mem.fused_all_gather_matmul(
+                x, [w.t()], gather_dim=0, group_name=group_name))
+            record(op, tokens, t_seq, t_torch, e_torch, t_tk, err)
+            del x, w, full, want, got
+        # row-parallel projections: the product, then the reduce-scatter of the sums
+        for op, k in (("o", HEADS * HEAD_DIM // R), ("down", FFN // R)):
+            x = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16)
+            w = torch.randn(HIDDEN, k, device="cuda", dtype=torch.bfloat16) * k ** -0.5
+            out = torch.empty(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
+
+            def seq():
+                dist.reduce_scatter_tensor(out, x @ w.t())
+                return out
+
+            want = seq().clone()
+            got = tkd.matmul_reduce_scatter(x, w.t())
+            err = rel(got, want)
+            t_seq = timed(seq, args.iters)
+            t_tk = timed(lambda: tkd.matmul_reduce_scatter(x, w.t()), args.iters)
+            t_torch, e_torch = try_torch(lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(
+                x, w.t(), "sum", scatter_dim=0, group_name=group_name))
+            record(op, tokens, t_seq, t_torch, e_torch, t_tk, err)
+            del x, w, out, want, got
+        # the MLP block: gather, gate and up, SiLU, down, reduce-scatter
+        g = torch.randn(FFN // R, HIDDEN, device="cuda", dtype=torch.bfloat16) * HIDDEN ** -0.5
+        u = torch.randn(FFN // R, HIDDEN, device="cuda", dtype=torch.bfloat16) * HIDDEN ** -0.5
+        dw = torch.randn(HIDDEN, FFN // R, device="cuda", dtype=torch.bfloat16) * FFN ** -0.5
+        x = torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
+        full = torch.empty(tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
+        out = torch.empty(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
+
+        def mlp_seq():
+            dist.all_gather_into_tensor(full, x)
+            dist.reduce_scatter_tensor(out, (F.silu(full @ g.t()) * (full @ u.t())) @ dw.t())
+            return out
+
+        gu = torch.cat([g, u], 0).t()
+
+        def mlp_tk():
+            h = tkd.all_gather_matmul(x, gu)
+            return tkd.matmul_reduce_scatter(F.silu(h[:, :FFN // R]) * h[:, FFN // R:], dw.t())
+
+        with torch.no_grad():
+            want = mlp_seq().clone()
+            err = rel(mlp_tk(), want)
+            t_seq = timed(mlp_seq, args.iters)
+            t_tk = timed(mlp_tk, args.iters)
+        record("mlp", tokens, t_seq, None, "not timed (no fused MLP in torch)", t_tk, err)
+        del g, u, dw, x, full, out, gu, want
+        torch.cuda.empty_cache()
+
+    if rank == 0:
+        import math
+        for what, key in (("seq", "seq_us"), ("torch", "torch_us")):
+            r = [row[key] / row["tilekit_us"] for row in rows if row.get(key) and row["op"] != "mlp"]
+            if r:
+                print("geomean tilekit vs %s (projections, %d): %.3fx" % (
+                    what, len(r), math.exp(sum(math.log(v) for v in r) / len(r))))
+        errs = sorted({row["torch_error"] for row in rows if row["torch_error"] and row["op"] != "mlp"})
+        for e in errs:
+            print("torch's fused operations did not run: %s" % e)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"ranks": R, "device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    dist.barrier()
+    for c in list(tkd._comms.values()):
+        c.close()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
