@@ -89,6 +89,15 @@ static __global__ void copy_2d_kernel(const __grid_constant__ copy_jobs jb)
     }
 }
 
+/* TK_SUCCESS when n jobs fit one launch of `what` (at most cap). */
+static tk_status jobs_fit(const char *what, int n, int cap, char *why, size_t len)
+{
+    if (n <= cap)
+        return TK_SUCCESS;
+    snprintf(why, len, "%s: %d jobs in one launch, at most %d", what, n, cap);
+    return TK_ERR_INVALID_VALUE;
+}
+
 /* A launch's outcome: TK_SUCCESS, or TK_ERR_CUDA with why ("what launch: ..."). */
 static tk_status launch_status(const char *what, char *why, size_t len)
 {
@@ -104,12 +113,10 @@ static tk_status launch_status(const char *what, char *why, size_t len)
 extern "C" tk_status tk_launch_copy_2d_jobs(const tk_copy_job *job, int n, cudaStream_t stream, char *why,
                                             size_t len)
 {
+    if (jobs_fit("copy", n, TK_COPY_JOBS, why, len))
+        return TK_ERR_INVALID_VALUE;
     copy_jobs jb;
     memset(&jb, 0, sizeof jb);
-    if (n > TK_COPY_JOBS) {
-        snprintf(why, len, "copy: %d jobs in one launch, at most %d", n, TK_COPY_JOBS);
-        return TK_ERR_INVALID_VALUE;
-    }
     /* the launch's unit: bytes where any job has 1-byte elements (each
      * element of the others is then elem_bytes units), else 2 bytes */
     size_t unit = 2;
@@ -239,12 +246,10 @@ static __global__ void __launch_bounds__(TR_THREADS) transpose_u8_kernel(const _
 extern "C" tk_status tk_launch_transpose_2d_jobs(const tk_copy_job *job, int n, cudaStream_t stream, char *why,
                                                  size_t len)
 {
+    if (jobs_fit("transpose", n, TK_TRANSPOSE_JOBS, why, len))
+        return TK_ERR_INVALID_VALUE;
     transpose_jobs jb;
     memset(&jb, 0, sizeof jb);
-    if (n > TK_TRANSPOSE_JOBS) {
-        snprintf(why, len, "transpose: %d jobs in one launch, at most %d", n, TK_TRANSPOSE_JOBS);
-        return TK_ERR_INVALID_VALUE;
-    }
     for (int q = 0; q < n; q++) {
         if (job[q].elem_bytes != 1) {
             snprintf(why, len, "transpose: job %d has %zu-byte elements (expected 1)", q, job[q].elem_bytes);
