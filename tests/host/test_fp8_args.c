@@ -87,7 +87,8 @@ static void test_valid_calls_pass(void)
  * instance of k31_wgmma_cluster on sm_90 where its 128 x 256 tiles fill
  * the waves, to k45_cluster_128x128's where they leave most of the last
  * wave empty (per tensor and per row; block scales always to k31), and to
- * k01_naive elsewhere (the other layouts, sm_80); a bf16 family asked by
+ * k01_naive elsewhere when it may not copy (the other layouts, sm_80;
+ * test_route_copies has the copy route); a bf16 family asked by
  * name refuses them, and k30's configurations without FP8 instances say
  * which one has them. */
 static void test_route(void)
