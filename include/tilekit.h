@@ -304,11 +304,23 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
  *     ld_scale_a >= M), scale_b one per 128 x 128 block of op(B) (n-block
  *     i, k-block j at scale_b[i + j * ld_scale_b], ld_scale_b >=
  *     ceil(N / 128)); K a multiple of 128.
- * Kernels: k33_wgmma_128x128 (sm_90a; A and B K-major: op_a N and op_b T
- * in a row-major problem; each 128 of K promoted to fp32) and k01_naive
- * (any layout, any GPU: correct, slow); auto-dispatch picks the first
- * that takes the call. Not yet: an epilogue or many products with FP8
- * (TK_ERR_NOT_SUPPORTED), block scales with TK_COL_MAJOR (likewise). */
+ * Kernels: on sm_90a the FP8 instances of k31_wgmma_cluster (128 x 256
+ * tiles), k45_cluster_128x128 and, at small M, the swapped k36_swap_*
+ * tiles (k33_wgmma_128x128's by name), each 128 of K promoted to fp32.
+ * They read A and B K-major (op_a N and op_b T in a row-major problem; op_a
+ * T and op_b N in a column-major one), 16-byte aligned with leading
+ * dimensions that are multiples of 16 (TMA). Auto-dispatch runs every
+ * other layout and alignment on K-major copies, in the handle's workspace,
+ * of the operands that need them (transposed where the layout is not
+ * K-major, repacked where it is misaligned): one extra pass over each
+ * copied operand, under the workspace rules of the copies of misaligned
+ * operands (below); the scales stay those of op(A) and op(B). k01_naive
+ * (any layout, any GPU: correct, slow) takes the rest: tiny problems (2 M
+ * N K < 2^22), calls naming it (a named fast kernel refuses a layout it
+ * does not read), calls captured in a CUDA graph on layouts the fast
+ * kernels do not read (no workspace under capture), GPUs before sm_90.
+ * Not yet: an epilogue or many products with FP8 (TK_ERR_NOT_SUPPORTED),
+ * block scales with TK_COL_MAJOR (likewise). */
 typedef enum tk_fp8_format { TK_FP8_NONE = 0, TK_FP8_E4M3 = 1, TK_FP8_E5M2 = 2 } tk_fp8_format;
 typedef enum tk_scale_mode { TK_SCALE_NONE = 0, TK_SCALE_TENSOR = 1, TK_SCALE_ROW = 2, TK_SCALE_BLOCK = 3 } tk_scale_mode;
 

@@ -152,8 +152,11 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, bias=None):
     the exact rules). bias (N values, bf16 or fp32) is added in torch after
     the product, which is then kept in fp32 so that the sum is rounded to
     out_dtype once (the library has no FP8 epilogue yet). Runs on
-    tk_gemm_run's FP8 path (k01_naive, the reference kernel, for now: correct,
-    not fast). A torch op (torch.compile, CUDA graphs); no autograd."""
+    tk_gemm_run's FP8 path: on sm_90 its FP8 kernels, which read a row-major
+    a and a column-major b as they are and other layouts through K-major
+    copies (k01_naive, correct and slow, for those under CUDA graph capture
+    and on older GPUs). A torch op (torch.compile, CUDA graphs); no
+    autograd."""
     if torch.compiler.is_compiling():
         return scaled_mm_op(a, b, scale_a, scale_b, out_dtype, bias)
     return _scaled_mm(a, b, scale_a, scale_b, out_dtype, bias)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "lab.h"
+#include "../lib/internal.h"
 
 double tk_lab_fp8_peak_tflops(const tk_lab_bench_info *in)
 {
@@ -60,6 +61,17 @@ static int bufs_make(f8bufs *x, const tk_lab_case *c, const tk_lab_f8 *f, void *
         return -1;
     }
     return 0;
+}
+
+/* The route auto-dispatch runs the call on, "k31_wgmma_cluster (copies
+ * A^T)" ("" if none). */
+static void auto_choice(tk_handle h, const tk_gemm_desc *d, char *buf, size_t len)
+{
+    tk_fp8_args f;
+    tk_route r;
+    buf[0] = '\0';
+    if (tk_fp8_route(h, d, &f, &r) == TK_SUCCESS && r.k)
+        tk_route_name(&r, buf, len);
 }
 
 typedef struct f8call {
@@ -129,6 +141,8 @@ int tk_lab_f8_bench_case(tk_lab_bench *b, const tk_lab_case *c, const tk_lab_f8 
             yard = timed ? r : NULL;
         } else {
             call.kernel = kernels[i];
+            if (!strcmp(kernels[i], "auto"))   /* the row names the kernel auto-dispatch runs, and its copies */
+                auto_choice(tk_lab_bench_handle(b), &call.d, r->chosen, sizeof r->chosen);
             timed = tk_lab_bench_time(b, run_tilekit, &call, r) == 0;
         }
         if (timed && r->ms_median > 0) {

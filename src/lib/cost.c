@@ -39,15 +39,19 @@ double tk_cost_us(const tk_route *r, const tk_args *a, const tk_device *dev)
     }
     /* A and B read once, C written and, with beta != 0, read; each copy
      * reads and writes its operand once more (C staged: out, and in when
-     * read), in one launch for A and B (and C in) and one for C out */
+     * read), in one launch for A and B (and C in) and one for C out; FP8
+     * operands are bytes, and their transposed copies one more launch */
     const double cb = a->c_type == TK_F32 ? 4.0 : 2.0, c_rw = a->beta != 0.0f ? 2.0 : 1.0;
-    double bytes = 2.0 * (m * kk + kk * n) + cb * m * n * c_rw;
+    const double ab = a->fp8 ? 1.0 : 2.0;
+    double bytes = ab * (m * kk + kk * n) + cb * m * n * c_rw;
     int launches = 1;
     if (r->copy[0])
-        bytes += 2.0 * 2.0 * m * kk;
+        bytes += 2.0 * ab * m * kk;
     if (r->copy[1])
-        bytes += 2.0 * 2.0 * kk * n;
-    if (r->copy[0] || r->copy[1] || (r->copy[2] && a->beta != 0.0f))
+        bytes += 2.0 * ab * kk * n;
+    if ((r->copy[0] && !r->transposed[0]) || (r->copy[1] && !r->transposed[1]) || (r->copy[2] && a->beta != 0.0f))
+        launches++;
+    if (r->transposed[0] || r->transposed[1])
         launches++;
     if (r->copy[2]) {
         bytes += 2.0 * cb * m * n * c_rw;

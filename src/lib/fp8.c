@@ -1,10 +1,13 @@
 /* fp8.c - FP8 operands (tilekit.h, tk_gemm_desc version 4; issue 40, in
  * progress): the checks of the version-4 fields, then the call, routed
- * like any other to the kernels whose family accepts TK_ACCEPT_AB_FP8
- * (k01_naive alone so far). As epilogue.c's, every refusal names the
- * field, what it holds and what was expected, and all come before the
- * device is asked for. */
+ * like any other to the kernels whose family accepts TK_ACCEPT_AB_FP8:
+ * K-major operands to the FP8 instances of k31, k45 and k36_swap_*, the
+ * other layouts and alignments to them through K-major copies (route.c),
+ * the rest to k01_naive. As epilogue.c's, every refusal names the field,
+ * what it holds and what was expected, and all come before the device is
+ * asked for. */
 #include <inttypes.h>
+#include <string.h>
 #include "internal.h"
 
 static const char *fp8_name(int f) { return f == TK_FP8_E4M3 ? "TK_FP8_E4M3" : "TK_FP8_E5M2"; }
@@ -76,7 +79,12 @@ static tk_status check_fields(tk_handle h, const tk_gemm_desc *d)
     return TK_SUCCESS;
 }
 
-tk_status tk_fp8_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)
+/* The checks of an FP8 call and its row-major problem: *a normalized
+ * (need_ptrs as tk_prepare's), a->fp8 = f, which gets the call's formats
+ * and scales (a column-major call's swapped with its operands); *k the
+ * named kernel (NULL: auto); *noop for M or N == 0, which asks no device. */
+static tk_status fp8_prepare(tk_handle h, const tk_gemm_desc *d, const char *kernel, int need_ptrs, tk_args *a,
+                             tk_fp8_args *f, int *noop, const tk_kernel **k)
 {
     tk_status st = check_fields(h, d);
     if (st)
@@ -98,20 +106,40 @@ tk_status tk_fp8_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, voi
                        "layout: TK_COL_MAJOR with TK_SCALE_BLOCK: block scales are laid out for the row-major problem "
                        "(expected TK_ROW_MAJOR, or TK_SCALE_ROW / TK_SCALE_TENSOR)");
     const tk_widths w = { p->n, p->n, 0, 1 };
-    tk_args a;
-    int noop = 0;
-    const tk_kernel *k = NULL;
-    if ((st = tk_prepare_widths(h, p, kernel, &a, &noop, &k, 1, &w)))
+    *noop = 0;
+    *k = NULL;
+    if ((st = tk_prepare_widths(h, p, kernel, a, noop, k, need_ptrs, &w)))
         return st;
-    if (noop)
+    if (*noop)
         return TK_SUCCESS;
     if ((st = tk_device_ready(h)))
         return st;
     /* column-major C = op(A) op(B) runs as row-major C^T = op(B)^T op(A)^T (normalize):
      * the formats and the per-row / per-column scales change places with the operands */
-    const tk_fp8_args f = { col ? d->b_fp8 : d->a_fp8, col ? d->a_fp8 : d->b_fp8, d->scale_mode,
-                            col ? d->scale_b : d->scale_a, col ? d->scale_a : d->scale_b,
-                            d->ld_scale_a, d->ld_scale_b };
-    a.fp8 = &f;
-    return tk_run_args(h, &a, k, (cudaStream_t)stream);
+    *f = (tk_fp8_args){ col ? d->b_fp8 : d->a_fp8, col ? d->a_fp8 : d->b_fp8, d->scale_mode,
+                        col ? d->scale_b : d->scale_a, col ? d->scale_a : d->scale_b,
+                        d->ld_scale_a, d->ld_scale_b };
+    a->fp8 = f;
+    return TK_SUCCESS;
+}
+
+tk_status tk_fp8_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)
+{
+    tk_args a;
+    tk_fp8_args f;
+    int noop = 0;
+    const tk_kernel *k = NULL;
+    tk_status st = fp8_prepare(h, d, kernel, 1, &a, &f, &noop, &k);
+    return st || noop ? st : tk_run_args(h, &a, k, (cudaStream_t)stream);
+}
+
+tk_status tk_fp8_route(tk_handle h, const tk_gemm_desc *d, tk_fp8_args *f, tk_route *r)
+{
+    tk_args a;
+    int noop = 0;
+    const tk_kernel *k = NULL;
+    memset(r, 0, sizeof *r);
+    tk_call_begin(h);
+    tk_status st = fp8_prepare(h, d, NULL, 0, &a, f, &noop, &k);
+    return st || noop ? st : tk_route_select(h, &a, r, 1);
 }

@@ -230,21 +230,20 @@ static const tk_kernel *best_fit(tk_handle h, const tk_args *a, int *rank)
 }
 
 /* Auto-dispatch: the best kernel for the problem as it is, or (copies != 0)
- * for copies of its misaligned operands when that gets a higher-ranked
- * kernel (route.c). */
+ * for copies of its misaligned operands (FP8: and of those not K-major)
+ * when that gets a higher-ranked kernel (route.c). */
 int tk_route_choose(tk_handle h, const tk_args *a, tk_route *r, int copies)
 {
     int rank = 0, t_rank = 0;
     tk_route_plan(a, 0, 0, r);
     r->k = best_fit(h, a, &rank);
     if (copies && !tk_route_tiny(a)) {
-        int mis_ab = !tk_route_aligned(a->a, a->lda, 2) || !tk_route_aligned(a->b, a->ldb, 2);
-        int mis_c = !tk_route_aligned(a->c, a->ldc, a->c_type == TK_F32 ? 4 : 2);
         for (int stage_c = 0; stage_c < 2; stage_c++) {
-            if (stage_c ? !mis_c : !mis_ab)
-                continue;
             tk_route t;
             tk_route_plan(a, 1, stage_c, &t);
+            /* a candidate only where it copies what the one before did not */
+            if (stage_c ? !t.copy[2] : !t.copy[0] && !t.copy[1])
+                continue;
             t.k = best_fit(h, &t.run, &t_rank);
             if (t.k && t_rank > rank) {
                 *r = t;

@@ -176,6 +176,7 @@ typedef struct tk_route {
     const tk_kernel *k;          /* the kernel that runs `run` */
     tk_args run;                 /* the problem it sees: copied operands point into the workspace */
     int copy[3];                 /* A, B, C copied (C: staged, copied back after the product) */
+    int transposed[2];           /* FP8: A's, B's copy transposed (made K-major; route.c) */
     int64_t ld[3];               /* their leading dimensions in the workspace (elements) */
     size_t off[3];               /* their offsets in the workspace (bytes, 256-aligned) */
     size_t bytes;                /* workspace needed */
@@ -187,11 +188,13 @@ int tk_route_tiny(const tk_args *a);
  * aligned (what the vector and TMA kernels need). */
 int tk_route_aligned(const void *p, int64_t ld, size_t elem_bytes);
 /* The route that copies A and B (when pack_ab) and C (when stage_c) where
- * they are misaligned; r->k is left NULL; run's copied pointers are NULL
- * until tk_route_bind. Pure. */
+ * they are misaligned, and FP8 A and B where they are not K-major
+ * (transposed; run's op_a N, op_b T); r->k is left NULL; run's copied
+ * pointers are NULL until tk_route_bind. Pure. */
 void tk_route_plan(const tk_args *a, int pack_ab, int stage_c, tk_route *r);
 void tk_route_bind(tk_route *r, void *ws);
-/* "k31_wgmma_cluster" or "k31_wgmma_cluster (copies A, B)". */
+/* "k31_wgmma_cluster" or "k31_wgmma_cluster (copies A, B)"; a transposed
+ * copy (FP8) is "A^T", "B^T". */
 void tk_route_name(const tk_route *r, char *buf, size_t len);
 /* Auto-dispatch's choice for the problem p (a kernel and its copies), as
  * tk_gemm_ex would run it; p's pointers may be NULL as for
@@ -293,10 +296,16 @@ void tk_epi_args_of(const tk_gemm_desc *d, tk_epi_args *e);
  * the epilogue forgotten would run a plain product silently). */
 tk_status tk_epi_none_check(tk_handle h, const tk_gemm_desc *d);
 /* fp8.c: tk_gemm_desc's version-4 fields. tk_fp8_none_check: none of
- * them set (bf16 operands); tk_fp8_run: FP8 operands, checked, then
- * refused (no kernel takes them yet). */
+ * them set (bf16 operands); tk_fp8_run: FP8 operands, checked, then run
+ * as any problem (tk_run_args, a->fp8 set). */
 tk_status tk_fp8_none_check(tk_handle h, const tk_gemm_desc *d);
 tk_status tk_fp8_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
+/* Auto-dispatch's route for the FP8 call d (a kernel and its copies), as
+ * tk_gemm_run(h, d, NULL, stream) would run it outside a graph capture; d's
+ * pointers may be NULL, as for tk_select_kernel. r->run.fp8 points at *f.
+ * r->k NULL for a no-op (M or N == 0). The lab's bench rows and the GPU
+ * tests name it; needs a device. */
+tk_status tk_fp8_route(tk_handle h, const tk_gemm_desc *d, tk_fp8_args *f, tk_route *r);
 /* Whether the work enqueued on s is being captured into a CUDA graph. */
 int tk_stream_capturing(cudaStream_t s);
 /* The split workspace k asks of h for a (0 where h never splits), *nflags

@@ -277,14 +277,16 @@ tk_status tk_check_b_up(const tk_args *a, const char *unit, char *why, size_t le
 /* C = beta * C on stream (the K == 0 case); util.cu. */
 tk_status tk_launch_scale_c(const tk_args *a, cudaStream_t stream, char *why, size_t len);
 
-/* dst <- src on stream: rows x cols elements of elem_bytes (2 or 4) with
- * leading dimensions ldd and lds (elements); any 2-byte aligned addresses
- * and leading dimensions; util.cu. */
+/* dst <- src on stream: rows x cols elements of elem_bytes (1, 2 or 4)
+ * with leading dimensions ldd and lds (elements); any addresses and leading
+ * dimensions aligned to the element (2-byte ones for 4-byte elements);
+ * the columns of dst past cols are not written; util.cu. */
 tk_status tk_launch_copy_2d(void *dst, int64_t ldd, const void *src, int64_t lds, int64_t rows, int64_t cols,
                             size_t elem_bytes, cudaStream_t stream, char *why, size_t len);
 
 /* Several such copies in one launch (at most TK_COPY_JOBS; jobs with no
- * rows or columns are skipped); util.cu. */
+ * rows or columns are skipped), moved in 2-byte units, or in bytes where a
+ * job has 1-byte elements; util.cu. */
 #define TK_COPY_JOBS 3
 typedef struct tk_copy_job {
     void *dst; int64_t ldd;
@@ -293,6 +295,15 @@ typedef struct tk_copy_job {
     size_t elem_bytes;
 } tk_copy_job;
 tk_status tk_launch_copy_2d_jobs(const tk_copy_job *job, int n, cudaStream_t stream, char *why, size_t len);
+
+/* Transposing copies of 1-byte elements (FP8 codes made K-major, route.c),
+ * at most TK_TRANSPOSE_JOBS in one launch: job q's src, rows x cols with
+ * leading dimension lds, becomes dst, cols x rows with leading dimension
+ * ldd (>= rows); elem_bytes must be 1; any addresses and leading
+ * dimensions; the columns of dst past rows are not written; jobs with no
+ * rows or columns are skipped; util.cu. */
+#define TK_TRANSPOSE_JOBS 2
+tk_status tk_launch_transpose_2d_jobs(const tk_copy_job *job, int n, cudaStream_t stream, char *why, size_t len);
 
 /* tk_quantize_fp8's call (tilekit.h), checked by quantize.c: x rows x cols
  * bf16 (ldx), q the codes (ldq), scale with ld_scale resolved (1X128:

@@ -22,6 +22,24 @@
  * k01_naive took 9.6 us at 64 x 64 x 65 against 9.5 us for k31 on padded
  * copies before the copies are counted, but 15.6 us at 128^3 (k31 10.0) and
  * 27.8 us at 256^3 (k31 11.5): the crossover is near 2 M N K = 2^22.
+ *
+ * FP8 operands (a->fp8) take the same route with one more reason to copy:
+ * the FP8 kernels (k31's, k45's, k36_swap_*'s instances) read A and B
+ * K-major alone (op_a N, op_b T: FP8 wgmma has no other layout), through
+ * TMA (16-byte aligned, lines of a multiple of 16 bytes). Their copies are
+ * K-major: op(A) as M x K rows, op(B)^T as N x K rows, lines rounded up to
+ * 16 codes; an operand stored the other way is transposed on the way
+ * (tk_launch_transpose_2d_jobs: one launch for A and B, through shared
+ * memory), a K-major misaligned one repacked in byte units, a K-major
+ * aligned one used in place; the run is then op_a N, op_b T. The scales
+ * belong to op(A) and op(B), which the copies do not change, so tk_fp8_args
+ * passes through as it is (a column-major call's operands, formats and
+ * scales were swapped before: fp8.c). The padding past K of a copied line
+ * is left unwritten: the kernels' tensor maps are K wide (k30_fill_params),
+ * so TMA never reads it. A transposed copy costs what a repack does, one
+ * read and one write of the operand: about 0.01 ms for a 4096 x 4096 FP8
+ * operand at 3 TB/s, beside the 0.1 ms of a 4096^3 product at 1200 TFLOP/s
+ * (k01_naive: 0.6 TFLOP/s).
  * The planning below is pure (no GPU): tests check it on the CPU. */
 #include <stdio.h>
 #include <inttypes.h>
@@ -29,15 +47,18 @@
 #include <cuda_runtime_api.h>
 #include "internal.h"
 
-/* A repacked line is rounded up to this many elements: 16 bytes of bf16. */
+/* A repacked line is rounded up to this many elements: 16 bytes of bf16,
+ * 16 of FP8 codes. */
 #define TK_ROUTE_ALIGN 8
+#define TK_ROUTE_ALIGN_FP8 16
 
 static size_t round_up(size_t x, size_t q) { return (x + q - 1) / q * q; }
 
 /* off + rows lines of line_bytes, rounded up to 256 bytes, or SIZE_MAX when
  * that does not fit in size_t: argument checks bound each operand's span by
- * INT64_MAX bytes, but its copy's lines, rounded up to 8 elements, can be 8
- * times longer (lines of one element). cudaMalloc refuses SIZE_MAX, so such
+ * INT64_MAX bytes, but its copy's lines, rounded up to 8 elements (16 for
+ * FP8), can be 16 times longer (lines of one element; a transposed copy's
+ * lines are the other side's). cudaMalloc refuses SIZE_MAX, so such
  * a route fails for want of workspace instead of running on a wrapped one. */
 static size_t add_copy(size_t off, int64_t rows, size_t line_bytes)
 {
@@ -57,7 +78,7 @@ int tk_route_aligned(const void *p, int64_t ld, size_t elem_bytes)
     return ((uint64_t)ld * elem_bytes) % 16 == 0 && (uintptr_t)p % 16 == 0;
 }
 
-/* Stored rows and columns of A, B (bf16) and C in the normalized problem. */
+/* Stored rows and columns of A, B and C in the normalized problem. */
 static void stored_dims(const tk_args *a, int which, int64_t *rows, int64_t *cols)
 {
     if (which == 0) {
@@ -72,6 +93,13 @@ static void stored_dims(const tk_args *a, int which, int64_t *rows, int64_t *col
     }
 }
 
+/* Whether operand w (0 A, 1 B) of an FP8 problem is stored the way the
+ * FP8 kernels do not read (not K-major), so its copy is transposed. */
+static int fp8_transposed(const tk_args *a, int w)
+{
+    return a->fp8 && (w == 0 ? a->op_a != TK_OP_N : a->op_b != TK_OP_T);
+}
+
 void tk_route_plan(const tk_args *a, int pack_ab, int stage_c, tk_route *r)
 {
     memset(r, 0, sizeof *r);
@@ -81,15 +109,20 @@ void tk_route_plan(const tk_args *a, int pack_ab, int stage_c, tk_route *r)
     for (int w = 0; w < 3; w++) {
         const void *p = w == 0 ? a->a : w == 1 ? a->b : a->c;
         int64_t ld = w == 0 ? a->lda : w == 1 ? a->ldb : a->ldc;
-        size_t esz = w == 2 ? cb : 2;
-        /* FP8 operands are not repacked (the copy moves 2-byte units): a
-         * misaligned one goes to a kernel that reads it as it is (k01_naive) */
-        int want = w < 2 ? pack_ab && !a->fp8 : stage_c;
-        if (!want || tk_route_aligned(p, ld, esz))
+        const int fp8 = w < 2 && a->fp8;
+        size_t esz = w == 2 ? cb : fp8 ? 1 : 2;
+        int want = w < 2 ? pack_ab : stage_c;
+        int tr = w < 2 && fp8_transposed(a, w);
+        if (!want || (!tr && tk_route_aligned(p, ld, esz)))
             continue;
         int64_t rows, cols;
         stored_dims(a, w, &rows, &cols);
-        int64_t ldp = (int64_t)round_up((size_t)cols, TK_ROUTE_ALIGN);
+        if (tr) {   /* the copy holds the stored matrix transposed */
+            int64_t t = rows;
+            rows = cols;
+            cols = t;
+        }
+        int64_t ldp = (int64_t)round_up((size_t)cols, fp8 ? TK_ROUTE_ALIGN_FP8 : TK_ROUTE_ALIGN);
         r->copy[w] = 1;
         r->ld[w] = ldp;
         r->off[w] = off;
@@ -99,6 +132,9 @@ void tk_route_plan(const tk_args *a, int pack_ab, int stage_c, tk_route *r)
         if (w == 0) { r->run.a = NULL; r->run.lda = ldp; }
         if (w == 1) { r->run.b = NULL; r->run.ldb = ldp; }
         if (w == 2) { r->run.c = NULL; r->run.ldc = ldp; }
+        /* a transposed FP8 copy is K-major: op(A) M x K, op(B)^T N x K */
+        if (tr && w == 0) { r->transposed[0] = 1; r->run.op_a = TK_OP_N; }
+        if (tr && w == 1) { r->transposed[1] = 1; r->run.op_b = TK_OP_T; }
     }
     r->bytes = off;
 }
@@ -118,7 +154,8 @@ void tk_route_name(const tk_route *r, char *buf, size_t len)
     int first = 1;
     for (int w = 0; w < 3 && n >= 0 && (size_t)n < len; w++)
         if (r->copy[w]) {
-            n += snprintf(buf + n, len - (size_t)n, "%s%s", first ? " (copies " : ", ", what[w]);
+            n += snprintf(buf + n, len - (size_t)n, "%s%s%s", first ? " (copies " : ", ", what[w],
+                          w < 2 && r->transposed[w] ? "^T" : "");
             first = 0;
         }
     if (!first && n >= 0 && (size_t)n < len)
@@ -138,22 +175,26 @@ tk_status tk_route_copy_in(tk_handle h, tk_route *r, const tk_args *a, void *ws,
     tk_route_bind(r, ws);
     char why[TK_MSG_LEN] = "";
     size_t cb = a->c_type == TK_F32 ? 4 : 2;
-    tk_copy_job job[TK_COPY_JOBS];
-    int n = 0;
+    tk_copy_job job[TK_COPY_JOBS], tjob[TK_TRANSPOSE_JOBS];
+    int n = 0, nt = 0;
     for (int w = 0; w < 3; w++) {
         if (!r->copy[w] || (w == 2 && a->beta == 0.0f))   /* C is read only when beta != 0 */
             continue;
-        tk_copy_job *j = &job[n++];
-        stored_dims(a, w, &j->rows, &j->cols);
+        const int tr = w < 2 && r->transposed[w];
+        tk_copy_job *j = tr ? &tjob[nt++] : &job[n++];
+        stored_dims(a, w, &j->rows, &j->cols);   /* the source's: a transposing job swaps them */
         j->src = w == 0 ? a->a : w == 1 ? a->b : a->c;
         j->dst = w == 0 ? (void *)r->run.a : w == 1 ? (void *)r->run.b : r->run.c;
         j->lds = w == 0 ? a->lda : w == 1 ? a->ldb : a->ldc;
         j->ldd = r->ld[w];
-        j->elem_bytes = w == 2 ? cb : 2;
+        j->elem_bytes = w == 2 ? cb : a->fp8 ? 1 : 2;
     }
-    /* One launch for all of them. */
+    /* One launch for the plain copies, one for the transposed (FP8). */
     st = n ? tk_launch_copy_2d_jobs(job, n, stream, why, sizeof why) : TK_SUCCESS;
-    return st ? tk_fail(h, st, "auto: copying a misaligned operand: %s", why) : TK_SUCCESS;
+    if (!st && nt)
+        st = tk_launch_transpose_2d_jobs(tjob, nt, stream, why, sizeof why);
+    return st ? tk_fail(h, st, "auto: copying %s: %s", nt ? "an operand" : "a misaligned operand", why)
+              : TK_SUCCESS;
 }
 
 tk_status tk_route_copy_out(tk_handle h, const tk_route *r, const tk_args *a, cudaStream_t stream)

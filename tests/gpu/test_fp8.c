@@ -14,10 +14,21 @@
  * with power-of-two scales must come back exact in fp32 C; tiles: shapes
  * of many tiles, split long K and decode, K-major; small_m: the swapped
  * tiles' edges (odd k-tile counts, tokens past a tile, split units);
- * long_k: K = 32768 within the tolerance. */
+ * long_k: K = 32768 within the tolerance; copies: the route's copy kernels
+ * (util.cu) byte for byte: 1-byte-unit copies and transposes at every
+ * alignment of source and destination, edges, a mixed launch, bytes past
+ * each line untouched; routed: mid-size problems of every layout (NN, NT,
+ * TN, TT, row- and column-major, packed and padded, each legal scale mode)
+ * through auto, against the reference as the sweep checks them, and on a
+ * fast kernel (through K-major copies where the layout or alignment needs
+ * them), never k01_naive. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <cuda_runtime_api.h>
 #include "tilekit.h"
+#include "lib/internal.h"
 #include "lab/lab.h"
 #include "../host/check.h"
 
@@ -159,6 +170,186 @@ static void long_k(void)
     report("long_k");
 }
 
+/* ---- the route's copies, byte for byte ---- */
+
+/* Byte i of the test pattern (no period short enough to hide a shift). */
+static uint8_t pat(size_t i) { return (uint8_t)(tk_lab_mix64(i) >> 17); }
+
+#define COPY_POISON 0xab
+
+/* Runs the jobs on device buffers, source bytes pat(i), destination
+ * COPY_POISON, and checks every destination byte: the source's where the
+ * job writes (transposed or not), the poison elsewhere (padding, before and
+ * after). Each job's src and dst are given as byte offsets into their own
+ * buffer (any alignment). */
+static void copy_check(const char *label, const tk_copy_job *jin, const size_t *src_off, const size_t *dst_off,
+                       int n, int transpose)
+{
+    tk_copy_job job[TK_COPY_JOBS];
+    uint8_t *ds[TK_COPY_JOBS] = { 0 }, *dd[TK_COPY_JOBS] = { 0 }, *hs[TK_COPY_JOBS] = { 0 }, *hd[TK_COPY_JOBS] = { 0 };
+    size_t ns[TK_COPY_JOBS] = { 0 }, nd[TK_COPY_JOBS] = { 0 };
+    int ok = 1;
+    for (int q = 0; q < n; q++) {
+        job[q] = jin[q];
+        const size_t eb = job[q].elem_bytes;
+        const int64_t drows = transpose ? job[q].cols : job[q].rows;
+        ns[q] = src_off[q] + (size_t)(job[q].rows * job[q].lds) * eb + 64;
+        nd[q] = dst_off[q] + (size_t)(drows * job[q].ldd) * eb + 64;
+        hs[q] = malloc(ns[q]);
+        hd[q] = malloc(nd[q]);
+        ok = ok && hs[q] && hd[q] && !cudaMalloc((void **)&ds[q], ns[q]) && !cudaMalloc((void **)&dd[q], nd[q]);
+        if (!ok)
+            break;
+        for (size_t i = 0; i < ns[q]; i++)
+            hs[q][i] = pat(i + 1000003u * (size_t)q);
+        memset(hd[q], COPY_POISON, nd[q]);
+        ok = !cudaMemcpy(ds[q], hs[q], ns[q], cudaMemcpyHostToDevice) &&
+             !cudaMemcpy(dd[q], hd[q], nd[q], cudaMemcpyHostToDevice);
+        job[q].src = ds[q] + src_off[q];
+        job[q].dst = dd[q] + dst_off[q];
+    }
+    CHECK(ok, "%s: buffers: %s", label, cudaGetErrorString(cudaGetLastError()));
+    char why[TK_MSG_LEN] = "";
+    tk_status st = TK_ERR_CUDA;
+    if (ok) {
+        st = transpose ? tk_launch_transpose_2d_jobs(job, n, NULL, why, sizeof why)
+                       : tk_launch_copy_2d_jobs(job, n, NULL, why, sizeof why);
+        CHECK(st == TK_SUCCESS && !cudaDeviceSynchronize(), "%s: %s (%s; %s)", label, tk_status_string(st), why,
+              cudaGetErrorString(cudaGetLastError()));
+    }
+    for (int q = 0; ok && st == TK_SUCCESS && q < n; q++) {
+        CHECK(!cudaMemcpy(hd[q], dd[q], nd[q], cudaMemcpyDeviceToHost), "%s: copy back", label);
+        const size_t eb = job[q].elem_bytes;
+        const int64_t drows = transpose ? job[q].cols : job[q].rows, dcols = transpose ? job[q].rows : job[q].cols;
+        int64_t bad = 0, first = -1;
+        for (size_t i = 0; i < nd[q]; i++) {
+            /* the destination element and byte this is, if any */
+            const int64_t o = (int64_t)i - (int64_t)dst_off[q];
+            const int64_t e = o >= 0 ? o / (int64_t)eb : -1, b = o >= 0 ? o % (int64_t)eb : 0;
+            const int64_t r = e >= 0 ? e / job[q].ldd : -1, c = e >= 0 ? e % job[q].ldd : -1;
+            int want = COPY_POISON;
+            if (e >= 0 && r < drows && c < dcols) {
+                const int64_t sr = transpose ? c : r, sc = transpose ? r : c;
+                want = pat(src_off[q] + (size_t)((sr * job[q].lds + sc) * (int64_t)eb + b) + 1000003u * (size_t)q);
+            }
+            if (hd[q][i] != want && !bad++)
+                first = (int64_t)i;
+        }
+        CHECK(!bad, "%s, job %d: %lld wrong bytes, the first at byte %lld of dst", label, q, (long long)bad,
+              (long long)first);
+    }
+    for (int q = 0; q < n; q++) {
+        cudaFree(ds[q]), cudaFree(dd[q]);
+        free(hs[q]), free(hd[q]);
+    }
+}
+
+static void copies(void)
+{
+    char label[128];
+    /* plain copies of FP8 codes: every pair of source and destination
+     * alignments mod 16, lines shorter than a chunk, a chunk and a bit, long */
+    static const int64_t shapes[][2] = { { 3, 5 }, { 7, 17 }, { 33, 1000 } };
+    for (size_t s = 0; s < 3; s++)
+        for (size_t so = 0; so < 16; so += 3)
+            for (size_t dof = 0; dof < 16; dof += 5) {
+                const int64_t rows = shapes[s][0], cols = shapes[s][1];
+                const tk_copy_job j = { NULL, (cols + 15) / 16 * 16, NULL, cols + (int64_t)so, rows, cols, 1 };
+                snprintf(label, sizeof label, "copy u8 %lldx%lld src +%zu dst +%zu", (long long)rows, (long long)cols,
+                         so, dof);
+                copy_check(label, &j, &so, &dof, 1, 0);
+            }
+    /* a launch with an FP8 job moves bytes: its fp32 and bf16 jobs too (a C staged beside A and B) */
+    {
+        const tk_copy_job j[3] = { { NULL, 1008, NULL, 1001, 40, 1000, 1 },
+                                   { NULL, 136, NULL, 131, 50, 131, 4 },
+                                   { NULL, 72, NULL, 67, 9, 67, 2 } };
+        const size_t so[3] = { 3, 4, 2 }, dof[3] = { 0, 0, 0 };
+        copy_check("copy mixed u8 + fp32 + bf16", j, so, dof, 3, 0);
+    }
+    /* transposes: edges in both directions (tiles of 64), misaligned lines
+     * and bases on both sides, two jobs a launch */
+    static const int64_t tshapes[][2] = { { 1, 1 }, { 5, 3 }, { 64, 64 }, { 65, 130 }, { 300, 1000 }, { 1000, 257 } };
+    for (size_t s = 0; s < sizeof tshapes / sizeof tshapes[0]; s++)
+        for (size_t so = 0; so < 4; so += 1 + 2 * (s % 2)) {
+            const int64_t rows = tshapes[s][0], cols = tshapes[s][1];
+            const tk_copy_job j = { NULL, (rows + 15) / 16 * 16, NULL, cols + (int64_t)(so % 3), rows, cols, 1 };
+            const size_t dof = so == 3 ? 1 : 0;
+            snprintf(label, sizeof label, "transpose u8 %lldx%lld src +%zu lds %lld dst +%zu", (long long)rows,
+                     (long long)cols, so, (long long)j.lds, dof);
+            copy_check(label, &j, &so, &dof, 1, 1);
+        }
+    {
+        const tk_copy_job j[2] = { { NULL, 304, NULL, 1000, 300, 1000, 1 }, { NULL, 1008, NULL, 520, 1000, 517, 1 } };
+        const size_t so[2] = { 0, 1 }, dof[2] = { 0, 0 };
+        copy_check("transpose two jobs", j, so, dof, 2, 1);
+    }
+}
+
+/* ---- auto's route on every layout ---- */
+
+/* The route auto-dispatch takes for the FP8 case (c, f): the case's
+ * problem with device-free pointers (cudaMalloc's alignment, which
+ * introspection assumes for NULL) and stand-in scales (never read). */
+static int routed_name(const tk_lab_case *c, const tk_lab_f8 *f, char *buf, size_t len)
+{
+    static const float stand_in[1];
+    tk_lab_f8_data in;
+    memset(&in, 0, sizeof in);
+    tk_lab_problem(c, NULL, NULL, NULL, &in.p);
+    size_t na, nb;
+    tk_lab_f8_scale_dims(c, f->scale_mode, &na, &nb, &in.ld_sa, &in.ld_sb);
+    tk_gemm_desc d;
+    tk_lab_f8_desc(f, &in, NULL, NULL, NULL, stand_in, stand_in, &d);
+    const tk_handle h = tk_lab_verify_handle(v);
+    tk_fp8_args fa;
+    tk_route r;
+    buf[0] = '\0';
+    const tk_status st = tk_fp8_route(h, &d, &fa, &r);
+    if (st == TK_SUCCESS && r.k)
+        tk_route_name(&r, buf, len);
+    else
+        snprintf(buf, len, "no route: %s (%s)", tk_status_string(st), tk_last_error(h));
+    return st == TK_SUCCESS && r.k && strcmp(r.k->name, "k01_naive");
+}
+
+/* Mid-size problems in every layout through auto: the results checked as
+ * the sweep checks them (auto alone: the fast kernels by name take K-major
+ * operands only), the route a fast kernel, never k01_naive (K = 1000: lines
+ * of 1000 codes, not 16-byte multiples, repacked; NN, TN, TT: transposed). */
+static void routed(void)
+{
+    static const int64_t shapes[][3] = { { 300, 520, 1000 }, { 257, 1024, 384 } };
+    const char *const saved = kernels[0];
+    const int saved_n = nkernels;
+    kernels[0] = "auto";
+    nkernels = 1;
+    unsigned t = 0;
+    for (int s = 0; s < 2; s++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int ops = 0; ops < 4; ops++)
+                for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++, t++) {
+                    if (mode == TK_SCALE_BLOCK && layout)   /* block scales: row-major only (the sweep checks the refusal) */
+                        continue;
+                    tk_lab_case c;
+                    const int64_t k = mode == TK_SCALE_BLOCK ? (shapes[s][2] + 127) / 128 * 128 : shapes[s][2];
+                    /* t's bits: op_a (1), op_b (2), bf16 C (4), column-major (8), padded (16) */
+                    case_init(&c, shapes[s][0], shapes[s][1], k,
+                              (unsigned)ops | (t & 4) | (unsigned)layout << 3 | (t / 3 & 1) << 4);
+                    tk_lab_f8 f = { (t & 1) ? TK_LAB_E5M2 : TK_LAB_E4M3, (t & 2) ? TK_LAB_E5M2 : TK_LAB_E4M3, mode, 0 };
+                    char route[96], name[160];
+                    const int fast = routed_name(&c, &f, route, sizeof route);
+                    tk_lab_case_name(&c, name, sizeof name);
+                    CHECK(fast, "%s, scale %d: auto runs %s (expected a fast kernel)", name, mode, route);
+                    if (t % 8 == 0)
+                        printf("     %s, scale %d: %s\n", name, mode, route);
+                    run(&c, &f, 0);
+                }
+    report("routed");
+    kernels[0] = saved;
+    nkernels = saved_n;
+}
+
 void tk_tests(void)
 {
     char why[256];
@@ -185,5 +376,7 @@ void tk_tests(void)
     TK_TEST(tiles);
     TK_TEST(small_m);
     TK_TEST(long_k);
+    TK_TEST(copies);
+    TK_TEST(routed);
     tk_lab_verify_close(v);
 }

@@ -2,8 +2,10 @@
  * tk_gemm_desc version 4) on the CPU: each bad field refused with
  * TK_ERR_INVALID_VALUE and a message that starts with its name, for each
  * scale mode; scales with bf16 operands refused; a valid FP8 call passes
- * them and routes to k01_naive (the one family accepting TK_ACCEPT_AB_FP8),
- * a named bf16 kernel refuses it; an epilogue, many products, or block
+ * them and reaches auto-dispatch, which runs K-major operands on the FP8
+ * kernels and the other layouts and alignments on K-major copies
+ * (test_route_copies), a named bf16 kernel refuses it; an epilogue, many
+ * products, or block
  * scales with a column-major problem refused with TK_ERR_NOT_SUPPORTED; a
  * bf16 call unchanged. */
 #include <stdint.h>
@@ -85,7 +87,8 @@ static void test_valid_calls_pass(void)
  * instance of k31_wgmma_cluster on sm_90 where its 128 x 256 tiles fill
  * the waves, to k45_cluster_128x128's where they leave most of the last
  * wave empty (per tensor and per row; block scales always to k31), and to
- * k01_naive elsewhere (the other layouts, sm_80); a bf16 family asked by
+ * k01_naive elsewhere when it may not copy (the other layouts, sm_80;
+ * test_route_copies has the copy route); a bf16 family asked by
  * name refuses them, and k30's configurations without FP8 instances say
  * which one has them. */
 static void test_route(void)
@@ -219,6 +222,161 @@ static void test_route_swap(void)
         }
 }
 
+/* The stand-in handle's attributes for every kernel entry the FP8 call d
+ * may reach: as it is and through each copy route (fh_attrs for FP8). */
+static void fp8_attrs(struct tk_handle_s *h, const tk_gemm_desc *d)
+{
+    tk_args a;
+    int noop = 0;
+    const tk_kernel *named = NULL;
+    const tk_widths w = { d->problem.n, d->problem.n, 0, 1 };
+    h->nattrs = 0;
+    if (tk_prepare_widths(h, &d->problem, NULL, &a, &noop, &named, 0, &w) != TK_SUCCESS)
+        return;
+    const int col = d->problem.layout == TK_COL_MAJOR;
+    tk_fp8_args f = { col ? d->b_fp8 : d->a_fp8, col ? d->a_fp8 : d->b_fp8, d->scale_mode, NULL, NULL, 0, 0 };
+    a.fp8 = &f;
+    fh_attrs_args(h, &a);
+    for (int stage_c = 0; stage_c < 2; stage_c++) {
+        tk_route r;
+        tk_route_plan(&a, 1, stage_c, &r);
+        fh_attrs_args(h, &r.run);
+    }
+}
+
+/* An FP8 call of M x N x K in the given layout and ops, operands packed
+ * (each line its length: lda K or M, ldb N or K), fp32 C. */
+static tk_gemm_desc fp8_call(int mode, tk_layout layout, tk_op op_a, tk_op op_b, int64_t m, int64_t n, int64_t k)
+{
+    tk_gemm_desc d = fp8_desc(mode);
+    tk_gemm_problem *p = &d.problem;
+    p->layout = layout;
+    p->op_a = op_a;
+    p->op_b = op_b;
+    p->m = m, p->n = n, p->k = k;
+    const int row = layout == TK_ROW_MAJOR;
+    /* a stored line runs along the second index of op(X) (row-major, op N) or the first */
+    p->lda = (op_a == TK_OP_N) == row ? k : m;
+    p->ldb = (op_b == TK_OP_N) == row ? n : k;
+    p->ldc = row ? n : m;
+    d.b_fp8 = TK_FP8_E5M2;   /* the formats differ, so a swap shows */
+    if (mode == TK_SCALE_BLOCK) {
+        d.ld_scale_a = m;
+        d.ld_scale_b = (n + 127) / 128;
+    }
+    return d;
+}
+
+/* FP8 through the copy route (route.c): auto-dispatch with copies on the
+ * sm_90 stand-in runs every layout on a fast kernel, transposing the
+ * operands that are not K-major and repacking the misaligned ones into
+ * lines of 16 codes, the run made op_a N, op_b T with the call's formats
+ * and scales untouched (a column-major call's swapped with its operands);
+ * tiny problems and sm_80 stay on k01_naive without copies. */
+static void test_route_copies(void)
+{
+    const tk_op N = TK_OP_N, T = TK_OP_T;
+    const tk_layout R = TK_ROW_MAJOR, C = TK_COL_MAJOR;
+    static const struct {
+        int sm, mode;
+        tk_layout layout;
+        tk_op op_a, op_b;
+        int64_t m, n, k;
+        const char *want;   /* the route's name */
+        unsigned copies;    /* tk_route_copies, the public A 1, B 2 */
+    } cases[] = {
+        /* row-major at 4096^3: the layouts that are not K-major, through transposed copies */
+        { 90, TK_SCALE_ROW, R, N, N, 4096, 4096, 4096, "k31_wgmma_cluster (copies B^T)", 2 },
+        { 90, TK_SCALE_ROW, R, T, T, 4096, 4096, 4096, "k31_wgmma_cluster (copies A^T)", 1 },
+        { 90, TK_SCALE_ROW, R, T, N, 4096, 4096, 4096, "k31_wgmma_cluster (copies A^T, B^T)", 3 },
+        { 90, TK_SCALE_TENSOR, R, T, N, 4096, 4096, 4096, "k31_wgmma_cluster (copies A^T, B^T)", 3 },
+        { 90, TK_SCALE_ROW, R, N, T, 4096, 4096, 4096, "k31_wgmma_cluster", 0 },
+        /* K = 1000 and 3000 codes a line: not 16-byte lines, repacked */
+        { 90, TK_SCALE_TENSOR, R, N, T, 1000, 1000, 1000, "(copies A, B)", 3 },
+        { 90, TK_SCALE_TENSOR, R, N, T, 3000, 3000, 3000, "(copies A, B)", 3 },
+        /* and not K-major besides: transposed, which aligns them too */
+        { 90, TK_SCALE_TENSOR, R, N, N, 1000, 1000, 1000, "(copies A, B^T)", 3 },
+        /* column-major: C = op(A) op(B) runs as row-major C^T = op(B)^T op(A)^T, so op_a T and op_b N are
+         * K-major and the normalized B is the public A */
+        { 90, TK_SCALE_ROW, C, T, N, 4096, 4096, 4096, "k31_wgmma_cluster", 0 },
+        { 90, TK_SCALE_ROW, C, N, N, 4096, 4096, 4096, "k31_wgmma_cluster (copies B^T)", 1 },
+        { 90, TK_SCALE_TENSOR, C, N, T, 4096, 4096, 4096, "k31_wgmma_cluster (copies A^T, B^T)", 3 },
+        /* block scales with op_a T (K a multiple of 128): A transposed, the scales those of op(A) */
+        { 90, TK_SCALE_BLOCK, R, T, T, 4096, 4096, 4096, "k31_wgmma_cluster (copies A^T)", 1 },
+        { 90, TK_SCALE_BLOCK, R, T, N, 512, 2048, 1024, "(copies A^T, B^T)", 3 },
+        /* tiny (2 M N K < 2^22): no copies */
+        { 90, TK_SCALE_ROW, R, N, N, 64, 64, 64, "k01_naive", 0 },
+        { 90, TK_SCALE_ROW, R, N, T, 64, 64, 100, "k01_naive", 0 },
+        /* sm_80: no FP8 kernel but k01_naive, so no copies */
+        { 80, TK_SCALE_ROW, R, N, N, 4096, 4096, 4096, "k01_naive", 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tk_handle_s fake;
+        fh_init(&fake, cases[i].sm);
+        tk_gemm_desc d =
+            fp8_call(cases[i].mode, cases[i].layout, cases[i].op_a, cases[i].op_b, cases[i].m, cases[i].n, cases[i].k);
+        char label[96];
+        snprintf(label, sizeof label, "sm_%d %s %c%c %lldx%lldx%lld mode %d", cases[i].sm,
+                 cases[i].layout == R ? "row" : "col", cases[i].op_a == N ? 'N' : 'T', cases[i].op_b == N ? 'N' : 'T',
+                 (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, cases[i].mode);
+        fp8_attrs(&fake, &d);
+        tk_fp8_args f;
+        tk_route r;
+        tk_status st = tk_fp8_route(&fake, &d, &f, &r);
+        CHECK(st == TK_SUCCESS && r.k, "%s: %s (%s)", label, tk_status_string(st), tk_last_error(&fake));
+        if (st != TK_SUCCESS || !r.k)
+            continue;
+        char name[96];
+        tk_route_name(&r, name, sizeof name);
+        const char *want = cases[i].want;
+        /* a want that starts with "(" names the copies of any fast kernel */
+        const size_t kl = strlen(r.k->name);
+        const int ok = want[0] == '(' ? strcmp(r.k->name, "k01_naive") && strlen(name) > kl &&
+                                            !strcmp(name + kl + 1, want)
+                                      : !strcmp(name, want);
+        CHECK(ok, "%s: auto runs %s (expected %s%s)", label, name, want[0] == '(' ? "a fast kernel " : "", want);
+        CHECK(tk_route_copies(&r, cases[i].layout) == cases[i].copies, "%s: copies %u (expected %u)", label,
+              tk_route_copies(&r, cases[i].layout), cases[i].copies);
+        /* the FP8 arguments pass through the copies as they are, swapped with the operands where column-major */
+        const int col = cases[i].layout == C;
+        CHECK(r.run.fp8 == &f && f.fa == (col ? d.b_fp8 : d.a_fp8) && f.fb == (col ? d.a_fp8 : d.b_fp8) &&
+                  f.sa == (col ? d.scale_b : d.scale_a) && f.sb == (col ? d.scale_a : d.scale_b) &&
+                  f.mode == d.scale_mode && f.ld_sa == d.ld_scale_a && f.ld_sb == d.ld_scale_b,
+              "%s: the FP8 arguments changed", label);
+        if (r.copy[0] || r.copy[1]) {
+            /* the run is K-major, its copies' lines 16 codes, their bytes the workspace's */
+            CHECK(r.run.op_a == N && r.run.op_b == T && r.run.lda % 16 == 0 && r.run.ldb % 16 == 0,
+                  "%s: run op_a %d op_b %d, lda %lld ldb %lld", label, (int)r.run.op_a, (int)r.run.op_b,
+                  (long long)r.run.lda, (long long)r.run.ldb);
+            const int64_t mm = r.run.m, nn = r.run.n, kk = r.run.k, kp = (kk + 15) / 16 * 16;
+            const size_t a_bytes = r.copy[0] ? ((size_t)(mm * kp) + 255) / 256 * 256 : 0;
+            const size_t b_bytes = r.copy[1] ? ((size_t)(nn * kp) + 255) / 256 * 256 : 0;
+            CHECK(r.bytes == a_bytes + b_bytes && tk_route_ws_bytes(&fake, &r) >= r.bytes,
+                  "%s: workspace %zu (expected %zu), with the split's %zu", label, r.bytes, a_bytes + b_bytes,
+                  tk_route_ws_bytes(&fake, &r));
+        } else {
+            CHECK(r.bytes == 0, "%s: %zu bytes of copies", label, r.bytes);
+        }
+    }
+    /* a named fast kernel still takes the operands as they are: op_a T refused, k01_naive runs it */
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    tk_gemm_desc d = fp8_call(TK_SCALE_ROW, R, T, T, 4096, 4096, 4096);
+    fp8_attrs(&fake, &d);
+    tk_args a;
+    int noop = 0;
+    const tk_kernel *named = NULL;
+    const tk_widths w = { d.problem.n, d.problem.n, 0, 1 };
+    CHECK(tk_prepare_widths(&fake, &d.problem, "k31_wgmma_cluster", &a, &noop, &named, 0, &w) == TK_SUCCESS && named,
+          "prepare: %s", tk_last_error(&fake));
+    tk_fp8_args f = { d.a_fp8, d.b_fp8, d.scale_mode, d.scale_a, d.scale_b, 0, 0 };
+    a.fp8 = &f;
+    tk_route r;
+    tk_status st = tk_route_for(&fake, &a, named, &r, 1);
+    CHECK(st == TK_ERR_NOT_SUPPORTED && !r.copy[0] && strstr(tk_last_error(&fake), "K-major"),
+          "k31 named, op_a T: %s (%s)", tk_status_string(st), tk_last_error(&fake));
+}
+
 static void test_bad_fields(void)
 {
     struct tk_handle_s fake;
@@ -287,6 +445,7 @@ void tk_tests(void)
     TK_TEST(test_valid_calls_pass);
     TK_TEST(test_route);
     TK_TEST(test_route_swap);
+    TK_TEST(test_route_copies);
     TK_TEST(test_bad_fields);
     TK_TEST(test_bf16_takes_no_scales);
 }

@@ -1,7 +1,8 @@
 /* test_route.c - the planning half of auto-dispatch's copies (route.c),
  * which needs no GPU: which operands count as misaligned, the leading
  * dimensions and workspace offsets of their copies, the tiny threshold and
- * the route's name. Which kernel then runs is checked on the GPU
+ * the route's name; FP8 operands' K-major copies (transposed where the
+ * layout is not K-major). Which kernel then runs is checked on the GPU
  * (tests/gpu/test_dispatch.c). */
 #include <stdint.h>
 #include <string.h>
@@ -128,6 +129,54 @@ static void test_name(void)
     CHECK(strlen(small) == sizeof small - 1, "truncated name '%s'", small);
 }
 
+/* FP8 operands (a->fp8): lines of 16 codes; a layout that is not K-major
+ * copied transposed (A stored K x M becomes M x K, B stored K x N becomes
+ * N x K) and the run made op_a N, op_b T; a K-major aligned one used in
+ * place; the FP8 arguments passed through. */
+static void test_fp8_plan(void)
+{
+    const tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E5M2, TK_SCALE_ROW, (const float *)(uintptr_t)0x40000,
+                            (const float *)(uintptr_t)0x50000, 0, 0 };
+    /* op_a T (A stored 999 x 1001), op_b N (B stored 999 x 1003): both transposed */
+    tk_args a = args(1001, 1003, 999, TK_OP_T, TK_OP_N, TK_F32);
+    a.fp8 = &f;
+    tk_route r;
+    tk_route_plan(&a, 1, 0, &r);
+    CHECK(r.copy[0] && r.copy[1] && r.transposed[0] && r.transposed[1], "copies %d %d, transposed %d %d",
+          r.copy[0], r.copy[1], r.transposed[0], r.transposed[1]);
+    CHECK(r.ld[0] == 1008 && r.ld[1] == 1008, "lds %lld %lld", (long long)r.ld[0], (long long)r.ld[1]);
+    CHECK(r.run.op_a == TK_OP_N && r.run.op_b == TK_OP_T, "run ops %d %d", (int)r.run.op_a, (int)r.run.op_b);
+    CHECK(r.off[1] == ((size_t)1001 * 1008 + 255) / 256 * 256, "B's offset %zu", r.off[1]);
+    CHECK(r.bytes == (r.off[1] + (size_t)1003 * 1008 + 255) / 256 * 256, "total %zu", r.bytes);
+    CHECK(r.run.fp8 == &f && r.run.m == 1001 && r.run.n == 1003 && r.run.k == 999, "run's problem changed");
+    r.k = NULL;
+    char buf[64];
+    tk_route_name(&r, buf, sizeof buf);
+    CHECK(!strcmp(buf, "(none) (copies A^T, B^T)"), "name '%s'", buf);
+    /* K-major: A (lda 999) repacked in bytes to 1008, B (ldb 1008, aligned) used in place */
+    a = args(1001, 1003, 999, TK_OP_N, TK_OP_T, TK_F32);
+    a.ldb = 1008;
+    a.fp8 = &f;
+    tk_route_plan(&a, 1, 0, &r);
+    CHECK(r.copy[0] && !r.copy[1] && !r.transposed[0], "copies %d %d, transposed %d", r.copy[0], r.copy[1],
+          r.transposed[0]);
+    CHECK(r.ld[0] == 1008 && r.bytes == ((size_t)1001 * 1008 + 255) / 256 * 256 && r.run.b == a.b, "A's copy: ld %lld, %zu bytes",
+          (long long)r.ld[0], r.bytes);
+    /* 16 codes a line: ld 1008 is aligned for FP8, 1000 (8 codes past 16) is not */
+    a.lda = 1000;
+    tk_route_plan(&a, 1, 0, &r);
+    CHECK(r.copy[0] && r.ld[0] == 1008, "ld 1000: copy %d ld %lld", r.copy[0], (long long)r.ld[0]);
+    a.lda = 1008;
+    tk_route_plan(&a, 1, 1, &r);   /* C (ldc 1003 fp32) staged as for bf16 */
+    CHECK(!r.copy[0] && !r.copy[1] && r.copy[2] && r.ld[2] == 1008, "C staged: copies %d %d %d, ld %lld",
+          r.copy[0], r.copy[1], r.copy[2], (long long)r.ld[2]);
+    /* a bf16 problem of the same layout: no transposes */
+    a = args(1001, 1003, 999, TK_OP_T, TK_OP_N, TK_F32);
+    tk_route_plan(&a, 1, 0, &r);
+    CHECK(!r.transposed[0] && !r.transposed[1] && r.run.op_a == TK_OP_T && r.run.op_b == TK_OP_N,
+          "bf16 transposed: %d %d", r.transposed[0], r.transposed[1]);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_aligned);
@@ -137,4 +186,5 @@ void tk_tests(void)
     TK_TEST(test_copy_size_saturates);
     TK_TEST(test_tiny);
     TK_TEST(test_name);
+    TK_TEST(test_fp8_plan);
 }
