@@ -159,7 +159,7 @@ $(DIST_MAP): include/tilekit_dist.h
 	  | sed -E 's/ *\(.*/;/' | sort -u; echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
 $(BUILD)/libtilekit_dist.so.$(VERSION): $(DIST_OBJS) $(DIST_MAP) $(BUILD)/libtilekit.so
 	$(CC) -shared -Wl,-soname,libtilekit_dist.so.$(SOMAJOR) -Wl,--version-script=$(DIST_MAP) -o $@ $(DIST_OBJS) \
-	    -L$(BUILD) -ltilekit -Wl,-rpath,'$$ORIGIN' -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcudart -lpthread -lm -ldl
+	    -L$(BUILD) -ltilekit -Wl,-rpath,'$$ORIGIN' -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lcudart -lstdc++ -lpthread -lm -ldl
 $(DIST_LIB): $(BUILD)/libtilekit_dist.so.$(VERSION)
 	ln -sf libtilekit_dist.so.$(VERSION) $(BUILD)/libtilekit_dist.so.$(SOMAJOR)
 	ln -sf libtilekit_dist.so.$(VERSION) $@

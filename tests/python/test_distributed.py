@@ -116,6 +116,11 @@ def test_library_exports_the_header():
     if readelf:
         needed = subprocess.run([readelf, "-d", path], capture_output=True, text=True).stdout
         assert "libnccl" not in needed, "libtilekit_dist.so links NCCL: %s" % needed
+        # C++ runtime symbols (sum.cu's objects) must come from a library it names: loaded by ctypes into a
+        # process without libstdc++ global (torchrun's), it failed with __gxx_personality_v0 undefined
+        undef = subprocess.run([nm, "-D", "--undefined-only", path], capture_output=True, text=True).stdout
+        if "__gxx_personality" in undef or "_ZSt" in undef:
+            assert "libstdc++" in needed, "libtilekit_dist.so uses the C++ runtime but does not link it: %s" % needed
     assert set(tkd.PROTOTYPES) <= exported, sorted(set(tkd.PROTOTYPES) - exported)
 
 
