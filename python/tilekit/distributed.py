@@ -60,6 +60,7 @@ PROTOTYPES = {
     "tk_dist_all_gather_gemm": (_status, [_vp, ctypes.POINTER(DistDesc), _vp]),
     "tk_dist_gemm_reduce_scatter": (_status, [_vp, ctypes.POINTER(DistDesc), _vp]),
     "tk_dist_set_comm_sms": (_status, [_vp, ctypes.c_int]),
+    "tk_dist_set_transport": (_status, [_vp, ctypes.c_int]),
     "tk_dist_sync": (_status, [_vp, ctypes.c_int]),
     "tk_dist_get_info": (_status, [_vp, ctypes.POINTER(DistInfo)]),
     "tk_dist_unique_id": (_status, [ctypes.c_char_p]),
@@ -141,6 +142,15 @@ class Communicator:
     def set_comm_sms(self, sms):
         """SMs left to NCCL beside the GEMMs (tk_dist_set_comm_sms)."""
         _check(load().tk_dist_set_comm_sms(self.ctx, int(sms)), self.ctx, "tilekit.distributed.set_comm_sms")
+
+    def set_transport(self, name):
+        """How NCCL moves the chunks (tk_dist_set_transport): "auto", "p2p"
+        (ncclSend/ncclRecv) or "ce" (its copy-engine collectives). Every rank
+        must ask for the same."""
+        codes = {"auto": 0, "p2p": 1, "ce": 2}
+        if name not in codes:
+            raise ValueError("tilekit.distributed.set_transport: %r is not auto, p2p or ce" % (name,))
+        _check(load().tk_dist_set_transport(self.ctx, codes[name]), self.ctx, "tilekit.distributed.set_transport")
 
     def close(self):
         """Waits for the last call, frees the context and destroys the communicator (every rank)."""
