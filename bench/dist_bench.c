@@ -21,7 +21,7 @@
  *
  *   build/dist_bench [--ranks 2] [--ops qkv,o,gate_up,down] [--tokens 2048,4096,8192,16384,32768]
  *                    [--chunks 0,1,2,4,8] [--partial f32,bf16] [--transport p2p,ce] [--comm-sms N]
- *                    [--samples 15] [--json out/dist_bench.json]
+ *                    [--samples 15] [--probe] [--json out/dist_bench.json]
  *
  * --chunks and --partial are lists: each shape's baselines (gemm, comm,
  * sequential) are timed once, then the overlapped call once per chunk
@@ -36,6 +36,9 @@
  * less N (tk_dist_set_comm_sms; the baseline's GEMMs keep every SM) and
  * sets NCCL_MAX_CTAS=N where it is unset, so that the persistent GEMM
  * kernels leave NCCL room instead of holding every SM until they end.
+ * --probe first asks, per transport, whether the exchange needs SMs: an
+ * all-gather alone beside a GEMM that holds every SM (probe() below), one
+ * line per rank.
  * Exit 0 when every shape ran and verified. The multicast variables
  * (NCCL_NVLS_ENABLE=0 and the other two) are set before NCCL loads.
  */
@@ -85,6 +88,7 @@ typedef struct opts {
     int partial[2];              /* --partial: tk_dtype of the reduce-scatter's partials */
     int transport[3];            /* --transport: tk_dist_transport of each variant */
     int transport_default;       /* --transport not given: CE left out where unavailable */
+    int probe;                   /* --probe: does the exchange run beside a GEMM holding every SM? */
     shape shapes[MAX_SHAPES];
     shared_out *out;
     const char *json;
@@ -337,6 +341,71 @@ static int run_shape(bctx *b, const opts *o, int si, result *rows, int *nrows)
     return bad;
 }
 
+/* --probe: whether a transport's exchange needs SMs. A GEMM that holds
+ * every SM (8192^3 bf16 on d's handle's sibling, ~1.4 ms on an H200)
+ * starts on b->s; the all-gather alone (N = 0: the exchange, no product)
+ * of a 4096 x 8192 bf16 block per rank is enqueued at once on a second
+ * stream. If the exchange ends well before the GEMM, it ran beside it (the
+ * copy engines, or NCCL kernels that found room); if it ends after, it
+ * waited for SMs: NCCL's kernels queued behind the GEMM's persistent grid.
+ * Each rank prints its own times. */
+static int probe(bctx *b, int transport)
+{
+    const int64_t mb = 4096, K = 8192, n = 8192;
+    void *x = NULL, *g = NULL, *ha = NULL, *hc = NULL;
+    cudaStream_t s2 = NULL;
+    cudaEvent_t e2 = NULL;
+    int bad = 1;
+    if (cudaMalloc(&x, (size_t)mb * K * 2) || cudaMalloc(&g, (size_t)mb * b->R * K * 2) ||
+        cudaMalloc(&ha, (size_t)n * n * 2) || cudaMalloc(&hc, (size_t)n * n * 2) ||
+        cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) || cudaEventCreate(&e2) ||
+        fill(x, mb * K, 11, b->s) || fill(ha, n * n, 12, b->s) || cudaStreamSynchronize(b->s))
+        goto out;
+    if (tk_dist_set_transport(b->d, (tk_dist_transport)transport)) {
+        fprintf(stderr, "rank %d: probe %s: %s\n", b->rank, tkd_transport_name(transport), tk_dist_last_error(b->d));
+        goto out;
+    }
+    tk_dist_desc dd = TK_DIST_DESC_INIT;
+    dd.problem = (tk_gemm_problem){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, mb * b->R, 0, K, 1.0f, 0.0f, x, K, NULL, K,
+                                    NULL, 1, TK_BF16 };
+    dd.gathered = g;
+    dd.chunks = 1;
+    const tk_gemm_problem hog = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, n, n, n, 1.0f, 0.0f, ha, n, ha, n, hc, n, TK_BF16 };
+    double t_ex = 0, t_gemm = 0, t_alone = 0;
+    for (int it = 0; it < 3; it++) {   /* the first: set-up and warm-up */
+        if (barrier(b) || cudaEventRecord(b->e0, b->s) || cudaStreamWaitEvent(s2, b->e0, 0) ||
+            tk_gemm_ex(b->h, &hog, NULL, b->s) || cudaEventRecord(b->e1, b->s) ||
+            tk_dist_all_gather_gemm(b->d, &dd, s2) || cudaEventRecord(e2, s2) || cudaStreamSynchronize(s2) ||
+            cudaStreamSynchronize(b->s)) {
+            fprintf(stderr, "rank %d: probe %s: %s %s\n", b->rank, tkd_transport_name(transport),
+                    tk_dist_last_error(b->d), tk_last_error(b->h));
+            goto out;
+        }
+        t_gemm = now_us_since(b->e0, b->e1);
+        t_ex = now_us_since(b->e0, e2);
+    }
+    /* the exchange alone */
+    if (barrier(b) || cudaEventRecord(b->e0, s2) || tk_dist_all_gather_gemm(b->d, &dd, s2) ||
+        cudaEventRecord(e2, s2) || cudaStreamSynchronize(s2))
+        goto out;
+    t_alone = now_us_since(b->e0, e2);
+    printf("rank %d: probe %-4s: the exchange alone %.0f us; beside a GEMM of every SM (%.0f us) it ended at %.0f us: "
+           "%s\n", b->rank, tkd_transport_name(transport), t_alone, t_gemm, t_ex,
+           t_ex < 0.8 * t_gemm ? "it ran beside the GEMM (no SM needed)" : "it waited for the GEMM's SMs");
+    fflush(stdout);
+    bad = 0;
+out:
+    cudaFree(x);
+    cudaFree(g);
+    cudaFree(ha);
+    cudaFree(hc);
+    if (s2)
+        cudaStreamDestroy(s2);
+    if (e2)
+        cudaEventDestroy(e2);
+    return bad;
+}
+
 static int bench_rank(int rank, int R, struct ncclComm *comm, void *arg)
 {
     opts *o = arg;
@@ -354,6 +423,8 @@ static int bench_rank(int rank, int R, struct ncclComm *comm, void *arg)
         return 1;
     }
     int bad = 0, total = 0;
+    for (int t = 0; o->probe && t < o->ntransport; t++)
+        bad |= probe(&b, o->transport[t]);
     for (int i = 0; i < o->nshapes; i++) {
         result rows[MAX_CHUNK_LIST * 2 * 3];
         int n = 0;
@@ -434,9 +505,12 @@ int main(int argc, char **argv)
             o.samples = atoi(v);
         else if (!strcmp(argv[i], "--json") && v)
             o.json = v;
-        else {
+        else if (!strcmp(argv[i], "--probe")) {
+            o.probe = 1;
+            continue;
+        } else {
             fprintf(stderr, "usage: %s [--ranks 2] [--ops qkv,o,gate_up,down] [--tokens 2048,...] [--chunks 0,1,2,4,8] "
-                    "[--partial f32,bf16] [--transport p2p,ce] [--comm-sms N] [--samples 15] [--json FILE]\n", argv[0]);
+                    "[--partial f32,bf16] [--transport p2p,ce] [--comm-sms N] [--samples 15] [--probe] [--json FILE]\n", argv[0]);
             return 2;
         }
         i++;
