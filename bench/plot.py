@@ -187,6 +187,8 @@ def labels(datasets):
     for d in datasets:
         r = next(r for r in d["results"] if r.get("suite"))
         lab = "%s C" % r["out"]
+        if r.get("dtype"):   # FP8 rows (--dtype): the formats and the scale mode first
+            lab = "%s x %s, %s scales, %s" % (r["dtype"], r.get("dtype_b") or r["dtype"], r.get("scale", "tensor"), lab)
         if r.get("layout", "row") != "row":
             lab += ", %s-major" % r["layout"]
         if r.get("pad"):
@@ -219,8 +221,9 @@ def render_table(datasets, kernel="auto", threshold=THRESHOLD):
     head = ["suite", "run", unit + "s", "geomean x " + base, "min x %s (%s)" % (base, unit),
             "below %gx" % threshold, "not measured"]
     lines = ["| " + " | ".join(head) + " |", "|---|---|--:|--:|---|--:|--:|"]
-    # one suite: its row is the overall one
-    for key in order + ([(None, None)] if len(set(suite for suite, _ in order)) > 1 else []):
+    # one suite in every file (the overall rows would repeat the suite rows): no overall rows
+    many = any(len(set(su for su, _, _ in s if su is not None)) > 1 for s in sums)
+    for key in order + ([(None, None)] if many else []):
         for lab, s in zip(labs, sums):
             st = next((st for su, k, st in s if (su, k) == key), None)
             if st is None:
@@ -241,6 +244,9 @@ def render_table(datasets, kernel="auto", threshold=THRESHOLD):
         ratio = ("x cuBLAS = cuBLAS median / %s median on the same shape in the same run, for a grouped or "
                  "batched line a host loop of cublasGemmEx over its groups (`cublas-loop`) against its one call"
                  % what)
+    elif all(any(r.get("dtype") for r in d["results"]) for d in datasets):
+        ratio = ("x cuBLAS = cuBLASLt's FP8 matmul median (the same codes and scales, its per-tensor or row-wise "
+                 "mode) / %s median on the same shape in the same run" % what)
     else:
         ratio = "x cuBLAS = cuBLAS median / %s median on the same shape in the same run" % what
     forms = sorted(set(k for s in sums for _, k, _ in s if k in FORM_NAMES and k != "plain"),
@@ -493,6 +499,7 @@ def main(argv=None):
                     help="the seed-kernel progression: TFLOP/s per kernel in story order, cuBLAS marked")
     ap.add_argument("--png", help="the plot (default docs/suite.png, with --kernels docs/kernels.png)")
     ap.add_argument("--no-png", action="store_true", help="draw nothing (no matplotlib needed)")
+    ap.add_argument("--no-image", action="store_true", help="with --readme: no link to a plot in the section")
     ap.add_argument("--table", nargs="?", const="-", metavar="FILE",
                     help="print the Markdown summary table (or write it to FILE)")
     ap.add_argument("--readme", help="rewrite the suite:begin/end section of this file (README.md)")
@@ -528,7 +535,8 @@ def main(argv=None):
         if a.readme:
             with open(a.readme) as f:
                 text = f.read()
-            link = os.path.relpath(os.path.abspath(a.png), os.path.dirname(os.path.abspath(a.readme)))
+            link = None if a.no_image else os.path.relpath(os.path.abspath(a.png),
+                                                            os.path.dirname(os.path.abspath(a.readme)))
             generated = "python3 bench/plot.py " + shlex.join(argv)     # quoted: it can be pasted as it is
             new = replace_section(text, render_section(datasets, link, generated, a.kernel, a.command, a.date),
                                   a.readme, a.section)
