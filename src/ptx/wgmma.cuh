@@ -340,6 +340,19 @@ static __device__ __forceinline__ void tk_wgmma_m64nNk16_f32_bf16(float *d, uint
  *   values, so one k32 step is 32 bytes, as one k16 step of bf16. D's
  *   fragment is bf16's above. FP8_A, FP8_B: tk_fp8_format (1 E4M3, 2 E5M2):
  *   a template because the types are part of the instruction's name. */
+/* The instruction of FP8_A, FP8_B's formats: ASM(ta, tb) is a wrapper's asm
+ * statement for one pairing of type names. */
+#define TK_WGMMA_FP8_BY_FORMAT(ASM)                                                                           \
+    do {                                                                                                      \
+        if constexpr (FP8_A == 1 && FP8_B == 1)                                                               \
+            ASM("e4m3", "e4m3");                                                                              \
+        else if constexpr (FP8_A == 1)                                                                        \
+            ASM("e4m3", "e5m2");                                                                              \
+        else if constexpr (FP8_B == 1)                                                                        \
+            ASM("e5m2", "e4m3");                                                                              \
+        else                                                                                                  \
+            ASM("e5m2", "e5m2");                                                                              \
+    } while (0)
 #define TK_WGMMA_FP8_N8(ta, tb)                                                                               \
     "wgmma.mma_async.sync.aligned.m64n8k32.f32." ta "." tb " {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n"
 template <int FP8_A, int FP8_B>
@@ -351,14 +364,7 @@ static __device__ __forceinline__ void tk_wgmma_m64n8k32_f32_fp8(float d[4], uin
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                             \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                                     \
                  : "memory")
-    if constexpr (FP8_A == 1 && FP8_B == 1)
-        TK_WGMMA_FP8_N8_ASM("e4m3", "e4m3");
-    else if constexpr (FP8_A == 1)
-        TK_WGMMA_FP8_N8_ASM("e4m3", "e5m2");
-    else if constexpr (FP8_B == 1)
-        TK_WGMMA_FP8_N8_ASM("e5m2", "e4m3");
-    else
-        TK_WGMMA_FP8_N8_ASM("e5m2", "e5m2");
+    TK_WGMMA_FP8_BY_FORMAT(TK_WGMMA_FP8_N8_ASM);
 #undef TK_WGMMA_FP8_N8_ASM
 }
 #undef TK_WGMMA_FP8_N8
@@ -387,14 +393,7 @@ template <int FP8_A, int FP8_B>
 static __device__ __forceinline__ void tk_wgmma_m64n128k32_f32_fp8(float d[64], uint64_t desc_a, uint64_t desc_b,
                                                                    int scale_d)
 {
-    if constexpr (FP8_A == 1 && FP8_B == 1)
-        TK_WGMMA_FP8_N128_ASM("e4m3", "e4m3");
-    else if constexpr (FP8_A == 1)
-        TK_WGMMA_FP8_N128_ASM("e4m3", "e5m2");
-    else if constexpr (FP8_B == 1)
-        TK_WGMMA_FP8_N128_ASM("e5m2", "e4m3");
-    else
-        TK_WGMMA_FP8_N128_ASM("e5m2", "e5m2");
+    TK_WGMMA_FP8_BY_FORMAT(TK_WGMMA_FP8_N128_ASM);
 }
 #undef TK_WGMMA_FP8_N128_ASM
 
@@ -418,14 +417,7 @@ template <int FP8_A, int FP8_B>
 static __device__ __forceinline__ void tk_wgmma_m64n72k32_f32_fp8(float d[36], uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    if constexpr (FP8_A == 1 && FP8_B == 1)
-        TK_WGMMA_FP8_N72_ASM("e4m3", "e4m3");
-    else if constexpr (FP8_A == 1)
-        TK_WGMMA_FP8_N72_ASM("e4m3", "e5m2");
-    else if constexpr (FP8_B == 1)
-        TK_WGMMA_FP8_N72_ASM("e5m2", "e4m3");
-    else
-        TK_WGMMA_FP8_N72_ASM("e5m2", "e5m2");
+    TK_WGMMA_FP8_BY_FORMAT(TK_WGMMA_FP8_N72_ASM);
 }
 #undef TK_WGMMA_FP8_N72_ASM
 
@@ -447,14 +439,7 @@ template <int FP8_A, int FP8_B>
 static __device__ __forceinline__ void tk_wgmma_m64n64k32_f32_fp8(float d[32], uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    if constexpr (FP8_A == 1 && FP8_B == 1)
-        TK_WGMMA_FP8_N64_ASM("e4m3", "e4m3");
-    else if constexpr (FP8_A == 1)
-        TK_WGMMA_FP8_N64_ASM("e4m3", "e5m2");
-    else if constexpr (FP8_B == 1)
-        TK_WGMMA_FP8_N64_ASM("e5m2", "e4m3");
-    else
-        TK_WGMMA_FP8_N64_ASM("e5m2", "e5m2");
+    TK_WGMMA_FP8_BY_FORMAT(TK_WGMMA_FP8_N64_ASM);
 }
 #undef TK_WGMMA_FP8_N64_ASM
 
@@ -475,14 +460,7 @@ template <int FP8_A, int FP8_B>
 static __device__ __forceinline__ void tk_wgmma_m64n48k32_f32_fp8(float d[24], uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    if constexpr (FP8_A == 1 && FP8_B == 1)
-        TK_WGMMA_FP8_N48_ASM("e4m3", "e4m3");
-    else if constexpr (FP8_A == 1)
-        TK_WGMMA_FP8_N48_ASM("e4m3", "e5m2");
-    else if constexpr (FP8_B == 1)
-        TK_WGMMA_FP8_N48_ASM("e5m2", "e4m3");
-    else
-        TK_WGMMA_FP8_N48_ASM("e5m2", "e5m2");
+    TK_WGMMA_FP8_BY_FORMAT(TK_WGMMA_FP8_N48_ASM);
 }
 #undef TK_WGMMA_FP8_N48_ASM
 
@@ -501,14 +479,7 @@ template <int FP8_A, int FP8_B>
 static __device__ __forceinline__ void tk_wgmma_m64n32k32_f32_fp8(float d[16], uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    if constexpr (FP8_A == 1 && FP8_B == 1)
-        TK_WGMMA_FP8_N32_ASM("e4m3", "e4m3");
-    else if constexpr (FP8_A == 1)
-        TK_WGMMA_FP8_N32_ASM("e4m3", "e5m2");
-    else if constexpr (FP8_B == 1)
-        TK_WGMMA_FP8_N32_ASM("e5m2", "e4m3");
-    else
-        TK_WGMMA_FP8_N32_ASM("e5m2", "e5m2");
+    TK_WGMMA_FP8_BY_FORMAT(TK_WGMMA_FP8_N32_ASM);
 }
 #undef TK_WGMMA_FP8_N32_ASM
 
@@ -526,14 +497,7 @@ template <int FP8_A, int FP8_B>
 static __device__ __forceinline__ void tk_wgmma_m64n16k32_f32_fp8(float d[8], uint64_t desc_a, uint64_t desc_b,
                                                                   int scale_d)
 {
-    if constexpr (FP8_A == 1 && FP8_B == 1)
-        TK_WGMMA_FP8_N16_ASM("e4m3", "e4m3");
-    else if constexpr (FP8_A == 1)
-        TK_WGMMA_FP8_N16_ASM("e4m3", "e5m2");
-    else if constexpr (FP8_B == 1)
-        TK_WGMMA_FP8_N16_ASM("e5m2", "e4m3");
-    else
-        TK_WGMMA_FP8_N16_ASM("e5m2", "e5m2");
+    TK_WGMMA_FP8_BY_FORMAT(TK_WGMMA_FP8_N16_ASM);
 }
 #undef TK_WGMMA_FP8_N16_ASM
 
