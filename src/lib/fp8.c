@@ -111,20 +111,18 @@ static int64_t scale_set_size(int mode, int64_t lines, int64_t ld, int64_t k)
 }
 
 /* One operand's stride_scale: *out the resolved elements from one product's
- * scales to the next. */
-static tk_status check_scale_stride(tk_handle h, const tk_gemm_desc *d, const char *name, const char *op_stride,
-                                    int per_product, int64_t v, int64_t set, int64_t *out)
+ * scales to the next; shared: why the operand is one for all (NULL: it is
+ * one per product). */
+static tk_status check_scale_stride(tk_handle h, const tk_gemm_desc *d, const char *name, const char *shared,
+                                    int64_t v, int64_t set, int64_t *out)
 {
     *out = 0;
-    if (!per_product) {
+    if (shared) {
         if (v)
             return tk_fail(h, TK_ERR_INVALID_VALUE,
                            "%s: %" PRId64 " is set, but %s (one operand for all products, so one set of its "
                            "scales; expected 0)",
-                           name, v,
-                           d->group_kind == TK_GROUP_ROWS && !strcmp(name, "stride_scale_a")
-                               ? "TK_GROUP_ROWS's A is the groups' rows stacked, its scales over all M rows"
-                               : op_stride);
+                           name, v, shared);
         return TK_SUCCESS;
     }
     if (v < 0)
@@ -166,10 +164,13 @@ static tk_status check_group_fields(tk_handle h, const tk_gemm_desc *d, int64_t 
                        d->group_kind == TK_GROUP_K ? "TK_GROUP_K" : "TK_GROUP_MASKED");
     const tk_gemm_problem *p = &d->problem;
     const int mode = d->scale_mode;
-    if ((st = check_scale_stride(h, d, "stride_scale_a", "stride_a is 0", d->stride_a != 0, d->stride_scale_a,
+    const char *shared_a = d->group_kind == TK_GROUP_ROWS
+                               ? "TK_GROUP_ROWS's A is the groups' rows stacked, its scales over all M rows"
+                           : d->stride_a ? NULL : "stride_a is 0";
+    if ((st = check_scale_stride(h, d, "stride_scale_a", shared_a, d->stride_scale_a,
                                  scale_set_size(mode, p->m, d->ld_scale_a, p->k), ssa)))
         return st;
-    return check_scale_stride(h, d, "stride_scale_b", "stride_b is 0", d->stride_b != 0, d->stride_scale_b,
+    return check_scale_stride(h, d, "stride_scale_b", d->stride_b ? NULL : "stride_b is 0", d->stride_scale_b,
                               scale_set_size(mode, p->n, d->ld_scale_b, p->k), ssb);
 }
 
