@@ -454,7 +454,7 @@ static int grouped_case(const char *label, const gcase *g, const char *kernel, i
         d.count = cnt;
         d.stride_a = per_a ? M * K : 0, d.stride_b = N * K, d.stride_c = rows ? 0 : M * N;
         d.offs = doffs;
-        d.group_error = derr;
+        d.group_error = rows ? derr : NULL;   /* BATCHED takes neither (no offsets): derr stays 0 */
         d.a_fp8 = g->fa == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2;
         d.b_fp8 = g->fb == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2;
         d.scale_mode = mode;
