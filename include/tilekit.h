@@ -188,6 +188,8 @@ typedef struct tk_gemm_desc {
     int32_t scale_mode;          /* tk_scale_mode */
     const float *scale_a, *scale_b;     /* fp32 device memory: the operands' scales (scale_mode) */
     int64_t ld_scale_a, ld_scale_b;     /* TK_SCALE_BLOCK: elements from one k-block's scales to the next */
+    /* version 5: many FP8 products (grouped FP8, below); 0: the default */
+    int64_t stride_scale_a, stride_scale_b;   /* elements from one product's scales to the next */
     /* later versions append here */
 } tk_gemm_desc;
 
@@ -319,8 +321,30 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
  * N K < 2^22), calls naming it (a named fast kernel refuses a layout it
  * does not read), calls captured in a CUDA graph on layouts the fast
  * kernels do not read (no workspace under capture), GPUs before sm_90.
- * Not yet: an epilogue or many products with FP8 (TK_ERR_NOT_SUPPORTED),
- * block scales with TK_COL_MAJOR (likewise). */
+ * Many FP8 products (tk_gemm_desc version 5): TK_GROUP_ROWS (a mixture of
+ * experts' forward: A the M x K token rows of all groups, B + g * stride_b
+ * the g-th expert's weight) and TK_GROUP_BATCHED, every scale mode. An
+ * operand that is one per product (B always; A for BATCHED) has its
+ * scales one set per product, the g-th at scale + g * stride_scale_*; an
+ * operand shared by all (ROWS' A; BATCHED's with stride 0) one set for
+ * all, its stride_scale 0. A set is what one product's mode asks for:
+ *   TK_SCALE_TENSOR: one value (scale_b[g]: a tensor scale per expert);
+ *   TK_SCALE_ROW: one per row of op(A) (ROWS: M values, token rows) or
+ *     per column of op(B) (N values: scale_b[g * stride + j], torch.
+ *     _scaled_grouped_mm's (count, N) scale_b);
+ *   TK_SCALE_BLOCK: as for one product (ROWS: scale_a over all M rows,
+ *     ld_scale_a >= M; DeepGEMM's grouped-contiguous layout), the g-th
+ *     expert's ceil(N / 128) x K / 128 blocks at scale_b + g * stride,
+ *     n-block i, k-block j at [i + j * ld_scale_b].
+ * stride_scale_a, stride_scale_b 0: the default, the packed size of one
+ * set (1, M or N, ld * K / 128) for an operand one per product, 0 for one
+ * shared; set, at least that size (a set may not overlap the next), and
+ * 0 where the operand is shared (ROWS' A: stride_scale_a must be 0). Not
+ * yet: TK_GROUP_K and TK_GROUP_MASKED with FP8 (TK_ERR_NOT_SUPPORTED).
+ * Kernels: k01_naive alone for now (correct, slow; docs/NOTES.md "Grouped
+ * FP8" has the plan of the fast k43 instances).
+ * Not yet: an epilogue with FP8 (TK_ERR_NOT_SUPPORTED), block scales with
+ * TK_COL_MAJOR (likewise). */
 typedef enum tk_fp8_format { TK_FP8_NONE = 0, TK_FP8_E4M3 = 1, TK_FP8_E5M2 = 2 } tk_fp8_format;
 typedef enum tk_scale_mode { TK_SCALE_NONE = 0, TK_SCALE_TENSOR = 1, TK_SCALE_ROW = 2, TK_SCALE_BLOCK = 3 } tk_scale_mode;
 

@@ -163,6 +163,8 @@ class GemmDesc(ctypes.Structure):
         ("a_fp8", ctypes.c_int32), ("b_fp8", ctypes.c_int32), ("scale_mode", ctypes.c_int32),
         ("scale_a", ctypes.c_void_p), ("scale_b", ctypes.c_void_p),
         ("ld_scale_a", ctypes.c_int64), ("ld_scale_b", ctypes.c_int64),
+        # version 5: many FP8 products (the scales' strides from one product to the next)
+        ("stride_scale_a", ctypes.c_int64), ("stride_scale_b", ctypes.c_int64),
     ]
 
 

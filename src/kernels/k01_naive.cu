@@ -22,7 +22,9 @@
  * FP8 operands (tk_fp8_args; issue 40): k01_fp8_kernel, one thread per
  * element of C, the codes decoded to fp32 (exact), products summed in fp32
  * by fma; TK_SCALE_BLOCK scales each 128-deep k-block's sum by its two
- * scales before adding it, the others scale the whole sum once.
+ * scales before adding it, the others scale the whole sum once. Many FP8
+ * products (TK_GROUP_ROWS, _BATCHED): k01_fp8_grouped_kernel, the same
+ * rows with product z's B, C and scales (fp8.c's resolved strides).
  *
  * Tile configuration: BM = BN = 16 (one thread per element), no shared memory.
  * Figure: far below cuBLAS by design; see the README table.
@@ -169,31 +171,60 @@ static __global__ void k01_grouped_kernel(tk_args p, tk_group_args g)
 
 /* ---- FP8 operands ---- */
 
-static __global__ void k01_fp8_kernel(tk_args p, tk_fp8_args f)
+/* Rows i0 .. i1-1 of C from A, B and their scales sa, sb (one product's:
+ * the problem's own, or product z's of many). */
+static __device__ __forceinline__ void naive_fp8_rows(const tk_args *p, const tk_fp8_args *f, const uint8_t *A,
+                                                      const uint8_t *B, void *C, const float *sa, const float *sb,
+                                                      int64_t i0, int64_t i1)
 {
-    const uint8_t *A = (const uint8_t *)p.a, *B = (const uint8_t *)p.b;
-    const int64_t a_si = p.op_a == TK_OP_N ? p.lda : 1, a_sk = p.op_a == TK_OP_N ? 1 : p.lda;
-    const int64_t b_sk = p.op_b == TK_OP_N ? p.ldb : 1, b_sj = p.op_b == TK_OP_N ? 1 : p.ldb;
-    for (int64_t i = (int64_t)blockIdx.y * NAIVE_BLOCK + threadIdx.y; i < p.m; i += (int64_t)gridDim.y * NAIVE_BLOCK)
-        for (int64_t j = (int64_t)blockIdx.x * NAIVE_BLOCK + threadIdx.x; j < p.n;
+    const int64_t a_si = p->op_a == TK_OP_N ? p->lda : 1, a_sk = p->op_a == TK_OP_N ? 1 : p->lda;
+    const int64_t b_sk = p->op_b == TK_OP_N ? p->ldb : 1, b_sj = p->op_b == TK_OP_N ? 1 : p->ldb;
+    for (int64_t i = i0 + (int64_t)blockIdx.y * NAIVE_BLOCK + threadIdx.y; i < i1; i += (int64_t)gridDim.y * NAIVE_BLOCK)
+        for (int64_t j = (int64_t)blockIdx.x * NAIVE_BLOCK + threadIdx.x; j < p->n;
              j += (int64_t)gridDim.x * NAIVE_BLOCK) {
             float acc = 0.0f;
-            for (int64_t k0 = 0; k0 < p.k; k0 += 128) {
-                const int64_t k1 = k0 + 128 < p.k ? k0 + 128 : p.k;
+            for (int64_t k0 = 0; k0 < p->k; k0 += 128) {
+                const int64_t k1 = k0 + 128 < p->k ? k0 + 128 : p->k;
                 float part = 0.0f;
                 for (int64_t kk = k0; kk < k1; kk++)
-                    part = fmaf(tk_fp8_to_f32(A[i * a_si + kk * a_sk], f.fa), tk_fp8_to_f32(B[kk * b_sk + j * b_sj], f.fb),
+                    part = fmaf(tk_fp8_to_f32(A[i * a_si + kk * a_sk], f->fa), tk_fp8_to_f32(B[kk * b_sk + j * b_sj], f->fb),
                                 part);
-                if (f.mode == TK_SCALE_BLOCK)   /* row i and n-block j / 128 at k-block k0 / 128 */
-                    part *= f.sa[i + k0 / 128 * f.ld_sa] * f.sb[j / 128 + k0 / 128 * f.ld_sb];
+                if (f->mode == TK_SCALE_BLOCK)   /* row i and n-block j / 128 at k-block k0 / 128 */
+                    part *= sa[i + k0 / 128 * f->ld_sa] * sb[j / 128 + k0 / 128 * f->ld_sb];
                 acc += part;
             }
-            if (f.mode == TK_SCALE_TENSOR)
-                acc *= f.sa[0] * f.sb[0];
-            else if (f.mode == TK_SCALE_ROW)
-                acc *= f.sa[i] * f.sb[j];
-            tk_epilogue_store(p.c, i * p.ldc + j, p.c_type, acc, p.alpha, p.beta);
+            if (f->mode == TK_SCALE_TENSOR)
+                acc *= sa[0] * sb[0];
+            else if (f->mode == TK_SCALE_ROW)
+                acc *= sa[i] * sb[j];
+            tk_epilogue_store(C, i * p->ldc + j, p->c_type, acc, p->alpha, p->beta);
         }
+}
+
+static __global__ void k01_fp8_kernel(tk_args p, tk_fp8_args f)
+{
+    naive_fp8_rows(&p, &f, (const uint8_t *)p.a, (const uint8_t *)p.b, p.c, f.sa, f.sb, 0, p.m);
+}
+
+/* Many FP8 products (TK_GROUP_ROWS, TK_GROUP_BATCHED; fp8.c refuses the
+ * others): product or group z on grid z, as k01_grouped_kernel, with its
+ * scales at sa + z * sstride_a and sb + z * sstride_b (fp8.c resolved the
+ * strides: 0 where an operand and its scales are shared). ROWS' rows keep
+ * their index in A, C and scale_a: a group's rows read their own scales. */
+static __global__ void k01_fp8_grouped_kernel(tk_args p, tk_fp8_args f, tk_group_args g)
+{
+    const size_t cb = p.c_type == TK_F32 ? 4 : 2;
+    for (int64_t z = blockIdx.z; z < g.count; z += gridDim.z) {
+        int64_t lo, hi;
+        if (!tk_group_range(g.kind, g.offs, (int)z, p.m, &lo, &hi)) {
+            tk_group_bad(g.error);
+            continue;
+        }
+        const uint8_t *A = (const uint8_t *)p.a + z * g.stride_a;   /* ROWS: stride_a is 0 */
+        const uint8_t *B = (const uint8_t *)p.b + z * g.stride_b;
+        void *C = (char *)p.c + (g.kind == TK_GROUP_BATCHED ? z * g.stride_c : 0) * cb;
+        naive_fp8_rows(&p, &f, A, B, C, f.sa + z * f.sstride_a, f.sb + z * f.sstride_b, lo, hi);
+    }
 }
 
 static tk_status naive_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
@@ -205,7 +236,7 @@ static tk_status naive_supports(const tk_kernel *k, const tk_args *a, const tk_d
 static void naive_resources(const tk_kernel *k, const tk_args *a, const tk_device *dev, tk_resources *r)
 {
     (void)k; (void)dev;
-    r->func = a && a->fp8  ? (const void *)k01_fp8_kernel
+    r->func = a && a->fp8  ? (a->grp ? (const void *)k01_fp8_grouped_kernel : (const void *)k01_fp8_kernel)
             : a && a->grp ? (const void *)k01_grouped_kernel
             : a && a->epi ? (const void *)k01_epi_kernel : (const void *)k01_naive_kernel;
     r->threads = NAIVE_BLOCK * NAIVE_BLOCK;
@@ -252,16 +283,15 @@ static tk_status naive_launch(const tk_kernel *k, const tk_args *a, const tk_dev
     (void)k; (void)dev;
     if (a->epi)
         return naive_launch_epi(a, stream, why, len);
-    if (a->fp8) {
-        dim3 grid(naive_grid((a->n + NAIVE_BLOCK - 1) / NAIVE_BLOCK), naive_grid((a->m + NAIVE_BLOCK - 1) / NAIVE_BLOCK));
-        k01_fp8_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a, *a->fp8);
-        return naive_launch_error(why, len);
-    }
     int64_t gx = (a->n + NAIVE_BLOCK - 1) / NAIVE_BLOCK, gy = (a->m + NAIVE_BLOCK - 1) / NAIVE_BLOCK;
     if (a->grp && a->grp->kind == TK_GROUP_ROWS)   /* the mean group's rows; larger groups grid-stride */
         gy = (a->m / a->grp->count + NAIVE_BLOCK - 1) / NAIVE_BLOCK;
     dim3 grid(naive_grid(gx), naive_grid(gy), a->grp ? naive_grid(a->grp->count) : 1);
-    if (a->grp)
+    if (a->fp8 && a->grp)
+        k01_fp8_grouped_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a, *a->fp8, *a->grp);
+    else if (a->fp8)
+        k01_fp8_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a, *a->fp8);
+    else if (a->grp)
         k01_grouped_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a, *a->grp);
     else
         k01_naive_kernel<<<grid, dim3(NAIVE_BLOCK, NAIVE_BLOCK), 0, stream>>>(*a);

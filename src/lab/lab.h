@@ -258,6 +258,25 @@ typedef struct tk_lab_fp8_ref {
     int64_t ld_scale_a, ld_scale_b;
 } tk_lab_fp8_ref;
 void tk_lab_ref_full_fp8(const tk_gemm_problem *hp, const tk_lab_fp8_ref *f8, double *want, double *s);
+/* Many FP8 products (tk_gemm_desc version 5, TK_GROUP_ROWS or
+ * TK_GROUP_BATCHED; tilekit.h's "Many FP8 products"): each product is
+ * tk_lab_ref_full_fp8's over its own A, B, C and scales (host copies):
+ * product g reads hp->a + g * stride_a, hp->b + g * stride_b (codes), its
+ * C0 at hp->c + g * stride_c, f8's scales + g * stride_scale_* (the
+ * resolved strides: 0 where shared), and ROWS' group g is rows offs[g-1]
+ * .. offs[g]-1 of the row-major M x N problem (offs: host copies, valid),
+ * its rows reading their own rows of A, C0 and scale_a (TK_SCALE_ROW,
+ * _BLOCK). want and s (s may be NULL): ROWS M x N (rows no group owns left
+ * as they are), BATCHED count x M x N, logical row-major. */
+typedef struct tk_lab_fp8_groups {
+    int kind;                   /* TK_GROUP_ROWS or TK_GROUP_BATCHED */
+    int count;
+    const int32_t *offs;        /* ROWS: count cumulative end offsets; BATCHED: NULL */
+    int64_t stride_a, stride_b, stride_c;
+    int64_t stride_scale_a, stride_scale_b;
+} tk_lab_fp8_groups;
+void tk_lab_ref_grouped_fp8(const tk_gemm_problem *hp, const tk_lab_fp8_ref *f8, const tk_lab_fp8_groups *g,
+                            double *want, double *s);
 
 /* ---- comparison and error map (lab_compare.c), pure host code ---- */
 /* The tolerance of one element; see the derivation in lab_compare.c.

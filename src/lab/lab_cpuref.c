@@ -151,3 +151,26 @@ void tk_lab_ref_full_fp8(const tk_gemm_problem *hp, const tk_lab_fp8_ref *f8, do
     if (hp->m > 0 && hp->n > 0)
         ref_run(hp, f8, (size_t)hp->m * (size_t)hp->n, NULL, NULL, want, s);
 }
+
+void tk_lab_ref_grouped_fp8(const tk_gemm_problem *hp, const tk_lab_fp8_ref *f8, const tk_lab_fp8_groups *g,
+                            double *want, double *s)
+{
+    const int rows = g->kind == TK_GROUP_ROWS;
+    const size_t cb = hp->c_type == TK_F32 ? 4 : 2;
+    for (int z = 0; z < g->count; z++) {
+        const int64_t lo = rows && z > 0 ? g->offs[z - 1] : 0, hi = rows ? g->offs[z] : hp->m;
+        /* ROWS: row lo's line of A (op_a N) or column (op_a T), of C and of the scales; BATCHED: product z's */
+        const int64_t a_off = rows ? (hp->op_a == TK_OP_N ? lo * hp->lda : lo) : z * g->stride_a;
+        const int64_t c_off = rows ? lo * hp->ldc : z * g->stride_c;
+        const size_t w_off = rows ? (size_t)lo * (size_t)hp->n : (size_t)z * (size_t)hp->m * (size_t)hp->n;
+        tk_gemm_problem sub = *hp;
+        sub.m = hi - lo;
+        sub.a = (const uint8_t *)hp->a + a_off;
+        sub.b = (const uint8_t *)hp->b + z * g->stride_b;
+        sub.c = hp->c ? (void *)((char *)hp->c + (size_t)c_off * cb) : NULL;
+        tk_lab_fp8_ref f = *f8;
+        f.scale_a = f8->scale_a + (rows ? (f8->scale_mode == TK_SCALE_TENSOR ? 0 : lo) : z * g->stride_scale_a);
+        f.scale_b = f8->scale_b + z * g->stride_scale_b;
+        tk_lab_ref_full_fp8(&sub, &f, want + w_off, s ? s + w_off : NULL);
+    }
+}

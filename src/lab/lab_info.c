@@ -239,7 +239,7 @@ static unsigned fp8_modes(const tk_kernel *k, const tk_device *dev, int fa, int 
         stand_in_args(&a);
         const tk_fp8_args f = { fa, fb, mode, (const float *)(base + (UINT64_C(3) << 30)),
                                 (const float *)(base + (UINT64_C(4) << 30)), mode == TK_SCALE_BLOCK ? n : 0,
-                                mode == TK_SCALE_BLOCK ? n / 128 : 0 };
+                                mode == TK_SCALE_BLOCK ? n / 128 : 0, 0, 0 };
         a.fp8 = &f;
         char why[TK_MSG_LEN];
         if (tk_kernel_supports_args(k, &a, dev, why, sizeof why) == TK_SUCCESS)

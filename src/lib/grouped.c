@@ -67,7 +67,7 @@ static tk_status check_unused(tk_handle h, const tk_gemm_desc *d)
     return TK_SUCCESS;
 }
 
-static tk_status check_groups(tk_handle h, const tk_gemm_desc *d)
+tk_status tk_group_check(tk_handle h, const tk_gemm_desc *d)
 {
     const int kind = d->group_kind;
     if (kind < TK_GROUP_BATCHED || kind > TK_GROUP_MASKED)
@@ -99,8 +99,9 @@ static tk_status check_groups(tk_handle h, const tk_gemm_desc *d)
 }
 
 /* The strides against the matrices they step over: after the problem's own
- * checks, which bound each matrix's extent (so none overflows here). */
-static tk_status check_strides(tk_handle h, const tk_gemm_desc *d)
+ * checks, which bound each matrix's extent (so none overflows here). A's
+ * and B's elements are ab_bytes each (2 bf16, 1 FP8). */
+tk_status tk_group_check_strides(tk_handle h, const tk_gemm_desc *d, int ab_bytes)
 {
     const int kind = d->group_kind;
     const tk_gemm_problem *p = &d->problem;
@@ -109,8 +110,8 @@ static tk_status check_strides(tk_handle h, const tk_gemm_desc *d)
     const int64_t ea = extent(p->layout, p->op_a, p->m, p->k, p->lda);
     const int64_t eb = extent(p->layout, p->op_b, p->k, p->n, p->ldb);
     const int64_t ec = extent(p->layout, TK_OP_N, p->m, p->n, p->ldc);
-    if ((st = check_stride(h, "stride_a", d->stride_a, d->count, ea, 2)) ||
-        (st = check_stride(h, "stride_b", d->stride_b, d->count, eb, 2)) ||
+    if ((st = check_stride(h, "stride_a", d->stride_a, d->count, ea, ab_bytes)) ||
+        (st = check_stride(h, "stride_b", d->stride_b, d->count, eb, ab_bytes)) ||
         (st = check_stride(h, "stride_c", d->stride_c, d->count, ec, cb)))
         return st;
     if (kind != TK_GROUP_ROWS && d->count > 1 && ec > 0 && d->stride_c < ec)
@@ -132,9 +133,18 @@ tk_status tk_group_none_check(tk_handle h, const tk_gemm_desc *d)
                            "the group_kind that uses it");
 }
 
+void tk_group_args_of(const tk_gemm_desc *d, tk_group_args *g)
+{
+    *g = (tk_group_args){ d->group_kind, d->count, d->stride_a, d->stride_b, d->stride_c, d->offs, d->group_error };
+    if (d->problem.layout == TK_COL_MAJOR) {   /* BATCHED alone: normalize swapped A and B */
+        g->stride_a = d->stride_b;
+        g->stride_b = d->stride_a;
+    }
+}
+
 tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream)
 {
-    tk_status st = check_groups(h, d);
+    tk_status st = tk_group_check(h, d);
     if (st)
         return st;
     tk_args a;
@@ -142,14 +152,11 @@ tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel,
     const tk_kernel *k = NULL;
     /* A batch of none reads no operand (they may be NULL, as torch's empty
      * tensors' are) and, like any no-op, needs no device. */
-    if ((st = tk_prepare_args(h, &d->problem, kernel, &a, &noop, &k, d->count > 0)) || (st = check_strides(h, d)) ||
-        noop || d->count == 0 || (st = tk_device_ready(h)))
+    if ((st = tk_prepare_args(h, &d->problem, kernel, &a, &noop, &k, d->count > 0)) ||
+        (st = tk_group_check_strides(h, d, 2)) || noop || d->count == 0 || (st = tk_device_ready(h)))
         return st;
-    tk_group_args g = { d->group_kind, d->count, d->stride_a, d->stride_b, d->stride_c, d->offs, d->group_error };
-    if (d->problem.layout == TK_COL_MAJOR) {   /* BATCHED alone: normalize swapped A and B */
-        g.stride_a = d->stride_b;
-        g.stride_b = d->stride_a;
-    }
+    tk_group_args g;
+    tk_group_args_of(d, &g);
     a.grp = &g;
     return tk_run_args(h, &a, k, (cudaStream_t)stream);
 }

@@ -283,6 +283,15 @@ tk_status tk_grouped_run(tk_handle h, const tk_gemm_desc *d, const char *kernel,
 /* One without: its group fields must be 0 (a count or offsets set with
  * group_kind left 0 would run one product silently). */
 tk_status tk_group_none_check(tk_handle h, const tk_gemm_desc *d);
+/* Its steps, shared with fp8.c (grouped FP8): tk_group_check, the kind's
+ * fields (count, offsets, unused strides, layout), before the problem's
+ * checks; tk_group_check_strides, after them, the strides against the
+ * matrices they step over (ab_bytes: A's and B's element size, 2 bf16, 1
+ * FP8); tk_group_args_of, the kernels' form (a column-major BATCHED
+ * problem's strides of A and B swapped with its operands). */
+tk_status tk_group_check(tk_handle h, const tk_gemm_desc *d);
+tk_status tk_group_check_strides(tk_handle h, const tk_gemm_desc *d, int ab_bytes);
+void tk_group_args_of(const tk_gemm_desc *d, tk_group_args *g);
 /* tk_gemm_run of a descriptor with an epilogue set (epilogue.c): the
  * version-3 fields checked (all before the device is asked for), then one
  * product with tk_args.epi on a kernel that takes epilogues, operands as

@@ -76,12 +76,16 @@ typedef struct tk_args {
  * row-major problem tk_args holds (fp8.c swaps a column-major call's
  * formats and scales with its operands): fa, fb the tk_fp8_format of a
  * and b; mode the tk_scale_mode; sa, sb the fp32 scales in device memory,
- * ld_sa, ld_sb their k-block strides (TK_SCALE_BLOCK). */
+ * ld_sa, ld_sb their k-block strides (TK_SCALE_BLOCK); with many products
+ * (tk_args.grp), sstride_a, sstride_b the elements from product g's scales
+ * to product g + 1's, resolved by fp8.c (0: one set for all; else
+ * tilekit.h's version-5 default or the caller's). */
 typedef struct tk_fp8_args {
     int fa, fb;
     int mode;
     const float *sa, *sb;
     int64_t ld_sa, ld_sb;
+    int64_t sstride_a, sstride_b;
 } tk_fp8_args;
 
 /* An epilogue (tilekit.h, tk_epilogue_kind), checked by epilogue.c: the

@@ -21,7 +21,12 @@
  * TN, TT, row- and column-major, packed and padded, each legal scale mode)
  * through auto, against the reference as the sweep checks them, and on a
  * fast kernel (through K-major copies where the layout or alignment needs
- * them), never k01_naive. */
+ * them), never k01_naive; grouped: many FP8 products (tk_gemm_desc
+ * version 5: mixture-of-experts rows and batches, each scale mode, empty
+ * groups, a group of one row, C NaN-poisoned, bad offsets) on auto and
+ * k01_naive against tk_lab_ref_grouped_fp8, a fast FP8 kernel refusing
+ * them (gpu_test_fp8 grouped). */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,6 +355,200 @@ static void routed(void)
     nkernels = saved_n;
 }
 
+/* ---- grouped: many FP8 products (tk_gemm_desc version 5) ---- */
+
+/* One grouped case: TK_GROUP_ROWS over `sizes` (count groups of token
+ * rows, then 3 rows no group owns) or TK_GROUP_BATCHED (count products of
+ * mb rows, A shared when share_a), N x K weights per product (op_b T), fp32
+ * or bf16 C, scales of `mode` with every set `pad` elements past its end
+ * (pad 0: the descriptor's strides left 0, the default), bad_last: the last
+ * offset past M (that group skipped, group_error set). */
+typedef struct gcase {
+    int kind, mode, count;
+    const int32_t *sizes;        /* ROWS */
+    int64_t mb, n, k;            /* mb: BATCHED's rows */
+    tk_lab_fp8 fa, fb;
+    tk_dtype out;
+    float beta;
+    int pad, share_a, bad_last;
+    uint64_t seed;
+} gcase;
+
+static void gcodes(uint8_t *q, size_t n, tk_lab_fp8 f, uint64_t seed)
+{
+    const double fmax = f == TK_LAB_E4M3 ? 448.0 : 57344.0;
+    for (size_t i = 0; i < n; i++) {
+        double x = (double)(tk_lab_mix64(seed + i) >> 11) * 0x1p-53 * 2.0 - 1.0;
+        q[i] = tk_lab_fp8_encode((fabs(x) < 1e-3 ? 1e-3 : x) * fmax, f, 1);
+    }
+}
+
+static void gscales(float *s, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        s[i] = (float)(0x1p-8 * (1.0 + 3.0 * (double)(tk_lab_mix64(seed + i) >> 11) * 0x1p-53));
+}
+
+static void *gdev(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess)
+        return NULL;
+    if (h)
+        cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    return d;
+}
+
+/* kernel's call on case g against tk_lab_ref_grouped_fp8: every owned
+ * element within tk_lab_tolerance_fp8, every other element of C's buffer
+ * (rows no group owns, a skipped group's, the guard after C) unchanged;
+ * group_error as bad_last says. A fast FP8 kernel named must refuse, C
+ * untouched. 1 when it ran and passed. */
+static int grouped_case(const char *label, const gcase *g, const char *kernel, int must_refuse)
+{
+    enum { GUARD = 256 };
+    const int rows = g->kind == TK_GROUP_ROWS, cnt = g->count;
+    int32_t offs[64];
+    int64_t M = g->mb;
+    if (rows) {
+        M = 0;
+        for (int z = 0; z < cnt; z++)
+            offs[z] = (int32_t)(M += g->sizes[z]);
+        M += 3;
+        if (g->bad_last)
+            offs[cnt - 1] = (int32_t)M + 1;
+    }
+    const int64_t N = g->n, K = g->k, kb = K / 128, nb = (N + 127) / 128;
+    const int mode = g->mode;
+    const int64_t set_a = mode == TK_SCALE_TENSOR ? 1 : mode == TK_SCALE_ROW ? M : M * kb;
+    const int64_t set_b = mode == TK_SCALE_TENSOR ? 1 : mode == TK_SCALE_ROW ? N : nb * kb;
+    const int per_a = !rows && !g->share_a, na_prod = per_a ? cnt : 1, nc_prod = rows ? 1 : cnt;
+    const int64_t ss_a = per_a ? set_a + g->pad : 0, ss_b = set_b + g->pad;
+    const size_t na = (size_t)(na_prod * M * K), nb_ = (size_t)(cnt * N * K);
+    const size_t nsa = (size_t)(na_prod * (set_a + g->pad)), nsb = (size_t)(cnt * ss_b);
+    const size_t nout = (size_t)(nc_prod * M * N), nc = nout + GUARD, esz = g->out == TK_F32 ? 4 : 2;
+    uint8_t *ha = malloc(na ? na : 1), *hb = malloc(nb_ ? nb_ : 1);
+    float *hsa = malloc(nsa * 4), *hsb = malloc(nsb * 4);
+    void *img = malloc(nc * esz), *got = malloc(nc * esz);
+    double *want = malloc(nout * sizeof(double)), *sum = malloc(nout * sizeof(double));
+    gcodes(ha, na, g->fa, g->seed ^ 0xa);
+    gcodes(hb, nb_, g->fb, g->seed ^ 0xb);
+    gscales(hsa, nsa, g->seed ^ 0x5a);
+    gscales(hsb, nsb, g->seed ^ 0x5b);
+    if (g->beta == 0.0f)
+        memset(img, 0xff, nc * esz);   /* NaN in both types: an owned element left unwritten shows */
+    else
+        tk_lab_fill(img, g->out, nc, g->seed ^ 0xc);
+    uint8_t *da = gdev(ha, na), *db = gdev(hb, nb_);
+    float *dsa = gdev(hsa, nsa * 4), *dsb = gdev(hsb, nsb * 4);
+    void *dc = gdev(img, nc * esz);
+    int32_t *doffs = rows ? gdev(offs, (size_t)cnt * 4) : NULL, *derr = gdev(NULL, 4);
+    int ok = da && db && dsa && dsb && dc && derr && (!rows || doffs);
+    CHECK(ok, "%s: out of device memory", label);
+    if (ok) {
+        cudaMemset(derr, 0, 4);
+        tk_gemm_desc d = TK_GEMM_DESC_INIT;
+        d.problem = (tk_gemm_problem){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, M, N, K, 0.75f, g->beta, da, K, db, K,
+                                       dc, N, g->out };
+        d.group_kind = g->kind;
+        d.count = cnt;
+        d.stride_a = per_a ? M * K : 0, d.stride_b = N * K, d.stride_c = rows ? 0 : M * N;
+        d.offs = doffs;
+        d.group_error = rows ? derr : NULL;   /* BATCHED takes neither (no offsets): derr stays 0 */
+        d.a_fp8 = g->fa == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2;
+        d.b_fp8 = g->fb == TK_LAB_E4M3 ? TK_FP8_E4M3 : TK_FP8_E5M2;
+        d.scale_mode = mode;
+        d.scale_a = dsa, d.scale_b = dsb;
+        d.ld_scale_a = mode == TK_SCALE_BLOCK ? M : 0, d.ld_scale_b = mode == TK_SCALE_BLOCK ? nb : 0;
+        d.stride_scale_a = g->pad ? ss_a : 0, d.stride_scale_b = g->pad ? ss_b : 0;
+        tk_handle h = tk_lab_verify_handle(v);
+        const tk_status st = tk_gemm_run(h, &d, strcmp(kernel, "auto") ? kernel : NULL, NULL);
+        const cudaError_t e = cudaDeviceSynchronize();
+        int32_t err = -1;
+        cudaMemcpy(got, dc, nc * esz, cudaMemcpyDeviceToHost);
+        cudaMemcpy(&err, derr, 4, cudaMemcpyDeviceToHost);
+        if (must_refuse) {
+            ok = (st == TK_ERR_NOT_SUPPORTED || st == TK_ERR_ARCH_MISMATCH) && !memcmp(got, img, nc * esz);
+            CHECK(ok, "%s on %s: %s, expected a refusal with C untouched (%s)", label, kernel, tk_status_string(st),
+                  tk_last_error(h));
+        } else {
+            ok = st == TK_SUCCESS && e == cudaSuccess && err == (g->bad_last ? 1 : 0);
+            CHECK(ok, "%s on %s: %s, %s, group_error %d (%s)", label, kernel, tk_status_string(st),
+                  cudaGetErrorString(e), (int)err, tk_last_error(h));
+        }
+        if (ok && !must_refuse) {
+            const tk_gemm_problem hp = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, M, N, K, 0.75f, g->beta, ha, K, hb, K,
+                                         img, N, g->out };
+            const tk_lab_fp8_ref f8 = { g->fa, g->fb, mode, hsa, hsb, d.ld_scale_a, d.ld_scale_b };
+            const tk_lab_fp8_groups gg = { g->kind, cnt, rows ? offs : NULL, d.stride_a, d.stride_b, d.stride_c,
+                                           ss_a, ss_b };
+            /* the reference of the valid groups alone (bad_last: the last is skipped) */
+            tk_lab_fp8_groups gv = gg;
+            gv.count -= g->bad_last;
+            tk_lab_ref_grouped_fp8(&hp, &f8, &gv, want, sum);
+            const int64_t owned_rows = rows ? (gv.count ? offs[gv.count - 1] : 0) : M;
+            int64_t bad = 0, first = -1;
+            for (size_t i = 0; i < nc; i++) {
+                const int64_t r = (int64_t)(i % (size_t)(M * N)) / N;
+                const int owned = i < nout && r < owned_rows;
+                const int same = !memcmp((char *)got + i * esz, (char *)img + i * esz, esz);
+                int good = same;
+                if (owned) {
+                    const double x = tk_lab_load(got, g->out, (int64_t)i);
+                    const double c0 = g->beta != 0.0f ? tk_lab_load(img, g->out, (int64_t)i) : 0.0;
+                    good = !isnan(x) && fabs(x - want[i]) <=
+                                            tk_lab_tolerance_fp8(K, 0.75f, g->beta, sum[i], c0, want[i], g->out);
+                }
+                if (!good && !bad++)
+                    first = (int64_t)i;
+            }
+            ok = bad == 0;
+            CHECK(ok, "%s on %s: %lld elements wrong, the first %lld (product %lld, row %lld, col %lld%s)", label,
+                  kernel, (long long)bad, (long long)first, (long long)(first / (M * N)),
+                  (long long)(first % (M * N) / N), (long long)(first % N),
+                  first >= (int64_t)nout ? ": the guard" : "");
+        }
+    }
+    cudaFree(da); cudaFree(db); cudaFree(dsa); cudaFree(dsb); cudaFree(dc); cudaFree(doffs); cudaFree(derr);
+    free(ha); free(hb); free(hsa); free(hsb); free(img); free(got); free(want); free(sum);
+    return ok;
+}
+
+/* Mixture-of-experts groups (empty ones first, in the middle and last, one
+ * of 1 row, sizes not multiples of any tile, 3 rows no group owns) and
+ * batches (A per product or shared), in each scale mode and format
+ * pairing, fp32 and bf16 C, beta 0 (C NaN-poisoned) and 0.5, default and
+ * padded scale strides; bad offsets (the last group past M: skipped,
+ * group_error set); on auto and k01_naive (must take all; auto runs
+ * k01_naive for now), and k31_wgmma_cluster's FP8 instance, which must
+ * refuse many products with C untouched. */
+static void grouped(void)
+{
+    static const int32_t moe[] = { 0, 37, 1, 0, 130, 5, 0 };
+    const char *const runs[] = { "auto", "k01_naive" };
+    int passed = 0, t = 0;
+    for (int kind = TK_GROUP_BATCHED; kind <= TK_GROUP_ROWS; kind++)
+        for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++)
+            for (int v2 = 0; v2 < 2; v2++, t++) {
+                gcase g = { kind, mode, kind == TK_GROUP_ROWS ? 7 : 3, moe, 7, v2 ? 258 : 130,
+                            mode == TK_SCALE_BLOCK ? (v2 ? 384 : 128) : (v2 ? 200 : 45),
+                            t & 1 ? TK_LAB_E5M2 : TK_LAB_E4M3, t & 2 ? TK_LAB_E5M2 : TK_LAB_E4M3,
+                            v2 ? TK_BF16 : TK_F32, t % 3 == 1 ? 0.5f : 0.0f, v2 ? 3 : 0, v2, 0, 7000u + (unsigned)t };
+                char label[96];
+                snprintf(label, sizeof label, "%s, %s, %s x %s, %s C, beta %g, pad %d", tk_lab_group_kind_name(kind),
+                         tk_lab_scale_mode_name(mode), tk_lab_fp8_format_name(g.fa), tk_lab_fp8_format_name(g.fb),
+                         v2 ? "bf16" : "fp32", (double)g.beta, g.pad);
+                for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
+                    passed += grouped_case(label, &g, runs[i], 0);
+                if (v2 == 0)
+                    passed += grouped_case(label, &g, "k31_wgmma_cluster", 1);
+            }
+    gcase bad = { TK_GROUP_ROWS, TK_SCALE_ROW, 4, moe + 1, 0, 64, 128, TK_LAB_E4M3, TK_LAB_E4M3, TK_F32, 0.0f, 0,
+                  0, 1, 7100u };
+    passed += grouped_case("rows, bad last offset", &bad, "k01_naive", 0);
+    printf("  grouped %d cases passed\n", passed);
+}
+
 void tk_tests(void)
 {
     char why[256];
@@ -378,5 +577,6 @@ void tk_tests(void)
     TK_TEST(long_k);
     TK_TEST(copies);
     TK_TEST(routed);
+    TK_TEST(grouped);
     tk_lab_verify_close(v);
 }

@@ -4,10 +4,11 @@
  * scale mode; scales with bf16 operands refused; a valid FP8 call passes
  * them and reaches auto-dispatch, which runs K-major operands on the FP8
  * kernels and the other layouts and alignments on K-major copies
- * (test_route_copies), a named bf16 kernel refuses it; an epilogue, many
- * products, or block
- * scales with a column-major problem refused with TK_ERR_NOT_SUPPORTED; a
- * bf16 call unchanged. */
+ * (test_route_copies), a named bf16 kernel refuses it; an epilogue, K or
+ * masked groups, or block scales with a column-major problem refused with
+ * TK_ERR_NOT_SUPPORTED; a bf16 call unchanged. Many FP8 products
+ * (version 5: TK_GROUP_ROWS, _BATCHED) pass to k01_naive alone, each bad
+ * group or scale-stride field refused by name (test_grouped_*). */
 #include <stdint.h>
 #include <string.h>
 #include "tilekit.h"
@@ -71,9 +72,10 @@ static void test_valid_calls_pass(void)
         d.epilogue = TK_EPI_BIAS_ACT;
         expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "FP8 + epilogue", "epilogue:", "not supported yet");
         d = fp8_desc(mode);
-        d.group_kind = TK_GROUP_BATCHED;
+        d.group_kind = TK_GROUP_K;
         d.count = 2;
-        expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "FP8 + batched", "group_kind:", "not supported yet");
+        d.offs = (const int32_t *)FAKE(6);
+        expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "FP8 + K groups", "group_kind:", "not supported yet");
     }
     tk_gemm_desc d = fp8_desc(TK_SCALE_BLOCK);
     d.problem.layout = TK_COL_MAJOR;
@@ -114,7 +116,7 @@ static void test_route(void)
                 const tk_widths w = { d.problem.n, d.problem.n, 0, 1 };
                 CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop, &named, 1, &w) == TK_SUCCESS,
                       "prepare: %s", tk_last_error(&fake));
-                tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E4M3, TK_SCALE_ROW, d.scale_a, d.scale_b, 0, 0 };
+                tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E4M3, TK_SCALE_ROW, d.scale_a, d.scale_b, 0, 0, 0, 0 };
                 a.fp8 = &f;
                 fh_attrs_args(&fake, &a);
                 tk_route r;
@@ -193,7 +195,7 @@ static void test_route_swap(void)
                   tk_last_error(&fake));
             tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E5M2, mode, d.scale_a, d.scale_b,
                               mode == TK_SCALE_BLOCK ? cases[i].m : 0,
-                              mode == TK_SCALE_BLOCK ? (cases[i].n + 127) / 128 : 0 };
+                              mode == TK_SCALE_BLOCK ? (cases[i].n + 127) / 128 : 0, 0, 0 };
             a.fp8 = &f;
             fh_attrs_args(&fake, &a);
             tk_route r;
@@ -234,7 +236,7 @@ static void fp8_attrs(struct tk_handle_s *h, const tk_gemm_desc *d)
     if (tk_prepare_widths(h, &d->problem, NULL, &a, &noop, &named, 0, &w) != TK_SUCCESS)
         return;
     const int col = d->problem.layout == TK_COL_MAJOR;
-    tk_fp8_args f = { col ? d->b_fp8 : d->a_fp8, col ? d->a_fp8 : d->b_fp8, d->scale_mode, NULL, NULL, 0, 0 };
+    tk_fp8_args f = { col ? d->b_fp8 : d->a_fp8, col ? d->a_fp8 : d->b_fp8, d->scale_mode, NULL, NULL, 0, 0, 0, 0 };
     a.fp8 = &f;
     fh_attrs_args(h, &a);
     for (int stage_c = 0; stage_c < 2; stage_c++) {
@@ -369,7 +371,7 @@ static void test_route_copies(void)
     const tk_widths w = { d.problem.n, d.problem.n, 0, 1 };
     CHECK(tk_prepare_widths(&fake, &d.problem, "k31_wgmma_cluster", &a, &noop, &named, 0, &w) == TK_SUCCESS && named,
           "prepare: %s", tk_last_error(&fake));
-    tk_fp8_args f = { d.a_fp8, d.b_fp8, d.scale_mode, d.scale_a, d.scale_b, 0, 0 };
+    tk_fp8_args f = { d.a_fp8, d.b_fp8, d.scale_mode, d.scale_a, d.scale_b, 0, 0, 0, 0 };
     a.fp8 = &f;
     tk_route r;
     tk_status st = tk_route_for(&fake, &a, named, &r, 1);
@@ -422,6 +424,181 @@ static void test_bad_fields(void)
     expect(&fake, &d, TK_ERR_INVALID_VALUE, "block, ld_scale_b < ceil(N / 128)", "ld_scale_b:", "ceil(N / 128)");
 }
 
+/* ---- many FP8 products (tk_gemm_desc version 5) ---- */
+
+enum { G = 4 };
+
+/* d passes every check and reaches auto-dispatch. */
+static void expect_dispatch(tk_handle h, const tk_gemm_desc *d, const char *label, int mode)
+{
+    const tk_status st = tk_gemm_run(h, d, NULL, NULL);
+    CHECK(reached_dispatch(h, st), "%s, mode %d: %s (%s)", label, mode, tk_status_string(st), tk_last_error(h));
+}
+
+/* One product's set of B's scales in mode (the default stride_scale_b). */
+static int64_t set_b(int mode)
+{
+    return mode == TK_SCALE_TENSOR ? 1 : mode == TK_SCALE_ROW ? N : (N + 127) / 128 * (K / 128);
+}
+
+/* A mixture of experts' forward: M token rows of G groups, G weights N x K
+ * (op_b T) packed, each expert's scales at the default stride. */
+static tk_gemm_desc moe_desc(int mode)
+{
+    tk_gemm_desc d = fp8_desc(mode);
+    d.group_kind = TK_GROUP_ROWS;
+    d.count = G;
+    d.offs = (const int32_t *)FAKE(6);
+    d.stride_b = (int64_t)N * K;
+    return d;
+}
+
+/* Valid grouped calls pass every check and reach auto-dispatch, where
+ * k01_naive alone takes them (its grouped FP8 kernel): the FP8 instances
+ * of k31 and k33 refuse many products, k43 FP8 operands. */
+static void test_grouped_valid(void)
+{
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
+        tk_gemm_desc d = moe_desc(mode);
+        expect_dispatch(&fake, &d, "rows", mode);
+        d.stride_scale_b = set_b(mode) + 5;   /* padded sets */
+        expect_dispatch(&fake, &d, "rows, padded scale sets", mode);
+        d = fp8_desc(mode);   /* batched: A, B and C per product; A shared in a second call */
+        d.group_kind = TK_GROUP_BATCHED;
+        d.count = G;
+        d.stride_a = (int64_t)M * K, d.stride_b = (int64_t)N * K, d.stride_c = (int64_t)M * N;
+        expect_dispatch(&fake, &d, "batched", mode);
+        d.stride_a = 0;
+        expect_dispatch(&fake, &d, "batched, A shared", mode);
+        d.count = 0;   /* a batch of none: a no-op, operands may be NULL */
+        d.problem.a = d.problem.b = NULL;
+        d.problem.c = NULL;
+        const tk_status st = tk_gemm_run(&fake, &d, NULL, NULL);
+        CHECK(st == TK_SUCCESS, "batched, count 0, mode %d: %s (%s)", mode, tk_status_string(st),
+              tk_last_error(&fake));
+    }
+    /* the route: k01_naive, and the fast FP8 kernels named refuse many products */
+    tk_gemm_desc d = moe_desc(TK_SCALE_ROW);
+    tk_args a;
+    int noop = 0;
+    const tk_kernel *named = NULL;
+    const tk_widths w = { N, N, 0, 1 };
+    CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop, &named, 1, &w) == TK_SUCCESS, "prepare: %s",
+          tk_last_error(&fake));
+    tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E4M3, TK_SCALE_ROW, d.scale_a, d.scale_b, 0, 0, 0, N };
+    tk_group_args g;
+    tk_group_args_of(&d, &g);
+    a.fp8 = &f;
+    a.grp = &g;
+    fh_attrs_args(&fake, &a);
+    tk_route r;
+    const int ok = tk_route_choose(&fake, &a, &r, 0);
+    CHECK(ok && r.k && !strcmp(r.k->name, "k01_naive"), "grouped FP8: auto picked %s (expected k01_naive)",
+          ok && r.k ? r.k->name : "nothing");
+    static const char *const fast[] = { "k31_wgmma_cluster", "k33_wgmma_128x128", "k36_swap_16x64",
+                                        "k43_grouped_128x256" };
+    for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++) {
+        const tk_kernel *k = tk_registry_find(fast[i]);
+        if (!k)
+            continue;
+        char why[TK_MSG_LEN] = "";
+        const tk_status st = tk_kernel_check(&fake, k, &a, why, sizeof why);
+        CHECK(st == TK_ERR_NOT_SUPPORTED, "%s named on grouped FP8: %s (%s)", fast[i], tk_status_string(st), why);
+    }
+}
+
+/* Every bad field of a grouped FP8 call refused before the device, naming
+ * the field. */
+static void test_grouped_bad_fields(void)
+{
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    tk_gemm_desc d;
+    for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
+        d = moe_desc(mode);
+        d.scale_b = NULL;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, no scale_b", "scale_b:", "NULL");
+        d = moe_desc(mode);
+        d.offs = NULL;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, no offs", "offs:", "NULL");
+        d = moe_desc(mode);
+        d.stride_scale_b = -1;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, negative scale stride", "stride_scale_b:", "negative");
+        const int64_t set = set_b(mode);
+        if (set > 1) {
+            d = moe_desc(mode);
+            d.stride_scale_b = set - 1;
+            expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, overlapping scale sets", "stride_scale_b:",
+                   "below one product's scales");
+        }
+        d = moe_desc(mode);
+        d.stride_scale_b = INT64_MAX / 8;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, scale sets past INT64_MAX", "stride_scale_b:", "INT64_MAX");
+        d = moe_desc(mode);
+        d.stride_scale_a = 1;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, stride_scale_a", "stride_scale_a:", "stacked");
+        d = moe_desc(mode);
+        d.stride_a = (int64_t)M * K;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, stride_a", "stride_a:", "does not use it");
+        d = moe_desc(mode);
+        d.stride_b = 0;   /* one weight for all: its scales one set too */
+        d.stride_scale_b = 2 * set;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, shared B with scale stride", "stride_scale_b:",
+               "stride_b is 0");
+        d = moe_desc(mode);
+        d.group_kind = TK_GROUP_MASKED;
+        expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "masked", "group_kind:", "not supported yet");
+        d = moe_desc(mode);
+        d.problem.layout = TK_COL_MAJOR;
+        d.problem.lda = M, d.problem.ldc = M;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, column-major", "layout:", "TK_ROW_MAJOR alone");
+        d = fp8_desc(mode);   /* one product: no scale strides, no group fields */
+        d.stride_scale_b = set;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "one product, stride_scale_b", "stride_scale_b:", "TK_GROUP_NONE");
+        d = fp8_desc(mode);
+        d.count = 2;
+        expect(&fake, &d, TK_ERR_INVALID_VALUE, "one product, count", "count:", "TK_GROUP_NONE");
+    }
+    d = moe_desc(TK_SCALE_BLOCK);
+    d.problem.k = K + 64;
+    d.problem.lda = d.problem.ldb = K + 64;
+    d.stride_b = (int64_t)N * (K + 64);
+    expect(&fake, &d, TK_ERR_INVALID_VALUE, "rows, block, K % 128", "k:", "not a multiple of 128");
+    d = moe_desc(TK_SCALE_ROW);
+    d.stride_b = 1;   /* the experts' weights overlap: as for bf16, allowed (B is read only) */
+    expect_dispatch(&fake, &d, "rows, overlapping B", TK_SCALE_ROW);
+    /* batched, column-major: normalized (A and B, their scales and strides swapped) for tensor and row
+     * scales, refused for block scales */
+    for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
+        d = fp8_desc(mode);
+        d.problem.layout = TK_COL_MAJOR;
+        d.problem.lda = M, d.problem.ldb = N, d.problem.ldc = M;
+        d.group_kind = TK_GROUP_BATCHED;
+        d.count = G;
+        d.stride_a = (int64_t)M * K, d.stride_b = (int64_t)N * K, d.stride_c = (int64_t)M * N;
+        d.stride_scale_a = mode == TK_SCALE_ROW ? M : 0;
+        if (mode == TK_SCALE_BLOCK)
+            expect(&fake, &d, TK_ERR_NOT_SUPPORTED, "batched, column-major, block", "layout:", "row-major problem");
+        else
+            expect_dispatch(&fake, &d, "batched, column-major", mode);
+    }
+    d = fp8_desc(TK_SCALE_ROW);
+    d.group_kind = TK_GROUP_BATCHED;
+    d.count = G;
+    d.stride_a = (int64_t)M * K;
+    d.stride_scale_a = M - 1;
+    expect(&fake, &d, TK_ERR_INVALID_VALUE, "batched, overlapping scale_a sets", "stride_scale_a:", "below");
+    /* bf16 operands take no scale strides */
+    d = fp8_desc(TK_SCALE_TENSOR);
+    d.a_fp8 = d.b_fp8 = TK_FP8_NONE;
+    d.scale_mode = 0;
+    d.scale_a = d.scale_b = NULL;
+    d.stride_scale_b = 1;
+    expect(&fake, &d, TK_ERR_INVALID_VALUE, "bf16 with stride_scale_b", "stride_scale_b:", "take no scales");
+}
+
 /* bf16 operands take none of the version-4 fields, and run as before. */
 static void test_bf16_takes_no_scales(void)
 {
@@ -448,4 +625,6 @@ void tk_tests(void)
     TK_TEST(test_route_copies);
     TK_TEST(test_bad_fields);
     TK_TEST(test_bf16_takes_no_scales);
+    TK_TEST(test_grouped_valid);
+    TK_TEST(test_grouped_bad_fields);
 }

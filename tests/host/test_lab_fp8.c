@@ -525,6 +525,84 @@ static void test_f8_words(void)
     CHECK(!strcmp(buf, "e5m2 x e4m3, scale block, exact"), "tk_lab_f8_name: '%s'", buf);
 }
 
+/* ---- the grouped FP8 reference (tk_lab_ref_grouped_fp8) ---- */
+
+/* Exact sums (small-integer codes, power-of-two scales), so the grouped
+ * reference must equal, bit for bit, tilekit.h's formula written out here
+ * element by element: a mixture of experts' forward (TK_GROUP_ROWS, groups
+ * of 2, 0 and 3 rows, a row no group owns) where row i of group g reads
+ * its own scale_a entries and expert g's B and scale_b at their strides
+ * (stride_scale_b padded past one set), in each mode; and TK_GROUP_BATCHED
+ * with A shared (stride_a 0, so stride_scale_a 0) and B and C per product. */
+static double gref_scale(int mode, const float *sa, const float *sb, int64_t ld_sa, int64_t ld_sb, int64_t i,
+                         int64_t j, int64_t k)
+{
+    return mode == TK_SCALE_TENSOR ? (double)sa[0] * sb[0]
+         : mode == TK_SCALE_ROW    ? (double)sa[i] * sb[j]
+                                   : (double)sa[i + k / 128 * ld_sa] * sb[j / 128 + k / 128 * ld_sb];
+}
+
+static void test_ref_grouped_fp8(void)
+{
+    enum { M = 6, N = 130, K = 256, G = 3, KB = K / 128, NB = (N + 127) / 128, PAD = 3 };
+    static const int32_t offs[G] = { 2, 2, 5 };   /* row 5: no group's */
+    uint8_t *a = malloc(M * K), *b = malloc((size_t)G * N * K);
+    float sa[M * KB], sb[G * (N * KB + PAD)];
+    double *want = malloc(sizeof(double) * G * M * N);
+    for (int64_t i = 0; i < M * K; i++)
+        a[i] = tk_lab_fp8_encode((double)((int)(i * 37 % 17) - 8), TK_LAB_E4M3, 1);
+    for (int64_t i = 0; i < (int64_t)G * N * K; i++)
+        b[i] = tk_lab_fp8_encode((double)((int)(i * 11 % 13) - 6), TK_LAB_E5M2, 1);
+    for (int64_t i = 0; i < M * KB; i++)
+        sa[i] = ldexpf(1.0f, (int)(i * 5 % 7) - 3);
+    for (int64_t i = 0; i < (int64_t)(sizeof sb / sizeof sb[0]); i++)
+        sb[i] = ldexpf(1.0f, (int)(i * 3 % 5) - 2);
+    for (int kind = TK_GROUP_BATCHED; kind <= TK_GROUP_ROWS; kind++)
+        for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++) {
+            const int rows = kind == TK_GROUP_ROWS;
+            const int64_t set_b = mode == TK_SCALE_TENSOR ? 1 : mode == TK_SCALE_ROW ? N : NB * KB;
+            const int64_t ld_sa = mode == TK_SCALE_BLOCK ? M : 0, ld_sb = mode == TK_SCALE_BLOCK ? NB : 0;
+            const tk_gemm_problem p = { .layout = TK_ROW_MAJOR, .op_a = TK_OP_N, .op_b = TK_OP_T, .m = M, .n = N,
+                                        .k = K, .alpha = 0.5f, .beta = 0.0f, .a = a, .lda = K, .b = b, .ldb = K,
+                                        .c_type = TK_F32, .ldc = N };
+            const tk_lab_fp8_ref f = { TK_LAB_E4M3, TK_LAB_E5M2, mode, sa, sb, ld_sa, ld_sb };
+            const tk_lab_fp8_groups g = { kind, G, rows ? offs : NULL, 0, (int64_t)N * K, rows ? 0 : M * N, 0,
+                                          set_b + PAD };
+            for (size_t i = 0; i < (size_t)G * M * N; i++)
+                want[i] = -1.0;   /* rows no group owns keep it */
+            tk_lab_ref_grouped_fp8(&p, &f, &g, want, NULL);
+            int bad = 0;
+            for (int z = 0; z < G && !bad; z++)
+                for (int64_t i = 0; i < M && !bad; i++) {
+                    const int owner = rows ? (i < offs[0] ? 0 : i < offs[1] ? 1 : i < offs[2] ? 2 : -1) : z;
+                    const double *w = want + (rows ? 0 : (size_t)z * M * N) + i * N;
+                    if (rows && z > 0)
+                        break;
+                    for (int64_t j = 0; j < N && !bad; j++) {
+                        double sum = -1.0;
+                        if (owner >= 0) {
+                            const uint8_t *bg = b + (size_t)owner * N * K;
+                            const float *sbg = sb + owner * (set_b + PAD);
+                            sum = 0.0;
+                            for (int64_t k = 0; k < K; k++)
+                                sum += tk_lab_fp8_decode(a[i * K + k], TK_LAB_E4M3) *
+                                       tk_lab_fp8_decode(bg[j * K + k], TK_LAB_E5M2) *
+                                       gref_scale(mode, sa, sbg, ld_sa, ld_sb, i, j, k);
+                            sum *= 0.5;
+                        }
+                        if (w[j] != sum) {
+                            CHECK(0, "%s, mode %d, product %d (%lld, %lld): %.17g, expected %.17g",
+                                  rows ? "rows" : "batched", mode, z, (long long)i, (long long)j, w[j], sum);
+                            bad = 1;
+                        }
+                    }
+                }
+        }
+    free(a);
+    free(b);
+    free(want);
+}
+
 void tk_tests(void)
 {
     TK_TEST(test_decode_fixed_points);
@@ -535,6 +613,7 @@ void tk_tests(void)
     TK_TEST(test_quantize_groups);
     TK_TEST(test_quantize_outlier_zero_nan);
     TK_TEST(test_ref_fp8_modes);
+    TK_TEST(test_ref_grouped_fp8);
     TK_TEST(test_tolerance_fp8);
     TK_TEST(test_f8_data_make);
     TK_TEST(test_f8_words);

@@ -136,7 +136,7 @@ static void test_name(void)
 static void test_fp8_plan(void)
 {
     const tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E5M2, TK_SCALE_ROW, (const float *)(uintptr_t)0x40000,
-                            (const float *)(uintptr_t)0x50000, 0, 0 };
+                            (const float *)(uintptr_t)0x50000, 0, 0, 0, 0 };
     /* op_a T (A stored 999 x 1001), op_b N (B stored 999 x 1003): both transposed */
     tk_args a = args(1001, 1003, 999, TK_OP_T, TK_OP_N, TK_F32);
     a.fp8 = &f;

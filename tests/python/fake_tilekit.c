@@ -235,11 +235,11 @@ const char *fake_desc_layout(void)
              "sizeof=%zu" F(size) F(problem) F(group_kind) F(count) F(stride_a) F(stride_b) F(stride_c) F(offs)
                  F(group_error) F(epilogue) F(activation) F(bias) F(bias_type) F(bias_along) F(b_up) F(d) F(ldd)
                      F(aux) F(ldaux) F(bias_grad) F(a_fp8) F(b_fp8) F(scale_mode) F(scale_a) F(scale_b)
-                         F(ld_scale_a) F(ld_scale_b),
+                         F(ld_scale_a) F(ld_scale_b) F(stride_scale_a) F(stride_scale_b),
              sizeof(tk_gemm_desc), V(size), V(problem), V(group_kind), V(count), V(stride_a), V(stride_b),
              V(stride_c), V(offs), V(group_error), V(epilogue), V(activation), V(bias), V(bias_type), V(bias_along),
              V(b_up), V(d), V(ldd), V(aux), V(ldaux), V(bias_grad), V(a_fp8), V(b_fp8), V(scale_mode), V(scale_a),
-             V(scale_b), V(ld_scale_a), V(ld_scale_b));
+             V(scale_b), V(ld_scale_a), V(ld_scale_b), V(stride_scale_a), V(stride_scale_b));
 #undef F
 #undef V
     return text;
