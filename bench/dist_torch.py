@@ -1,7 +1,7 @@
 """tilekit.distributed against PyTorch on 2+ GPUs (issue 41), under torchrun:
 
     python3 -m torch.distributed.run --standalone --nproc-per-node 2 bench/dist_torch.py \
-        [--tokens 2048,8192,32768] [--iters 10] [--json FILE]
+        [--tokens 2048,8192,32768] [--iters 10] [--json FILE] [--trace]
 
 Llama-3-70B's tensor-parallel projections (hidden 8192, ffn 28672, 64 query
 and 8 key/value heads of 128) split over the ranks, and its MLP block, each
@@ -22,6 +22,11 @@ barrier before each call). The MLP block's sequential baseline is the same
 shards with the collectives before and after (gather x, gate and up, SiLU,
 down, reduce-scatter). Every tilekit result is compared with the seq one
 (relative error printed). Rank 0 prints a markdown table.
+
+--trace: instead, rank 0 prints the GPU timeline (torch.profiler: each
+kernel and copy, its stream, start and length in us) of one call of each
+way for qkv and o at the first --tokens: whether the exchange ran beside
+the GEMM (copy engines or SMs) or after it.
 """
 import argparse
 import json
@@ -80,11 +85,40 @@ def symm_group():
         return None, "%s: %s" % (type(e).__name__, e)
 
 
+def trace(name, fn, rank):
+    """One call of fn under torch.profiler; rank 0 prints its GPU events."""
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    dist.barrier()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    if rank != 0:
+        return
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        ev = [e for e in json.load(open(f.name))["traceEvents"]
+              if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    if not ev:
+        print("trace %s: no GPU events recorded" % name)
+        return
+    t0 = min(e["ts"] for e in ev)
+    end = max(e["ts"] + e["dur"] for e in ev) - t0
+    print("trace %s: %d GPU events over %.0f us" % (name, len(ev), end))
+    for e in sorted(ev, key=lambda e: e["ts"]):
+        print("  stream %-4s %8.1f +%8.1f  %-8s %s" % (e.get("tid"), e["ts"] - t0, e["dur"], e["cat"][:8],
+                                                    e["name"][:90]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", default="2048,8192,32768")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--json", default="")
+    ap.add_argument("--trace", action="store_true")
     args = ap.parse_args()
     dist.init_process_group("nccl")
     rank, R = dist.get_rank(), dist.get_world_size()
@@ -108,6 +142,35 @@ def main():
             return timed(fn, args.iters), None
         except Exception as e:   # noqa: BLE001 - reported in the table
             return None, "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
+
+    if args.trace:
+        tokens = int(args.tokens.split(",")[0])
+        m = tokens // R
+        n = (HEADS + 2 * KV_HEADS) * HEAD_DIM // R
+        x = torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, HIDDEN, device="cuda", dtype=torch.bfloat16) * HIDDEN ** -0.5
+        full = torch.empty(tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
+        trace("qkv seq", lambda: (dist.all_gather_into_tensor(full, x), full @ w.t()), rank)
+        trace("qkv tilekit (transport %s)" % os.environ.get("TK_DIST_TRANSPORT", "auto"),
+              lambda: tkd.all_gather_matmul(x, w.t()), rank)
+        if group_name is not None:
+            try:
+                trace("qkv torch fused", lambda: torch.ops.symm_mem.fused_all_gather_matmul(
+                    x, [w.t()], gather_dim=0, group_name=group_name), rank)
+            except Exception as e:   # noqa: BLE001 - reported
+                print("qkv torch fused: %s" % e)
+        k = HEADS * HEAD_DIM // R
+        xo = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16)
+        wo = torch.randn(HIDDEN, k, device="cuda", dtype=torch.bfloat16) * k ** -0.5
+        out = torch.empty(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
+        trace("o seq", lambda: dist.reduce_scatter_tensor(out, xo @ wo.t()), rank)
+        trace("o tilekit (transport %s)" % os.environ.get("TK_DIST_TRANSPORT", "auto"),
+              lambda: tkd.matmul_reduce_scatter(xo, wo.t()), rank)
+        dist.barrier()
+        for c in list(tkd._comms.values()):
+            c.close()
+        dist.destroy_process_group()
+        return
 
     for tokens in [int(t) for t in args.tokens.split(",")]:
         m = tokens // R

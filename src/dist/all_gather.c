@@ -69,7 +69,6 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
     const char *A = (const char *)pb->a;
     tk_status st;
     cudaError_t e;
-    ncclResult_t nr;
 
     /* the exchange, on cs */
     const int next = (r + 1) % R, prev = (r - 1 + R) % R;
@@ -87,11 +86,8 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
                                                    : G + ((size_t)sb * mb + b0) * row_bytes;
             char *dst = G + ((size_t)rb * mb + b0) * row_bytes;
             const size_t bytes = (size_t)rows * row_bytes;
-            if ((nr = d->nccl->GroupStart()) ||
-                ((nr = d->nccl->Send(src, bytes, ncclInt8, next, d->comm, d->cs)) && nr != ncclInProgress) ||
-                ((nr = d->nccl->Recv(dst, bytes, ncclInt8, prev, d->comm, d->cs)) && nr != ncclInProgress) ||
-                (nr = tkd_nccl_settle(d, d->nccl->GroupEnd())))
-                return tkd_nccl_fail(d, nr, "ncclSend/ncclRecv (a chunk of the all-gather)");
+            if ((st = tkd_p2p_chunk(d, src, next, dst, prev, bytes, "ncclSend/ncclRecv (a chunk of the all-gather)")))
+                return st;
             if ((e = cudaEventRecord(d->ev[(s - 1) * c + i], d->cs)))
                 return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
         }

@@ -115,6 +115,19 @@ ncclResult_t tkd_nccl_settle(tk_dist d, ncclResult_t r)
     return r;
 }
 
+tk_status tkd_p2p_chunk(tk_dist d, const void *send, int to, void *recv, int from, size_t bytes, const char *what)
+{
+    ncclResult_t nr = d->nccl->GroupStart();
+    if (nr)
+        return tkd_nccl_fail(d, nr, what);
+    if ((nr = d->nccl->Send(send, bytes, ncclInt8, to, d->comm, d->cs)) == ncclInProgress)
+        nr = ncclSuccess;
+    if (!nr && (nr = d->nccl->Recv(recv, bytes, ncclInt8, from, d->comm, d->cs)) == ncclInProgress)
+        nr = ncclSuccess;
+    const ncclResult_t end = tkd_nccl_settle(d, d->nccl->GroupEnd());   /* always: the group closed */
+    return nr || end ? tkd_nccl_fail(d, nr ? nr : end, what) : TK_SUCCESS;
+}
+
 static void destroy_parts(tk_dist d)
 {
     for (int i = 0; i < d->nev; i++)

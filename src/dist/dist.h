@@ -280,6 +280,12 @@ tk_status tkd_check_shapes(tk_dist d, const tkd_prep *p, cudaStream_t stream);
 /* Waits for NCCL's group to be done on a non-blocking communicator (r ==
  * ncclInProgress), up to d's timeout; other r returned as they are. */
 ncclResult_t tkd_nccl_settle(tk_dist d, ncclResult_t r);
+/* One chunk of a send/recv transport on cs: send bytes to rank `to` and
+ * receive as many from `from` in one NCCL group. The group is closed even
+ * where the send or the receive fails (an open group would queue every
+ * later NCCL call of this thread, the abort's included); NCCL's error is
+ * reported as "what: NCCL error ...". */
+tk_status tkd_p2p_chunk(tk_dist d, const void *send, int to, void *recv, int from, size_t bytes, const char *what);
 
 /* ---- the copy-engine transport's set-up (ce.c) ---- */
 /* The transport a call runs (TK_DIST_TRANSPORT_P2P or _CE) for p's asked

@@ -82,7 +82,6 @@ static tk_status rs_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
     tk_gemm_problem q;
     tk_status st;
     cudaError_t e;
-    ncclResult_t nr;
 
     /* the peers' partials, chunk by chunk, each followed by its event. A
      * failed GEMM still records the events, so that the exchange (which
@@ -107,11 +106,9 @@ static tk_status rs_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
             const size_t off = (size_t)(j - 1) * blk + (size_t)b0 * row_bytes, bytes = (size_t)rows * row_bytes;
             if ((e = cudaStreamWaitEvent(d->cs, d->ev[(j - 1) * c + i], 0)))
                 return tkd_cuda_fail(d, e, "cudaStreamWaitEvent (a chunk's partial)");
-            if ((nr = d->nccl->GroupStart()) ||
-                ((nr = d->nccl->Send(send + off, bytes, ncclInt8, to, d->comm, d->cs)) && nr != ncclInProgress) ||
-                ((nr = d->nccl->Recv(recv + off, bytes, ncclInt8, from, d->comm, d->cs)) && nr != ncclInProgress) ||
-                (nr = tkd_nccl_settle(d, d->nccl->GroupEnd())))
-                return tkd_nccl_fail(d, nr, "ncclSend/ncclRecv (a chunk of the reduce-scatter)");
+            if ((st = tkd_p2p_chunk(d, send + off, to, recv + off, from, bytes,
+                                    "ncclSend/ncclRecv (a chunk of the reduce-scatter)")))
+                return st;
         }
     }
     if ((e = cudaEventRecord(d->cs_end, d->cs)))

@@ -737,8 +737,21 @@ static void test_bad_input(void) { run_group(bad_input, NULL); }
 /* Rank 0 calls; the others never do. Rank 0's tk_dist_sync must come back
  * with TK_ERR_COMM within its timeout (not hang), and the communicator is
  * aborted on every rank. */
+/* test_timeout's steps on stderr with the time since the test began: where
+ * a rank stalls is then in the log (session 31 saw one not finish) */
+static void step(int rank, const char *what)
+{
+    static struct timespec t0;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (!t0.tv_sec)
+        t0 = t;
+    fprintf(stderr, "rank %d: %6.0f ms: %s\n", rank, (t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6, what);
+}
+
 static int one_rank_calls(int rank, int R, struct ncclComm *comm, void *arg)
 {
+    step(rank, "begin");
     (void)R;
     const tk_dist_transport t = *(const tk_dist_transport *)arg;
     tk_dist d = open_dist(rank, comm);
@@ -760,6 +773,7 @@ static int one_rank_calls(int rank, int R, struct ncclComm *comm, void *arg)
              * other rank, up to the timeout, and the call says so */
             tk_dist_set_timeout(d, 2000);
             tk_status st = tk_dist_all_gather_gemm(d, &g, NULL);
+            step(rank, "the call returned");
             if (t == CE)
                 CHECK(st == TK_ERR_COMM && strstr(tk_dist_last_error(d), "agreement") &&
                           (strstr(tk_dist_last_error(d), "not complete after 2000 ms") ||
@@ -770,19 +784,24 @@ static int one_rank_calls(int rank, int R, struct ncclComm *comm, void *arg)
                 CHECK(st == TK_SUCCESS || (st == TK_ERR_COMM && strstr(tk_dist_last_error(d), "NCCL error")),
                       "rank 0: the call: %s", tk_dist_last_error(d));
             st = t == CE || st != TK_SUCCESS ? TK_ERR_COMM : tk_dist_sync(d, 2000);
+            step(rank, "sync returned");
             CHECK(st == TK_ERR_COMM && (strstr(tk_dist_last_error(d), "not complete after 2000 ms") ||
                                         strstr(tk_dist_last_error(d), "NCCL error")),
                   "rank 0: sync: %s: %s", tk_status_string(st), tk_dist_last_error(d));
         }
         tk_dist_comm_abort(comm);
+        step(rank, "aborted");
         tk_dist_set_timeout(d, 5000);
         if (tk_dist_destroy(d))   /* its kernels may outlive the abort: then it is left */
             fprintf(stderr, "rank 0: (destroy after the abort: %s)\n", tk_dist_last_error(d));
+        step(rank, "destroyed");
         /* s is left allocated: the aborted exchange may still name it */
     } else {
         sleep(4);
         tk_dist_destroy(d);
+        step(rank, "destroyed");
         tk_dist_comm_abort(comm);
+        step(rank, "aborted");
     }
     return 125;   /* aborted: tkf_child must not destroy the communicator */
 }
