@@ -342,7 +342,8 @@ static int run_shape(bctx *b, const opts *o, int si, result *rows, int *nrows)
 }
 
 /* --probe: whether a transport's exchange needs SMs. A GEMM that holds
- * every SM (8192^3 bf16 on d's handle's sibling, ~1.4 ms on an H200)
+ * every SM but TKD_CE_SMS (the one the CE transport's GEMMs leave to its
+ * barriers; 8192^3 bf16 on d's handle's sibling, ~1.4 ms on an H200)
  * starts on b->s; the all-gather alone (N = 0: the exchange, no product)
  * of a 4096 x 8192 bf16 block per rank is enqueued at once on a second
  * stream. If the exchange ends well before the GEMM, it ran beside it (the
@@ -372,6 +373,10 @@ static int probe(bctx *b, int transport)
     dd.chunks = 1;
     const tk_gemm_problem hog = { TK_ROW_MAJOR, TK_OP_N, TK_OP_T, n, n, n, 1.0f, 0.0f, ha, n, ha, n, hc, n, TK_BF16 };
     double t_ex = 0, t_gemm = 0, t_alone = 0;
+    int sms = 0, dev = 0;
+    if (cudaGetDevice(&dev) || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) ||
+        tk_set_sm_count(b->h, sms - TKD_CE_SMS))
+        goto out;
     for (int it = 0; it < 3; it++) {   /* the first: set-up and warm-up */
         if (barrier(b) || cudaEventRecord(b->e0, b->s) || cudaStreamWaitEvent(s2, b->e0, 0) ||
             tk_gemm_ex(b->h, &hog, NULL, b->s) || cudaEventRecord(b->e1, b->s) ||
@@ -389,12 +394,13 @@ static int probe(bctx *b, int transport)
         cudaEventRecord(e2, s2) || cudaStreamSynchronize(s2))
         goto out;
     t_alone = now_us_since(b->e0, e2);
-    printf("rank %d: probe %-4s: the exchange alone %.0f us; beside a GEMM of every SM (%.0f us) it ended at %.0f us: "
-           "%s\n", b->rank, tkd_transport_name(transport), t_alone, t_gemm, t_ex,
-           t_ex < 0.8 * t_gemm ? "it ran beside the GEMM (no SM needed)" : "it waited for the GEMM's SMs");
+    printf("rank %d: probe %-4s: the exchange alone %.0f us; beside a GEMM of %d of %d SMs (%.0f us) it ended at %.0f "
+           "us: %s\n", b->rank, tkd_transport_name(transport), t_alone, sms - TKD_CE_SMS, sms, t_gemm, t_ex,
+           t_ex < 0.8 * t_gemm ? "it ran beside the GEMM" : "it waited for the GEMM's SMs");
     fflush(stdout);
     bad = 0;
 out:
+    tk_set_sm_count(b->h, 0);   /* the baseline's handle: every SM again */
     cudaFree(x);
     cudaFree(g);
     cudaFree(ha);

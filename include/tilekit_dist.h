@@ -41,17 +41,21 @@
  * copy-engine set-up below).
  *
  * The transport (tk_dist_set_transport) is what moves a chunk:
- * - CE, the default where NCCL 2.28+ can give it: NCCL's copy-engine
- *   collectives, which use no SM, so the GEMMs keep every SM and the
- *   bytes move beside them. Per chunk one ncclAllGather (all-gather) or
- *   ncclAlltoAll (reduce-scatter, each chunk then summed as it lands), on
- *   a communicator split from comm with the zero-CTA policy, between
- *   windows registered symmetric: device memory the context holds
- *   (ncclMemAlloc; the gathered A or the partials of every rank, rounded
- *   up to 32 MiB; tk_dist_plan's window_bytes), kept until
- *   tk_dist_destroy, grown (after waiting for the last call) when a call
- *   needs more. NCCL runs these on its kernels instead, silently, where
- *   the ranks do not share one node with P2P and cuMem.
+ * - CE, the default where NCCL 2.28+ can give it: the copy engines move
+ *   the bytes (cudaMemcpyAsync between windows of symmetric memory, each
+ *   rank's window mapped into every rank's address space by NCCL:
+ *   ncclMemAlloc, ncclCommWindowRegister, the peers' addresses from NCCL's
+ *   device API), with no SM, beside the GEMMs. The all-gather pulls each
+ *   peer's chunk out of its window; the reduce-scatter pushes each chunk's
+ *   partials into its rank's window, each chunk summed once every rank's
+ *   have landed. The ranks meet at one-word all-reduces (two a call) on a
+ *   communicator split from comm with one CTA a kernel, and the GEMMs of
+ *   a CE call leave one SM to them (tk_dist_set_comm_sms unset). The
+ *   windows (the gathered A or the partials of every rank, rounded up to
+ *   32 MiB; tk_dist_plan's window_bytes) are held until tk_dist_destroy,
+ *   grown (after waiting for the last call) when a call needs more. It
+ *   needs the ranks on one node with P2P and cuMem, and libtilekit_dist
+ *   built with NCCL's nccl_device.h.
  * - P2P: grouped ncclSend/ncclRecv in a ring, chunk by chunk. NCCL's
  *   kernels need SMs, and the persistent GEMMs hold every SM until they
  *   end, so the transfers mostly wait (docs/NOTES.md, issue 41); a
@@ -103,12 +107,21 @@
  * - Not under CUDA graph capture (TK_ERR_NOT_SUPPORTED): the workspace is
  *   allocated and the shape check waits on the host.
  * - The library never prints or exits. No NVLink multicast is used (no
- *   cuMulticast*, no NVLS): only ncclSend/ncclRecv (P2P), ncclAllGather
- *   and ncclAlltoAll on the copy engines (CE; they need no multicast), and
+ *   cuMulticast*, no NVLS): only ncclSend/ncclRecv (P2P), copies between
+ *   symmetric windows and one-word ncclAllReduces (CE; no multicast), and
  *   small ncclAllGathers for check_shapes and the CE set-up's agreements.
  * - tk_dist_destroy is collective where CE was set up (it deregisters the
  *   windows and destroys the split communicator): every rank destroys its
- *   context.
+ *   context. Where the last call never completed (a rank that did not
+ *   make it), destroy aborts the split communicator (its kernels end) and
+ *   frees the rest; abort comm too (ncclCommAbort).
+ * - A rank's first P2P call to a peer sets up NCCL's connection to it,
+ *   inside ncclGroupEnd, which on a blocking communicator waits for the
+ *   peer without a timeout: if the peer never makes that call, the rank
+ *   hangs there (NCCL's behaviour). Later calls enqueue and return, and
+ *   tk_dist_sync's timeout reports a peer that does not follow. A
+ *   non-blocking communicator (ncclConfig_t.blocking = 0) returns instead,
+ *   and the context's timeout bounds the wait.
  */
 #ifndef TILEKIT_DIST_H
 #define TILEKIT_DIST_H

@@ -121,13 +121,18 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
 }
 
 /* The CE transport: window 0 chunk-major (transport.c), region i = R slots
- * of chunk i's rows. On cs, per chunk: the own rows copied into slot r
- * (a copy engine; lda != K handled by the 2D copy), then one in-place
- * ncclAllGather of the region on the zero-CTA communicator (the copy
- * engines again: no SM), its event after it. On the caller's stream: the
- * own block's product from A (nothing to wait for), then per chunk, once
- * it landed, one GEMM per peer's slot in ring order. The same GEMMs as
- * P2P's (each peer chunk's rows, ld K), so the same bits. */
+ * of chunk i's rows, the same offsets on every rank. On cs: a barrier (every
+ * rank has finished reading the windows: the last call's pulls), the own
+ * rows copied into slot r of each region (lda != K handled by the 2D
+ * copy), a second barrier (every rank's rows are in its window), then per
+ * chunk one cudaMemcpyAsync per peer from the peer's window (its address
+ * here: peers.cu) into the same slot of this one: the copy engines, no SM,
+ * so the pulls run beside the own block's product, which starts at once
+ * on the caller's stream. The barriers are one-word all-reduces on the
+ * split communicator (one CTA) and the GEMMs leave it an SM (tkd_run), so
+ * they do not wait for the GEMM either. Then per chunk, once it landed,
+ * one GEMM per peer's slot in ring order: the same GEMMs as P2P's (each
+ * peer chunk's rows, ld K), so the same bits. */
 static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tk_status *gst)
 {
     const tk_gemm_problem *pb = &p->desc.problem;
@@ -138,17 +143,26 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
     const char *A = (const char *)pb->a;
     tk_status st;
     cudaError_t e;
-    ncclResult_t nr;
 
+    if (K > 0 && (st = tkd_barrier(d, "the all-gather (copy engines): every rank's window free")))
+        return st;
     for (int i = 0; i < c && K > 0; i++) {
         const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
-        char *region = W + tkd_ce_slot(p->bounds, R, i, 0, row_bytes);
-        char *mine = W + tkd_ce_slot(p->bounds, R, i, r, row_bytes);
-        if ((e = cudaMemcpy2DAsync(mine, row_bytes, A + (size_t)b0 * lda_bytes, lda_bytes, row_bytes, (size_t)rows,
-                                   cudaMemcpyDeviceToDevice, d->cs)))
+        if ((e = cudaMemcpy2DAsync(W + tkd_ce_slot(p->bounds, R, i, r, row_bytes), row_bytes, A + (size_t)b0 * lda_bytes,
+                                   lda_bytes, row_bytes, (size_t)rows, cudaMemcpyDeviceToDevice, d->cs)))
             return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows of a chunk into the window)");
-        if ((nr = d->nccl->AllGather(mine, region, (size_t)rows * row_bytes, ncclInt8, d->ce_comm, d->cs)))
-            return tkd_nccl_fail(d, nr, "ncclAllGather (a chunk of the all-gather, copy engines)");
+    }
+    if (K > 0 && (st = tkd_barrier(d, "the all-gather (copy engines): every rank's rows in its window")))
+        return st;
+    for (int i = 0; i < c && K > 0; i++) {
+        const int64_t rows = p->bounds[i + 1] - p->bounds[i];
+        for (int s = 1; s < R; s++) {
+            const int j = (r - s + R) % R;
+            const size_t off = tkd_ce_slot(p->bounds, R, i, j, row_bytes);
+            if ((e = cudaMemcpyAsync(W + off, (const char *)d->peer[0][j] + off, (size_t)rows * row_bytes,
+                                     cudaMemcpyDefault, d->cs)))
+                return tkd_cuda_fail(d, e, "cudaMemcpyAsync (a peer's chunk out of its window, copy engines)");
+        }
         if ((e = cudaEventRecord(d->ev[i], d->cs)))
             return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
     }

@@ -1,12 +1,16 @@
 /* ce.c - the copy-engine transport's set-up (tk_dist_set_transport).
  *
- * NCCL 2.28 runs ncclAllGather and ncclAlltoAll on the GPUs' copy engines,
- * with no SM, where the communicator was made with the zero-CTA policy,
- * the ranks share one node with P2P and cuMem, and both buffers lie in
- * windows registered symmetric (every rank the same size, the same offsets
- * in each call). The context gets such a communicator once, split from the
- * caller's (ncclCommSplit: the caller's keeps its own settings), and two
- * windows of ncclMemAlloc'd memory, grown to the largest call.
+ * The bytes move by cudaMemcpyAsync between windows of symmetric memory
+ * (ncclMemAlloc, ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC: each
+ * rank's window mapped into every rank's address space, the addresses from
+ * NCCL's device API: peers.cu), on the copy engines: no SM, so beside a
+ * GEMM that holds them all. The ranks meet at one-word all-reduces
+ * (tkd_barrier) on a communicator split from the caller's with one CTA a
+ * kernel (ncclCommSplit: the caller's keeps its own settings). NCCL's own
+ * copy-engine collectives (ncclAllGather, ncclAlltoAll on a zero-CTA
+ * communicator) were this transport in session 31; on 2 x H200 they did
+ * not start until a GEMM holding every SM had ended (docs/NOTES.md
+ * session 32). The windows are grown to the largest call.
  *
  * Every step is collective, and a step that fails on one rank only would
  * leave the others waiting in NCCL, or on another transport than theirs.
@@ -56,7 +60,7 @@ static tk_status agree(tk_dist d, int mine, const char *step, const char *why, i
     return st;
 }
 
-/* ncclCommSplit with the zero-CTA policy (blocking), agreed. */
+/* ncclCommSplit with one CTA a kernel (blocking), agreed. */
 static tk_status setup(tk_dist d)
 {
     const tkd_nccl *n = d->nccl;
@@ -66,7 +70,7 @@ static tk_status setup(tk_dist d)
     const char *missing = tkd_ce_missing(n);
 #ifdef NCCL_CTA_POLICY_ZERO
     if (missing)
-        snprintf(why, sizeof why, "NCCL %d has no %s (the copy-engine collectives need NCCL 2.28 or newer)", v,
+        snprintf(why, sizeof why, "NCCL %d has no %s (the copy-engine transport needs NCCL 2.28 or newer)", v,
                  missing);
 #else
     (void)missing;
@@ -79,12 +83,12 @@ static tk_status setup(tk_dist d)
 #ifdef NCCL_CTA_POLICY_ZERO
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 1;
-    cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+    cfg.minCTAs = cfg.maxCTAs = 1;   /* the barriers: one SM, which the GEMMs leave free */
     ncclResult_t r = n->CommSplit(d->comm, 0, d->rank, &d->ce_comm, &cfg);
     if (r != ncclSuccess) {
         const char *last = n->GetLastError ? n->GetLastError(d->comm) : NULL;
-        snprintf(why, sizeof why, "ncclCommSplit (color 0, key %d, CTAPolicy NCCL_CTA_POLICY_ZERO): NCCL error %d "
-                 "(%s)%s%s", d->rank, (int)r, n->GetErrorString(r), last && *last ? ": " : "", last ? last : "");
+        snprintf(why, sizeof why, "ncclCommSplit (color 0, key %d, one CTA): NCCL error %d (%s)%s%s", d->rank, (int)r,
+                 n->GetErrorString(r), last && *last ? ": " : "", last ? last : "");
         d->ce_comm = NULL;
     }
     if ((st = agree(d, r != ncclSuccess, "ncclCommSplit", why, &ok)))
@@ -102,12 +106,14 @@ static tk_status setup(tk_dist d)
 /* Window w deregistered and freed (collective where it was registered). */
 static void drop_window(tk_dist d, int w)
 {
-    if (d->win[w])
+    if (d->win[w] && d->ce_comm)   /* none after tk_dist_destroy aborted it */
         d->nccl->CommWindowDeregister(d->ce_comm, d->win[w]);
     if (d->win_buf[w])
         d->nccl->MemFree(d->win_buf[w]);
     d->win[w] = d->win_buf[w] = NULL;
     d->win_bytes[w] = 0;
+    free(d->peer[w]);
+    d->peer[w] = NULL;
 }
 
 /* The windows grown to need[] (each rank alike: the same shapes, the same
@@ -145,6 +151,17 @@ static tk_status grow_windows(tk_dist d, const size_t need[2])
                      "(%s)", need[w], (int)r, n->GetErrorString(r));
         }
     if ((st = agree(d, r != ncclSuccess, "ncclCommWindowRegister", why, &ok)) || !ok)
+        goto out;
+    int bad = 0;
+    for (int w = 0; w < 2 && !bad; w++)
+        if (grow[w]) {
+            if (!(d->peer[w] = calloc((size_t)d->nranks, sizeof(void *)))) {
+                snprintf(why, sizeof why, "out of host memory (the windows' peer addresses)");
+                bad = 1;
+            } else
+                bad = tkd_window_peers(d->win[w], d->nranks, d->peer[w], d->cs, why, sizeof why);
+        }
+    if ((st = agree(d, bad, "the windows' peer addresses", why, &ok)) || !ok)
         goto out;
     for (int w = 0; w < 2; w++)
         if (grow[w])
@@ -210,6 +227,18 @@ tk_status tkd_transport_predict(tk_dist d, const tkd_prep *p, int *t, char *why,
                                        : "ce: copy engines, set up at the first call (asked by %s; p2p if that fails)",
              from_name(p->transport_from));
     return TK_SUCCESS;
+}
+
+tk_status tkd_barrier(tk_dist d, const char *what)
+{
+    cudaError_t e;
+    if (!d->sig_dev && (e = cudaMalloc((void **)&d->sig_dev, TKD_SIG_WORDS * sizeof(int64_t) * (size_t)d->nranks))) {
+        d->sig_dev = NULL;
+        return tkd_cuda_fail(d, e, "cudaMalloc (the ranks' signal words)");
+    }
+    ncclResult_t r = tkd_nccl_settle(d, d->nccl->AllReduce(d->sig_dev, d->sig_dev, 1, ncclInt64, ncclMax, d->ce_comm,
+                                                           d->cs));
+    return r ? tkd_nccl_fail(d, r, what) : TK_SUCCESS;
 }
 
 void tkd_ce_release(tk_dist d)

@@ -249,6 +249,14 @@ tk_status tk_dist_destroy(tk_dist d)
     tkd_begin(d);
     if (d->end_recorded) {
         tk_status st = tkd_wait_event(d, d->end, d->timeout_ms, "tk_dist_destroy: the last call");
+        if (st && d->ce_comm) {
+            /* a CE barrier waiting for a rank that never came: its kernel
+             * ends with the split communicator, which is only the context's */
+            d->nccl->CommAbort(d->ce_comm);
+            d->ce_comm = NULL;
+            st = tkd_wait_event(d, d->end, d->timeout_ms, "tk_dist_destroy: the last call, after aborting the "
+                                "copy-engine transport's communicator");
+        }
         if (st)
             return st;   /* nothing freed: abort the communicator, then destroy again */
     }
@@ -599,7 +607,16 @@ tk_status tkd_run(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t
     /* events: P2P one per chunk of each peer; CE two per chunk (computed or sent, arrived) */
     if ((st = tkd_call_begin(d, stream, is_ce ? p->ce_ws_bytes : p->ws_bytes, is_ce ? 2 * c : (d->nranks - 1) * c)))
         return st;
-    if ((st = (is_ce ? ce : p2p)(d, p, kernel, stream, &gst)))
+    /* CE: the GEMMs leave an SM to the barriers' one-CTA kernels (where
+     * tk_dist_set_comm_sms has not set aside more), so that a barrier never
+     * waits for a GEMM that holds every SM */
+    const int cap = is_ce && d->comm_sms == 0;
+    if (cap && (st = tk_set_sm_count(d->h, d->sm_count - TKD_CE_SMS)))
+        return tkd_fail(d, st, "tk_set_sm_count: %s", tk_last_error(d->h));
+    st = (is_ce ? ce : p2p)(d, p, kernel, stream, &gst);
+    if (cap)
+        tk_set_sm_count(d->h, 0);
+    if (st)
         return st;
     /* the call ends where both streams have: the caller's stream waits for the exchange */
     cudaError_t e;

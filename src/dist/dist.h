@@ -46,17 +46,17 @@ typedef struct tkd_nccl {
     ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
     ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                   cudaStream_t);
+    ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
     /* optional: the copy-engine transport (tkd_ce_missing) */
     ncclResult_t (*CommSplit)(ncclComm_t, int, int, ncclComm_t *, void *config);
     ncclResult_t (*MemAlloc)(void **, size_t);
     ncclResult_t (*MemFree)(void *);
     ncclResult_t (*CommWindowRegister)(ncclComm_t, void *, size_t, void **win, int);
     ncclResult_t (*CommWindowDeregister)(ncclComm_t, void *win);
-    ncclResult_t (*AlltoAll)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
 } tkd_nccl;
 
 /* The name of the first function of the copy-engine transport that t
- * lacks ("ncclCommSplit", ...), or NULL where it has all six. */
+ * lacks ("ncclCommSplit", ...), or NULL where it has all five. */
 const char *tkd_ce_missing(const tkd_nccl *t);
 
 /* Opens `file` (dlopen, RTLD_NOW | RTLD_GLOBAL) and resolves the table.
@@ -178,6 +178,9 @@ typedef struct tkd_sum_args {
 
 cudaError_t tkd_launch_sum(const tkd_sum_args *a, cudaStream_t stream);
 
+/* SMs the copy-engine transport's GEMMs leave to its barriers (tkd_run) */
+#define TKD_CE_SMS 1
+
 /* ---- the context ---- */
 struct tk_dist_s {
     const tkd_nccl *nccl;
@@ -201,10 +204,11 @@ struct tk_dist_s {
     int transport;               /* tk_dist_set_transport's; -1: not set ($TK_DIST_TRANSPORT, else AUTO) */
     int ce_state;                /* 0: not set up yet; 1: ready; -1: unavailable on this context (ce_why) */
     char ce_why[512];
-    ncclComm_t ce_comm;          /* split from comm with the zero-CTA policy */
+    ncclComm_t ce_comm;          /* split from comm, one CTA a kernel: the barriers, the windows */
     void *win_buf[2];            /* ncclMemAlloc'd, registered symmetric as win[i], win_bytes[i] each */
     void *win[2];                /* ncclWindow_t */
     size_t win_bytes[2];
+    void **peer[2];              /* peer[i][j]: rank j's part of win[i] in this process (cudaMemcpyAsync's) */
     char err[TKD_ERR_LEN];
 };
 
@@ -300,6 +304,12 @@ tk_status tkd_transport_for(tk_dist d, const tkd_prep *p, int *t);
 tk_status tkd_transport_predict(tk_dist d, const tkd_prep *p, int *t, char *why, size_t len);
 /* Frees the windows and destroys the split communicator (d's last call done). */
 void tkd_ce_release(tk_dist d);
+/* Every rank reaches this point of cs before any goes on: a one-word
+ * ncclAllReduce on the caller's communicator (an SM for a moment). */
+tk_status tkd_barrier(tk_dist d, const char *what);
+/* peers[j] = rank j's part of the symmetric window win (an ncclWindow_t)
+ * in this process's address space (peers.cu); 0, else 1 with why. */
+int tkd_window_peers(void *win, int nranks, void **peers, cudaStream_t stream, char *why, size_t len);
 
 #ifdef __cplusplus
 }

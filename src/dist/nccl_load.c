@@ -39,12 +39,12 @@ int tkd_nccl_open(const char *file, tkd_nccl *t, char *why, size_t len)
         { "ncclRecv", (void **)&t->Recv, 1 },
         { "ncclAllGather", (void **)&t->AllGather, 1 },
         { "ncclReduceScatter", (void **)&t->ReduceScatter, 1 },
+        { "ncclAllReduce", (void **)&t->AllReduce, 1 },
         { "ncclCommSplit", (void **)&t->CommSplit, 0 },
         { "ncclMemAlloc", (void **)&t->MemAlloc, 0 },
         { "ncclMemFree", (void **)&t->MemFree, 0 },
         { "ncclCommWindowRegister", (void **)&t->CommWindowRegister, 0 },
         { "ncclCommWindowDeregister", (void **)&t->CommWindowDeregister, 0 },
-        { "ncclAlltoAll", (void **)&t->AlltoAll, 0 },
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].slot = dlsym(lib, syms[i].name);
@@ -64,7 +64,7 @@ const char *tkd_ce_missing(const tkd_nccl *t)
 {
     return !t->CommSplit ? "ncclCommSplit" : !t->MemAlloc ? "ncclMemAlloc" : !t->MemFree ? "ncclMemFree"
          : !t->CommWindowRegister ? "ncclCommWindowRegister" : !t->CommWindowDeregister ? "ncclCommWindowDeregister"
-         : !t->AlltoAll ? "ncclAlltoAll" : NULL;
+         : NULL;
 }
 
 /* The process's one table: written once under pthread_once, read-only after. */

@@ -131,13 +131,17 @@ static tk_status rs_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
 
 /* The CE transport: windows S (0) and V (1), chunk-major (transport.c):
  * region i = R slots of chunk i's rows x N partials, slot j for rank j's
- * rows. On the caller's stream, per chunk, the partials of every peer's
- * rows (ring order) into S's region, then its event; on cs, per chunk once
- * computed, one ncclAlltoAll of the region from S to V on the zero-CTA
- * communicator (copy engines: no SM), then its event. The own rows'
- * partial goes to the workspace, then each chunk is summed as it lands
- * (its rows of C): the same partials and the same fixed-order sum per
- * element as P2P's, so the same bits. */
+ * rows, the same offsets on every rank. On cs first a barrier (every rank
+ * has summed the last call's V). On the caller's stream, per chunk, the
+ * partials of every peer's rows (ring order) into S's region, then its
+ * event; on cs, per chunk once computed, one cudaMemcpyAsync per peer from
+ * S's slot for it into slot r of the peer's V (its address here: peers.cu;
+ * the copy engines, no SM, beside the next GEMM), then a second barrier
+ * (every rank's partials have landed), then the arrival events. The
+ * barriers are one-word all-reduces on the split communicator (one CTA;
+ * the GEMMs leave it an SM: tkd_run). The own rows' partial goes to the
+ * workspace, then each chunk is summed (its rows of C): the same partials
+ * and the same fixed-order sum per element as P2P's, so the same bits. */
 static tk_status rs_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tk_status *gst)
 {
     const tk_gemm_problem *pb = &p->desc.problem;
@@ -145,16 +149,14 @@ static tk_status rs_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
     const int64_t mb = p->block_rows, N = pb->n;
     const tk_dtype pt = (tk_dtype)p->desc.partial_type;
     const size_t row_bytes = (size_t)N * (pt == TK_BF16 ? 2 : 4);
-    const ncclDataType_t nt = pt == TK_BF16 ? ncclBfloat16 : ncclFloat32;
     char *S = (char *)d->win_buf[0], *V = (char *)d->win_buf[1], *own = (char *)d->ws;
     tk_gemm_problem q;
     tk_status st;
     cudaError_t e;
-    ncclResult_t nr;
 
-    /* S's own slot is never written: the all-to-all copies it to V's own
-     * slot, which the sum never reads (the own partial is in the
-     * workspace). As P2P, a failed GEMM still records the events. */
+    if ((st = tkd_barrier(d, "the reduce-scatter (copy engines): every rank's receiving window free")))
+        return st;
+    /* As P2P, a failed GEMM still records the events. */
     for (int i = 0; i < c; i++) {
         const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
         for (int j = 1; j < R; j++) {
@@ -168,14 +170,21 @@ static tk_status rs_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
     }
     for (int i = 0; i < c; i++) {
         const int64_t rows = p->bounds[i + 1] - p->bounds[i];
-        const size_t region = tkd_ce_slot(p->bounds, R, i, 0, row_bytes);
         if ((e = cudaStreamWaitEvent(d->cs, d->ev[i], 0)))
             return tkd_cuda_fail(d, e, "cudaStreamWaitEvent (a chunk's partials)");
-        if ((nr = d->nccl->AlltoAll(S + region, V + region, (size_t)rows * (size_t)N, nt, d->ce_comm, d->cs)))
-            return tkd_nccl_fail(d, nr, "ncclAlltoAll (a chunk of the reduce-scatter, copy engines)");
+        for (int j = 1; j < R; j++) {
+            const int dest = (r + j) % R;
+            if ((e = cudaMemcpyAsync((char *)d->peer[1][dest] + tkd_ce_slot(p->bounds, R, i, r, row_bytes),
+                                     S + tkd_ce_slot(p->bounds, R, i, dest, row_bytes), (size_t)rows * row_bytes,
+                                     cudaMemcpyDefault, d->cs)))
+                return tkd_cuda_fail(d, e, "cudaMemcpyAsync (a chunk's partial into its rank's window, copy engines)");
+        }
+    }
+    if ((st = tkd_barrier(d, "the reduce-scatter (copy engines): every rank's partials landed")))
+        return st;
+    for (int i = 0; i < c; i++)
         if ((e = cudaEventRecord(d->ev[c + i], d->cs)))
             return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
-    }
     if ((e = cudaEventRecord(d->cs_end, d->cs)))
         return tkd_cuda_fail(d, e, "cudaEventRecord (the exchange's end)");
     q = part_problem(pb, (int64_t)r * mb, mb, own, pt);
