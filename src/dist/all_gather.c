@@ -121,18 +121,20 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
 }
 
 /* The CE transport: window 0 chunk-major (transport.c), region i = R slots
- * of chunk i's rows, the same offsets on every rank. On cs: a barrier (every
- * rank has finished reading the windows: the last call's pulls), the own
- * rows copied into slot r of each region (lda != K handled by the 2D
- * copy), a second barrier (every rank's rows are in its window), then per
- * chunk one cudaMemcpyAsync per peer from the peer's window (its address
- * here: peers.cu) into the same slot of this one: the copy engines, no SM,
- * so the pulls run beside the own block's product, which starts at once
- * on the caller's stream. The barriers are one-word all-reduces on the
- * split communicator (one CTA) and the GEMMs leave it an SM (tkd_run), so
- * they do not wait for the GEMM either. Then per chunk, once it landed,
- * one GEMM per peer's slot in ring order: the same GEMMs as P2P's (each
- * peer chunk's rows, ld K), so the same bits. */
+ * of chunk i's rows, the same offsets on every rank. The own block's
+ * product is enqueued first, on the caller's stream (it needs nothing from
+ * the peers), so that it starts before the host has enqueued the rest. On
+ * cs: a barrier (every rank has finished reading the windows: the last
+ * call's pulls), the own rows copied into slot r of each region (lda != K
+ * handled by the 2D copy), a second barrier (every rank's rows are in its
+ * window), then per chunk one cudaMemcpyAsync per peer out of the peer's
+ * window (its address here: peers.cu) into the gathered A where asked
+ * (the rows' place there), else into the same slot of this window: the
+ * copy engines, no SM, beside the product. The barriers are one-word
+ * all-reduces on the split communicator (one CTA), and the GEMMs leave it
+ * an SM (tkd_run), so they do not wait for the GEMM either. Then per
+ * chunk, once it landed, one GEMM per peer's rows in ring order: the same
+ * GEMMs as P2P's (each peer chunk's rows, ld K), so the same bits. */
 static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tk_status *gst)
 {
     const tk_gemm_problem *pb = &p->desc.problem;
@@ -141,9 +143,15 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
     const size_t row_bytes = (size_t)K * 2, lda_bytes = (size_t)pb->lda * 2;
     char *W = (char *)d->win_buf[0], *G = (char *)p->desc.gathered;
     const char *A = (const char *)pb->a;
+    tk_gemm_problem q;
     tk_status st;
     cudaError_t e;
 
+    if (pb->n > 0) {
+        q = rows_problem(pb, A, pb->lda, (int64_t)r * mb, mb);
+        if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
+            *gst = tkd_fail(d, st, "the own block's product: %s", tk_last_error(d->h));
+    }
     if (K > 0 && (st = tkd_barrier(d, "the all-gather (copy engines): every rank's window free")))
         return st;
     for (int i = 0; i < c && K > 0; i++) {
@@ -154,54 +162,41 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
     }
     if (K > 0 && (st = tkd_barrier(d, "the all-gather (copy engines): every rank's rows in its window")))
         return st;
+    /* chunk i of rank j's rows: where they land here */
+#define AG_CE_DST(i, j) (G ? G + ((size_t)(j) * mb + p->bounds[i]) * row_bytes : W + tkd_ce_slot(p->bounds, R, i, j, row_bytes))
     for (int i = 0; i < c && K > 0; i++) {
         const int64_t rows = p->bounds[i + 1] - p->bounds[i];
         for (int s = 1; s < R; s++) {
             const int j = (r - s + R) % R;
-            const size_t off = tkd_ce_slot(p->bounds, R, i, j, row_bytes);
-            if ((e = cudaMemcpyAsync(W + off, (const char *)d->peer[0][j] + off, (size_t)rows * row_bytes,
-                                     cudaMemcpyDefault, d->cs)))
+            if ((e = cudaMemcpyAsync(AG_CE_DST(i, j), (const char *)d->peer[0][j] + tkd_ce_slot(p->bounds, R, i, j, row_bytes),
+                                     (size_t)rows * row_bytes, cudaMemcpyDefault, d->cs)))
                 return tkd_cuda_fail(d, e, "cudaMemcpyAsync (a peer's chunk out of its window, copy engines)");
         }
         if ((e = cudaEventRecord(d->ev[i], d->cs)))
             return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
     }
-    /* the gathered A asked for: the own block from A, each peer's chunk rows from its slot */
-    if (G && K > 0) {
-        if ((e = cudaMemcpy2DAsync(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes, (size_t)mb,
-                                   cudaMemcpyDeviceToDevice, d->cs)))
-            return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
-        for (int i = 0; i < c; i++)
-            for (int j = 0; j < R; j++) {
-                const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
-                if (j != r && (e = cudaMemcpyAsync(G + ((size_t)j * mb + b0) * row_bytes,
-                                                   W + tkd_ce_slot(p->bounds, R, i, j, row_bytes),
-                                                   (size_t)rows * row_bytes, cudaMemcpyDeviceToDevice, d->cs)))
-                    return tkd_cuda_fail(d, e, "cudaMemcpyAsync (received rows into the gathered A)");
-            }
-    }
+    /* the gathered A asked for: the peers' rows are in it; the own block from A */
+    if (G && K > 0 && (e = cudaMemcpy2DAsync(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes,
+                                             (size_t)mb, cudaMemcpyDeviceToDevice, d->cs)))
+        return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
     if ((e = cudaEventRecord(d->cs_end, d->cs)))
         return tkd_cuda_fail(d, e, "cudaEventRecord (the exchange's end)");
 
-    if (pb->n > 0) {
-        tk_gemm_problem q = rows_problem(pb, A, pb->lda, (int64_t)r * mb, mb);
-        if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
-            *gst = tkd_fail(d, st, "the own block's product: %s", tk_last_error(d->h));
-        for (int i = 0; i < c && !*gst; i++) {
-            const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
-            if (K > 0 && (e = cudaStreamWaitEvent(stream, d->ev[i], 0))) {
-                *gst = tkd_cuda_fail(d, e, "cudaStreamWaitEvent (a chunk's arrival)");
-                break;
-            }
-            for (int s = 1; s < R && !*gst; s++) {
-                const int j = (r - s + R) % R;
-                const int64_t row0 = (int64_t)j * mb + b0;
-                q = rows_problem(pb, K > 0 ? W + tkd_ce_slot(p->bounds, R, i, j, row_bytes) : NULL, ldg, row0, rows);
-                if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
-                    *gst = tkd_fail(d, st, "the product of rows %lld..: %s", (long long)row0, tk_last_error(d->h));
-            }
+    for (int i = 0; i < c && pb->n > 0 && !*gst; i++) {
+        const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
+        if (K > 0 && (e = cudaStreamWaitEvent(stream, d->ev[i], 0))) {
+            *gst = tkd_cuda_fail(d, e, "cudaStreamWaitEvent (a chunk's arrival)");
+            break;
+        }
+        for (int s = 1; s < R && !*gst; s++) {
+            const int j = (r - s + R) % R;
+            const int64_t row0 = (int64_t)j * mb + b0;
+            q = rows_problem(pb, K > 0 ? AG_CE_DST(i, j) : NULL, ldg, row0, rows);
+            if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
+                *gst = tkd_fail(d, st, "the product of rows %lld..: %s", (long long)row0, tk_last_error(d->h));
         }
     }
+#undef AG_CE_DST
     return TK_SUCCESS;
 }
 

@@ -332,7 +332,18 @@ tk_status tk_dist_sync(tk_dist d, int timeout_ms)
         return tkd_fail(d, TK_ERR_INVALID_VALUE, "timeout_ms: %d is negative", timeout_ms);
     if (!d->end_recorded)
         return TK_SUCCESS;
-    return tkd_wait_event(d, d->end, timeout_ms ? timeout_ms : d->timeout_ms, "tk_dist_sync: the last call");
+    tk_status st = tkd_wait_event(d, d->end, timeout_ms ? timeout_ms : d->timeout_ms, "tk_dist_sync: the last call");
+    if (st == TK_ERR_COMM && d->ce_comm) {
+        /* the ranks are out of step: a CE barrier may wait for ever, and its
+         * kernel would keep ncclCommAbort(comm) from freeing (cudaFree waits
+         * for the device). The split communicator is the context's: abort it
+         * here, and the copy engines are gone from this context. */
+        d->nccl->CommAbort(d->ce_comm);
+        d->ce_comm = NULL;
+        d->ce_state = -1;
+        snprintf(d->ce_why, sizeof d->ce_why, "aborted after a call did not complete (tk_dist_sync's timeout)");
+    }
+    return st;
 }
 
 /* The versioned structs' rule (tilekit.h) for a struct the library fills:
