@@ -121,20 +121,21 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
 }
 
 /* The CE transport: window 0 chunk-major (transport.c), region i = R slots
- * of chunk i's rows, the same offsets on every rank. The own block's
- * product is enqueued first, on the caller's stream (it needs nothing from
- * the peers), so that it starts before the host has enqueued the rest. On
- * cs: a barrier (every rank has finished reading the windows: the last
- * call's pulls), the own rows copied into slot r of each region (lda != K
- * handled by the 2D copy), a second barrier (every rank's rows are in its
- * window), then per chunk one cudaMemcpyAsync per peer out of the peer's
- * window (its address here: peers.cu) into the gathered A where asked
- * (the rows' place there), else into the same slot of this window: the
- * copy engines, no SM, beside the product. The barriers are one-word
+ * of chunk i's rows, the same offsets on every rank. On the caller's
+ * stream first the gathered A's own rows where asked (a copy engine alone;
+ * beside the GEMMs that copy ran four times slower) and the own block's
+ * product (it needs nothing from the peers), so that both start before the
+ * host has enqueued the rest. On cs: a barrier (every rank has finished
+ * with its window: the last call's products and copies out of it), then
+ * per chunk one cudaMemcpy2DAsync per peer from A's rows straight into
+ * slot r of the peer's window (its address here: peers.cu; the copy
+ * engines, no SM, beside the product) and a barrier (every rank's chunk
+ * has landed), then the chunk's event. The barriers are one-word
  * all-reduces on the split communicator (one CTA), and the GEMMs leave it
  * an SM (tkd_run), so they do not wait for the GEMM either. Then per
- * chunk, once it landed, one GEMM per peer's rows in ring order: the same
- * GEMMs as P2P's (each peer chunk's rows, ld K), so the same bits. */
+ * chunk, once it landed, one GEMM per peer's slot in ring order: the same
+ * GEMMs as P2P's (each peer chunk's rows, ld K), so the same bits; the
+ * peers' rows copied into the gathered A beside them where asked. */
 static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tk_status *gst)
 {
     const tk_gemm_problem *pb = &p->desc.problem;
@@ -147,6 +148,9 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
     tk_status st;
     cudaError_t e;
 
+    if (G && K > 0 && (e = cudaMemcpy2DAsync(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes,
+                                             (size_t)mb, cudaMemcpyDeviceToDevice, stream)))
+        return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
     if (pb->n > 0) {
         q = rows_problem(pb, A, pb->lda, (int64_t)r * mb, mb);
         if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
@@ -156,29 +160,28 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
         return st;
     for (int i = 0; i < c && K > 0; i++) {
         const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
-        if ((e = cudaMemcpy2DAsync(W + tkd_ce_slot(p->bounds, R, i, r, row_bytes), row_bytes, A + (size_t)b0 * lda_bytes,
-                                   lda_bytes, row_bytes, (size_t)rows, cudaMemcpyDeviceToDevice, d->cs)))
-            return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows of a chunk into the window)");
-    }
-    if (K > 0 && (st = tkd_barrier(d, "the all-gather (copy engines): every rank's rows in its window")))
-        return st;
-    /* chunk i of rank j's rows: where they land here */
-#define AG_CE_DST(i, j) (G ? G + ((size_t)(j) * mb + p->bounds[i]) * row_bytes : W + tkd_ce_slot(p->bounds, R, i, j, row_bytes))
-    for (int i = 0; i < c && K > 0; i++) {
-        const int64_t rows = p->bounds[i + 1] - p->bounds[i];
         for (int s = 1; s < R; s++) {
-            const int j = (r - s + R) % R;
-            if ((e = cudaMemcpyAsync(AG_CE_DST(i, j), (const char *)d->peer[0][j] + tkd_ce_slot(p->bounds, R, i, j, row_bytes),
-                                     (size_t)rows * row_bytes, cudaMemcpyDefault, d->cs)))
-                return tkd_cuda_fail(d, e, "cudaMemcpyAsync (a peer's chunk out of its window, copy engines)");
+            const int j = (r + s) % R;
+            if ((e = cudaMemcpy2DAsync((char *)d->peer[0][j] + tkd_ce_slot(p->bounds, R, i, r, row_bytes), row_bytes,
+                                       A + (size_t)b0 * lda_bytes, lda_bytes, row_bytes, (size_t)rows, cudaMemcpyDefault,
+                                       d->cs)))
+                return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (a chunk of the own rows into a peer's window, copy "
+                                     "engines)");
         }
+        if ((st = tkd_barrier(d, "the all-gather (copy engines): every rank's chunk landed")))
+            return st;
         if ((e = cudaEventRecord(d->ev[i], d->cs)))
             return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
     }
-    /* the gathered A asked for: the peers' rows are in it; the own block from A */
-    if (G && K > 0 && (e = cudaMemcpy2DAsync(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes,
-                                             (size_t)mb, cudaMemcpyDeviceToDevice, d->cs)))
-        return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
+    /* the gathered A asked for: the peers' rows from the window */
+    for (int i = 0; i < c && G && K > 0; i++)
+        for (int j = 0; j < R; j++) {
+            const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
+            if (j != r && (e = cudaMemcpyAsync(G + ((size_t)j * mb + b0) * row_bytes,
+                                               W + tkd_ce_slot(p->bounds, R, i, j, row_bytes), (size_t)rows * row_bytes,
+                                               cudaMemcpyDeviceToDevice, d->cs)))
+                return tkd_cuda_fail(d, e, "cudaMemcpyAsync (received rows into the gathered A)");
+        }
     if ((e = cudaEventRecord(d->cs_end, d->cs)))
         return tkd_cuda_fail(d, e, "cudaEventRecord (the exchange's end)");
 
@@ -191,12 +194,11 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
         for (int s = 1; s < R && !*gst; s++) {
             const int j = (r - s + R) % R;
             const int64_t row0 = (int64_t)j * mb + b0;
-            q = rows_problem(pb, K > 0 ? AG_CE_DST(i, j) : NULL, ldg, row0, rows);
+            q = rows_problem(pb, K > 0 ? W + tkd_ce_slot(p->bounds, R, i, j, row_bytes) : NULL, ldg, row0, rows);
             if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
                 *gst = tkd_fail(d, st, "the product of rows %lld..: %s", (long long)row0, tk_last_error(d->h));
         }
     }
-#undef AG_CE_DST
     return TK_SUCCESS;
 }
 
