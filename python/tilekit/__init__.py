@@ -32,6 +32,10 @@
     qx, sx = tilekit.quantize_fp8(x, torch.float8_e4m3fn, mode="row")       # sx: (8, 1)
     qw, sw = tilekit.quantize_fp8(w, torch.float8_e4m3fn, mode="row")       # sw: (1024, 1)
     y = tilekit.scaled_mm(qx, qw.t(), sx, sw.t(), out_dtype=torch.bfloat16)
+    # per expert, torch._scaled_grouped_mm's conventions: x's 8 rows grouped by offs over ws's 8 experts
+    qe, se = tilekit.quantize_fp8(ws.view(-1, 4096), torch.float8_e4m3fn, mode="row")   # se: (8 * 1024, 1)
+    ends = torch.tensor([2, 2, 5, 8, 8, 8, 8, 8], dtype=torch.int32, device="cuda")
+    y = tilekit.scaled_grouped_mm(qx, qe.view(8, 1024, 4096).transpose(-2, -1), sx.view(-1), se.view(8, 1024), ends)
 
 A, B and out of gemm() are torch CUDA tensors, objects with
 __cuda_array_interface__ or DLPack producers of CUDA memory, 2-D, each row- or
@@ -43,8 +47,8 @@ call is asynchronous on the caller's current stream, like a torch operation
 is never imported by `import tilekit`; it is used only when the caller
 passes torch tensors, and imported by tilekit.matmul, tilekit.grouped_mm,
 tilekit.bmm, tilekit.linear, tilekit.gated_mlp, tilekit.mlp, tilekit.nn,
-tilekit.patch, tilekit.quantize_fp8 and tilekit.scaled_mm (these two take
-torch tensors only).
+tilekit.patch, tilekit.quantize_fp8, tilekit.scaled_mm and
+tilekit.scaled_grouped_mm (these three take torch tensors only).
 
 Backends: the C extension tilekit._tilekit (backend() == "extension") does
 the checks and the call; without it, a pure-Python fallback through ctypes
@@ -68,7 +72,7 @@ else:
 
 __version__ = "0.1.0"
 __all__ = ["gemm", "gemm_batched", "gemm_grouped", "gemm_epilogue", "matmul", "grouped_mm", "bmm", "patch", "linear",
-           "gated_mlp", "mlp", "quantize_fp8", "scaled_mm", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
+           "gated_mlp", "mlp", "quantize_fp8", "scaled_mm", "scaled_grouped_mm", "nn", "supports", "select_kernel", "kernels", "version", "library_path",
            "backend", "Support", "candidates", "workspace_size", "plan", "set_workspace", "set_workspace_limit",
            "set_split_k", "release_workspaces", "handle_info", "last_cuda_error", "build_info", "TilekitError", "InvalidValueError", "NotSupportedError", "ArchMismatchError",
            "NoDeviceError", "CudaError", "CublasError", "OutOfResourcesError", "AllocError", "InternalError", "CommError",
@@ -321,7 +325,7 @@ def plan(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out_
 def __getattr__(name):
     """tilekit.matmul, tilekit.grouped_mm, tilekit.bmm, tilekit.patch,
     tilekit.linear, tilekit.gated_mlp, tilekit.mlp, tilekit.quantize_fp8,
-    tilekit.scaled_mm and tilekit.nn import torch, so they are loaded on
+    tilekit.scaled_mm, tilekit.scaled_grouped_mm and tilekit.nn import torch, so they are loaded on
     first use, not by `import tilekit`; so is tilekit.distributed (its
     library, libtilekit_dist.so, is loaded at its first call)."""
     if name in ("matmul", "grouped_mm", "bmm", "patch"):
@@ -332,7 +336,7 @@ def __getattr__(name):
         _lib.need_torch("tilekit." + name)
         from . import _torch_fused
         return getattr(_torch_fused, name)
-    if name in ("quantize_fp8", "scaled_mm"):
+    if name in ("quantize_fp8", "scaled_mm", "scaled_grouped_mm"):
         _lib.need_torch("tilekit." + name)
         from . import _torch_fp8
         return getattr(_torch_fp8, name)

@@ -676,7 +676,8 @@ def plan_create(A, B, out=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fals
 def gemm_run(device, stream, kernel, fields):
     """tk_gemm_run of a tk_gemm_desc (size = sizeof, TK_GEMM_DESC_INIT's)
     holding `fields`: the problem's 15 values, then the epilogue's 11, then
-    optionally the FP8 fields' 7, in the header's order
+    optionally the FP8 fields' 7, then optionally version 5's 2 and the
+    group fields' 7, in the header's order but for those last 7
     (tilekit/_epilogue.py and _fp8.py check them; the extension's gemm_run
     takes the same), on the thread's handle for `device` (-1: the current
     one). kernel: bytes or None; stream: a cudaStream_t or None."""
@@ -684,10 +685,14 @@ def gemm_run(device, stream, kernel, fields):
     desc = _lib.GemmDesc(size=ctypes.sizeof(_lib.GemmDesc))
     desc.problem = _lib.GemmProblem(*fields[:15])
     names = [name for name, _ in _lib.GemmDesc._fields_]
-    for name, value in zip(names[names.index("epilogue"):], fields[15:]):
-        setattr(desc, name, value)   # the epilogue's 11 fields (version 3), the FP8 fields' 7 (version 4)
+    # the epilogue's 11 fields (version 3), the FP8 fields' 7 (version 4), the scales' strides (version 5),
+    # then the group fields (version 2)
+    for name, value in zip(names[names.index("epilogue"):] + names[names.index("group_kind"):names.index("epilogue")],
+                           fields[15:]):
+        setattr(desc, name, value)
     h = _lib.handle(device if device >= 0 else _lib.current_device())
-    where = "tilekit.scaled_mm" if len(fields) > 26 else "tilekit.gemm_epilogue"
+    where = ("tilekit.scaled_grouped_mm" if len(fields) > 33 else "tilekit.scaled_mm" if len(fields) > 26
+             else "tilekit.gemm_epilogue")
     _lib.check(lib.tk_gemm_run(h, ctypes.byref(desc), kernel, stream), h, where)
 
 

@@ -145,7 +145,7 @@ class GemmProblem(ctypes.Structure):
 
 
 class GemmDesc(ctypes.Structure):
-    """tk_gemm_desc up to its version-4 fields (versioned: size first; the
+    """tk_gemm_desc up to its version-5 fields (versioned: size first; the
     fields after the problem are laid out as the C compiler lays out the
     header's: tests/python/test_fake_lib_epilogue.py compares the offsets)."""
     _fields_ = [

@@ -2823,8 +2823,11 @@ PyDoc_STRVAR(gemm_run_doc,
 "activation, bias, bias_type, bias_along, b_up, d, ldd, aux, ldaux,\n"
 "bias_grad), pointers as ints, as tilekit/_epilogue.py checked them, and\n"
 "optionally the FP8 fields' 7 (a_fp8, b_fp8, scale_mode, scale_a, scale_b,\n"
-"ld_scale_a, ld_scale_b: tilekit/_fp8.py's) (the fallback's gemm_run takes\n"
-"the same). On the thread's handle for device\n"
+"ld_scale_a, ld_scale_b: tilekit/_fp8.py's), and after those optionally\n"
+"version 5's 2 (stride_scale_a, stride_scale_b) and the group fields' 7\n"
+"(group_kind, count, stride_a, stride_b, stride_c, offs, group_error:\n"
+"tilekit.scaled_grouped_mm's) (the fallback's gemm_run takes the same).\n"
+"On the thread's handle for device\n"
 "(-1: the current one), made current; kernel: bytes or None; stream: a\n"
 "cudaStream_t value or None. The library's refusal raises as\n"
 "tilekit.gemm_epilogue's.");
@@ -2886,19 +2889,27 @@ static PyObject *py_gemm_run(PyObject *mod, PyObject *args)
 {
     (void)mod;
     int device, layout, op_a, op_b, c_type, epilogue, activation, bias_type, bias_along;
-    int a_fp8 = 0, b_fp8 = 0, scale_mode = 0;
+    int a_fp8 = 0, b_fp8 = 0, scale_mode = 0, group_kind = 0, count = 0;
     PyObject *stream_arg, *kernel_arg, *fields;
-    unsigned long long a, b, c, bias, b_up, dp, aux, bias_grad, scale_a = 0, scale_b = 0;
+    unsigned long long a, b, c, bias, b_up, dp, aux, bias_grad, scale_a = 0, scale_b = 0, offs = 0, group_error = 0;
     long long m, n, k, lda, ldb, ldc, ldd, ldaux, ld_scale_a = 0, ld_scale_b = 0;
+    long long stride_scale_a = 0, stride_scale_b = 0, stride_a = 0, stride_b = 0, stride_c = 0;
     float alpha, beta;
     if (!PyArg_ParseTuple(args, "iOOO!:gemm_run", &device, &stream_arg, &kernel_arg, &PyTuple_Type, &fields))
         return NULL;
-    /* the problem's 15 and the epilogue's 11 fields, then optionally the FP8 fields' 7 (version 4) */
-    const int fp8 = PyTuple_GET_SIZE(fields) == 33;
-    if (!PyArg_ParseTuple(fields, fp8 ? "iiiLLLffKLKLKLiiiKiiKKLKLKiiiKKLL:gemm_run" : "iiiLLLffKLKLKLiiiKiiKKLKLK:gemm_run",
+    /* the problem's 15 and the epilogue's 11 fields, then optionally the FP8 fields' 7 (version 4), and after
+     * them optionally version 5's 2 and the group fields' 7 (version 2): many FP8 products */
+    const Py_ssize_t nf = PyTuple_GET_SIZE(fields);
+    const int fp8 = nf >= 33, grouped = nf == 42;
+    if (!PyArg_ParseTuple(fields,
+                          grouped ? "iiiLLLffKLKLKLiiiKiiKKLKLKiiiKKLLLLiiLLLKK:gemm_run"
+                          : fp8   ? "iiiLLLffKLKLKLiiiKiiKKLKLKiiiKKLL:gemm_run"
+                                  : "iiiLLLffKLKLKLiiiKiiKKLKLK:gemm_run",
                           &layout, &op_a, &op_b, &m, &n, &k, &alpha, &beta, &a, &lda, &b, &ldb, &c, &ldc, &c_type,
                           &epilogue, &activation, &bias, &bias_type, &bias_along, &b_up, &dp, &ldd, &aux, &ldaux,
-                          &bias_grad, &a_fp8, &b_fp8, &scale_mode, &scale_a, &scale_b, &ld_scale_a, &ld_scale_b))
+                          &bias_grad, &a_fp8, &b_fp8, &scale_mode, &scale_a, &scale_b, &ld_scale_a, &ld_scale_b,
+                          &stride_scale_a, &stride_scale_b, &group_kind, &count, &stride_a, &stride_b, &stride_c,
+                          &offs, &group_error))
         return NULL;
     void *stream;
     const char *kernel;
@@ -2929,7 +2940,17 @@ static PyObject *py_gemm_run(PyObject *mod, PyObject *args)
     d.scale_b = (const float *)(uintptr_t)scale_b;
     d.ld_scale_a = ld_scale_a;
     d.ld_scale_b = ld_scale_b;
-    if (run_on_handle(device, call_gemm_run, &d, kernel, stream, fp8 ? "tilekit.scaled_mm" : "tilekit.gemm_epilogue"))
+    d.stride_scale_a = stride_scale_a;
+    d.stride_scale_b = stride_scale_b;
+    d.group_kind = group_kind;
+    d.count = count;
+    d.stride_a = stride_a;
+    d.stride_b = stride_b;
+    d.stride_c = stride_c;
+    d.offs = (const int32_t *)(uintptr_t)offs;
+    d.group_error = (int32_t *)(uintptr_t)group_error;
+    if (run_on_handle(device, call_gemm_run, &d, kernel, stream,
+                      grouped ? "tilekit.scaled_grouped_mm" : fp8 ? "tilekit.scaled_mm" : "tilekit.gemm_epilogue"))
         return NULL;
     Py_RETURN_NONE;
 }

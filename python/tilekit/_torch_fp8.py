@@ -1,6 +1,7 @@
-"""Issue 40 in PyTorch: tilekit.quantize_fp8 and tilekit.scaled_mm, as
-torch.library custom ops (torch.ops.tilekit.quantize_fp8,
-torch.ops.tilekit.scaled_mm) with fake implementations (shapes, strides,
+"""Issue 40 in PyTorch: tilekit.quantize_fp8, tilekit.scaled_mm and
+tilekit.scaled_grouped_mm, as torch.library custom ops
+(torch.ops.tilekit.quantize_fp8, torch.ops.tilekit.scaled_mm,
+torch.ops.tilekit.scaled_grouped_mm) with fake implementations (shapes, strides,
 dtypes), so torch.compile(fullgraph=True) traces them without a graph
 break; outside torch.compile the same bodies run directly (the custom op's
 dispatch costs ~10 us of host time a call: tilekit.matmul's reason,
@@ -15,7 +16,7 @@ from typing import Optional, Tuple
 
 from ._lib import need_torch
 
-torch = need_torch("tilekit.quantize_fp8 and tilekit.scaled_mm")
+torch = need_torch("tilekit.quantize_fp8, tilekit.scaled_mm and tilekit.scaled_grouped_mm")
 
 from . import _fp8  # noqa: E402
 
@@ -118,6 +119,39 @@ def _scaled_mm_fake(a, b, scale_a, scale_b, out_dtype, bias):
     return a.new_empty((m, n), dtype=out_dtype)
 
 
+def _scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype, check_offs):
+    kind, count, m, n, k, shape, _ = _fp8.grouped_form(a, b, offs, out_dtype)
+    _fp8.grouped_scales(kind, count, m, n, k, a, b, scale_a, scale_b)
+    _on_device(("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("offs", offs))
+    for name, t in (("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("offs", offs)):
+        if t is not None and t.device != a.device:
+            raise TypeError("%s: on %s, but a is on %s" % (name, t.device, a.device))
+    if check_offs and offs is not None and not (a.device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+        _fp8.check_offs(offs.tolist(), m)   # a host read: waits for the stream
+    if k == 0:   # empty sums: zeros
+        return torch.zeros(shape, dtype=out_dtype, device=a.device)
+    out = torch.empty(shape, dtype=out_dtype, device=a.device)
+    if m and n and count:   # the library takes one group at least
+        _fp8.run_gemm(_index(a.device), _stream(a.device),
+                      _fp8.scaled_grouped_mm_fields(a, b, scale_a, scale_b, offs, out))
+    return out
+
+
+@torch.library.custom_op("tilekit::scaled_grouped_mm", mutates_args=())
+def scaled_grouped_mm_op(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor, offs: Optional[Tensor],
+                         out_dtype: torch.dtype) -> Tensor:
+    """The products of each group (offs) or batch: tilekit.scaled_grouped_mm
+    (offs never read on the host)."""
+    return _scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype, False)
+
+
+@scaled_grouped_mm_op.register_fake
+def _scaled_grouped_mm_fake(a, b, scale_a, scale_b, offs, out_dtype):
+    kind, count, m, n, k, shape, _ = _fp8.grouped_form(a, b, offs, out_dtype)
+    _fp8.grouped_scales(kind, count, m, n, k, a, b, scale_a, scale_b)
+    return a.new_empty(shape, dtype=out_dtype)
+
+
 def quantize_fp8(x, dtype=torch.float8_e4m3fn, mode="tensor"):
     """(q, scale): bf16 x (a 2-D CUDA tensor; a view whose rows are not
     contiguous is copied first) as FP8 codes q (x's shape, dtype
@@ -160,3 +194,45 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, bias=None):
     if torch.compiler.is_compiling():
         return scaled_mm_op(a, b, scale_a, scale_b, out_dtype, bias)
     return _scaled_mm(a, b, scale_a, scale_b, out_dtype, bias)
+
+
+def scaled_grouped_mm(a, b, scale_a, scale_b, offs=None, out_dtype=torch.bfloat16, check_offs=True):
+    """torch._scaled_grouped_mm on tilekit: many FP8 products in one call,
+    a mixture of experts' forward. a and b FP8 (e4m3 or e5m2, any pairing),
+    scales fp32, products summed in fp32, out_dtype torch.bfloat16 or
+    torch.float32.
+
+    2-D a (M x K, rows contiguous), 3-D b (G x K x N), offs (G,) int32:
+      the experts' token rows stacked (tk_gemm_desc's TK_GROUP_ROWS): group
+      g is a's rows offs[g-1] .. offs[g]-1 (offs[-1] = 0) times b[g]; out
+      (M x N), rows past offs[-1] not written. b as w.transpose(-2, -1) of
+      G x N x K (nn.Linear-style, K-major) weights, torch's layout, or
+      row-major.
+    3-D a (G x M x K), 3-D b, offs None: batched (TK_GROUP_BATCHED), out
+      (G x M x N); a or b expanded (batch stride 0) is one matrix for all.
+
+    The scales, read from their shapes (scale_b's rank says the mode),
+    follow their operand: one set per matrix of b (and of a when batched),
+    one over all M rows for 2-D a:
+      row-wise (torch's): scale_a (M,) (or (M, 1), quantize_fp8's "row"),
+        3-D a (G, M); scale_b (G, N);
+      per tensor: scale_a one value, 3-D a (G,); scale_b (G,), one per
+        expert;
+      block (DeepSeek-V3's), K a multiple of 128: scale_a (M, K/128), 3-D
+        a (G, M, K/128), per row and 128 k, M's dimension contiguous
+        (quantize_fp8's "1x128"); scale_b (G, ceil(N/128), K/128) per
+        128 x 128 block of b[g], stride(1) == 1 (each expert's
+        quantize_fp8(w[g], mode="128x128") scales s[g] stacked:
+        torch.stack([x.t() for x in s]).transpose(1, 2)).
+    With check_offs (the default, outside CUDA graph capture) offs is read
+    on the host, which waits for the stream, and must be non-decreasing
+    from 0 with offs[-1] <= M (ValueError); check_offs=False reads nothing
+    on the host, and a bad group is skipped on the device, its rows not
+    written. TypeError for dtypes and devices, ValueError for shapes and
+    strides, naming the argument. Runs on tk_gemm_run's grouped FP8 path:
+    k01_naive for now (correct, slow; docs/NOTES.md "Grouped FP8"). A
+    torch op (torch.compile, where offs is never read on the host; CUDA
+    graphs); no autograd."""
+    if torch.compiler.is_compiling():
+        return scaled_grouped_mm_op(a, b, scale_a, scale_b, offs, out_dtype)
+    return _scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype, check_offs)

@@ -7,6 +7,11 @@ Issue 39: tilekit.linear (each activation, with and without bias),
 tilekit.gated_mlp and tilekit.mlp against float64 autograd, and
 tilekit.patch(fuse_mlp=True) on tiny Llama, Mistral, Qwen2, Qwen3, GPT-2
 and BERT models against their unpatched copies, eager, compiled and captured.
+Issue 40: tilekit.quantize_fp8 bit for bit against tests/python/fp8_ref.py,
+tilekit.scaled_mm, tilekit.scaled_grouped_mm (rows grouped and batched,
+every scale mode) and tilekit.nn.Linear(fp8=...) against float64 products
+of the dequantized operands and against torch._scaled_mm /
+torch._scaled_grouped_mm where torch takes the call.
 Issue 38: tilekit.grouped_mm (every form of torch._grouped_mm) and
 tilekit.bmm against float64 loops and torch._grouped_mm, their gradients,
 compiled and captured, and transformers' Mixtral and Qwen3-MoE sparse
@@ -1025,7 +1030,7 @@ def test_dlpack_torch():
 
 # ---- issue 40: FP8 quantization and products ----
 
-from fp8_ref import dequant, quantize_ref, same_bits, special_input  # noqa: E402 (tests/python is on sys.path)
+from fp8_ref import dequant, grouped_operands, quantize_ref, same_bits, special_input  # noqa: E402 (tests/python is on sys.path)
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 FP8_MODES = ("tensor", "row", "1x128", "128x128")
@@ -1179,6 +1184,104 @@ def test_fp8_cuda_graph():
         g.replay()
         torch.cuda.synchronize()
         assert torch.equal(y, f()), "replay differs from eager"
+
+
+def grouped_close(y, want, offs, tol, label):
+    """y against want group by group (rows grouped: each group's rows, so
+    that a wrong 1-row group is not lost in the norm; batched: each batch)."""
+    want = want.to(y.device)
+    if offs is None:
+        for z in range(y.shape[0]):
+            close(y[z], want[z], tol, "%s batch %d" % (label, z))
+        return
+    start = 0
+    for g, end in enumerate(offs.tolist()):
+        if end > start:
+            close(y[start:end], want[start:end], tol, "%s group %d (rows %d..%d)" % (label, g, start, end - 1))
+        start = end
+
+
+def test_fp8_scaled_grouped_mm():
+    """tilekit.scaled_grouped_mm against the float64 products of the
+    dequantized operands group by group (fp32 out: FP8_TOL_F32; bf16 out:
+    TOL_OP): rows grouped with empty groups, a 1-row group and rows past
+    offs[-1] (not compared: not written), and batched; every scale mode,
+    e4m3 and e5m2 in each pairing, b as torch's transposed view and
+    row-major, padded scale sets. Then against torch._scaled_grouped_mm
+    where torch takes the call (row-wise, e4m3, groups of multiples of
+    16): a refusal of torch's is printed and skipped, not failed."""
+    for mode, n, k in (("tensor", 130, 200), ("row", 258, 200), ("block", 258, 384)):
+        for fa, fb in ((E4M3, E4M3), (E5M2, E4M3), (E4M3, E5M2), (E5M2, E5M2)):
+            label = "%s %s x %s" % (mode, fa, fb)
+            a, b, sa, sb, offs, want = grouped_operands([0, 37, 1, 0, 130, 5, 0], n, k, fa, fb, mode, n + k, DEV)
+            y = tilekit.scaled_grouped_mm(a, b, sa, sb, offs, out_dtype=torch.float32)
+            assert y.shape == (173, n) and y.dtype == torch.float32, (y.shape, y.dtype)
+            grouped_close(y, want, offs, FP8_TOL_F32, label + " fp32")
+            y = tilekit.scaled_grouped_mm(a, b, sa, sb, offs)
+            assert y.dtype == torch.bfloat16
+            grouped_close(y, want, offs, TOL_OP, label + " bf16")
+            grouped_close(tilekit.scaled_grouped_mm(a, b.contiguous(), sa, sb, offs, torch.float32), want, offs,
+                          FP8_TOL_F32, label + " b row-major")
+            padded = torch.empty_strided(sb.shape, (2 * sb.stride(0) + 3,) + sb.stride()[1:], device=DEV).copy_(sb)
+            grouped_close(tilekit.scaled_grouped_mm(a, b, sa, padded, offs, torch.float32), want, offs,
+                          FP8_TOL_F32, label + " padded scale_b")
+            short = offs.clone()
+            short[-2:] = 170   # the 5-row group cut to 2 rows: the last 3 rows in no group
+            grouped_close(tilekit.scaled_grouped_mm(a, b, sa, sb, short, torch.float32), want, short,
+                          FP8_TOL_F32, label + " rows past offs[-1]")
+            a, b, sa, sb, _, want = grouped_operands((3, 33), n, k, fa, fb, mode, n * k, DEV)
+            grouped_close(tilekit.scaled_grouped_mm(a, b, sa, sb, out_dtype=torch.float32), want, None,
+                          FP8_TOL_F32, label + " batched")
+    # empty: M = 0, no group, K = 0
+    a, b, sa, sb, offs, _ = grouped_operands([0, 0], 64, 128, E4M3, E4M3, "row", 1, DEV)
+    assert tilekit.scaled_grouped_mm(a, b, sa, sb, offs).shape == (0, 64)
+    z = torch.zeros(4, 0, device=DEV).to(E4M3)
+    y = tilekit.scaled_grouped_mm(z, torch.zeros(2, 0, 8, device=DEV).to(E4M3), torch.ones(4, device=DEV),
+                                  torch.ones(2, 8, device=DEV), torch.tensor([1, 4], dtype=torch.int32, device=DEV))
+    assert torch.equal(y, torch.zeros(4, 8, dtype=torch.bfloat16, device=DEV))
+    # torch's own, where it takes the call
+    for sizes in ([0, 32, 16, 0, 144], (4, 64)):
+        a, b, sa, sb, offs, want = grouped_operands(sizes, 256, 512, E4M3, E4M3, "row", 5, DEV)
+        y = tilekit.scaled_grouped_mm(a, b, sa, sb, offs)
+        try:
+            ref = torch._scaled_grouped_mm(a, b, sa, sb, offs=offs, out_dtype=torch.bfloat16)
+        except (RuntimeError, NotImplementedError, AttributeError) as e:
+            print("     torch._scaled_grouped_mm %s: skipped (torch refused: %s)" % (
+                "rows" if offs is not None else "batched", str(e).splitlines()[0][:160]))
+            continue
+        grouped_close(y, ref.double(), offs, 1e-2, "against torch._scaled_grouped_mm %s" % (sizes,))
+    a, b, sa, sb, offs, _ = grouped_operands([3, 0, 5], 64, 128, E4M3, E4M3, "row", 2, DEV)
+    raises(ValueError, tilekit.scaled_grouped_mm, a, b, sa, sb, offs.flip(0), match=("offs:", "is below"))
+    raises(ValueError, tilekit.scaled_grouped_mm, a, b, sa, sb, offs + 1, match=("offs:", "past a's 8 rows"))
+    raises(TypeError, tilekit.scaled_grouped_mm, a.cpu(), b, sa, sb, offs, match=("a:", "CUDA"))
+    raises(TypeError, tilekit.scaled_grouped_mm, a, b, sa, sb, offs.cpu(), match=("offs:", "CUDA"))
+    raises(ValueError, tilekit.scaled_grouped_mm, a, b, sa, sb[:, :32], offs, match="scale_a, scale_b")
+    tilekit.scaled_grouped_mm(a, b, sa, sb, offs.flip(0), check_offs=False)   # the library skips the bad groups
+    torch.cuda.synchronize()
+
+
+def test_fp8_scaled_grouped_mm_compile_and_graph():
+    """torch.compile(fullgraph=True) (inductor) through
+    tilekit::scaled_grouped_mm, and a CUDA graph capturing it (offs not read
+    on the host) replayed on new offsets: the eager bits."""
+    a, b, sa, sb, offs, _ = grouped_operands([5, 0, 40, 1], 96, 256, E4M3, E4M3, "block", 7, DEV)
+    torch._dynamo.reset()
+
+    def f(a, b, sa, sb, offs):
+        return tilekit.scaled_grouped_mm(a, b, sa, sb, offs, out_dtype=torch.float32)
+
+    want = f(a, b, sa, sb, offs)
+    got = torch.compile(f, fullgraph=True)(a, b, sa, sb, offs)
+    assert torch.equal(got, want), (got - want).abs().max()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = f(a, b, sa, sb, offs)
+    for ends in ([46, 46, 46, 46], [0, 10, 20, 46]):
+        offs.copy_(torch.tensor(ends, dtype=torch.int32))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(y[:46], f(a, b, sa, sb, offs)[:46]), "replay differs from eager, offs %s" % ends
 
 
 def main():

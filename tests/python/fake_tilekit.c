@@ -41,13 +41,13 @@ static unsigned long addr(const void *p)
 
 static void note(const char *fmt, ...)
 {
-    char line[1100];
+    char line[1600];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, 1040, fmt, ap);
+    int n = vsnprintf(line, 1540, fmt, ap);
     va_end(ap);
-    if (n < 0 || n >= 1040)
-        n = 1039;
+    if (n < 0 || n >= 1540)
+        n = 1539;
     snprintf(line + n, sizeof line - (size_t)n, " thread=%lu\n", (unsigned long)pthread_self());
     size_t len = strlen(line);
     pthread_mutex_lock(&mu);
@@ -186,13 +186,13 @@ tk_status tk_gemm_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, vo
     note("gemm_run handle=%#lx stream=%#lx size=%zu %s group_kind=%d count=%d stride_a=%lld stride_b=%lld "
          "stride_c=%lld offs=%#lx group_error=%#lx epilogue=%d activation=%d bias=%#lx bias_type=%d bias_along=%d "
          "b_up=%#lx d=%#lx ldd=%lld aux=%#lx ldaux=%lld bias_grad=%#lx a_fp8=%d b_fp8=%d scale_mode=%d scale_a=%#lx "
-         "scale_b=%#lx ld_scale_a=%lld ld_scale_b=%lld kernel=%s",
+         "scale_b=%#lx ld_scale_a=%lld ld_scale_b=%lld stride_scale_a=%lld stride_scale_b=%lld kernel=%s",
          addr(h), addr(stream), d->size, prob, (int)d->group_kind, (int)d->count, (long long)d->stride_a,
          (long long)d->stride_b, (long long)d->stride_c, addr(d->offs), addr(d->group_error), (int)d->epilogue,
          (int)d->activation, addr(d->bias), (int)d->bias_type, (int)d->bias_along, addr(d->b_up), addr(d->d),
          (long long)d->ldd, addr(d->aux), (long long)d->ldaux, addr(d->bias_grad), (int)d->a_fp8, (int)d->b_fp8,
          (int)d->scale_mode, addr(d->scale_a), addr(d->scale_b), (long long)d->ld_scale_a, (long long)d->ld_scale_b,
-         kernel ? kernel : "auto");
+         (long long)d->stride_scale_a, (long long)d->stride_scale_b, kernel ? kernel : "auto");
     return run_outcome();
 }
 

@@ -13,6 +13,8 @@ quantize_ref(x, dtype, mode): tilekit.quantize_fp8's codes and scales,
 dequant(q, scale, mode): the float64 values scale * q of such a pair.
 special_input(rows, cols, seed): bf16 test input with the groups that
   matter (the GPU test's specials, tests/gpu/test_quantize.c).
+grouped_operands(...): scaled_grouped_mm's operands in each scale mode and
+  the float64 products of their dequantized values, group by group.
 """
 import torch
 
@@ -99,3 +101,47 @@ def special_input(rows, cols, seed):
     if cols > 200:
         bits[rows // 2, 200] = -0x3f   # 0xffc1: a negative NaN with a payload
     return x
+
+
+def _stack_scales(scales, mode):
+    """The scales of G matrices in scaled_grouped_mm's layout: "tensor"
+    (G,), "row" (G, rows), block (G, first, K/128) with the first
+    dimension contiguous (stride(1) == 1), as the library reads them."""
+    if mode == "tensor":
+        return torch.stack(scales)
+    if mode == "row":
+        return torch.stack([s[:, 0] for s in scales])
+    return torch.stack([s.t() for s in scales]).transpose(1, 2)
+
+
+def grouped_operands(sizes, n, k, fa, fb, mode, seed, device="cpu"):
+    """(a, b, scale_a, scale_b, offs, want) for scaled_grouped_mm in mode
+    "tensor", "row" or "block", quantized by quantize_ref, on `device`.
+    sizes: a list of the G groups' row counts (rows grouped: a (M x K) the
+    rows stacked, offs their int32 cumulative ends, want M x N) or a tuple
+    (G, M) (batched: a (G x M x K), offs None, want G x M x N). b: the G
+    experts' N x K weights as w.transpose(-2, -1) (torch's layout); want:
+    the float64 product of the dequantized operands, group by group."""
+    g = torch.Generator().manual_seed(seed)
+    batched = isinstance(sizes, tuple)
+    count = sizes[0] if batched else len(sizes)
+    m = sizes[1] if batched else sum(sizes)
+    x = (torch.randn((count, m, k) if batched else (m, k), generator=g) * 3).to(torch.bfloat16)
+    w = (torch.randn(count, n, k, generator=g) / 2).to(torch.bfloat16)
+    ma, mw = {"tensor": ("tensor", "tensor"), "row": ("row", "row"), "block": ("1x128", "128x128")}[mode]
+    qw, sw = zip(*[quantize_ref(w[e], fb, mw) for e in range(count)])
+    dw = [dequant(q, s, mw) for q, s in zip(qw, sw)]
+    if batched:
+        qa, sa = zip(*[quantize_ref(x[e], fa, ma) for e in range(count)])
+        want = torch.stack([dequant(q, s, ma) @ d.t() for q, s, d in zip(qa, sa, dw)])
+        a, scale_a, offs = torch.stack(qa), _stack_scales(list(sa), ma), None
+    else:
+        a, scale_a = quantize_ref(x, fa, ma)
+        da = dequant(a, scale_a, ma)
+        ends = torch.tensor(sizes, dtype=torch.int64).cumsum(0)
+        want = torch.cat([da[e - c:e] @ d.t() for e, c, d in zip(ends.tolist(), sizes, dw)] +
+                         [torch.zeros(0, n, dtype=torch.float64)])
+        scale_a = scale_a.reshape(()) if mode == "tensor" else scale_a.view(-1) if mode == "row" else scale_a
+        offs = ends.to(torch.int32).to(device)
+    b = torch.stack(qw).transpose(-2, -1)
+    return (a.to(device), b.to(device), scale_a.to(device), _stack_scales(list(sw), mw).to(device), offs, want)

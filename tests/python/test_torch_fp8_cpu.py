@@ -12,10 +12,12 @@ calls replaced by a double that reads and writes the memory their fields
 point at (through ctypes, on the tensors' real host addresses): the
 quantizer's by fp8_ref's rules, tk_gemm_run's by include/tilekit.h's FP8
 formula in float64 from the descriptor alone (its ops, leading dimensions,
-scale modes and scale strides). So the descriptors the ops build are
-checked end to end: views and padded leading dimensions, every scale
-layout, bias, the Linear's weight cache, and torch.compile(fullgraph=True,
-backend="aot_eager") through the custom ops.
+scale modes and scale strides; for scaled_grouped_mm the group kind,
+offsets, batch strides and each product's scales). So the descriptors the
+ops build are checked end to end: views and padded leading dimensions,
+every scale layout, bias, the Linear's weight cache, groups empty, of one
+row or past M, and torch.compile(fullgraph=True, backend="aot_eager")
+through the custom ops.
 
 Needs torch (.ci/run's torch-cpu step); without it the file defines no test.
 """
@@ -34,7 +36,7 @@ if torch is not None:
     import tilekit
     import tilekit.nn
     from tilekit import _fp8, _torch_fp8
-    from fp8_ref import dequant, quantize_ref, same_bits, special_input
+    from fp8_ref import dequant, grouped_operands, quantize_ref, same_bits, special_input
     from test_wrapper import raises
 
     E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
@@ -94,9 +96,11 @@ def test_reference_is_the_labs():
 
 def _mem(ptr, shape, strides, dtype):
     """A tensor over host memory at ptr (the fields' pointer), no copy."""
+    if not all(shape):   # nothing there (an empty group's rows)
+        return torch.empty(shape, dtype=dtype)
     size = torch.tensor([], dtype=dtype).element_size()
-    span = 1 + sum((d - 1) * s for d, s in zip(shape, strides)) if all(shape) else 0
-    buf = (ctypes.c_char * max(span * size, 1)).from_address(ptr)
+    span = 1 + sum((d - 1) * s for d, s in zip(shape, strides))
+    buf = (ctypes.c_char * (span * size)).from_address(ptr)
     return torch.frombuffer(buf, dtype=torch.uint8).view(dtype).as_strided(shape, strides)
 
 
@@ -120,25 +124,54 @@ class Double:
             _mem(scale, (rs.numel(),), (1,), torch.float32).copy_(rs.reshape(-1))
 
     def gemm(self, device, stream, kernel, f):
-        """include/tilekit.h's FP8 product in float64, from the fields alone."""
+        """include/tilekit.h's FP8 products in float64, from the fields
+        alone: one (33 fields) or many (42: TK_GROUP_ROWS, TK_GROUP_BATCHED,
+        "Many FP8 products": the scales follow their operand)."""
         layout, op_a, op_b, m, n, k, alpha, beta, a, lda, b, ldb, c, ldc, c_type = f[:15]
         assert layout == 0 and op_a == 0 and f[15:26] == (0,) * 11, f
-        fa, fb, mode, sa, sb, lsa, lsb = f[26:]
+        fa, fb, mode, sa, sb, lsa, lsb = f[26:33]
         self.calls["gemm"] += 1
-        A = _mem(a, (m, k), (lda, 1), FORMAT_TYPES[fa]).double()
-        B = (_mem(b, (n, k), (ldb, 1), FORMAT_TYPES[fb]).t() if op_b else
-             _mem(b, (k, n), (ldb, 1), FORMAT_TYPES[fb])).double()
-        if mode == 1:
-            P = A @ B * _mem(sa, (1,), (1,), torch.float32).double() * _mem(sb, (1,), (1,), torch.float32).double()
-        elif mode == 2:
-            P = A @ B * _mem(sa, (m, 1), (1, 1), torch.float32).double() * _mem(sb, (1, n), (1, 1), torch.float32).double()
-        else:
-            kb, nb = k // 128, -(-n // 128)
-            SA = _mem(sa, (m, kb), (1, lsa), torch.float32).double()
-            SB = _mem(sb, (nb, kb), (1, lsb), torch.float32).double().repeat_interleave(128, 0)[:n]
-            P = sum(A[:, j * 128:(j + 1) * 128] @ B[j * 128:(j + 1) * 128] * SA[:, j:j + 1] * SB[None, :, j]
-                    for j in range(kb))
-        _mem(c, (m, n), (ldc, 1), torch.float32 if c_type == 0 else torch.bfloat16).copy_(alpha * P)
+        one = (n, k, b, ldb, op_b, ldc, c_type, alpha, fa, fb, mode, lsa, lsb)
+        if len(f) == 33:
+            return _product(m, a, lda, c, sa, sb, *one)
+        ssa, ssb, kind, count, stride_a, stride_b, stride_c, offs, group_error = f[33:]
+        assert kind in (1, 2) and count >= (kind == 2) and group_error == 0, f
+        sets = {1: (1, 1), 2: (m, n), 3: (lsa * (k // 128), lsb * (k // 128))}[mode]
+        ssa = ssa or (sets[0] if stride_a else 0)   # 0: one set per product (the default) or one for all
+        ssb = ssb or (sets[1] if stride_b else 0)
+        csize = 4 if c_type == 0 else 2
+        if kind == 1:
+            for z in range(count):
+                one = one[:2] + (b + z * stride_b,) + one[3:]
+                _product(m, a + z * stride_a, lda, c + z * stride_c * csize, sa + 4 * z * ssa, sb + 4 * z * ssb, *one)
+            return
+        assert stride_a == stride_c == ssa == 0, f
+        ends = _mem(offs, (count,), (1,), torch.int32).tolist()
+        for g, end in enumerate(ends):   # rows start .. end-1: A's, C's and (but per tensor) scale_a's
+            start = ends[g - 1] if g else 0
+            if not 0 <= start <= end <= m:
+                continue   # the library skips a bad group
+            one = one[:2] + (b + g * stride_b,) + one[3:]
+            _product(end - start, a + start * lda, lda, c + start * ldc * csize, sa + (4 * start if mode > 1 else 0),
+                     sb + 4 * g * ssb, *one)
+
+
+def _product(m, a, lda, c, sa, sb, n, k, b, ldb, op_b, ldc, c_type, alpha, fa, fb, mode, lsa, lsb):
+    """C (m x n at c) = alpha sum_k (sa a)(sb b), one product's scales at sa and sb."""
+    A = _mem(a, (m, k), (lda, 1), FORMAT_TYPES[fa]).double()
+    B = (_mem(b, (n, k), (ldb, 1), FORMAT_TYPES[fb]).t() if op_b else
+         _mem(b, (k, n), (ldb, 1), FORMAT_TYPES[fb])).double()
+    if mode == 1:
+        P = A @ B * _mem(sa, (1,), (1,), torch.float32).double() * _mem(sb, (1,), (1,), torch.float32).double()
+    elif mode == 2:
+        P = A @ B * _mem(sa, (m, 1), (1, 1), torch.float32).double() * _mem(sb, (1, n), (1, 1), torch.float32).double()
+    else:
+        kb, nb = k // 128, -(-n // 128)
+        SA = _mem(sa, (m, kb), (1, lsa), torch.float32).double()
+        SB = _mem(sb, (nb, kb), (1, lsb), torch.float32).double().repeat_interleave(128, 0)[:n]
+        P = sum(A[:, j * 128:(j + 1) * 128] @ B[j * 128:(j + 1) * 128] * SA[:, j:j + 1] * SB[None, :, j]
+                for j in range(kb))
+    _mem(c, (m, n), (ldc, 1), torch.float32 if c_type == 0 else torch.bfloat16).copy_(alpha * P)
 
 
 class on_cpu:
@@ -245,6 +278,101 @@ def test_scaled_mm_refusals():
         # block-shaped scales stored row by row
         sa2, sb2 = torch.ones(8, 2), torch.ones(1, 2)
         raises(ValueError, tilekit.scaled_mm, a, b, sa2, sb2, match=("scale_a", "first dimension"))
+
+
+def _close(y, want, label, tol=1e-5):
+    assert y.shape == want.shape, (label, y.shape, want.shape)
+    assert torch.allclose(y.double(), want, rtol=tol, atol=tol), (label, (y.double() - want).abs().max())
+
+
+def _padded(s):
+    """A copy of G sets of scales (G, ...) one set and 3 more apart: stride(0) matters."""
+    p = torch.empty_strided(s.shape, (2 * s.stride(0) + 3,) + s.stride()[1:])
+    return p.copy_(s)
+
+
+def test_scaled_grouped_mm_modes():
+    """Rows grouped (empty groups, a 1-row group, rows past offs[-1]) and
+    batched, each scale mode and format pairing, b torch's transposed
+    view and row-major, packed and padded scales, fp32 and bf16 out: the double's products from the
+    descriptor against the dequantized float64 products group by group."""
+    with on_cpu() as d:
+        for mode, (n, k) in (("tensor", (24, 40)), ("row", (20, 72)), ("block", (257, 256))):
+            for fa, fb in ((E4M3, E4M3), (E5M2, E4M3), (E4M3, E5M2)):
+                label = "%s %s x %s" % (mode, fa, fb)
+                a, b, sa, sb, offs, want = grouped_operands([0, 5, 1, 0, 9, 3], n, k, fa, fb, mode, n + k)
+                _close(tilekit.scaled_grouped_mm(a, b, sa, sb, offs, out_dtype=torch.float32), want, label)
+                _close(tilekit.scaled_grouped_mm(a, b.contiguous(), sa, sb, offs, torch.float32), want, label + " op N")
+                y = tilekit.scaled_grouped_mm(a, b, sa, sb, offs)
+                assert y.dtype == torch.bfloat16
+                _close(y, want, label + " bf16", 1e-2)
+                _close(tilekit.scaled_grouped_mm(a, b, sa, _padded(sb), offs, torch.float32), want, label + " padded")
+                short = offs.clone()
+                short[-1] -= 2   # the last 2 rows belong to no group: not written
+                _close(tilekit.scaled_grouped_mm(a, b, sa, sb, short, torch.float32)[:16], want[:16], label + " short")
+                a, b, sa, sb, offs, want = grouped_operands((3, 7), n, k, fa, fb, mode, n * k)
+                assert offs is None and a.shape == (3, 7, k)
+                _close(tilekit.scaled_grouped_mm(a, b, sa, sb, out_dtype=torch.float32), want, label + " batched")
+                _close(tilekit.scaled_grouped_mm(a, b, _padded(sa), _padded(sb), out_dtype=torch.float32), want,
+                       label + " batched padded")
+        assert d.calls["gemm"] == 63, d.calls
+        # M = 0, no group, K = 0: no call (K = 0: zeros)
+        a, b, sa, sb, offs, want = grouped_operands([0, 0, 0], 20, 72, E4M3, E4M3, "row", 1)
+        y = tilekit.scaled_grouped_mm(a, b, sa, sb, offs, torch.float32)
+        assert y.shape == (0, 20), y.shape
+        y = tilekit.scaled_grouped_mm(torch.zeros(5, 72).to(E4M3), b[:0], torch.ones(5), torch.ones(0, 20),
+                                      torch.zeros(0, dtype=torch.int32))
+        assert y.shape == (5, 20), y.shape
+        y = tilekit.scaled_grouped_mm(torch.zeros(4, 0).to(E4M3), torch.zeros(2, 0, 3).to(E4M3), torch.ones(4),
+                                      torch.ones(2, 3), torch.tensor([1, 4], dtype=torch.int32))
+        assert torch.equal(y, torch.zeros(4, 3, dtype=torch.bfloat16)), y
+        assert d.calls["gemm"] == 63, d.calls
+
+
+def test_scaled_grouped_mm_refusals():
+    a, b, sa, sb, offs, _ = grouped_operands([3, 0, 5], 16, 128, E4M3, E4M3, "row", 2)
+    raises(TypeError, tilekit.scaled_grouped_mm, a, b, sa, sb, offs, match=("a:", "CUDA"))   # the CPU, not taken
+    with on_cpu() as d:
+        raises(TypeError, tilekit.scaled_grouped_mm, a, b, sa, sb, offs.long(), match=("offs:", "torch.int32"))
+        raises(ValueError, tilekit.scaled_grouped_mm, a, b, sa, sb, None, match=("offs:", "required"))
+        raises(ValueError, tilekit.scaled_grouped_mm, a, b, sa, sb.t(), offs, match=("scale_a, scale_b", "(G, N)"))
+        raises(TypeError, tilekit.scaled_grouped_mm, a, b, sa, sb, offs, torch.float16, match="out_dtype")
+        # offs' values are read on the host unless check_offs=False (the library then skips the bad group)
+        bad = torch.tensor([3, 2, 8], dtype=torch.int32)
+        raises(ValueError, tilekit.scaled_grouped_mm, a, b, sa, sb, bad, match=("offs:", "offs[1] = 2"))
+        raises(ValueError, tilekit.scaled_grouped_mm, a, b, sa, sb, offs + 1, match=("offs:", "past a's 8 rows"))
+        assert d.calls["gemm"] == 0, d.calls
+        tilekit.scaled_grouped_mm(a, b, sa, sb, bad, check_offs=False)
+        assert d.calls["gemm"] == 1, d.calls
+
+
+def test_scaled_grouped_mm_fake():
+    """The fake implementation's shapes and dtypes (FakeTensorMode: no
+    data, no call) and its refusals; torch.compile(fullgraph=True) through
+    tilekit::scaled_grouped_mm gives the eager values."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    rows = grouped_operands([2, 0, 7], 40, 256, E4M3, E5M2, "block", 3)[:5]
+    batched = grouped_operands((3, 5), 40, 256, E5M2, E4M3, "tensor", 4)[:5]
+    with on_cpu() as d:
+        with FakeTensorMode() as mode:
+            fake = [None if t is None else mode.from_tensor(t) for t in rows]
+            y = torch.ops.tilekit.scaled_grouped_mm(*fake, torch.bfloat16)
+            assert (tuple(y.shape), y.dtype) == ((9, 40), torch.bfloat16), (y.shape, y.dtype)
+            fake3 = [None if t is None else mode.from_tensor(t) for t in batched]
+            y = torch.ops.tilekit.scaled_grouped_mm(*fake3, torch.float32)
+            assert (tuple(y.shape), y.dtype) == ((3, 5, 40), torch.float32), (y.shape, y.dtype)
+            raises(ValueError, torch.ops.tilekit.scaled_grouped_mm, fake[0], fake[1], fake[2][:, :1], fake[3],
+                   fake[4], torch.bfloat16, match="scale_a, scale_b")
+        assert d.calls["gemm"] == 0, d.calls
+        torch._dynamo.reset()
+
+        def f(a, b, sa, sb, offs):
+            return tilekit.scaled_grouped_mm(a, b, sa, sb, offs, out_dtype=torch.float32)
+
+        for args in (rows, batched):
+            want = f(*args)
+            got = torch.compile(f, fullgraph=True, backend="aot_eager")(*args)
+            assert torch.equal(got, want)
 
 
 def test_linear_fp8():
