@@ -9,6 +9,9 @@ timed three ways in one process per GPU, the same inputs:
 
   seq     NCCL's collective on the default process group, then torch.matmul
           (all_gather_into_tensor + x @ w.T; x @ w.T + reduce_scatter_tensor);
+  seq_tk  the same with tilekit.matmul for the products: the same GEMMs as
+          tilekit's with the collectives in sequence (issue 41's "the same
+          model with sequential collectives");
   torch   PyTorch's overlapped operations on symmetric memory
           (torch.ops.symm_mem.fused_all_gather_matmul and
           fused_matmul_reduce_scatter), where they run on this machine with
@@ -42,6 +45,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+import tilekit  # noqa: E402
 import tilekit.distributed as tkd  # noqa: E402
 
 HIDDEN, FFN, HEADS, KV_HEADS, HEAD_DIM = 8192, 28672, 64, 8, 128
@@ -127,13 +131,13 @@ def main():
     group_name, symm_err = symm_group()
     rows = []
 
-    def record(op, tokens, seq, torch_t, torch_err, tk, err):
-        rows.append({"op": op, "tokens": tokens, "seq_us": seq, "torch_us": torch_t, "torch_error": torch_err,
-                     "tilekit_us": tk, "tilekit_rel_err": err})
+    def record(op, tokens, seq, seq_tk, torch_t, torch_err, tk, err):
+        rows.append({"op": op, "tokens": tokens, "seq_us": seq, "seq_tk_us": seq_tk, "torch_us": torch_t,
+                     "torch_error": torch_err, "tilekit_us": tk, "tilekit_rel_err": err})
         if rank == 0:
-            print("%-8s %6d  seq %9.1f  torch %9s  tilekit %9.1f  (%.2fx seq%s)  rel err %.1e" % (
-                op, tokens, seq, "%.1f" % torch_t if torch_t else "-", tk, seq / tk,
-                ", %.2fx torch" % (torch_t / tk) if torch_t else "", err), flush=True)
+            print("%-8s %6d  seq %9.1f  seq_tk %9.1f  torch %9s  tilekit %9.1f  (%.2fx seq, %.2fx seq_tk%s)  rel err %.1e"
+                  % (op, tokens, seq, seq_tk, "%.1f" % torch_t if torch_t else "-", tk, seq / tk, seq_tk / tk,
+                     ", %.2fx torch" % (torch_t / tk) if torch_t else "", err), flush=True)
 
     def try_torch(fn):
         if group_name is None:
@@ -184,14 +188,19 @@ def main():
                 dist.all_gather_into_tensor(full, x)
                 return full @ w.t()
 
+            def seq_tk():
+                dist.all_gather_into_tensor(full, x)
+                return tilekit.matmul(full, w.t())
+
             want = seq()
             got = tkd.all_gather_matmul(x, w.t())
             err = rel(got, want)
             t_seq = timed(seq, args.iters)
+            t_seq_tk = timed(seq_tk, args.iters)
             t_tk = timed(lambda: tkd.all_gather_matmul(x, w.t()), args.iters)
             t_torch, e_torch = try_torch(lambda: torch.ops.symm_mem.fused_all_gather_matmul(
                 x, [w.t()], gather_dim=0, group_name=group_name))
-            record(op, tokens, t_seq, t_torch, e_torch, t_tk, err)
+            record(op, tokens, t_seq, t_seq_tk, t_torch, e_torch, t_tk, err)
             del x, w, full, want, got
         # row-parallel projections: the product, then the reduce-scatter of the sums
         for op, k in (("o", HEADS * HEAD_DIM // R), ("down", FFN // R)):
@@ -203,14 +212,19 @@ def main():
                 dist.reduce_scatter_tensor(out, x @ w.t())
                 return out
 
+            def seq_tk():
+                dist.reduce_scatter_tensor(out, tilekit.matmul(x, w.t()))
+                return out
+
             want = seq().clone()
             got = tkd.matmul_reduce_scatter(x, w.t())
             err = rel(got, want)
             t_seq = timed(seq, args.iters)
+            t_seq_tk = timed(seq_tk, args.iters)
             t_tk = timed(lambda: tkd.matmul_reduce_scatter(x, w.t()), args.iters)
             t_torch, e_torch = try_torch(lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(
                 x, w.t(), "sum", scatter_dim=0, group_name=group_name))
-            record(op, tokens, t_seq, t_torch, e_torch, t_tk, err)
+            record(op, tokens, t_seq, t_seq_tk, t_torch, e_torch, t_tk, err)
             del x, w, out, want, got
         # the MLP block: gather, gate and up, SiLU, down, reduce-scatter
         g = torch.randn(FFN // R, HIDDEN, device="cuda", dtype=torch.bfloat16) * HIDDEN ** -0.5
@@ -227,6 +241,12 @@ def main():
 
         gu = torch.cat([g, u], 0).t()
 
+        def mlp_seq_tk():
+            dist.all_gather_into_tensor(full, x)
+            h = tilekit.matmul(full, gu)
+            dist.reduce_scatter_tensor(out, tilekit.matmul(F.silu(h[:, :FFN // R]) * h[:, FFN // R:], dw.t()))
+            return out
+
         def mlp_tk():
             h = tkd.all_gather_matmul(x, gu)
             return tkd.matmul_reduce_scatter(F.silu(h[:, :FFN // R]) * h[:, FFN // R:], dw.t())
@@ -235,14 +255,15 @@ def main():
             want = mlp_seq().clone()
             err = rel(mlp_tk(), want)
             t_seq = timed(mlp_seq, args.iters)
+            t_seq_tk = timed(mlp_seq_tk, args.iters)
             t_tk = timed(mlp_tk, args.iters)
-        record("mlp", tokens, t_seq, None, "not timed (no fused MLP in torch)", t_tk, err)
+        record("mlp", tokens, t_seq, t_seq_tk, None, "not timed (no fused MLP in torch)", t_tk, err)
         del g, u, dw, x, full, out, gu, want
         torch.cuda.empty_cache()
 
     if rank == 0:
         import math
-        for what, key in (("seq", "seq_us"), ("torch", "torch_us")):
+        for what, key in (("seq", "seq_us"), ("seq_tk", "seq_tk_us"), ("torch", "torch_us")):
             r = [row[key] / row["tilekit_us"] for row in rows if row.get(key) and row["op"] != "mlp"]
             if r:
                 print("geomean tilekit vs %s (projections, %d): %.3fx" % (
