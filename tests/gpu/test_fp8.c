@@ -23,9 +23,11 @@
  * fast kernel (through K-major copies where the layout or alignment needs
  * them), never k01_naive; grouped: many FP8 products (tk_gemm_desc
  * version 5: mixture-of-experts rows and batches, each scale mode, empty
- * groups, a group of one row, C NaN-poisoned, bad offsets) on auto and
- * k01_naive against tk_lab_ref_grouped_fp8, a fast FP8 kernel refusing
- * them (gpu_test_fp8 grouped). */
+ * groups, a group of one row, C NaN-poisoned, bad offsets) on auto,
+ * k01_naive and k43's FP8 instances against tk_lab_ref_grouped_fp8, auto
+ * routed to k43 where K % 16 == 0 and to k01_naive elsewhere, k43 refusing
+ * K % 16 != 0 and the lines without FP8 instances, a dense FP8 kernel
+ * refusing many products (gpu_test_fp8 grouped). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -310,7 +312,7 @@ static int routed_name(const tk_lab_case *c, const tk_lab_f8 *f, char *buf, size
     tk_fp8_args fa;
     tk_route r;
     buf[0] = '\0';
-    const tk_status st = tk_fp8_route(h, &d, &fa, &r);
+    const tk_status st = tk_fp8_route(h, &d, &fa, NULL, &r);
     if (st == TK_SUCCESS && r.k)
         tk_route_name(&r, buf, len);
     else
@@ -402,12 +404,16 @@ static void *gdev(const void *h, size_t bytes)
 /* kernel's call on case g against tk_lab_ref_grouped_fp8: every owned
  * element within tk_lab_tolerance_fp8, every other element of C's buffer
  * (rows no group owns, a skipped group's, the guard after C) unchanged;
- * group_error as bad_last says. A fast FP8 kernel named must refuse, C
- * untouched. 1 when it ran and passed. */
-static int grouped_case(const char *label, const gcase *g, const char *kernel, int must_refuse)
+ * group_error as bad_last says. must_refuse: the kernel named must refuse,
+ * C untouched. route (NULL: not asked): auto-dispatch's kernel for the
+ * call (tk_fp8_route). 1 when it ran (or refused) as expected. */
+static int grouped_case(const char *label, const gcase *g, const char *kernel, int must_refuse, char *route,
+                        size_t route_len)
 {
     enum { GUARD = 256 };
     const int rows = g->kind == TK_GROUP_ROWS, cnt = g->count;
+    if (route)
+        snprintf(route, route_len, "not asked (no device memory)");
     int32_t offs[64];
     int64_t M = g->mb;
     if (rows) {
@@ -462,6 +468,16 @@ static int grouped_case(const char *label, const gcase *g, const char *kernel, i
         d.ld_scale_a = mode == TK_SCALE_BLOCK ? M : 0, d.ld_scale_b = mode == TK_SCALE_BLOCK ? nb : 0;
         d.stride_scale_a = g->pad ? ss_a : 0, d.stride_scale_b = g->pad ? ss_b : 0;
         tk_handle h = tk_lab_verify_handle(v);
+        if (route) {
+            tk_fp8_args fa;
+            tk_group_args ga;
+            tk_route r;
+            const tk_status rs = tk_fp8_route(h, &d, &fa, &ga, &r);
+            if (rs == TK_SUCCESS && r.k)
+                snprintf(route, route_len, "%s", r.k->name);
+            else
+                snprintf(route, route_len, "no route: %s (%s)", tk_status_string(rs), tk_last_error(h));
+        }
         const tk_status st = tk_gemm_run(h, &d, strcmp(kernel, "auto") ? kernel : NULL, NULL);
         const cudaError_t e = cudaDeviceSynchronize();
         int32_t err = -1;
@@ -514,39 +530,81 @@ static int grouped_case(const char *label, const gcase *g, const char *kernel, i
     return ok;
 }
 
+/* k43's lines with FP8 instances (K43_HAS_FP8, k43_fp8.cu). */
+static const char *const k43_fp8[] = { "k43_grouped_128x128", "k43_grouped_128x256", "k43_swap_16x64",
+                                       "k43_swap_32x64" };
+
+/* Case g on auto (its route checked: a k43 FP8 instance where K % 16 ==
+ * 0, else k01_naive), k01_naive and each k43 FP8 instance (which must take
+ * it where K % 16 == 0 and refuse it, C untouched, elsewhere); the number
+ * of calls that ran or refused as expected, *calls the number made. */
+static int grouped_all(const char *label, const gcase *g, int *calls)
+{
+    const int fast = g->k % 16 == 0;
+    char route[TK_MSG_LEN + 64];
+    int passed = grouped_case(label, g, "auto", 0, route, sizeof route);
+    const int routed_ok = fast ? !strncmp(route, "k43_", 4) && strcmp(route, "k43_grouped_64x128") &&
+                                     strcmp(route, "k43_grouped_128x64")
+                               : !strcmp(route, "k01_naive");
+    CHECK(routed_ok, "%s: auto runs %s (expected %s)", label, route,
+          fast ? "a k43 FP8 instance" : "k01_naive: K % 16 != 0");
+    passed += grouped_case(label, g, "k01_naive", 0, NULL, 0);
+    *calls += 2;
+    for (size_t i = 0; i < sizeof k43_fp8 / sizeof k43_fp8[0]; i++, ++*calls)
+        passed += grouped_case(label, g, k43_fp8[i], !fast, NULL, 0);
+    return passed;
+}
+
 /* Mixture-of-experts groups (empty ones first, in the middle and last, one
  * of 1 row, sizes not multiples of any tile, 3 rows no group owns) and
  * batches (A per product or shared), in each scale mode and format
  * pairing, fp32 and bf16 C, beta 0 (C NaN-poisoned) and 0.5, default and
- * padded scale strides; bad offsets (the last group past M: skipped,
- * group_error set); on auto and k01_naive (must take all; auto runs
- * k01_naive for now), and k31_wgmma_cluster's FP8 instance, which must
- * refuse many products with C untouched. */
+ * padded scale strides, K = 45 (k01_naive alone), 208 (K % 128 != 0: the
+ * last k-tile's tail zero-filled), 128 and 384 (block scales); groups of
+ * 64-333 rows (auto: 128-row tiles); bad offsets (the last group past M:
+ * skipped, group_error set); on auto, k01_naive and k43's FP8 instances
+ * (grouped_all); k31_wgmma_cluster's FP8 instance and k43_grouped_64x128
+ * (no FP8 instance) must refuse with C untouched. */
 static void grouped(void)
 {
-    static const int32_t moe[] = { 0, 37, 1, 0, 130, 5, 0 };
-    const char *const runs[] = { "auto", "k01_naive" };
-    int passed = 0, t = 0;
+    static const int32_t moe[] = { 0, 37, 1, 0, 130, 5, 0 }, big[] = { 200, 0, 333, 64 };
+    int passed = 0, calls = 0, t = 0;
     for (int kind = TK_GROUP_BATCHED; kind <= TK_GROUP_ROWS; kind++)
         for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++)
             for (int v2 = 0; v2 < 2; v2++, t++) {
                 gcase g = { kind, mode, kind == TK_GROUP_ROWS ? 7 : 3, moe, 7, v2 ? 258 : 130,
-                            mode == TK_SCALE_BLOCK ? (v2 ? 384 : 128) : (v2 ? 200 : 45),
+                            mode == TK_SCALE_BLOCK ? (v2 ? 384 : 128) : (v2 ? 208 : 45),
                             t & 1 ? TK_LAB_E5M2 : TK_LAB_E4M3, t & 2 ? TK_LAB_E5M2 : TK_LAB_E4M3,
                             v2 ? TK_BF16 : TK_F32, t % 3 == 1 ? 0.5f : 0.0f, v2 ? 3 : 0, v2, 0, 7000u + (unsigned)t };
                 char label[96];
-                snprintf(label, sizeof label, "%s, %s, %s x %s, %s C, beta %g, pad %d", tk_lab_group_kind_name(kind),
-                         tk_lab_scale_mode_name(mode), tk_lab_fp8_format_name(g.fa), tk_lab_fp8_format_name(g.fb),
-                         v2 ? "bf16" : "fp32", (double)g.beta, g.pad);
-                for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
-                    passed += grouped_case(label, &g, runs[i], 0);
-                if (v2 == 0)
-                    passed += grouped_case(label, &g, "k31_wgmma_cluster", 1);
+                snprintf(label, sizeof label, "%s, %s, %s x %s, %s C, K %lld, beta %g, pad %d",
+                         tk_lab_group_kind_name(kind), tk_lab_scale_mode_name(mode), tk_lab_fp8_format_name(g.fa),
+                         tk_lab_fp8_format_name(g.fb), v2 ? "bf16" : "fp32", (long long)g.k, (double)g.beta, g.pad);
+                passed += grouped_all(label, &g, &calls);
+                if (v2 == 0) {
+                    passed += grouped_case(label, &g, "k31_wgmma_cluster", 1, NULL, 0);
+                    passed += grouped_case(label, &g, "k43_grouped_64x128", 1, NULL, 0);
+                    calls += 2;
+                }
+                /* groups of 64-333 rows (ROWS) or 150 (BATCHED): auto's 128-row tiles, N past one 256 tile */
+                g.sizes = big;
+                g.count = kind == TK_GROUP_ROWS ? 4 : 2;
+                g.mb = 150;
+                g.n = 300;
+                g.k = mode == TK_SCALE_BLOCK ? 256 : 272;
+                g.seed += 500;
+                snprintf(label, sizeof label, "%s, %s, big groups, K %lld", tk_lab_group_kind_name(kind),
+                         tk_lab_scale_mode_name(mode), (long long)g.k);
+                passed += grouped_all(label, &g, &calls);
             }
     gcase bad = { TK_GROUP_ROWS, TK_SCALE_ROW, 4, moe + 1, 0, 64, 128, TK_LAB_E4M3, TK_LAB_E4M3, TK_F32, 0.0f, 0,
                   0, 1, 7100u };
-    passed += grouped_case("rows, bad last offset", &bad, "k01_naive", 0);
-    printf("  grouped %d cases passed\n", passed);
+    passed += grouped_case("rows, bad last offset", &bad, "k01_naive", 0, NULL, 0);
+    calls++;
+    for (size_t i = 0; i < sizeof k43_fp8 / sizeof k43_fp8[0]; i++, calls++)
+        passed += grouped_case("rows, bad last offset", &bad, k43_fp8[i], 0, NULL, 0);
+    printf("  grouped %d of %d calls as expected\n", passed, calls);
+    CHECK(passed == calls, "grouped: %d of %d calls as expected", passed, calls);
 }
 
 void tk_tests(void)
