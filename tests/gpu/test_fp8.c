@@ -607,6 +607,147 @@ static void grouped(void)
     CHECK(passed == calls, "grouped: %d of %d calls as expected", passed, calls);
 }
 
+/* ---- moe_time: grouped FP8 timed against a loop of dense FP8 calls ----
+ * Not a check of results (grouped does that) and not in the default run:
+ * TK_FP8_MOE_TIME=1 gpu_test_fp8 moe_time. A mixture of experts' forward
+ * (TK_GROUP_ROWS, equal groups, block scales, e4m3, bf16 C, beta 0) on
+ * auto and each k43 FP8 line, and as a host loop of one dense FP8
+ * tk_gemm_run a group on auto (its rows, its expert's B and scales):
+ * median of 20 calls after 3, TFLOP/s of the groups' flops. */
+typedef struct moe_buf {
+    uint8_t *a, *b;
+    float *sa, *sb;
+    void *c;
+    int32_t *offs;
+} moe_buf;
+
+/* The median of n (<= 32) times (ms) of d's call on kernel (NULL: auto),
+ * or with dense_groups of that many dense calls of `rows` rows a group
+ * (sb_set: one expert's scale_b elements): 3 warm-up calls, then n timed
+ * with events; -1 when a call fails. */
+static double moe_median(tk_handle h, const tk_gemm_desc *d, const char *kernel, int dense_groups, int64_t rows,
+                         int64_t sb_set, int n)
+{
+    double t[32];
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    int ok = 1;
+    for (int i = -3; i < n && ok; i++) {
+        cudaEventRecord(e0, NULL);
+        if (!dense_groups) {
+            ok = tk_gemm_run(h, d, kernel, NULL) == TK_SUCCESS;
+        } else {   /* group g: rows g * rows.., expert g's B and scales, C's rows */
+            for (int g = 0; g < dense_groups && ok; g++) {
+                tk_gemm_desc q = *d;
+                q.group_kind = TK_GROUP_NONE;
+                q.count = 0;
+                q.stride_b = 0;
+                q.offs = NULL;
+                q.problem.m = rows;
+                q.problem.a = (const uint8_t *)d->problem.a + g * rows * d->problem.lda;
+                q.problem.b = (const uint8_t *)d->problem.b + g * d->stride_b;
+                q.problem.c = (uint16_t *)d->problem.c + g * rows * d->problem.ldc;
+                q.scale_a = d->scale_a + g * rows;   /* ld_scale_a stays M: rows' entries of each k-block */
+                q.scale_b = d->scale_b + g * sb_set;
+                ok = tk_gemm_run(h, &q, kernel, NULL) == TK_SUCCESS;
+            }
+        }
+        cudaEventRecord(e1, NULL);
+        cudaEventSynchronize(e1);
+        float ms = 0.0f;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (i >= 0)
+            t[i] = ms;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (!ok || cudaDeviceSynchronize() != cudaSuccess)
+        return -1.0;
+    for (int i = 1; i < n; i++)   /* insertion sort of n <= 32 */
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            const double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    return t[n / 2];
+}
+
+static void moe_time(void)
+{
+    static const struct {
+        int groups;
+        int64_t rows, n, k;
+    } shapes[] = { { 8, 512, 4096, 7168 }, { 32, 128, 4096, 2048 }, { 64, 16, 4096, 7168 }, { 128, 32, 2048, 7168 } };
+    static const char *const runs[] = { "auto", "k43_grouped_128x128", "k43_grouped_128x256", "k43_swap_16x64",
+                                        "k43_swap_32x64" };
+    tk_handle h = tk_lab_verify_handle(v);
+    printf("     %-24s %-22s %9s %9s\n", "groups x rows x N x K", "kernel", "ms", "TFLOP/s");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int G = shapes[s].groups;
+        const int64_t R = shapes[s].rows, Nn = shapes[s].n, Kk = shapes[s].k, M = G * R;
+        const int64_t nb = (Nn + 127) / 128, kb = Kk / 128, sb_set = nb * kb;
+        moe_buf m = { NULL, NULL, NULL, NULL, NULL, NULL };
+        int32_t offs[128];
+        const int64_t nones = M * kb > G * sb_set ? M * kb : G * sb_set;
+        float *ones = malloc((size_t)nones * sizeof(float));
+        for (int g = 0; g < G; g++)
+            offs[g] = (int32_t)((g + 1) * R);
+        int ok = ones && cudaMalloc((void **)&m.a, (size_t)(M * Kk)) == cudaSuccess &&
+                 cudaMalloc((void **)&m.b, (size_t)(G * Nn * Kk)) == cudaSuccess &&
+                 cudaMalloc((void **)&m.sa, (size_t)(M * kb) * sizeof(float)) == cudaSuccess &&
+                 cudaMalloc((void **)&m.sb, (size_t)(G * sb_set) * sizeof(float)) == cudaSuccess &&
+                 cudaMalloc(&m.c, (size_t)(M * Nn) * 2) == cudaSuccess &&
+                 cudaMalloc((void **)&m.offs, (size_t)G * 4) == cudaSuccess;
+        CHECK(ok, "moe_time: out of memory at %d x %lld x %lld x %lld", G, (long long)R, (long long)Nn,
+              (long long)Kk);
+        if (ok) {
+            for (int64_t i = 0; i < nones; i++)
+                ones[i] = 1.0f / 64;
+            cudaMemset(m.a, 0x30, (size_t)(M * Kk));   /* e4m3 0.5: finite sums */
+            cudaMemset(m.b, 0x30, (size_t)(G * Nn * Kk));
+            cudaMemcpy(m.sa, ones, (size_t)(M * kb) * sizeof(float), cudaMemcpyHostToDevice);
+            cudaMemcpy(m.sb, ones, (size_t)(G * sb_set) * sizeof(float), cudaMemcpyHostToDevice);
+            cudaMemcpy(m.offs, offs, (size_t)G * 4, cudaMemcpyHostToDevice);
+            tk_gemm_desc d = TK_GEMM_DESC_INIT;
+            d.problem = (tk_gemm_problem){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, M, Nn, Kk, 1.0f, 0.0f, m.a, Kk, m.b, Kk,
+                                           m.c, Nn, TK_BF16 };
+            d.group_kind = TK_GROUP_ROWS;
+            d.count = G;
+            d.stride_b = Nn * Kk;
+            d.offs = m.offs;
+            d.a_fp8 = d.b_fp8 = TK_FP8_E4M3;
+            d.scale_mode = TK_SCALE_BLOCK;
+            d.scale_a = m.sa, d.scale_b = m.sb;
+            d.ld_scale_a = M, d.ld_scale_b = nb;
+            const double flop = 2.0 * (double)M * (double)Nn * (double)Kk;
+            char shape[48], route[TK_MSG_LEN];
+            snprintf(shape, sizeof shape, "%d x %lld x %lld x %lld", G, (long long)R, (long long)Nn, (long long)Kk);
+            tk_fp8_args fa;
+            tk_group_args ga;
+            tk_route r;
+            snprintf(route, sizeof route, "%s", tk_fp8_route(h, &d, &fa, &ga, &r) == TK_SUCCESS && r.k ? r.k->name
+                                                                                                        : "(none)");
+            for (size_t i = 0; i <= sizeof runs / sizeof runs[0]; i++) {
+                const int loop = i == sizeof runs / sizeof runs[0];
+                const char *kernel = loop ? NULL : strcmp(runs[i], "auto") ? runs[i] : NULL;
+                const double ms = moe_median(h, &d, kernel, loop ? G : 0, R, sb_set, 20);
+                char name[TK_MSG_LEN + 16];
+                if (!loop && !kernel)
+                    snprintf(name, sizeof name, "auto: %s", route);
+                else
+                    snprintf(name, sizeof name, "%s", loop ? "dense loop (auto)" : runs[i]);
+                if (ms < 0)
+                    printf("     %-24s %-22s refused or failed: %s\n", shape, name, tk_last_error(h));
+                else
+                    printf("     %-24s %-22s %9.3f %9.1f\n", shape, name, ms, flop / (ms * 1e-3) / 1e12);
+            }
+        }
+        cudaFree(m.a); cudaFree(m.b); cudaFree(m.sa); cudaFree(m.sb); cudaFree(m.c); cudaFree(m.offs);
+        free(ones);
+    }
+}
+
 void tk_tests(void)
 {
     char why[256];
@@ -636,5 +777,7 @@ void tk_tests(void)
     TK_TEST(copies);
     TK_TEST(routed);
     TK_TEST(grouped);
+    if (getenv("TK_FP8_MOE_TIME"))   /* timing alone, not a check: only when asked */
+        TK_TEST(moe_time);
     tk_lab_verify_close(v);
 }
