@@ -254,7 +254,8 @@ extern "C" const tk_family_ops tk_ops_k30 = { k30_family_supports, k30_family_re
  * persistent launch whose CTAs walk the units of every product or group
  * (k30_gwalk_next: group sizes read from the device offsets, no host
  * synchronisation), A and B through 3-D tensor maps, C stored by the
- * direct epilogue bounded by the group's rows. */
+ * direct epilogue bounded by the group's rows. The FP8 instances of the
+ * lines of K43_HAS_FP8 are k43_fp8.cu's (k43_fp8_func). */
 #define K43_FUNC_0(op_a, op_b, bm, bn) K30_SELECT_CFG(k30_kernel, op_a, op_b, bm, bn, 0, 1)
 #define K43_FUNC_1(op_a, op_b, bm, bn) \
     ((op_b) == TK_OP_N ? (const void *)k30_kernel<0, 1, bm, bn, 1, 1> : (const void *)k30_kernel<0, 0, bm, bn, 1, 1>)
