@@ -341,8 +341,10 @@ tk_status tk_gemm_grouped(tk_handle h, const tk_gemm_problem *p, tk_group_kind k
  * shared; set, at least that size (a set may not overlap the next), and
  * 0 where the operand is shared (ROWS' A: stride_scale_a must be 0). Not
  * yet: TK_GROUP_K and TK_GROUP_MASKED with FP8 (TK_ERR_NOT_SUPPORTED).
- * Kernels: k01_naive alone for now (correct, slow; docs/NOTES.md "Grouped
- * FP8" has the plan of the fast k43 instances).
+ * Kernels: k43's FP8 instances (k43_grouped_128x128, _128x256,
+ * k43_swap_16x64, _32x64) where A and B are K-major (op_a N, op_b T), K a
+ * multiple of 16 and the strides whole 16 bytes (no copies are made for
+ * many products); k01_naive (correct, slow) the rest.
  * Not yet: an epilogue with FP8 (TK_ERR_NOT_SUPPORTED), block scales with
  * TK_COL_MAJOR (likewise). */
 typedef enum tk_fp8_format { TK_FP8_NONE = 0, TK_FP8_E4M3 = 1, TK_FP8_E5M2 = 2 } tk_fp8_format;

@@ -207,6 +207,12 @@ typedef struct k30_params {
     int f8_mode;
     const float *f8_sa, *f8_sb;
     int64_t f8_ld_sa, f8_ld_sb;
+    /* FP8 with many products (k43's FP8 instances; tk_fp8_args' sstride_a,
+     * sstride_b): elements from product z's scales to z + 1's, 0 for an
+     * operand shared by all; the consumers read product z's at f8_sa +
+     * za * f8_sstride_a, f8_sb + zb * f8_sstride_b (k30_unit). Appended
+     * last, as the epilogue's fields were. */
+    int64_t f8_sstride_a, f8_sstride_b;
 } k30_params;
 
 /* The device helpers exist only in the sm_90a pass (the sm_80 pass compiles
@@ -807,15 +813,17 @@ static __device__ __forceinline__ void k30_fp8_promote(float *acc, float *d, flo
         acc[i] = fmaf(d[i], i & 2 ? s1 : s0, acc[i]);
 }
 
-/* The block scales of k-tile kb for rows r0, r1 and n-block nb (1 elsewhere). */
-static __device__ __forceinline__ void k30_fp8_scales(const k30_params *p, int kb, int r0, int r1, int nb, float *s0,
-                                                      float *s1)
+/* The block scales of k-tile kb for rows r0, r1 and n-block nb (1 elsewhere).
+ * sa, sb: the product's scales (p->f8_sa, p->f8_sb for one product; the
+ * FP8 readers below take them the same way, so k43's units pass theirs). */
+static __device__ __forceinline__ void k30_fp8_scales(const k30_params *p, const float *sa, const float *sb, int kb,
+                                                      int r0, int r1, int nb, float *s0, float *s1)
 {
     *s0 = *s1 = 1.0f;
     if (p->f8_mode == TK_SCALE_BLOCK) {
-        const float b = __ldg(p->f8_sb + nb + kb * p->f8_ld_sb);
-        *s0 = __ldg(p->f8_sa + r0 + kb * p->f8_ld_sa) * b;
-        *s1 = __ldg(p->f8_sa + r1 + kb * p->f8_ld_sa) * b;
+        const float b = __ldg(sb + nb + kb * p->f8_ld_sb);
+        *s0 = __ldg(sa + r0 + kb * p->f8_ld_sa) * b;
+        *s1 = __ldg(sa + r1 + kb * p->f8_ld_sa) * b;
     }
 }
 
@@ -823,7 +831,8 @@ static __device__ __forceinline__ void k30_fp8_scales(const k30_params *p, int k
  * kt's promotion, so a warpgroup's tensor-core work runs under its own
  * promotions (two d of 64 registers and acc's 64: 192 a thread). */
 template <int BM, int BN, int F8>
-static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p, float *acc, uint32_t ring,
+static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p, const float *sa, const float *sb,
+                                                            float *acc, uint32_t ring,
                                                             uint32_t full_bar, const uint32_t *empty, int cluster,
                                                             int k_tiles, int kt0, int c, int warp, int lane, int m0,
                                                             int n0, int *s, uint32_t *phase)
@@ -847,13 +856,13 @@ static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p,
             tk_wgmma_wait(1);
             k30_release(empty, cluster, rs, lane);
             rs = rs + 1 == K30_STAGES_MNA(BM, BN, 1) ? 0 : rs + 1;
-            k30_fp8_scales(p, kt0 + kt - 1, r0, r1, nb, &s0, &s1);
+            k30_fp8_scales(p, sa, sb, kt0 + kt - 1, r0, r1, nb, &s0, &s1);
             k30_fp8_promote(acc, d1, s0, s1);
         }
         if (kt + 1 >= k_tiles) {
             tk_wgmma_wait(0);
             k30_release(empty, cluster, rs, lane);
-            k30_fp8_scales(p, kt0 + kt, r0, r1, nb, &s0, &s1);
+            k30_fp8_scales(p, sa, sb, kt0 + kt, r0, r1, nb, &s0, &s1);
             k30_fp8_promote(acc, d0, s0, s1);
             break;
         }
@@ -861,12 +870,12 @@ static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p,
         tk_wgmma_wait(1);
         k30_release(empty, cluster, rs, lane);
         rs = rs + 1 == K30_STAGES_MNA(BM, BN, 1) ? 0 : rs + 1;
-        k30_fp8_scales(p, kt0 + kt, r0, r1, nb, &s0, &s1);
+        k30_fp8_scales(p, sa, sb, kt0 + kt, r0, r1, nb, &s0, &s1);
         k30_fp8_promote(acc, d0, s0, s1);
         if (kt + 2 >= k_tiles) {
             tk_wgmma_wait(0);
             k30_release(empty, cluster, rs, lane);
-            k30_fp8_scales(p, kt0 + kt + 1, r0, r1, nb, &s0, &s1);
+            k30_fp8_scales(p, sa, sb, kt0 + kt + 1, r0, r1, nb, &s0, &s1);
             k30_fp8_promote(acc, d1, s0, s1);
             break;
         }
@@ -876,25 +885,27 @@ static __device__ __forceinline__ void k30_consume_fp8_pipe(const k30_params *p,
 /* k-tile kb's block scales for rows r0, r1 and the tile's HALVES 128-column
  * blocks from n0 (past N: the last block's, never stored). */
 template <int HALVES>
-static __device__ __forceinline__ void k30_fp8_block_scales(const k30_params *p, int kb, int r0, int r1, int n0,
-                                                            float *a0, float *a1, float *sb)
+static __device__ __forceinline__ void k30_fp8_block_scales(const k30_params *p, const float *sa, const float *sb,
+                                                            int kb, int r0, int r1, int n0, float *a0, float *a1,
+                                                            float *bs)
 {
-    *a0 = __ldg(p->f8_sa + r0 + kb * p->f8_ld_sa);
-    *a1 = __ldg(p->f8_sa + r1 + kb * p->f8_ld_sa);
+    *a0 = __ldg(sa + r0 + kb * p->f8_ld_sa);
+    *a1 = __ldg(sa + r1 + kb * p->f8_ld_sa);
 #pragma unroll
     for (int h = 0; h < HALVES; h++)
-        sb[h] = __ldg(p->f8_sb + min(n0 / 128 + h, (p->n - 1) / 128) + kb * p->f8_ld_sb);
+        bs[h] = __ldg(sb + min(n0 / 128 + h, (p->n - 1) / 128) + kb * p->f8_ld_sb);
 }
 
 template <int BM, int BN, int F8>
-static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, float *acc, uint32_t ring,
+static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, const float *sa, const float *sb,
+                                                       float *acc, uint32_t ring,
                                                        uint32_t full_bar, const uint32_t *empty, int cluster,
                                                        int k_tiles, int kt0, int c, int warp, int lane, int m0, int n0,
                                                        int *s, uint32_t *phase)
 {
     static_assert(BN % 128 == 0, "an FP8 tile is whole 128 x 128 blocks of B's scales (TK_SCALE_BLOCK)");
     if constexpr (BN == 128) {
-        k30_consume_fp8_pipe<BM, BN, F8>(p, acc, ring, full_bar, empty, cluster, k_tiles, kt0, c, warp, lane, m0, n0,
+        k30_consume_fp8_pipe<BM, BN, F8>(p, sa, sb, acc, ring, full_bar, empty, cluster, k_tiles, kt0, c, warp, lane, m0, n0,
                                          s, phase);
         return;
     }
@@ -914,7 +925,7 @@ static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, floa
     for (int h = 0; h < HALVES; h++)
         sbn[h] = 1.0f;
     if (block)
-        k30_fp8_block_scales<HALVES>(p, kt0, r0, r1, n0, &a0n, &a1n, sbn);
+        k30_fp8_block_scales<HALVES>(p, sa, sb, kt0, r0, r1, n0, &a0n, &a1n, sbn);
     for (int kt = 0; kt < k_tiles; kt++) {
         const float a0 = a0n, a1 = a1n;
         float sbh[HALVES];
@@ -922,7 +933,7 @@ static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, floa
         for (int h = 0; h < HALVES; h++)
             sbh[h] = sbn[h];
         if (block && kt + 1 < k_tiles)
-            k30_fp8_block_scales<HALVES>(p, kt0 + kt + 1, r0, r1, n0, &a0n, &a1n, sbn);
+            k30_fp8_block_scales<HALVES>(p, sa, sb, kt0 + kt + 1, r0, r1, n0, &a0n, &a1n, sbn);
         const uint32_t off = (uint32_t)(*s * K30_STAGE_BYTES_MNA(BM, BN, 1)) >> 4;
         const uint64_t da = tk_wgmma_desc_sw128(ring + c * K30_BOX, 16, 1024);
         const uint64_t db = tk_wgmma_desc_sw128(ring + K30_A_BYTES_M(BM), 16, 1024);
@@ -957,22 +968,22 @@ static __device__ __forceinline__ void k30_consume_fp8(const k30_params *p, floa
  * the consumer's 64 x BN corner); rows and columns past M and N read
  * their last scale (their values are never stored). */
 template <int BN>
-static __device__ __forceinline__ void k30_fp8_finish(const k30_params *p, float *acc, int r0, int c0, int warp,
-                                                      int lane)
+static __device__ __forceinline__ void k30_fp8_finish(const k30_params *p, const float *sa, const float *sb,
+                                                      float *acc, int r0, int c0, int warp, int lane)
 {
     if (p->f8_mode == TK_SCALE_TENSOR) {
-        const float t = __ldg(p->f8_sa) * __ldg(p->f8_sb);
+        const float t = __ldg(sa) * __ldg(sb);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             acc[i] *= t;
     } else if (p->f8_mode == TK_SCALE_ROW) {
         const int r = r0 + 16 * warp + lane / 4;
-        const float a0 = __ldg(p->f8_sa + min(r, p->m - 1)), a1 = __ldg(p->f8_sa + min(r + 8, p->m - 1));
+        const float a0 = __ldg(sa + min(r, p->m - 1)), a1 = __ldg(sa + min(r + 8, p->m - 1));
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                const float b = __ldg(p->f8_sb + min(c0 + 8 * j + 2 * (lane % 4) + e, p->n - 1));
+                const float b = __ldg(sb + min(c0 + 8 * j + 2 * (lane % 4) + e, p->n - 1));
                 acc[4 * j + e] *= a0 * b;
                 acc[4 * j + 2 + e] *= a1 * b;
             }
@@ -996,29 +1007,29 @@ static __device__ __forceinline__ void k30_fp8_finish(const k30_params *p, float
  * address; a tile past M reads row M - 1's scale for its missing tokens
  * (their sums are never stored). */
 template <int BM>
-static __device__ __forceinline__ void k30_fp8_swap_scales(const k30_params *p, int kb, int m0, int n0, int lane,
-                                                           float *s)
+static __device__ __forceinline__ void k30_fp8_swap_scales(const k30_params *p, const float *sa, const float *sb,
+                                                           int kb, int m0, int n0, int lane, float *s)
 {
 #pragma unroll
     for (int i = 0; i < BM / 4; i++)
         s[i] = 1.0f;
     if (p->f8_mode != TK_SCALE_BLOCK)
         return;
-    const float sb = __ldg(p->f8_sb + n0 / 128 + (int64_t)kb * p->f8_ld_sb);
-    const float *row = p->f8_sa + (int64_t)kb * p->f8_ld_sa;
+    const float b = __ldg(sb + n0 / 128 + (int64_t)kb * p->f8_ld_sb);
+    const float *row = sa + (int64_t)kb * p->f8_ld_sa;
     const int t0 = m0 + 2 * (lane % 4);
     if (m0 + BM <= p->m) {
 #pragma unroll
         for (int j = 0; j < BM / 8; j++)
 #pragma unroll
             for (int e = 0; e < 2; e++)
-                s[2 * j + e] = __ldg(row + t0 + 8 * j + e) * sb;
+                s[2 * j + e] = __ldg(row + t0 + 8 * j + e) * b;
     } else {
 #pragma unroll
         for (int j = 0; j < BM / 8; j++)
 #pragma unroll
             for (int e = 0; e < 2; e++)
-                s[2 * j + e] = __ldg(row + min(t0 + 8 * j + e, p->m - 1)) * sb;
+                s[2 * j + e] = __ldg(row + min(t0 + 8 * j + e, p->m - 1)) * b;
     }
 }
 
@@ -1063,7 +1074,8 @@ static __device__ __forceinline__ void k30_fp8_swap_issue(float *d, uint32_t rin
  * of a k-tile are read as it is issued, used after the next one's issue.
  * m0, n0: C's corner of the tile (tokens, B's rows). */
 template <int BM, int F8>
-static __device__ __forceinline__ void k30_consume_fp8_swap(const k30_params *p, float *acc, uint32_t ring,
+static __device__ __forceinline__ void k30_consume_fp8_swap(const k30_params *p, const float *sa, const float *sb,
+                                                            float *acc, uint32_t ring,
                                                             uint32_t full_bar, const uint32_t *empty, int k_tiles,
                                                             int kt0, int lane, int m0, int n0, int *s,
                                                             uint32_t *phase)
@@ -1079,7 +1091,7 @@ static __device__ __forceinline__ void k30_consume_fp8_swap(const k30_params *p,
      * only branches (with the second k-tile always issued, ptxas found the
      * promotions inside a pipeline stage and serialized every wgmma: C7514). */
     for (int kt = 0;; kt += 2) {
-        k30_fp8_swap_scales<BM>(p, kt0 + kt, m0, n0, lane, s0);
+        k30_fp8_swap_scales<BM>(p, sa, sb, kt0 + kt, m0, n0, lane, s0);
         tk_mbarrier_wait_parity(full_bar + 8 * *s, *phase);
         k30_fp8_swap_issue<BM, F8>(d0, ring, *s, 0);
         if (kt > 0) {                  /* the previous stage's second k-tile (d1) is done: promote, release */
@@ -1093,7 +1105,7 @@ static __device__ __forceinline__ void k30_consume_fp8_swap(const k30_params *p,
             k30_fp8_swap_promote<BM>(acc, d0, s0);
             break;
         }
-        k30_fp8_swap_scales<BM>(p, kt0 + kt + 1, m0, n0, lane, s1);
+        k30_fp8_swap_scales<BM>(p, sa, sb, kt0 + kt + 1, m0, n0, lane, s1);
         k30_fp8_swap_issue<BM, F8>(d1, ring, *s, 1);
         tk_wgmma_wait(1);
         k30_fp8_swap_promote<BM>(acc, d0, s0);
@@ -1122,22 +1134,22 @@ static __device__ __forceinline__ void k30_consume_fp8_swap(const k30_params *p,
  * k30_consume_fp8_swap's; A's row scale by token (along j, e), B's by B
  * row (along h). */
 template <int BM>
-static __device__ __forceinline__ void k30_fp8_finish_swap(const k30_params *p, float *acc, int m0, int n0, int warp,
-                                                           int lane)
+static __device__ __forceinline__ void k30_fp8_finish_swap(const k30_params *p, const float *sa, const float *sb,
+                                                           float *acc, int m0, int n0, int warp, int lane)
 {
     if (p->f8_mode == TK_SCALE_TENSOR) {
-        const float t = __ldg(p->f8_sa) * __ldg(p->f8_sb);
+        const float t = __ldg(sa) * __ldg(sb);
 #pragma unroll
         for (int i = 0; i < BM / 2; i++)
             acc[i] *= t;
     } else if (p->f8_mode == TK_SCALE_ROW) {
         const int r = n0 + 16 * warp + lane / 4;
-        const float b0 = __ldg(p->f8_sb + min(r, p->n - 1)), b1 = __ldg(p->f8_sb + min(r + 8, p->n - 1));
+        const float b0 = __ldg(sb + min(r, p->n - 1)), b1 = __ldg(sb + min(r + 8, p->n - 1));
 #pragma unroll
         for (int j = 0; j < BM / 8; j++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                const float a = __ldg(p->f8_sa + min(m0 + 8 * j + 2 * (lane % 4) + e, p->m - 1));
+                const float a = __ldg(sa + min(m0 + 8 * j + 2 * (lane % 4) + e, p->m - 1));
                 acc[4 * j + e] *= a * b0;
                 acc[4 * j + 2 + e] *= a * b1;
             }
@@ -2038,6 +2050,18 @@ static inline tk_status k30_fill_gated(k30_params *p, const tk_args *a, int bn, 
     return TK_SUCCESS;
 }
 
+/* FP8 operands' fields of p: the scale mode, the scales and their
+ * k-block strides (one product's; k43_launch sets the strides between
+ * products' scales after this). */
+static inline void k30_fill_fp8(k30_params *p, const tk_fp8_args *f)
+{
+    p->f8_mode = f->mode;
+    p->f8_sa = f->sa;
+    p->f8_sb = f->sb;
+    p->f8_ld_sa = f->ld_sa;
+    p->f8_ld_sb = f->ld_sb;
+}
+
 /* Tensor maps of A and B and the sizes of a launch with A tiles of bm rows
  * and B tiles of bn; B's K-major box is bn / cluster rows (each CTA of a
  * cluster loads that share). */
@@ -2088,13 +2112,8 @@ static inline tk_status k30_fill_params(k30_params *p, const tk_args *a, int clu
     p->c_bf16 = a->c_type == TK_BF16;
     p->c_pairs = a->ldc % 2 == 0 && (uintptr_t)a->c % (a->c_type == TK_F32 ? 8 : 4) == 0;
     p->c_vec4 = a->ldc % 4 == 0 && (uintptr_t)a->c % (a->c_type == TK_F32 ? 16 : 8) == 0;
-    if (a->fp8) {
-        p->f8_mode = a->fp8->mode;
-        p->f8_sa = a->fp8->sa;
-        p->f8_sb = a->fp8->sb;
-        p->f8_ld_sa = a->fp8->ld_sa;
-        p->f8_ld_sb = a->fp8->ld_sb;
-    }
+    if (a->fp8)
+        k30_fill_fp8(p, a->fp8);
     return TK_SUCCESS;
 }
 

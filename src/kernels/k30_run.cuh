@@ -68,8 +68,8 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
             uint32_t phase = 0;
             while (k30_gwalk_next<BM, BN>(&p, &w, &u, lane, K30_GROUP_M)) {
                 if (lane == 0)
-                    k30_produce_tile<A_MN, B_MN, BM, BN, K30_KA(SWAP), 1>(&p, ring, full_bar, empty_bar, 0, 0, 0,
-                                                                          u.k_tiles, 1, 0, &s, &phase, &u);
+                    k30_produce_tile<A_MN, B_MN, BM, BN, K30_KA(SWAP), 1, 0, F8>(&p, ring, full_bar, empty_bar, 0, 0,
+                                                                                 0, u.k_tiles, 1, 0, &s, &phase, &u);
                 __syncwarp();
             }
         } else if (!GRP && threadIdx.x == 0) {
@@ -117,10 +117,24 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
 #pragma unroll
                 for (int i = 0; i < (SWAP ? BM : BN) / 2; i++)
                     acc[i] = 0.0f;
-                if (u.k_tiles > 0)
+                if constexpr (F8) {
+                    /* the unit's product's scales (one set where the operand is shared: stride 0); K
+                     * groups are refused (k43_supports), so every unit has all of K's k-tiles */
+                    const float *sa = p.f8_sa + u.za * p.f8_sstride_a, *sb = p.f8_sb + u.zb * p.f8_sstride_b;
+                    if constexpr (SWAP) {
+                        k30_consume_fp8_swap<BM, F8>(&p, sa, sb, acc, ring, full_bar, empty, u.k_tiles, 0, lane, u.m0,
+                                                     u.n0, &s, &phase);
+                        k30_fp8_finish_swap<BM>(&p, sa, sb, acc, u.m0, u.n0, warp, lane);
+                    } else {
+                        k30_consume_fp8<BM, BN, F8>(&p, sa, sb, acc, ring, full_bar, empty, 1, u.k_tiles, 0, c, warp,
+                                                    lane, u.m0, u.n0, &s, &phase);
+                        k30_fp8_finish<BN>(&p, sa, sb, acc, u.m0 + 64 * c, u.n0, warp, lane);
+                    }
+                } else if (u.k_tiles > 0) {
                     k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP), 1>(acc, ring, full_bar, empty, 1, u.k_tiles,
                                                                                 c, lane, &s, &phase, u.k_valid, tid,
                                                                                 u.k_head);
+                }
                 if (SWAP)
                     k30_epilogue_swap_at<BM>(&p, acc, u.m0, u.n0 + 64 * c, warp, lane, u.c, u.m_end);
                 else if (p.c_staged)   /* beta 0: TMA stores into the 3-D map of C, or row by row */
@@ -145,11 +159,11 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
             if (PP && turn++ > 0)
                 k30_pp_wait(c);        /* the other consumer's previous unit issued */
             if constexpr (F8 && SWAP)
-                k30_consume_fp8_swap<BM, F8>(&p, acc, ring, full_bar, empty, ke - kb, kb, lane, tm * BM, tn * BN, &s,
-                                             &phase);
+                k30_consume_fp8_swap<BM, F8>(&p, p.f8_sa, p.f8_sb, acc, ring, full_bar, empty, ke - kb, kb, lane,
+                                             tm * BM, tn * BN, &s, &phase);
             else if constexpr (F8)
-                k30_consume_fp8<BM, BN, F8>(&p, acc, ring, full_bar, empty, 1, ke - kb, kb, rc, warp, lane, tm * BM,
-                                            tn * BN, &s, &phase);
+                k30_consume_fp8<BM, BN, F8>(&p, p.f8_sa, p.f8_sb, acc, ring, full_bar, empty, 1, ke - kb, kb, rc, warp,
+                                            lane, tm * BM, tn * BN, &s, &phase);
             else
                 k30_consume_tile<A_MN, B_MN, BM, BN, SWAP, K30_KA(SWAP)>(acc, ring, full_bar, empty, 1, ke - kb, rc,
                                                                          lane, &s, &phase);
@@ -170,9 +184,9 @@ static __device__ __forceinline__ void k30_run(const k30_params &p)
                 k30_sk_gather<SWAP ? BM : BN>(&p, acc, t - p.sk_first, rc, CONS, tid, 1 + c);
             }
             if constexpr (F8 && SWAP)
-                k30_fp8_finish_swap<BM>(&p, acc, tm * BM, tn * BN, warp, lane);
+                k30_fp8_finish_swap<BM>(&p, p.f8_sa, p.f8_sb, acc, tm * BM, tn * BN, warp, lane);
             else if constexpr (F8)
-                k30_fp8_finish<BN>(&p, acc, tm * BM + 64 * rc, tn * BN, warp, lane);
+                k30_fp8_finish<BN>(&p, p.f8_sa, p.f8_sb, acc, tm * BM + 64 * rc, tn * BN, warp, lane);
             if constexpr (EPI) {   /* the tile's final sum, on its owner (if constexpr: BN 256 alone) */
                 if constexpr (PP)
                     if (stage_bias)
@@ -237,6 +251,17 @@ extern "C" const void *k30_epi_func_tt(void);
  * (tk_fp8_format), 128 x 128 tiles; k31's (k31_wgmma_cluster.cu) 128 x 256
  * in 2-CTA clusters. */
 extern "C" const void *k30_fp8_func(int fa, int fb);
+/* An FP8 instance for formats fa, fb (tk_fp8_format): INSTANCE(F8), F8 =
+ * 4 * fa + fb, for each of the four pairings. */
+#define K30_FP8_SELECT(fa, fb, INSTANCE)                                                                             \
+    ((fa) == TK_FP8_E4M3 ? ((fb) == TK_FP8_E4M3 ? INSTANCE(4 * TK_FP8_E4M3 + TK_FP8_E4M3)                            \
+                                                : INSTANCE(4 * TK_FP8_E4M3 + TK_FP8_E5M2))                           \
+                         : ((fb) == TK_FP8_E4M3 ? INSTANCE(4 * TK_FP8_E5M2 + TK_FP8_E4M3)                            \
+                                                : INSTANCE(4 * TK_FP8_E5M2 + TK_FP8_E5M2)))
+/* k43's FP8 instances (k43_fp8.cu): the k43 lines of K43_HAS_FP8, many
+ * products of K-major A and B; NULL for another line. */
+#define K43_HAS_FP8(bm, bn, swap) (((swap) == 0 && (bm) == K30_BM && (bn) % 128 == 0) || ((swap) == 1 && (bn) == 64))
+extern "C" const void *k43_fp8_func(int bm, int bn, int swap, int fa, int fb);
 /* k36_swap_*'s FP8 instances (k30_fp8_swap.cu): swapped bm x 64 tiles,
  * bm = 16, 32, 48, 64 or 72; NULL for another bm. */
 extern "C" const void *k30_fp8_swap_func(int bm, int fa, int fb);

@@ -254,7 +254,8 @@ extern "C" const tk_family_ops tk_ops_k30 = { k30_family_supports, k30_family_re
  * persistent launch whose CTAs walk the units of every product or group
  * (k30_gwalk_next: group sizes read from the device offsets, no host
  * synchronisation), A and B through 3-D tensor maps, C stored by the
- * direct epilogue bounded by the group's rows. */
+ * direct epilogue bounded by the group's rows. The FP8 instances of the
+ * lines of K43_HAS_FP8 are k43_fp8.cu's (k43_fp8_func). */
 #define K43_FUNC_0(op_a, op_b, bm, bn) K30_SELECT_CFG(k30_kernel, op_a, op_b, bm, bn, 0, 1)
 #define K43_FUNC_1(op_a, op_b, bm, bn) \
     ((op_b) == TK_OP_N ? (const void *)k30_kernel<0, 1, bm, bn, 1, 1> : (const void *)k30_kernel<0, 0, bm, bn, 1, 1>)
@@ -273,20 +274,57 @@ static const void *k43_func(int bm, int bn, int swap, tk_op op_a, tk_op op_b)
 }
 
 /* A stride as a 3-D map's: whole 16-byte units below TMA's limit, and at
- * least one matrix (stored lines x ld elements) apart, or 0 (one matrix
- * shared by all). */
-static tk_status k43_check_stride(const char *name, int64_t stride, int64_t lines, int64_t ld, char *why, size_t len)
+ * least one matrix (stored lines x ld elements of es bytes) apart, or 0
+ * (one matrix shared by all). */
+static tk_status k43_check_stride(const char *name, int64_t stride, int64_t lines, int64_t ld, int64_t es, char *why,
+                                  size_t len)
 {
     if (stride == 0)
         return TK_SUCCESS;
-    if ((stride * 2) % 16 || (uint64_t)stride * 2 >= TK_TMA_MAX_STRIDE || stride < lines * ld) {
+    if ((stride * es) % 16 || (uint64_t)(stride * es) >= TK_TMA_MAX_STRIDE || stride < lines * ld) {
         snprintf(why, len,
-                 "%s: %lld elements between matrices; TMA needs a multiple of 8 elements (16 bytes), at least one "
-                 "matrix (%lld x %lld) apart, below 2^39",
-                 name, (long long)stride, (long long)lines, (long long)ld);
+                 "%s: %lld elements between matrices; TMA needs a multiple of %lld elements (16 bytes), at least one "
+                 "matrix (%lld x %lld) apart, below 2^40 bytes",
+                 name, (long long)stride, (long long)(16 / es), (long long)lines, (long long)ld);
         return TK_ERR_NOT_SUPPORTED;
     }
     return TK_SUCCESS;
+}
+
+/* FP8 operands on configuration k (a->fp8; nothing to check without them):
+ * the lines with an instance (K43_HAS_FP8, k43_fp8.cu), the layout FP8
+ * wgmma reads, the kinds whose units take all of K (TK_GROUP_K cuts K
+ * anywhere, through block scales' 128-deep k-blocks; MASKED is untested),
+ * and K in whole 16-byte TMA lines. */
+static tk_status k43_supports_fp8(const tk_kernel *k, const tk_args *a, char *why, size_t len)
+{
+    const tk_group_args *g = a->grp;
+    if (!a->fp8)
+        return TK_SUCCESS;
+    if (!K43_HAS_FP8(k->bm, k->bn, k->swap)) {
+        snprintf(why, len,
+                 "FP8 operands: only k43_grouped_128x128, k43_grouped_128x256 and the swapped k43_swap_* have FP8 "
+                 "instances among k43's configurations");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (g->kind != TK_GROUP_ROWS && g->kind != TK_GROUP_BATCHED) {
+        snprintf(why, len,
+                 "FP8 operands: k43's FP8 instances take TK_GROUP_ROWS and TK_GROUP_BATCHED (K groups cut K through "
+                 "the scales' 128-deep blocks; masked batches are not tested); k01_naive runs the rest");
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (a->k % 16) {
+        snprintf(why, len,
+                 "k: %lld is not a multiple of 16: k43's FP8 instances read K in whole 16-byte TMA lines of codes "
+                 "(lda, ldb and the strides between matrices too); k01_naive runs it",
+                 (long long)a->k);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    if (a->fp8->mode == TK_SCALE_BLOCK && a->k % 128) {
+        snprintf(why, len, "k: %lld is not a multiple of 128, which TK_SCALE_BLOCK's k-blocks are", (long long)a->k);
+        return TK_ERR_NOT_SUPPORTED;
+    }
+    return k30_supports_fp8(a, 1, why, len);
 }
 
 static tk_status k43_supports(const tk_kernel *k, const tk_args *a, const tk_device *dev, char *why, size_t len)
@@ -296,6 +334,10 @@ static tk_status k43_supports(const tk_kernel *k, const tk_args *a, const tk_dev
         snprintf(why, len, "takes batched and grouped products only (tk_gemm_batched, tk_gemm_grouped)");
         return TK_ERR_NOT_SUPPORTED;
     }
+    /* FP8's refusals first: their reasons say more than the layout's and TMA's would */
+    tk_status st = k43_supports_fp8(k, a, why, len);
+    if (st)
+        return st;
     if (k->swap && (a->op_a != TK_OP_N || g->kind == TK_GROUP_K)) {
         snprintf(why, len, "the swapped tiles take op_a N and products whose groups split rows, not K");
         return TK_ERR_NOT_SUPPORTED;
@@ -312,8 +354,7 @@ static tk_status k43_supports(const tk_kernel *k, const tk_args *a, const tk_dev
                            "16-byte boundaries");
         return TK_ERR_NOT_SUPPORTED;
     }
-    tk_status st = k30_supports_common(a, dev, k->bm, why, len);
-    if (st)
+    if ((st = k30_supports_common(a, dev, k->bm, why, len)))
         return st;
     /* per-unit tile corners: int; the walk's unit bound too */
     const long long tiles_n = (a->n + k->bn - 1) / k->bn;
@@ -324,10 +365,12 @@ static tk_status k43_supports(const tk_kernel *k, const tk_args *a, const tk_dev
         return TK_ERR_NOT_SUPPORTED;
     }
     const int batched = g->kind == TK_GROUP_BATCHED || g->kind == TK_GROUP_MASKED;
-    if (batched && (st = k43_check_stride("stride_a", g->stride_a, a->op_a == TK_OP_N ? a->m : a->k, a->lda, why, len)))
+    const int64_t es = a->fp8 ? 1 : 2;
+    if (batched &&
+        (st = k43_check_stride("stride_a", g->stride_a, a->op_a == TK_OP_N ? a->m : a->k, a->lda, es, why, len)))
         return st;
     if (g->kind != TK_GROUP_K &&
-        (st = k43_check_stride("stride_b", g->stride_b, a->op_b == TK_OP_N ? a->k : a->n, a->ldb, why, len)))
+        (st = k43_check_stride("stride_b", g->stride_b, a->op_b == TK_OP_N ? a->k : a->n, a->ldb, es, why, len)))
         return st;
     return TK_SUCCESS;
 }
@@ -336,21 +379,26 @@ static void k43_resources(const tk_kernel *k, const tk_args *a, const tk_device 
 {
     (void)dev;
     r->func = a ? k43_func(k->bm, k->bn, k->swap, a->op_a, a->op_b) : k43_func(k->bm, k->bn, k->swap, TK_OP_N, TK_OP_T);
+    if (a && a->fp8)   /* the FP8 instance; NULL where there is none (k43_supports_fp8 refuses it) */
+        r->func = k43_fp8_func(k->bm, k->bn, k->swap, a->fp8->fa, a->fp8->fb);
     r->threads = K30_THREADS_CFG(k->bm, k->swap);
     r->dyn_smem = (size_t)K30_SMEM_CFG(k->bm, k->bn, k->swap);
 }
 
 /* One operand's map: `depth` matrices stride apart (or one shared, depth
- * 1, stride 0), stored rows x cols, the k30 family's boxes. */
+ * 1, stride 0), stored rows x cols, the k30 family's boxes. FP8 (K-major
+ * alone, k43_supports_fp8): one-byte codes, 128 of K a box row, so the
+ * boxes' bytes are bf16's (as k30_fill_params' dense FP8 maps). */
 static tk_status k43_map(const tk_args *a, CUtensorMap *map, const void *base, int64_t depth, int64_t stride,
                          int64_t rows, int64_t cols, int64_t ld, int k_major, int box_rows, char *why, size_t len)
 {
     if (stride == 0)
         depth = 1;
-    return tk_tma_map_3d(a->lc, map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, (uint64_t)depth,
-                         (uint64_t)(stride ? stride : rows * ld), (uint64_t)rows, (uint64_t)cols, (uint64_t)ld,
-                         k_major ? (uint32_t)box_rows : K30_BK, k_major ? K30_BK : 64, CU_TENSOR_MAP_SWIZZLE_128B, why,
-                         len);
+    const int fp8 = a->fp8 != NULL;
+    return tk_tma_map_3d(a->lc, map, fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                         fp8 ? 1 : 2, base, (uint64_t)depth, (uint64_t)(stride ? stride : rows * ld), (uint64_t)rows,
+                         (uint64_t)cols, (uint64_t)ld, k_major ? (uint32_t)box_rows : K30_BK,
+                         k_major ? (fp8 ? 2 * K30_BK : K30_BK) : 64, CU_TENSOR_MAP_SWIZZLE_128B, why, len);
 }
 
 static tk_status k43_launch(const tk_kernel *k, const tk_args *a, const tk_device *dev, cudaStream_t stream,
@@ -385,7 +433,9 @@ static tk_status k43_launch(const tk_kernel *k, const tk_args *a, const tk_devic
     p.k = (int)a->k;
     p.tiles_m = (int)((a->m + bm - 1) / bm);
     p.tiles_n = (int)((a->n + bn - 1) / bn);
-    p.k_tiles = (int)((a->k + K30_BK - 1) / K30_BK);
+    /* a k-tile is one 128-byte row: 64 bf16 or 128 FP8 values of K */
+    const int64_t bk = a->fp8 ? 2 * K30_BK : K30_BK;
+    p.k_tiles = (int)((a->k + bk - 1) / bk);
     p.alpha = a->alpha;
     p.beta = a->beta;
     p.c_bf16 = a->c_type == TK_BF16;
@@ -403,6 +453,11 @@ static tk_status k43_launch(const tk_kernel *k, const tk_args *a, const tk_devic
     p.grp_za = batched && g->stride_a != 0;
     p.grp_zb = g->kind != TK_GROUP_K && g->stride_b != 0;
     p.grp_kalign = g->kind == TK_GROUP_K && (a->op_a == TK_OP_N || a->op_b == TK_OP_T);
+    if (a->fp8) {   /* the scales; product z's at sa + za * sstride_a, sb + zb * sstride_b (k30_run) */
+        k30_fill_fp8(&p, a->fp8);
+        p.f8_sstride_a = p.grp_za ? a->fp8->sstride_a : 0;
+        p.f8_sstride_b = p.grp_zb ? a->fp8->sstride_b : 0;
+    }
     /* beta 0: C staged in shared memory (the dense kernels' epilogue), then
      * for whole products (BATCHED, K) stored by TMA through a 3-D map of C,
      * else (rows bounded by a group or a mask, C off TMA's alignment) row by
@@ -444,7 +499,9 @@ static tk_status k43_launch(const tk_kernel *k, const tk_args *a, const tk_devic
  * few tokens an expert (decode: the weights are the stream), 64 x 128 up
  * to 64 rows, then 128 x 128, and 128 x 256 where its tiles still fill the
  * SMs. first_rank for the pick, auto_rank for the others (all above
- * k01_naive). */
+ * k01_naive). FP8 picks among the lines with FP8 instances (K43_HAS_FP8):
+ * 128 x 128 where bf16 would take 64 x 128 or 128 x 64 (not measured: no
+ * GPU run of the FP8 instances yet). */
 static int k43_pick_bm(const tk_args *a, const tk_device *dev, int *bn)
 {
     const tk_group_args *g = a->grp;
@@ -455,22 +512,25 @@ static int k43_pick_bm(const tk_args *a, const tk_device *dev, int *bn)
     if (mean <= 32 && g->kind != TK_GROUP_K && a->op_a == TK_OP_N)
         return 32;
     *bn = 128;
+    const int fp8 = a->fp8 != NULL;
     if (mean <= 64)
-        return 64;
+        return fp8 ? K30_BM : 64;
     /* the narrowest tile that covers N up to 128 (a wider one multiplies
      * zero-filled columns: P V at head size 64 took twice as long in 128 x
      * 256 tiles, docs/NOTES.md session 25) */
     const long long tiles256 = (long long)g->count * ((mean + 127) / 128) * ((a->n + 255) / 256);
-    *bn = a->n <= 64 ? 64 : a->n <= 128 || tiles256 < 2 * dev->sm_count ? 128 : 256;
+    *bn = a->n <= 64 && !fp8 ? 64 : a->n <= 128 || tiles256 < 2 * dev->sm_count ? 128 : 256;
     /* fewer 128 x 128 tiles than half the SMs (32 x 128x128x4096): halve
      * them, 64 x 128 (21.7 us against 25.5 on the H200, session 25) */
-    if (*bn == 128 && (long long)g->count * ((mean + 127) / 128) * ((a->n + 127) / 128) < dev->sm_count / 2)
+    if (!fp8 && *bn == 128 && (long long)g->count * ((mean + 127) / 128) * ((a->n + 127) / 128) < dev->sm_count / 2)
         return 64;
     return 128;
 }
 
 static int k43_rank(const tk_kernel *k, const tk_args *a, const tk_device *dev)
 {
+    if (a->fp8 && !K43_HAS_FP8(k->bm, k->bn, k->swap))
+        return 0;
     int bn = 0;
     const int bm = a->grp ? k43_pick_bm(a, dev, &bn) : 0;
     return bm == k->bm && bn == k->bn ? k->first_rank : k->auto_rank;

@@ -126,8 +126,8 @@ static __device__ __forceinline__ void k31_run(const k30_params &p)
             k30_tile_coords(t, ctiles_m, p.tiles_n, K31_GROUP_M / K31_CLUSTER, &ctm, &tn);
             const int tm = ctm * K31_CLUSTER + (int)rank;
             if constexpr (F8)
-                k30_consume_fp8<BM, BN, F8>(&p, acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, kb, c, warp, lane,
-                                            tm * BM, tn * BN, &s, &phase);
+                k30_consume_fp8<BM, BN, F8>(&p, p.f8_sa, p.f8_sb, acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, kb,
+                                            c, warp, lane, tm * BM, tn * BN, &s, &phase);
             else
                 k30_consume_tile<A_MN, B_MN, BM, BN, 0, 1>(acc, ring, full_bar, empty, K31_CLUSTER, ke - kb, c, lane,
                                                            &s, &phase);
@@ -140,7 +140,7 @@ static __device__ __forceinline__ void k31_run(const k30_params &p)
                 k30_sk_gather<BN>(&p, acc, t - p.sk_first, sub, K31_CLUSTER * CONS, tid, 1 + c);
             }
             if constexpr (F8)
-                k30_fp8_finish<BN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane);
+                k30_fp8_finish<BN>(&p, p.f8_sa, p.f8_sb, acc, tm * BM + 64 * c, tn * BN, warp, lane);
             if constexpr (EPI) {   /* the tile's final sum, on its owner */
                 k30_epi_store<BN, K30_EPI_PLAIN>(&p, acc, tm * BM + 64 * c, tn * BN, warp, lane, ebuf, epp, 1 + c,
                                                  &nchunk);

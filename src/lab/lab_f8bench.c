@@ -70,7 +70,7 @@ static void auto_choice(tk_handle h, const tk_gemm_desc *d, char *buf, size_t le
     tk_fp8_args f;
     tk_route r;
     buf[0] = '\0';
-    if (tk_fp8_route(h, d, &f, &r) == TK_SUCCESS && r.k)
+    if (tk_fp8_route(h, d, &f, NULL, &r) == TK_SUCCESS && r.k)
         tk_route_name(&r, buf, len);
 }
 

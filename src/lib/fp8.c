@@ -2,7 +2,8 @@
  * 40, in progress): the checks of the version-4 fields (and version 5's
  * many products, below), then the call, routed
  * like any other to the kernels whose family accepts TK_ACCEPT_AB_FP8:
- * K-major operands to the FP8 instances of k31, k45 and k36_swap_*, the
+ * K-major operands to the FP8 instances of k31, k45 and k36_swap_* (many
+ * products: k43's), the
  * other layouts and alignments to them through K-major copies (route.c),
  * the rest to k01_naive. As epilogue.c's, every refusal names the field,
  * what it holds and what was expected, and all come before the device is
@@ -101,9 +102,9 @@ static tk_status check_fields(tk_handle h, const tk_gemm_desc *d)
  * arbitrary offsets, which cut through block scales' 128-deep k-blocks)
  * and TK_GROUP_MASKED (DeepGEMM's decode layout: BATCHED with row counts;
  * the same scales as BATCHED, refused until a test covers it) are not
- * supported yet. Kernels: k01_naive (k01_fp8_grouped_kernel), correct and
- * slow; the fast path is the k43 core's FP8 instances (NOTES has the
- * plan). */
+ * supported yet. Kernels: k43's FP8 instances (k43_fp8.cu: K-major A and
+ * B, K a multiple of 16, lines and strides in 16-byte units), k01_naive
+ * (k01_fp8_grouped_kernel, correct and slow) the rest. */
 
 static int64_t scale_set_size(int mode, int64_t lines, int64_t ld, int64_t k)
 {
@@ -233,19 +234,19 @@ tk_status tk_fp8_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, voi
     return st || noop ? st : tk_run_args(h, &a, k, (cudaStream_t)stream);
 }
 
-tk_status tk_fp8_route(tk_handle h, const tk_gemm_desc *d, tk_fp8_args *f, tk_route *r)
+tk_status tk_fp8_route(tk_handle h, const tk_gemm_desc *d, tk_fp8_args *f, tk_group_args *g, tk_route *r)
 {
     tk_args a;
     int noop = 0;
     const tk_kernel *k = NULL;
     memset(r, 0, sizeof *r);
     tk_call_begin(h);
-    if (d->group_kind)   /* r->run would point at this call's tk_group_args */
-        return tk_fail(h, TK_ERR_NOT_SUPPORTED,
-                       "group_kind: %d: the route of many FP8 products is not asked this way (expected "
-                       "TK_GROUP_NONE (0); they run on k01_naive)",
+    if (d->group_kind && !g)   /* r->run points at the caller's tk_group_args */
+        return tk_fail(h, TK_ERR_INVALID_VALUE,
+                       "group_kind: %d: the route of many FP8 products needs the caller's tk_group_args (g NULL)",
                        d->group_kind);
-    tk_group_args g;
-    tk_status st = fp8_prepare(h, d, NULL, 0, &a, f, &g, &noop, &k);
-    return st || noop ? st : tk_route_select(h, &a, r, 1);
+    tk_group_args none;
+    tk_status st = fp8_prepare(h, d, NULL, 0, &a, f, g ? g : &none, &noop, &k);
+    /* many products take no copies (tk_run_args: the kernels read them as they are) */
+    return st || noop ? st : tk_route_select(h, &a, r, !d->group_kind);
 }

@@ -311,10 +311,12 @@ tk_status tk_fp8_none_check(tk_handle h, const tk_gemm_desc *d);
 tk_status tk_fp8_run(tk_handle h, const tk_gemm_desc *d, const char *kernel, void *stream);
 /* Auto-dispatch's route for the FP8 call d (a kernel and its copies), as
  * tk_gemm_run(h, d, NULL, stream) would run it outside a graph capture; d's
- * pointers may be NULL, as for tk_select_kernel. r->run.fp8 points at *f.
+ * pointers may be NULL, as for tk_select_kernel. r->run.fp8 points at *f,
+ * and for many products (d->group_kind; never copies) r->run.grp at *g (g
+ * may be NULL for one product).
  * r->k NULL for a no-op (M or N == 0). The lab's bench rows and the GPU
  * tests name it; needs a device. */
-tk_status tk_fp8_route(tk_handle h, const tk_gemm_desc *d, tk_fp8_args *f, tk_route *r);
+tk_status tk_fp8_route(tk_handle h, const tk_gemm_desc *d, tk_fp8_args *f, tk_group_args *g, tk_route *r);
 /* Whether the work enqueued on s is being captured into a CUDA graph. */
 int tk_stream_capturing(cudaStream_t s);
 /* The split workspace k asks of h for a (0 where h never splits), *nflags

@@ -23,9 +23,11 @@
  * fast kernel (through K-major copies where the layout or alignment needs
  * them), never k01_naive; grouped: many FP8 products (tk_gemm_desc
  * version 5: mixture-of-experts rows and batches, each scale mode, empty
- * groups, a group of one row, C NaN-poisoned, bad offsets) on auto and
- * k01_naive against tk_lab_ref_grouped_fp8, a fast FP8 kernel refusing
- * them (gpu_test_fp8 grouped). */
+ * groups, a group of one row, C NaN-poisoned, bad offsets) on auto,
+ * k01_naive and k43's FP8 instances against tk_lab_ref_grouped_fp8, auto
+ * routed to k43 where K % 16 == 0 and to k01_naive elsewhere, k43 refusing
+ * K % 16 != 0 and the lines without FP8 instances, a dense FP8 kernel
+ * refusing many products (gpu_test_fp8 grouped). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -310,7 +312,7 @@ static int routed_name(const tk_lab_case *c, const tk_lab_f8 *f, char *buf, size
     tk_fp8_args fa;
     tk_route r;
     buf[0] = '\0';
-    const tk_status st = tk_fp8_route(h, &d, &fa, &r);
+    const tk_status st = tk_fp8_route(h, &d, &fa, NULL, &r);
     if (st == TK_SUCCESS && r.k)
         tk_route_name(&r, buf, len);
     else
@@ -402,12 +404,16 @@ static void *gdev(const void *h, size_t bytes)
 /* kernel's call on case g against tk_lab_ref_grouped_fp8: every owned
  * element within tk_lab_tolerance_fp8, every other element of C's buffer
  * (rows no group owns, a skipped group's, the guard after C) unchanged;
- * group_error as bad_last says. A fast FP8 kernel named must refuse, C
- * untouched. 1 when it ran and passed. */
-static int grouped_case(const char *label, const gcase *g, const char *kernel, int must_refuse)
+ * group_error as bad_last says. must_refuse: the kernel named must refuse,
+ * C untouched. route (NULL: not asked): auto-dispatch's kernel for the
+ * call (tk_fp8_route). 1 when it ran (or refused) as expected. */
+static int grouped_case(const char *label, const gcase *g, const char *kernel, int must_refuse, char *route,
+                        size_t route_len)
 {
     enum { GUARD = 256 };
     const int rows = g->kind == TK_GROUP_ROWS, cnt = g->count;
+    if (route)
+        snprintf(route, route_len, "not asked (no device memory)");
     int32_t offs[64];
     int64_t M = g->mb;
     if (rows) {
@@ -462,6 +468,16 @@ static int grouped_case(const char *label, const gcase *g, const char *kernel, i
         d.ld_scale_a = mode == TK_SCALE_BLOCK ? M : 0, d.ld_scale_b = mode == TK_SCALE_BLOCK ? nb : 0;
         d.stride_scale_a = g->pad ? ss_a : 0, d.stride_scale_b = g->pad ? ss_b : 0;
         tk_handle h = tk_lab_verify_handle(v);
+        if (route) {
+            tk_fp8_args fa;
+            tk_group_args ga;
+            tk_route r;
+            const tk_status rs = tk_fp8_route(h, &d, &fa, &ga, &r);
+            if (rs == TK_SUCCESS && r.k)
+                snprintf(route, route_len, "%s", r.k->name);
+            else
+                snprintf(route, route_len, "no route: %s (%s)", tk_status_string(rs), tk_last_error(h));
+        }
         const tk_status st = tk_gemm_run(h, &d, strcmp(kernel, "auto") ? kernel : NULL, NULL);
         const cudaError_t e = cudaDeviceSynchronize();
         int32_t err = -1;
@@ -514,39 +530,222 @@ static int grouped_case(const char *label, const gcase *g, const char *kernel, i
     return ok;
 }
 
+/* k43's lines with FP8 instances (K43_HAS_FP8, k43_fp8.cu). */
+static const char *const k43_fp8[] = { "k43_grouped_128x128", "k43_grouped_128x256", "k43_swap_16x64",
+                                       "k43_swap_32x64" };
+
+/* Case g on auto (its route checked: a k43 FP8 instance where K % 16 ==
+ * 0, else k01_naive), k01_naive and each k43 FP8 instance (which must take
+ * it where K % 16 == 0 and refuse it, C untouched, elsewhere); the number
+ * of calls that ran or refused as expected, *calls the number made. */
+static int grouped_all(const char *label, const gcase *g, int *calls)
+{
+    const int fast = g->k % 16 == 0;
+    char route[TK_MSG_LEN + 64];
+    int passed = grouped_case(label, g, "auto", 0, route, sizeof route);
+    const int routed_ok = fast ? !strncmp(route, "k43_", 4) && strcmp(route, "k43_grouped_64x128") &&
+                                     strcmp(route, "k43_grouped_128x64")
+                               : !strcmp(route, "k01_naive");
+    CHECK(routed_ok, "%s: auto runs %s (expected %s)", label, route,
+          fast ? "a k43 FP8 instance" : "k01_naive: K % 16 != 0");
+    passed += grouped_case(label, g, "k01_naive", 0, NULL, 0);
+    *calls += 2;
+    for (size_t i = 0; i < sizeof k43_fp8 / sizeof k43_fp8[0]; i++, ++*calls)
+        passed += grouped_case(label, g, k43_fp8[i], !fast, NULL, 0);
+    return passed;
+}
+
 /* Mixture-of-experts groups (empty ones first, in the middle and last, one
  * of 1 row, sizes not multiples of any tile, 3 rows no group owns) and
  * batches (A per product or shared), in each scale mode and format
  * pairing, fp32 and bf16 C, beta 0 (C NaN-poisoned) and 0.5, default and
- * padded scale strides; bad offsets (the last group past M: skipped,
- * group_error set); on auto and k01_naive (must take all; auto runs
- * k01_naive for now), and k31_wgmma_cluster's FP8 instance, which must
- * refuse many products with C untouched. */
+ * padded scale strides, K = 45 (k01_naive alone), 208 (K % 128 != 0: the
+ * last k-tile's tail zero-filled), 128 and 384 (block scales); groups of
+ * 64-333 rows (auto: 128-row tiles); bad offsets (the last group past M:
+ * skipped, group_error set); on auto, k01_naive and k43's FP8 instances
+ * (grouped_all); k31_wgmma_cluster's FP8 instance and k43_grouped_64x128
+ * (no FP8 instance) must refuse with C untouched. */
 static void grouped(void)
 {
-    static const int32_t moe[] = { 0, 37, 1, 0, 130, 5, 0 };
-    const char *const runs[] = { "auto", "k01_naive" };
-    int passed = 0, t = 0;
+    static const int32_t moe[] = { 0, 37, 1, 0, 130, 5, 0 }, big[] = { 200, 0, 333, 64 };
+    int passed = 0, calls = 0, t = 0;
     for (int kind = TK_GROUP_BATCHED; kind <= TK_GROUP_ROWS; kind++)
         for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_BLOCK; mode++)
             for (int v2 = 0; v2 < 2; v2++, t++) {
                 gcase g = { kind, mode, kind == TK_GROUP_ROWS ? 7 : 3, moe, 7, v2 ? 258 : 130,
-                            mode == TK_SCALE_BLOCK ? (v2 ? 384 : 128) : (v2 ? 200 : 45),
+                            mode == TK_SCALE_BLOCK ? (v2 ? 384 : 128) : (v2 ? 208 : 45),
                             t & 1 ? TK_LAB_E5M2 : TK_LAB_E4M3, t & 2 ? TK_LAB_E5M2 : TK_LAB_E4M3,
                             v2 ? TK_BF16 : TK_F32, t % 3 == 1 ? 0.5f : 0.0f, v2 ? 3 : 0, v2, 0, 7000u + (unsigned)t };
                 char label[96];
-                snprintf(label, sizeof label, "%s, %s, %s x %s, %s C, beta %g, pad %d", tk_lab_group_kind_name(kind),
-                         tk_lab_scale_mode_name(mode), tk_lab_fp8_format_name(g.fa), tk_lab_fp8_format_name(g.fb),
-                         v2 ? "bf16" : "fp32", (double)g.beta, g.pad);
-                for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
-                    passed += grouped_case(label, &g, runs[i], 0);
-                if (v2 == 0)
-                    passed += grouped_case(label, &g, "k31_wgmma_cluster", 1);
+                snprintf(label, sizeof label, "%s, %s, %s x %s, %s C, K %lld, beta %g, pad %d",
+                         tk_lab_group_kind_name(kind), tk_lab_scale_mode_name(mode), tk_lab_fp8_format_name(g.fa),
+                         tk_lab_fp8_format_name(g.fb), v2 ? "bf16" : "fp32", (long long)g.k, (double)g.beta, g.pad);
+                passed += grouped_all(label, &g, &calls);
+                if (v2 == 0) {
+                    passed += grouped_case(label, &g, "k31_wgmma_cluster", 1, NULL, 0);
+                    passed += grouped_case(label, &g, "k43_grouped_64x128", 1, NULL, 0);
+                    calls += 2;
+                }
+                /* groups of 64-333 rows (ROWS) or 150 (BATCHED): auto's 128-row tiles, N past one 256 tile */
+                g.sizes = big;
+                g.count = kind == TK_GROUP_ROWS ? 4 : 2;
+                g.mb = 150;
+                g.n = 300;
+                g.k = mode == TK_SCALE_BLOCK ? 256 : 272;
+                g.seed += 500;
+                snprintf(label, sizeof label, "%s, %s, big groups, K %lld", tk_lab_group_kind_name(kind),
+                         tk_lab_scale_mode_name(mode), (long long)g.k);
+                passed += grouped_all(label, &g, &calls);
             }
     gcase bad = { TK_GROUP_ROWS, TK_SCALE_ROW, 4, moe + 1, 0, 64, 128, TK_LAB_E4M3, TK_LAB_E4M3, TK_F32, 0.0f, 0,
                   0, 1, 7100u };
-    passed += grouped_case("rows, bad last offset", &bad, "k01_naive", 0);
-    printf("  grouped %d cases passed\n", passed);
+    passed += grouped_case("rows, bad last offset", &bad, "k01_naive", 0, NULL, 0);
+    calls++;
+    for (size_t i = 0; i < sizeof k43_fp8 / sizeof k43_fp8[0]; i++, calls++)
+        passed += grouped_case("rows, bad last offset", &bad, k43_fp8[i], 0, NULL, 0);
+    printf("  grouped %d of %d calls as expected\n", passed, calls);
+    CHECK(passed == calls, "grouped: %d of %d calls as expected", passed, calls);
+}
+
+/* ---- moe_time: grouped FP8 timed against a loop of dense FP8 calls ----
+ * Not a check of results (grouped does that) and not in the default run:
+ * TK_FP8_MOE_TIME=1 gpu_test_fp8 moe_time. A mixture of experts' forward
+ * (TK_GROUP_ROWS, equal groups, block scales, e4m3, bf16 C, beta 0) on
+ * auto and each k43 FP8 line, and as a host loop of one dense FP8
+ * tk_gemm_run a group on auto (its rows, its expert's B and scales):
+ * median of 20 calls after 3, TFLOP/s of the groups' flops. */
+typedef struct moe_buf {
+    uint8_t *a, *b;
+    float *sa, *sb;
+    void *c;
+    int32_t *offs;
+} moe_buf;
+
+/* The median of n (<= 32) times (ms) of d's call on kernel (NULL: auto),
+ * or with dense_groups of that many dense calls of `rows` rows a group
+ * (sb_set: one expert's scale_b elements): 3 warm-up calls, then n timed
+ * with events; -1 when a call fails. */
+static double moe_median(tk_handle h, const tk_gemm_desc *d, const char *kernel, int dense_groups, int64_t rows,
+                         int64_t sb_set, int n)
+{
+    double t[32];
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    int ok = 1;
+    for (int i = -3; i < n && ok; i++) {
+        cudaEventRecord(e0, NULL);
+        if (!dense_groups) {
+            ok = tk_gemm_run(h, d, kernel, NULL) == TK_SUCCESS;
+        } else {   /* group g: rows g * rows.., expert g's B and scales, C's rows */
+            for (int g = 0; g < dense_groups && ok; g++) {
+                tk_gemm_desc q = *d;
+                q.group_kind = TK_GROUP_NONE;
+                q.count = 0;
+                q.stride_b = 0;
+                q.offs = NULL;
+                q.problem.m = rows;
+                q.problem.a = (const uint8_t *)d->problem.a + g * rows * d->problem.lda;
+                q.problem.b = (const uint8_t *)d->problem.b + g * d->stride_b;
+                q.problem.c = (uint16_t *)d->problem.c + g * rows * d->problem.ldc;
+                q.scale_a = d->scale_a + g * rows;   /* ld_scale_a stays M: rows' entries of each k-block */
+                q.scale_b = d->scale_b + g * sb_set;
+                ok = tk_gemm_run(h, &q, kernel, NULL) == TK_SUCCESS;
+            }
+        }
+        cudaEventRecord(e1, NULL);
+        cudaEventSynchronize(e1);
+        float ms = 0.0f;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (i >= 0)
+            t[i] = ms;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (!ok || cudaDeviceSynchronize() != cudaSuccess)
+        return -1.0;
+    for (int i = 1; i < n; i++)   /* insertion sort of n <= 32 */
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            const double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    return t[n / 2];
+}
+
+static void moe_time(void)
+{
+    static const struct {
+        int groups;
+        int64_t rows, n, k;
+    } shapes[] = { { 8, 512, 4096, 7168 }, { 32, 128, 4096, 2048 }, { 64, 16, 4096, 7168 }, { 128, 32, 2048, 7168 } };
+    static const char *const runs[] = { "auto", "k43_grouped_128x128", "k43_grouped_128x256", "k43_swap_16x64",
+                                        "k43_swap_32x64" };
+    tk_handle h = tk_lab_verify_handle(v);
+    printf("     %-24s %-22s %9s %9s\n", "groups x rows x N x K", "kernel", "ms", "TFLOP/s");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int G = shapes[s].groups;
+        const int64_t R = shapes[s].rows, Nn = shapes[s].n, Kk = shapes[s].k, M = G * R;
+        const int64_t nb = (Nn + 127) / 128, kb = Kk / 128, sb_set = nb * kb;
+        moe_buf m = { NULL, NULL, NULL, NULL, NULL, NULL };
+        int32_t offs[128];
+        const int64_t nones = M * kb > G * sb_set ? M * kb : G * sb_set;
+        float *ones = malloc((size_t)nones * sizeof(float));
+        for (int g = 0; g < G; g++)
+            offs[g] = (int32_t)((g + 1) * R);
+        int ok = ones && cudaMalloc((void **)&m.a, (size_t)(M * Kk)) == cudaSuccess &&
+                 cudaMalloc((void **)&m.b, (size_t)(G * Nn * Kk)) == cudaSuccess &&
+                 cudaMalloc((void **)&m.sa, (size_t)(M * kb) * sizeof(float)) == cudaSuccess &&
+                 cudaMalloc((void **)&m.sb, (size_t)(G * sb_set) * sizeof(float)) == cudaSuccess &&
+                 cudaMalloc(&m.c, (size_t)(M * Nn) * 2) == cudaSuccess &&
+                 cudaMalloc((void **)&m.offs, (size_t)G * 4) == cudaSuccess;
+        CHECK(ok, "moe_time: out of memory at %d x %lld x %lld x %lld", G, (long long)R, (long long)Nn,
+              (long long)Kk);
+        if (ok) {
+            for (int64_t i = 0; i < nones; i++)
+                ones[i] = 1.0f / 64;
+            cudaMemset(m.a, 0x30, (size_t)(M * Kk));   /* e4m3 0.5: finite sums */
+            cudaMemset(m.b, 0x30, (size_t)(G * Nn * Kk));
+            cudaMemcpy(m.sa, ones, (size_t)(M * kb) * sizeof(float), cudaMemcpyHostToDevice);
+            cudaMemcpy(m.sb, ones, (size_t)(G * sb_set) * sizeof(float), cudaMemcpyHostToDevice);
+            cudaMemcpy(m.offs, offs, (size_t)G * 4, cudaMemcpyHostToDevice);
+            tk_gemm_desc d = TK_GEMM_DESC_INIT;
+            d.problem = (tk_gemm_problem){ TK_ROW_MAJOR, TK_OP_N, TK_OP_T, M, Nn, Kk, 1.0f, 0.0f, m.a, Kk, m.b, Kk,
+                                           m.c, Nn, TK_BF16 };
+            d.group_kind = TK_GROUP_ROWS;
+            d.count = G;
+            d.stride_b = Nn * Kk;
+            d.offs = m.offs;
+            d.a_fp8 = d.b_fp8 = TK_FP8_E4M3;
+            d.scale_mode = TK_SCALE_BLOCK;
+            d.scale_a = m.sa, d.scale_b = m.sb;
+            d.ld_scale_a = M, d.ld_scale_b = nb;
+            const double flop = 2.0 * (double)M * (double)Nn * (double)Kk;
+            char shape[48], route[TK_MSG_LEN];
+            snprintf(shape, sizeof shape, "%d x %lld x %lld x %lld", G, (long long)R, (long long)Nn, (long long)Kk);
+            tk_fp8_args fa;
+            tk_group_args ga;
+            tk_route r;
+            snprintf(route, sizeof route, "%s", tk_fp8_route(h, &d, &fa, &ga, &r) == TK_SUCCESS && r.k ? r.k->name
+                                                                                                        : "(none)");
+            for (size_t i = 0; i <= sizeof runs / sizeof runs[0]; i++) {
+                const int loop = i == sizeof runs / sizeof runs[0];
+                const char *kernel = loop ? NULL : strcmp(runs[i], "auto") ? runs[i] : NULL;
+                const double ms = moe_median(h, &d, kernel, loop ? G : 0, R, sb_set, 20);
+                char name[TK_MSG_LEN + 16];
+                if (!loop && !kernel)
+                    snprintf(name, sizeof name, "auto: %s", route);
+                else
+                    snprintf(name, sizeof name, "%s", loop ? "dense loop (auto)" : runs[i]);
+                if (ms < 0)
+                    printf("     %-24s %-22s refused or failed: %s\n", shape, name, tk_last_error(h));
+                else
+                    printf("     %-24s %-22s %9.3f %9.1f\n", shape, name, ms, flop / (ms * 1e-3) / 1e12);
+            }
+        }
+        cudaFree(m.a); cudaFree(m.b); cudaFree(m.sa); cudaFree(m.sb); cudaFree(m.c); cudaFree(m.offs);
+        free(ones);
+    }
 }
 
 void tk_tests(void)
@@ -578,5 +777,7 @@ void tk_tests(void)
     TK_TEST(copies);
     TK_TEST(routed);
     TK_TEST(grouped);
+    if (getenv("TK_FP8_MOE_TIME"))   /* timing alone, not a check: only when asked */
+        TK_TEST(moe_time);
     tk_lab_verify_close(v);
 }

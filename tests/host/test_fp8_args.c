@@ -7,8 +7,12 @@
  * (test_route_copies), a named bf16 kernel refuses it; an epilogue, K or
  * masked groups, or block scales with a column-major problem refused with
  * TK_ERR_NOT_SUPPORTED; a bf16 call unchanged. Many FP8 products
- * (version 5: TK_GROUP_ROWS, _BATCHED) pass to k01_naive alone, each bad
- * group or scale-stride field refused by name (test_grouped_*). */
+ * (version 5: TK_GROUP_ROWS, _BATCHED) pass to auto-dispatch, each bad
+ * group or scale-stride field refused by name (test_grouped_*); auto runs
+ * them on k43's FP8 instances where those take them (K-major, K % 16 ==
+ * 0, 16-byte strides; the tile by the rows a group), else on k01_naive,
+ * with no copies, and each k43 line named refuses what it cannot run with
+ * its reason (test_grouped_route). */
 #include <stdint.h>
 #include <string.h>
 #include "tilekit.h"
@@ -324,7 +328,7 @@ static void test_route_copies(void)
         fp8_attrs(&fake, &d);
         tk_fp8_args f;
         tk_route r;
-        tk_status st = tk_fp8_route(&fake, &d, &f, &r);
+        tk_status st = tk_fp8_route(&fake, &d, &f, NULL, &r);
         CHECK(st == TK_SUCCESS && r.k, "%s: %s (%s)", label, tk_status_string(st), tk_last_error(&fake));
         if (st != TK_SUCCESS || !r.k)
             continue;
@@ -453,9 +457,32 @@ static tk_gemm_desc moe_desc(int mode)
     return d;
 }
 
-/* Valid grouped calls pass every check and reach auto-dispatch, where
- * k01_naive alone takes them (its grouped FP8 kernel): the FP8 instances
- * of k31 and k33 refuse many products, k43 FP8 operands. */
+/* The kernels' arguments of the grouped FP8 call d into *a, *f, *g (a
+ * column-major call's formats and scales swapped with its operands; the
+ * scales' strides 0), and the stand-in attributes of every entry they may
+ * reach on h; 0 if the problem's checks refuse d. */
+static int grouped_args(struct tk_handle_s *h, const tk_gemm_desc *d, tk_args *a, tk_fp8_args *f, tk_group_args *g)
+{
+    int noop = 0;
+    const tk_kernel *named = NULL;
+    const tk_widths w = { d->problem.n, d->problem.n, 0, 1 };
+    h->nattrs = 0;
+    if (tk_prepare_widths(h, &d->problem, NULL, a, &noop, &named, 1, &w) != TK_SUCCESS)
+        return 0;
+    const int col = d->problem.layout == TK_COL_MAJOR;
+    *f = (tk_fp8_args){ col ? d->b_fp8 : d->a_fp8, col ? d->a_fp8 : d->b_fp8, d->scale_mode,
+                        col ? d->scale_b : d->scale_a, col ? d->scale_a : d->scale_b, d->ld_scale_a, d->ld_scale_b,
+                        0, 0 };
+    tk_group_args_of(d, g);
+    a->fp8 = f;
+    a->grp = g;
+    fh_attrs_args(h, a);
+    return 1;
+}
+
+/* Valid grouped calls pass every check and reach auto-dispatch (which
+ * kernel then runs them: test_grouped_route); the dense FP8 instances of
+ * k31, k33 and k36 refuse many products. */
 static void test_grouped_valid(void)
 {
     struct tk_handle_s fake;
@@ -479,26 +506,14 @@ static void test_grouped_valid(void)
         CHECK(st == TK_SUCCESS, "batched, count 0, mode %d: %s (%s)", mode, tk_status_string(st),
               tk_last_error(&fake));
     }
-    /* the route: k01_naive, and the fast FP8 kernels named refuse many products */
-    tk_gemm_desc d = moe_desc(TK_SCALE_ROW);
+    /* the dense FP8 kernels named refuse many products */
+    const tk_gemm_desc d = moe_desc(TK_SCALE_ROW);
     tk_args a;
-    int noop = 0;
-    const tk_kernel *named = NULL;
-    const tk_widths w = { N, N, 0, 1 };
-    CHECK(tk_prepare_widths(&fake, &d.problem, NULL, &a, &noop, &named, 1, &w) == TK_SUCCESS, "prepare: %s",
-          tk_last_error(&fake));
-    tk_fp8_args f = { TK_FP8_E4M3, TK_FP8_E4M3, TK_SCALE_ROW, d.scale_a, d.scale_b, 0, 0, 0, N };
+    tk_fp8_args f;
     tk_group_args g;
-    tk_group_args_of(&d, &g);
-    a.fp8 = &f;
-    a.grp = &g;
-    fh_attrs_args(&fake, &a);
-    tk_route r;
-    const int ok = tk_route_choose(&fake, &a, &r, 0);
-    CHECK(ok && r.k && !strcmp(r.k->name, "k01_naive"), "grouped FP8: auto picked %s (expected k01_naive)",
-          ok && r.k ? r.k->name : "nothing");
+    CHECK(grouped_args(&fake, &d, &a, &f, &g), "prepare: %s", tk_last_error(&fake));
     static const char *const fast[] = { "k31_wgmma_cluster", "k33_wgmma_128x128", "k36_swap_16x64",
-                                        "k43_grouped_128x256" };
+                                        "k45_cluster_128x128" };
     for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++) {
         const tk_kernel *k = tk_registry_find(fast[i]);
         if (!k)
@@ -506,6 +521,204 @@ static void test_grouped_valid(void)
         char why[TK_MSG_LEN] = "";
         const tk_status st = tk_kernel_check(&fake, k, &a, why, sizeof why);
         CHECK(st == TK_ERR_NOT_SUPPORTED, "%s named on grouped FP8: %s (%s)", fast[i], tk_status_string(st), why);
+    }
+}
+
+/* The grouped FP8 call d as auto-dispatch runs it on the stand-in handle
+ * h (sm 90 or 80; the attributes of every entry it may reach stood in),
+ * through tk_fp8_route: the kernel's name, or the refusal. The route must
+ * take no copies and carry the call's group and FP8 arguments, the scales'
+ * strides resolved (checked here). */
+static const char *grouped_route(struct tk_handle_s *h, const tk_gemm_desc *d, const char *label)
+{
+    static char msg[TK_MSG_LEN + 32];
+    tk_args a;
+    tk_fp8_args f;
+    tk_group_args g;
+    (void)grouped_args(h, d, &a, &f, &g);   /* a refused problem is refused by the route too */
+    tk_route r;
+    const tk_status st = tk_fp8_route(h, d, &f, &g, &r);
+    if (st != TK_SUCCESS || !r.k) {
+        snprintf(msg, sizeof msg, "refused: %s (%s)", tk_status_string(st), tk_last_error(h));
+        return msg;
+    }
+    CHECK(!r.copy[0] && !r.copy[1] && !r.copy[2] && r.bytes == 0, "%s: the route copies (%d %d %d)", label,
+          r.copy[0], r.copy[1], r.copy[2]);
+    CHECK(r.run.grp == &g && r.run.fp8 == &f && g.count == d->count, "%s: the route lost its arguments", label);
+    return r.k->name;
+}
+
+/* Auto-dispatch of many FP8 products: k43's FP8 instances by the rows a
+ * group (ROWS: M / count; BATCHED: M) where they take the call, k01_naive
+ * where none does (K % 16, strides off 16 bytes, not K-major, sm_80); each
+ * k43 line named accepts or refuses with its reason. */
+static void test_grouped_route(void)
+{
+    static const struct {
+        int kind, mode;
+        int64_t m, n, k;
+        const char *want;
+    } cases[] = {
+        /* ROWS, 4 groups: 16, 32, 64 rows a group; N 4096 over 1024-row groups (128 x 256 tiles fill the SMs) */
+        { TK_GROUP_ROWS, TK_SCALE_ROW, 64, N, K, "k43_swap_16x64" },
+        { TK_GROUP_ROWS, TK_SCALE_BLOCK, 64, N, K, "k43_swap_16x64" },
+        { TK_GROUP_ROWS, TK_SCALE_TENSOR, 128, N, K, "k43_swap_32x64" },
+        { TK_GROUP_ROWS, TK_SCALE_BLOCK, 256, N, K, "k43_grouped_128x128" },   /* bf16 takes 64 x 128: no FP8 one */
+        { TK_GROUP_ROWS, TK_SCALE_ROW, 4096, 4096, 2048, "k43_grouped_128x256" },
+        { TK_GROUP_ROWS, TK_SCALE_BLOCK, 4096, 4096, 2048, "k43_grouped_128x256" },
+        { TK_GROUP_ROWS, TK_SCALE_ROW, 4096, 128, 2048, "k43_grouped_128x128" },
+        { TK_GROUP_ROWS, TK_SCALE_ROW, 4096, 64, 2048, "k43_grouped_128x128" },   /* bf16 takes 128 x 64 */
+        { TK_GROUP_BATCHED, TK_SCALE_TENSOR, 1024, 4096, 512, "k43_grouped_128x256" },
+        { TK_GROUP_BATCHED, TK_SCALE_TENSOR, 512, 4096, 512, "k43_grouped_128x128" },   /* 256 tiles of 128 x 256 */
+        { TK_GROUP_BATCHED, TK_SCALE_ROW, 16, N, K, "k43_swap_16x64" },
+        { TK_GROUP_BATCHED, TK_SCALE_ROW, 48, N, K, "k43_grouped_128x128" },
+        /* K not a multiple of 16 (lines of codes off TMA's 16 bytes): k01_naive */
+        { TK_GROUP_ROWS, TK_SCALE_ROW, 512, N, 200, "k01_naive" },
+        { TK_GROUP_BATCHED, TK_SCALE_TENSOR, 64, N, 45, "k01_naive" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tk_handle_s fake;
+        fh_init(&fake, 90);
+        tk_gemm_desc d = fp8_desc(cases[i].mode);
+        tk_gemm_problem *p = &d.problem;
+        p->m = cases[i].m, p->n = cases[i].n, p->k = cases[i].k;
+        p->lda = p->ldb = p->k, p->ldc = p->n;
+        d.group_kind = cases[i].kind;
+        d.count = G;
+        if (cases[i].kind == TK_GROUP_ROWS) {
+            d.offs = (const int32_t *)FAKE(6);
+        } else {
+            d.stride_a = p->m * p->k;
+            d.stride_c = p->m * p->n;
+        }
+        d.stride_b = p->n * p->k;
+        if (cases[i].mode == TK_SCALE_BLOCK) {
+            d.ld_scale_a = p->m;
+            d.ld_scale_b = (p->n + 127) / 128;
+        }
+        char label[128];
+        snprintf(label, sizeof label, "%s, mode %d, %lld x %lld x %lld, %d groups",
+                 cases[i].kind == TK_GROUP_ROWS ? "rows" : "batched", cases[i].mode, (long long)p->m,
+                 (long long)p->n, (long long)p->k, G);
+        const char *got = grouped_route(&fake, &d, label);
+        CHECK(!strcmp(got, cases[i].want), "%s: auto runs %s (expected %s)", label, got, cases[i].want);
+        fh_init(&fake, 80);   /* sm_80: no k43 */
+        got = grouped_route(&fake, &d, label);
+        CHECK(!strcmp(got, "k01_naive"), "%s, sm_80: auto runs %s (expected k01_naive)", label, got);
+    }
+
+    /* the scales' strides as the kernels get them: B's per expert (default one set, or the caller's), A's
+     * shared (0); BATCHED column-major: swapped with the operands (public op_a T, op_b N: K-major) */
+    struct tk_handle_s fake;
+    fh_init(&fake, 90);
+    tk_gemm_desc d = moe_desc(TK_SCALE_ROW);
+    d.stride_scale_b = N + 16;
+    tk_fp8_args f;
+    tk_group_args g;
+    tk_route r;
+    (void)grouped_route(&fake, &d, "rows, scale strides");
+    tk_status st = tk_fp8_route(&fake, &d, &f, &g, &r);
+    CHECK(st == TK_SUCCESS && f.sstride_a == 0 && f.sstride_b == N + 16 && g.kind == TK_GROUP_ROWS,
+          "rows: sstride_a %lld, sstride_b %lld (expected 0, %d)", (long long)f.sstride_a, (long long)f.sstride_b,
+          N + 16);
+    d = fp8_desc(TK_SCALE_ROW);
+    d.problem.layout = TK_COL_MAJOR;
+    d.problem.op_a = TK_OP_T, d.problem.op_b = TK_OP_N;
+    d.problem.lda = K, d.problem.ldb = K, d.problem.ldc = M;
+    d.group_kind = TK_GROUP_BATCHED;
+    d.count = G;
+    d.stride_a = (int64_t)M * K, d.stride_b = (int64_t)N * K, d.stride_c = (int64_t)M * N;
+    d.stride_scale_a = M + 3;   /* the public A's: the normalized B's */
+    const char *got = grouped_route(&fake, &d, "batched, column-major");
+    CHECK(!strncmp(got, "k43_", 4), "batched, column-major T N: auto runs %s (expected a k43 FP8 instance)", got);
+    st = tk_fp8_route(&fake, &d, &f, &g, &r);
+    CHECK(st == TK_SUCCESS && f.sstride_a == N && f.sstride_b == M + 3 && g.stride_a == (int64_t)N * K &&
+              g.stride_b == (int64_t)M * K && r.run.m == N && r.run.n == M,
+          "batched, column-major: sstride_a %lld, sstride_b %lld (expected %d, %d), run %lld x %lld",
+          (long long)f.sstride_a, (long long)f.sstride_b, N, M + 3, (long long)r.run.m, (long long)r.run.n);
+    /* a caller without tk_group_args storage is refused, not run on a dangling one */
+    st = tk_fp8_route(&fake, &d, &f, NULL, &r);
+    CHECK(st == TK_ERR_INVALID_VALUE && strstr(tk_last_error(&fake), "group_kind:"), "route, g NULL: %s (%s)",
+          tk_status_string(st), tk_last_error(&fake));
+
+    /* k43's lines named on a call they take (K-major, K % 16 == 0) and what each must refuse */
+    d = moe_desc(TK_SCALE_BLOCK);
+    d.b_fp8 = TK_FP8_E5M2;
+    tk_args a;
+    CHECK(grouped_args(&fake, &d, &a, &f, &g), "prepare: %s", tk_last_error(&fake));
+    f.sstride_b = set_b(TK_SCALE_BLOCK);
+    static const struct {
+        const char *kernel;
+        int ok;
+    } lines[] = { { "k43_grouped_128x128", 1 }, { "k43_grouped_128x256", 1 }, { "k43_swap_16x64", 1 },
+                  { "k43_swap_32x64", 1 },      { "k43_grouped_64x128", 0 },  { "k43_grouped_128x64", 0 } };
+    char why[TK_MSG_LEN];
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const tk_kernel *k = tk_registry_find(lines[i].kernel);
+        CHECK(k != NULL, "%s: not in the registry", lines[i].kernel);
+        if (!k)
+            continue;
+        why[0] = '\0';
+        tk_resources res;
+        tk_kernel_resources(k, &a, &fake.dev, &res);
+        st = tk_kernel_check(&fake, k, &a, why, sizeof why);
+        if (lines[i].ok)
+            CHECK(st == TK_SUCCESS && res.func, "%s on rows, block, e4m3 x e5m2: %s (%s)", lines[i].kernel,
+                  tk_status_string(st), why);
+        else
+            CHECK(st == TK_ERR_NOT_SUPPORTED && !res.func && strstr(why, "only k43_grouped_128x128"),
+                  "%s on FP8: %s (%s), entry %p (expected a refusal naming the lines with FP8 instances)",
+                  lines[i].kernel, tk_status_string(st), why, res.func);
+    }
+    /* the FP8 entry differs from the bf16 one, and by formats */
+    const tk_kernel *k128 = tk_registry_find("k43_grouped_128x128");
+    tk_resources r8, r8b, r16;
+    tk_kernel_resources(k128, &a, &fake.dev, &r8);
+    f.fb = TK_FP8_E4M3;
+    tk_kernel_resources(k128, &a, &fake.dev, &r8b);
+    a.fp8 = NULL;
+    tk_kernel_resources(k128, &a, &fake.dev, &r16);
+    a.fp8 = &f;
+    CHECK(r8.func && r8b.func && r16.func && r8.func != r8b.func && r8.func != r16.func && r8b.func != r16.func,
+          "k43_grouped_128x128: entries e4m3 x e5m2 %p, e4m3 x e4m3 %p, bf16 %p (expected three)", r8.func, r8b.func,
+          r16.func);
+    /* each refusal, with its reason (the arguments changed one at a time, then restored) */
+    static const struct {
+        const char *what, *word;
+    } refusals[] = {
+        { "K groups", "TK_GROUP_ROWS and TK_GROUP_BATCHED" },
+        { "masked", "TK_GROUP_ROWS and TK_GROUP_BATCHED" },
+        { "K % 16", "not a multiple of 16" },
+        { "block, K % 128", "not a multiple of 128" },
+        { "op_b N", "K-major" },
+        { "op_a T, batched", "K-major" },
+        { "stride_b off 16 bytes", "stride_b" },
+        { "K 0", "k: 0" },
+    };
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        tk_args b = a;
+        tk_group_args gb = g;
+        tk_fp8_args fb = f;
+        b.grp = &gb;
+        b.fp8 = &fb;
+        switch (i) {
+        case 0: gb.kind = TK_GROUP_K; break;
+        case 1: gb.kind = TK_GROUP_MASKED; break;
+        case 2: fb.mode = TK_SCALE_ROW; b.k = 200; break;
+        case 3: b.k = 400; break;
+        case 4: b.op_b = TK_OP_N; b.ldb = N; break;
+        case 5: gb.kind = TK_GROUP_BATCHED; gb.stride_a = (int64_t)M * K; gb.stride_c = (int64_t)M * N;
+                b.op_a = TK_OP_T; b.lda = M; break;
+        case 6: gb.stride_b = (int64_t)N * K + 8; break;
+        case 7: b.k = 0; break;
+        }
+        for (size_t j = 0; j < 4; j++) {
+            const tk_kernel *k = tk_registry_find(lines[j].kernel);
+            why[0] = '\0';
+            st = tk_kernel_check(&fake, k, &b, why, sizeof why);
+            CHECK(st == TK_ERR_NOT_SUPPORTED && strstr(why, refusals[i].word), "%s on %s: %s (%s; expected \"%s\")",
+                  lines[j].kernel, refusals[i].what, tk_status_string(st), why, refusals[i].word);
+        }
     }
 }
 
@@ -626,5 +839,6 @@ void tk_tests(void)
     TK_TEST(test_bad_fields);
     TK_TEST(test_bf16_takes_no_scales);
     TK_TEST(test_grouped_valid);
+    TK_TEST(test_grouped_route);
     TK_TEST(test_grouped_bad_fields);
 }
