@@ -500,21 +500,27 @@ static tk_status k43_launch(const tk_kernel *k, const tk_args *a, const tk_devic
  * to 64 rows, then 128 x 128, and 128 x 256 where its tiles still fill the
  * SMs. first_rank for the pick, auto_rank for the others (all above
  * k01_naive). FP8 picks among the lines with FP8 instances (K43_HAS_FP8):
- * 128 x 128 where bf16 would take 64 x 128 or 128 x 64 (not measured: no
- * GPU run of the FP8 instances yet). */
+ * no swapped tiles with block scales, and 128 x 128 or 128 x 256 by the
+ * tile count where bf16 would take 64 x 128 or 128 x 64 (128 x 256 won at
+ * 16-512 rows a group, N 2048-4096: moe_time, session 32). */
 static int k43_pick_bm(const tk_args *a, const tk_device *dev, int *bn)
 {
     const tk_group_args *g = a->grp;
     const int64_t mean = g->kind == TK_GROUP_ROWS ? a->m / g->count : a->m;
+    const int fp8 = a->fp8 != NULL;
+    /* FP8 with block scales: the swapped tiles ran at about half the rate of
+     * 128 x 256 tiles even at 16 rows a group (H200, 64 x 16 x 4096 x 7168:
+     * 57 against 102 TFLOP/s; 128 x 32 x 2048 x 7168: 109 against 204;
+     * gpu_test_fp8 moe_time, docs/NOTES.md session 32) */
+    const int swap_ok = g->kind != TK_GROUP_K && a->op_a == TK_OP_N && !(fp8 && a->fp8->mode == TK_SCALE_BLOCK);
     *bn = 64;
-    if (mean <= 16 && g->kind != TK_GROUP_K && a->op_a == TK_OP_N)
+    if (mean <= 16 && swap_ok)
         return 16;
-    if (mean <= 32 && g->kind != TK_GROUP_K && a->op_a == TK_OP_N)
+    if (mean <= 32 && swap_ok)
         return 32;
     *bn = 128;
-    const int fp8 = a->fp8 != NULL;
-    if (mean <= 64)
-        return fp8 ? K30_BM : 64;
+    if (mean <= 64 && !fp8)
+        return 64;
     /* the narrowest tile that covers N up to 128 (a wider one multiplies
      * zero-filled columns: P V at head size 64 took twice as long in 128 x
      * 256 tiles, docs/NOTES.md session 25) */

@@ -610,7 +610,8 @@ static void grouped(void)
 /* ---- moe_time: grouped FP8 timed against a loop of dense FP8 calls ----
  * Not a check of results (grouped does that) and not in the default run:
  * TK_FP8_MOE_TIME=1 gpu_test_fp8 moe_time. A mixture of experts' forward
- * (TK_GROUP_ROWS, equal groups, block scales, e4m3, bf16 C, beta 0) on
+ * (TK_GROUP_ROWS, equal groups, $TK_FP8_MOE_SCALE's scales: block, the
+ * default, row or tensor; e4m3, bf16 C, beta 0) on
  * auto and each k43 FP8 line, and as a host loop of one dense FP8
  * tk_gemm_run a group on auto (its rows, its expert's B and scales):
  * median of 20 calls after 3, TFLOP/s of the groups' flops. */
@@ -648,7 +649,8 @@ static double moe_median(tk_handle h, const tk_gemm_desc *d, const char *kernel,
                 q.problem.a = (const uint8_t *)d->problem.a + g * rows * d->problem.lda;
                 q.problem.b = (const uint8_t *)d->problem.b + g * d->stride_b;
                 q.problem.c = (uint16_t *)d->problem.c + g * rows * d->problem.ldc;
-                q.scale_a = d->scale_a + g * rows;   /* ld_scale_a stays M: rows' entries of each k-block */
+                /* block: ld_scale_a stays M, the rows' entries of each k-block; tensor: one value for all */
+                q.scale_a = d->scale_a + (d->scale_mode == TK_SCALE_TENSOR ? 0 : g * rows);
                 q.scale_b = d->scale_b + g * sb_set;
                 ok = tk_gemm_run(h, &q, kernel, NULL) == TK_SUCCESS;
             }
@@ -682,11 +684,17 @@ static void moe_time(void)
     static const char *const runs[] = { "auto", "k43_grouped_128x128", "k43_grouped_128x256", "k43_swap_16x64",
                                         "k43_swap_32x64" };
     tk_handle h = tk_lab_verify_handle(v);
-    printf("     %-24s %-22s %9s %9s\n", "groups x rows x N x K", "kernel", "ms", "TFLOP/s");
+    const char *mode_name = getenv("TK_FP8_MOE_SCALE") ? getenv("TK_FP8_MOE_SCALE") : "block";
+    const tk_scale_mode mode = !strcmp(mode_name, "row") ? TK_SCALE_ROW : !strcmp(mode_name, "tensor") ? TK_SCALE_TENSOR
+                                                                                                     : TK_SCALE_BLOCK;
+    printf("     %s scales\n     %-24s %-22s %9s %9s\n", mode == TK_SCALE_ROW ? "row" : mode == TK_SCALE_TENSOR
+                                                                                      ? "tensor" : "block",
+           "groups x rows x N x K", "kernel", "ms", "TFLOP/s");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int G = shapes[s].groups;
         const int64_t R = shapes[s].rows, Nn = shapes[s].n, Kk = shapes[s].k, M = G * R;
-        const int64_t nb = (Nn + 127) / 128, kb = Kk / 128, sb_set = nb * kb;
+        const int64_t nb = (Nn + 127) / 128, kb = Kk / 128;
+        const int64_t sb_set = mode == TK_SCALE_BLOCK ? nb * kb : mode == TK_SCALE_ROW ? Nn : 1;
         moe_buf m = { NULL, NULL, NULL, NULL, NULL, NULL };
         int32_t offs[128];
         const int64_t nones = M * kb > G * sb_set ? M * kb : G * sb_set;
@@ -717,9 +725,10 @@ static void moe_time(void)
             d.stride_b = Nn * Kk;
             d.offs = m.offs;
             d.a_fp8 = d.b_fp8 = TK_FP8_E4M3;
-            d.scale_mode = TK_SCALE_BLOCK;
+            d.scale_mode = mode;
             d.scale_a = m.sa, d.scale_b = m.sb;
-            d.ld_scale_a = M, d.ld_scale_b = nb;
+            if (mode == TK_SCALE_BLOCK)
+                d.ld_scale_a = M, d.ld_scale_b = nb;
             const double flop = 2.0 * (double)M * (double)Nn * (double)Kk;
             char shape[48], route[TK_MSG_LEN];
             snprintf(shape, sizeof shape, "%d x %lld x %lld x %lld", G, (long long)R, (long long)Nn, (long long)Kk);

@@ -561,9 +561,12 @@ static void test_grouped_route(void)
     } cases[] = {
         /* ROWS, 4 groups: 16, 32, 64 rows a group; N 4096 over 1024-row groups (128 x 256 tiles fill the SMs) */
         { TK_GROUP_ROWS, TK_SCALE_ROW, 64, N, K, "k43_swap_16x64" },
-        { TK_GROUP_ROWS, TK_SCALE_BLOCK, 64, N, K, "k43_swap_16x64" },
+        /* block scales: no swapped tiles (half the rate of 128-row tiles: moe_time, session 32); 4 tiles */
+        { TK_GROUP_ROWS, TK_SCALE_BLOCK, 64, N, K, "k43_grouped_128x128" },
+        { TK_GROUP_ROWS, TK_SCALE_BLOCK, 64, 4096, 7168, "k43_grouped_128x128" },   /* 64 tiles of 128 x 256 */
         { TK_GROUP_ROWS, TK_SCALE_TENSOR, 128, N, K, "k43_swap_32x64" },
         { TK_GROUP_ROWS, TK_SCALE_BLOCK, 256, N, K, "k43_grouped_128x128" },   /* bf16 takes 64 x 128: no FP8 one */
+        { TK_GROUP_ROWS, TK_SCALE_ROW, 256, N, K, "k43_grouped_128x128" },
         { TK_GROUP_ROWS, TK_SCALE_ROW, 4096, 4096, 2048, "k43_grouped_128x256" },
         { TK_GROUP_ROWS, TK_SCALE_BLOCK, 4096, 4096, 2048, "k43_grouped_128x256" },
         { TK_GROUP_ROWS, TK_SCALE_ROW, 4096, 128, 2048, "k43_grouped_128x128" },
