@@ -230,7 +230,8 @@ def scaled_grouped_mm(a, b, scale_a, scale_b, offs=None, out_dtype=torch.bfloat1
     on the host, and a bad group is skipped on the device, its rows not
     written. TypeError for dtypes and devices, ValueError for shapes and
     strides, naming the argument. Runs on tk_gemm_run's grouped FP8 path:
-    k01_naive for now (correct, slow; docs/NOTES.md "Grouped FP8"). A
+    k43's FP8 instances where K % 16 == 0 (K-major operands), else
+    k01_naive (correct, slow). A
     torch op (torch.compile, where offs is never read on the host; CUDA
     graphs); no autograd."""
     if torch.compiler.is_compiling():
