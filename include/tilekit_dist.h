@@ -245,13 +245,15 @@ tk_status tk_dist_set_timeout(tk_dist d, int timeout_ms);
  * transport asked, and ranks that ask for different ones hang or fail.
  * - P2P: grouped ncclSend/ncclRecv on d's stream, chunk by chunk: NCCL's
  *   kernels, which need SMs that the GEMMs' persistent grids hold.
- * - CE: NCCL's copy-engine collectives (NCCL 2.28 and newer): per chunk
- *   one ncclAllGather (all-gather) or ncclAlltoAll (reduce-scatter) on a
- *   communicator split from d's with the zero-CTA policy, between windows
- *   registered symmetric (ncclMemAlloc'd device memory that d holds,
- *   grown to the largest call, in 32 MiB steps). They take no SM where the
- *   ranks are on one node with P2P and cuMem; elsewhere NCCL runs them
- *   with its kernels, silently (the results are the same).
+ * - CE: the copy engines (NCCL 2.28 and newer, one node with P2P and
+ *   cuMem, libtilekit_dist built with nccl_device.h): per chunk one
+ *   cudaMemcpyAsync per peer between windows registered symmetric
+ *   (ncclMemAlloc'd device memory that d holds, grown to the largest call,
+ *   in 32 MiB steps; the peers' windows addressed through NCCL's device
+ *   API), the ranks meeting at one-word ncclAllReduces on a communicator
+ *   split from d's with one CTA a kernel; the call's GEMMs leave one SM to
+ *   those (unless tk_dist_set_comm_sms set more aside). The copies take
+ *   no SM, so they run beside the GEMMs.
  * - AUTO (0, the default): CE where the NCCL loaded has its functions and
  *   its set-up succeeded on every rank, else P2P.
  * Without a call to this, $TK_DIST_TRANSPORT (auto, p2p or ce; another

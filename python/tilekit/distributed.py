@@ -145,7 +145,8 @@ class Communicator:
 
     def set_transport(self, name):
         """How NCCL moves the chunks (tk_dist_set_transport): "auto", "p2p"
-        (ncclSend/ncclRecv) or "ce" (its copy-engine collectives). Every rank
+        (ncclSend/ncclRecv) or "ce" (copy-engine copies between NCCL's
+        symmetric windows). Every rank
         must ask for the same."""
         codes = {"auto": 0, "p2p": 1, "ce": 2}
         if name not in codes:

@@ -28,7 +28,7 @@
 #include "dist.h"
 
 #ifndef NCCL_WIN_COLL_SYMMETRIC
-#define NCCL_WIN_COLL_SYMMETRIC 0x01   /* an nccl.h before 2.27: set-up refuses anyway (no zero-CTA policy) */
+#define NCCL_WIN_COLL_SYMMETRIC 0x01   /* an nccl.h before 2.27: set-up refuses anyway (not 2.28) */
 #endif
 
 /* Every rank's outcome of `step` (mine: 0 success) exchanged: *ok 1 where
