@@ -49,8 +49,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 sys.path.insert(0, HERE)
 
 import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from dist_torch import rel, timed  # noqa: E402
+import tilekit  # noqa: E402
+import tilekit.distributed as tkd  # noqa: E402
+from dist_torch import finish, rel, timed  # noqa: E402
 
 LLAMA3_70B = {"hidden": 8192, "heads": 64, "kv_heads": 8, "head_dim": 128, "ffn": 28672, "eps": 1e-5,
               "theta": 500000.0}
@@ -161,7 +164,6 @@ def _linear(weight):
 def tilekit_layer(w):
     """decoder_layer's layer on tilekit.distributed's modules, made from the
     full weights w (each module takes this rank's share)."""
-    import tilekit.distributed as tkd
     q, k, v = (tkd.ColumnParallelLinear.from_linear(_linear(w[n])) for n in "qkv")
     qkv = tkd.ColumnParallelLinear(torch.cat([q.weight, k.weight, v.weight]).detach())
     mlp = argparse.Namespace(gate_proj=_linear(w["gate"]), up_proj=_linear(w["up"]), down_proj=_linear(w["down"]),
@@ -178,9 +180,6 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--no-reference", action="store_true", help="skip rank 0's single-GPU forward")
     args = ap.parse_args()
-    import torch.distributed as dist
-    import tilekit
-    import tilekit.distributed as tkd
     dist.init_process_group("nccl")
     rank, R = dist.get_rank(), dist.get_world_size()
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
@@ -254,10 +253,7 @@ def main():
             with open(args.json, "w") as f:
                 json.dump({"ranks": R, "device": torch.cuda.get_device_name(), "config": cfg, "rows": rows}, f,
                           indent=1)
-    dist.barrier()
-    for c in list(tkd._comms.values()):
-        c.close()
-    dist.destroy_process_group()
+    finish()
 
 
 if __name__ == "__main__":
