@@ -93,7 +93,10 @@
 # leave 16 SMs to NCCL; DIST_BENCH_EXTRA= for none), then the
 # torchrun test of tilekit.distributed (tests/gpu/test_torch_dist.py) where
 # torch is installed. DIST_STEPS (default test,memcheck,bench,torch) picks
-# steps, so that two calls fit the 10-minute limit; each step stopped after
+# steps, so that two calls fit the 10-minute limit; "llama" (not in the
+# default) runs bench/dist_llama.py under torchrun (2 Llama-3-70B layers at
+# 2048 and 8192 tokens, tilekit's layers against sequential collectives;
+# OUTDIR/dist_llama.json; DIST_LLAMA_ARGS: more arguments); each step stopped after
 # DIST_TIMEOUT seconds (default 420). NVLink multicast stays off: the three
 # variables below are exported for every part.
 # Everything is logged under OUTDIR; bench/readme_table.py turns
@@ -344,6 +347,14 @@ if [ "$PART" = dist ]; then
         TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
             TILEKIT_DIST_LIB="$PWD/$BUILD/libtilekit_dist.so" \
             step torch_dist python3 -m torch.distributed.run --standalone --nproc-per-node 2 tests/gpu/test_torch_dist.py
+    fi
+    if [[ $steps == *,llama,* ]] && python3 -c 'import torch' 2>/dev/null; then
+        # shellcheck disable=SC2086
+        TILEKIT_LIB="$PWD/$BUILD/libtilekit.so" TILEKIT_EXT="$PWD/$BUILD/python/_tilekit$suffix" \
+            TILEKIT_DIST_LIB="$PWD/$BUILD/libtilekit_dist.so" \
+            step dist_llama python3 -m torch.distributed.run --standalone --nproc-per-node 2 bench/dist_llama.py \
+            ${DIST_LLAMA_ARGS:-} --json "$out/dist_llama.json"
+        cat "$out/dist_llama.log"
     fi
 fi
 if [ "$PART" = handle ]; then

@@ -77,6 +77,14 @@ def rel(got, want):
     return ((got - want).norm() / want.norm().clamp_min(1e-6)).item()
 
 
+def finish():
+    """Every rank, last: tilekit's communicators closed, then the process group."""
+    dist.barrier()
+    for c in list(tkd._comms.values()):
+        c.close()
+    dist.destroy_process_group()
+
+
 def symm_group():
     """The default group's name with symmetric memory enabled, or the error."""
     try:
@@ -170,10 +178,7 @@ def main():
         trace("o seq", lambda: dist.reduce_scatter_tensor(out, xo @ wo.t()), rank)
         trace("o tilekit (transport %s)" % os.environ.get("TK_DIST_TRANSPORT", "auto"),
               lambda: tkd.matmul_reduce_scatter(xo, wo.t()), rank)
-        dist.barrier()
-        for c in list(tkd._comms.values()):
-            c.close()
-        dist.destroy_process_group()
+        finish()
         return
 
     for tokens in [int(t) for t in args.tokens.split(",")]:
@@ -274,10 +279,7 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"ranks": R, "device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
-    dist.barrier()
-    for c in list(tkd._comms.values()):
-        c.close()
-    dist.destroy_process_group()
+    finish()
 
 
 if __name__ == "__main__":
