@@ -189,19 +189,15 @@ def main():
             w = torch.randn(n, HIDDEN, device="cuda", dtype=torch.bfloat16) * HIDDEN ** -0.5
             full = torch.empty(tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
 
-            def seq():
+            def seq(mm=torch.matmul):   # tilekit.matmul: seq_tk
                 dist.all_gather_into_tensor(full, x)
-                return full @ w.t()
-
-            def seq_tk():
-                dist.all_gather_into_tensor(full, x)
-                return tilekit.matmul(full, w.t())
+                return mm(full, w.t())
 
             want = seq()
             got = tkd.all_gather_matmul(x, w.t())
             err = rel(got, want)
             t_seq = timed(seq, args.iters)
-            t_seq_tk = timed(seq_tk, args.iters)
+            t_seq_tk = timed(lambda: seq(tilekit.matmul), args.iters)
             t_tk = timed(lambda: tkd.all_gather_matmul(x, w.t()), args.iters)
             t_torch, e_torch = try_torch(lambda: torch.ops.symm_mem.fused_all_gather_matmul(
                 x, [w.t()], gather_dim=0, group_name=group_name))
@@ -213,19 +209,15 @@ def main():
             w = torch.randn(HIDDEN, k, device="cuda", dtype=torch.bfloat16) * k ** -0.5
             out = torch.empty(m, HIDDEN, device="cuda", dtype=torch.bfloat16)
 
-            def seq():
-                dist.reduce_scatter_tensor(out, x @ w.t())
-                return out
-
-            def seq_tk():
-                dist.reduce_scatter_tensor(out, tilekit.matmul(x, w.t()))
+            def seq(mm=torch.matmul):   # tilekit.matmul: seq_tk
+                dist.reduce_scatter_tensor(out, mm(x, w.t()))
                 return out
 
             want = seq().clone()
             got = tkd.matmul_reduce_scatter(x, w.t())
             err = rel(got, want)
             t_seq = timed(seq, args.iters)
-            t_seq_tk = timed(seq_tk, args.iters)
+            t_seq_tk = timed(lambda: seq(tilekit.matmul), args.iters)
             t_tk = timed(lambda: tkd.matmul_reduce_scatter(x, w.t()), args.iters)
             t_torch, e_torch = try_torch(lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(
                 x, w.t(), "sum", scatter_dim=0, group_name=group_name))
