@@ -231,14 +231,23 @@ tk_status tkd_transport_predict(tk_dist d, const tkd_prep *p, int *t, char *why,
 
 tk_status tkd_barrier(tk_dist d, const char *what)
 {
-    cudaError_t e;
-    if (!d->sig_dev && (e = cudaMalloc((void **)&d->sig_dev, TKD_SIG_WORDS * sizeof(int64_t) * (size_t)d->nranks))) {
-        d->sig_dev = NULL;
+    cudaError_t e = tkd_sig_words(d);
+    if (e)
         return tkd_cuda_fail(d, e, "cudaMalloc (the ranks' signal words)");
-    }
     ncclResult_t r = tkd_nccl_settle(d, d->nccl->AllReduce(d->sig_dev, d->sig_dev, 1, ncclInt64, ncclMax, d->ce_comm,
                                                            d->cs));
     return r ? tkd_nccl_fail(d, r, what) : TK_SUCCESS;
+}
+
+int tkd_ce_abort(tk_dist d, const char *why)
+{
+    if (!d->ce_comm)
+        return 0;
+    d->nccl->CommAbort(d->ce_comm);
+    d->ce_comm = NULL;
+    d->ce_state = -1;
+    snprintf(d->ce_why, sizeof d->ce_why, "its communicator was aborted: %s", why);
+    return 1;
 }
 
 void tkd_ce_release(tk_dist d)

@@ -249,14 +249,9 @@ tk_status tk_dist_destroy(tk_dist d)
     tkd_begin(d);
     if (d->end_recorded) {
         tk_status st = tkd_wait_event(d, d->end, d->timeout_ms, "tk_dist_destroy: the last call");
-        if (st && d->ce_comm) {
-            /* a CE barrier waiting for a rank that never came: its kernel
-             * ends with the split communicator, which is only the context's */
-            d->nccl->CommAbort(d->ce_comm);
-            d->ce_comm = NULL;
+        if (st && tkd_ce_abort(d, "tk_dist_destroy's wait for the last call timed out"))
             st = tkd_wait_event(d, d->end, d->timeout_ms, "tk_dist_destroy: the last call, after aborting the "
                                 "copy-engine transport's communicator");
-        }
         if (st)
             return st;   /* nothing freed: abort the communicator, then destroy again */
     }
@@ -333,16 +328,8 @@ tk_status tk_dist_sync(tk_dist d, int timeout_ms)
     if (!d->end_recorded)
         return TK_SUCCESS;
     tk_status st = tkd_wait_event(d, d->end, timeout_ms ? timeout_ms : d->timeout_ms, "tk_dist_sync: the last call");
-    if (st == TK_ERR_COMM && d->ce_comm) {
-        /* the ranks are out of step: a CE barrier may wait for ever, and its
-         * kernel would keep ncclCommAbort(comm) from freeing (cudaFree waits
-         * for the device). The split communicator is the context's: abort it
-         * here, and the copy engines are gone from this context. */
-        d->nccl->CommAbort(d->ce_comm);
-        d->ce_comm = NULL;
-        d->ce_state = -1;
-        snprintf(d->ce_why, sizeof d->ce_why, "aborted after a call did not complete (tk_dist_sync's timeout)");
-    }
+    if (st == TK_ERR_COMM)
+        tkd_ce_abort(d, "tk_dist_sync's wait for the last call timed out");
     return st;
 }
 
@@ -567,6 +554,14 @@ tk_status tkd_call_begin(tk_dist d, cudaStream_t stream, size_t bytes, int nev)
     return TK_SUCCESS;
 }
 
+cudaError_t tkd_sig_words(tk_dist d)
+{
+    cudaError_t e = cudaSuccess;
+    if (!d->sig_dev && (e = cudaMalloc((void **)&d->sig_dev, TKD_SIG_WORDS * sizeof(int64_t) * (size_t)d->nranks)))
+        d->sig_dev = NULL;
+    return e;
+}
+
 tk_status tkd_allgather_words(tk_dist d, const int64_t *mine, int words, int64_t *all, const char *what)
 {
     const int R = d->nranks;
@@ -575,10 +570,8 @@ tk_status tkd_allgather_words(tk_dist d, const int64_t *mine, int words, int64_t
     ncclResult_t r;
     char where[160];
     snprintf(where, sizeof where, "%s: ncclAllGather", what);
-    if (!d->sig_dev && (e = cudaMalloc((void **)&d->sig_dev, TKD_SIG_WORDS * sizeof(int64_t) * (size_t)R))) {
-        d->sig_dev = NULL;
+    if ((e = tkd_sig_words(d)))
         return tkd_cuda_fail(d, e, where);
-    }
     int64_t *slot = d->sig_dev + (size_t)d->rank * words;
     if ((e = cudaMemcpyAsync(slot, mine, row, cudaMemcpyHostToDevice, d->cs)))
         return tkd_cuda_fail(d, e, where);

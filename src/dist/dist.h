@@ -304,6 +304,14 @@ tk_status tkd_transport_for(tk_dist d, const tkd_prep *p, int *t);
 tk_status tkd_transport_predict(tk_dist d, const tkd_prep *p, int *t, char *why, size_t len);
 /* Frees the windows and destroys the split communicator (d's last call done). */
 void tkd_ce_release(tk_dist d);
+/* The ranks are out of step (a wait timed out): a CE barrier may wait for
+ * ever, and its kernel would keep ncclCommAbort(comm) from freeing
+ * (cudaFree waits for the device). The split communicator is the
+ * context's own: aborted (its kernels end), and the copy engines are gone
+ * from this context (why recorded). 1 where there was one to abort. */
+int tkd_ce_abort(tk_dist d, const char *why);
+/* d->sig_dev allocated (R x TKD_SIG_WORDS words) where it is not yet. */
+cudaError_t tkd_sig_words(tk_dist d);
 /* Every rank reaches this point of cs before any goes on: a one-word
  * ncclAllReduce on the caller's communicator (an SM for a moment). */
 tk_status tkd_barrier(tk_dist d, const char *what);
