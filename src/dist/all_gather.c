@@ -122,20 +122,21 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
 
 /* The CE transport: window 0 chunk-major (transport.c), region i = R slots
  * of chunk i's rows, the same offsets on every rank. On the caller's
- * stream first the gathered A's own rows where asked (a copy engine alone;
- * beside the GEMMs that copy ran four times slower) and the own block's
- * product (it needs nothing from the peers), so that both start before the
- * host has enqueued the rest. On cs: a barrier (every rank has finished
- * with its window: the last call's products and copies out of it), then
- * per chunk one cudaMemcpy2DAsync per peer from A's rows straight into
- * slot r of the peer's window (its address here: peers.cu; the copy
+ * stream first the own block's product (it needs nothing from the peers),
+ * so that it starts before the host has enqueued the rest. On cs: a
+ * barrier (every rank has finished with its window: the last call's
+ * products and copies out of it), then per chunk one cudaMemcpy2DAsync per
+ * peer from A's rows straight into slot r of the peer's window (its address here: peers.cu; the copy
  * engines, no SM, beside the product) and a barrier (every rank's chunk
  * has landed), then the chunk's event. The barriers are one-word
  * all-reduces on the split communicator (one CTA), and the GEMMs leave it
  * an SM (tkd_run), so they do not wait for the GEMM either. Then per
  * chunk, once it landed, one GEMM per peer's slot in ring order: the same
- * GEMMs as P2P's (each peer chunk's rows, ld K), so the same bits; the
- * peers' rows copied into the gathered A beside them where asked. */
+ * GEMMs as P2P's (each peer chunk's rows, ld K), so the same bits. The
+ * gathered A, where asked, is filled on cs after the last barrier, beside
+ * those GEMMs: its own rows from A, the peers' from the window (the own
+ * rows' copy moved there from the caller's stream, where it came before
+ * the first GEMM: qkv 8192 963 -> 928 us; docs/NOTES.md, session 33). */
 static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStream_t stream, tk_status *gst)
 {
     const tk_gemm_problem *pb = &p->desc.problem;
@@ -148,9 +149,6 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
     tk_status st;
     cudaError_t e;
 
-    if (G && K > 0 && (e = cudaMemcpy2DAsync(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes,
-                                             (size_t)mb, cudaMemcpyDeviceToDevice, stream)))
-        return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
     if (pb->n > 0) {
         q = rows_problem(pb, A, pb->lda, (int64_t)r * mb, mb);
         if ((st = tk_gemm_ex(d->h, &q, kernel, stream)))
@@ -173,7 +171,10 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
         if ((e = cudaEventRecord(d->ev[i], d->cs)))
             return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
     }
-    /* the gathered A asked for: the peers' rows from the window */
+    /* the gathered A asked for: the own rows from A, the peers' from the window */
+    if (G && K > 0 && (e = cudaMemcpy2DAsync(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes,
+                                             (size_t)mb, cudaMemcpyDeviceToDevice, d->cs)))
+        return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
     for (int i = 0; i < c && G && K > 0; i++)
         for (int j = 0; j < R; j++) {
             const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
