@@ -255,7 +255,7 @@ def _autograd(torch):
     y = all_gather(x) @ w gives dx = reduce_scatter(dy @ w^T) and dw =
     all_gather(x)^T dy; z = reduce_scatter(x @ w) gives dx = all_gather(dz) @
     w^T and dw = x^T all_gather(dz)."""
-    if _functions:
+    if "ag" in _functions:   # _real_classes shares the dict: test the key, not the dict
         return _functions
 
     class AllGatherMatmul(torch.autograd.Function):

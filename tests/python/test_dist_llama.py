@@ -134,3 +134,17 @@ if torch is not None:
         err = _rel(_unsplit(weights, x), h[0])
         # its cos and sin are fp32 cast to float64, as ours are
         assert err < TOL, "relative error %.3g against transformers' LlamaDecoderLayer" % err
+
+    def test_layers_then_functions():
+        """bench/dist_llama.py makes tilekit's layers before any call:
+        tilekit.distributed makes its modules and its autograd Functions
+        lazily into one dict, and the modules first once left the
+        Functions out (a KeyError 'ag' in the first forward, 2 x H200)."""
+        import tilekit.distributed as tkd
+        for first in ("modules", "functions"):
+            tkd._functions.clear()
+            if first == "modules":
+                assert tkd.ColumnParallelLinear is not None
+            f = tkd._autograd(torch)
+            assert "ag" in f and "rs" in f, (first, sorted(f))
+            assert tkd.TensorParallelMLP is not None and "RowParallelLinear" in tkd._functions
