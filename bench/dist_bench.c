@@ -21,7 +21,7 @@
  *
  *   build/dist_bench [--ranks 2] [--ops qkv,o,gate_up,down] [--tokens 2048,4096,8192,16384,32768]
  *                    [--chunks 0,1,2,4,8] [--partial f32,bf16] [--transport p2p,ce] [--comm-sms N]
- *                    [--samples 15] [--probe] [--json out/dist_bench.json]
+ *                    [--samples 15] [--kernel NAME] [--probe] [--json out/dist_bench.json]
  *
  * --chunks and --partial are lists: each shape's baselines (gemm, comm,
  * sequential) are timed once, then the overlapped call once per chunk
@@ -36,6 +36,8 @@
  * less N (tk_dist_set_comm_sms; the baseline's GEMMs keep every SM) and
  * sets NCCL_MAX_CTAS=N where it is unset, so that the persistent GEMM
  * kernels leave NCCL room instead of holding every SM until they end.
+ * --kernel NAME: every overlapped call's GEMMs run on the named kernel
+ * (desc.kernel; default auto-dispatch per chunk); the baselines stay auto.
  * --probe first asks, per transport, whether the exchange needs SMs: an
  * all-gather alone beside a GEMM that holds every SM (probe() below), one
  * line per rank.
@@ -92,6 +94,7 @@ typedef struct opts {
     shape shapes[MAX_SHAPES];
     shared_out *out;
     const char *json;
+    const char *kernel;          /* --kernel: desc.kernel of the overlapped calls (NULL: auto) */
 } opts;
 
 static double now_us_since(cudaEvent_t a, cudaEvent_t b)
@@ -158,6 +161,7 @@ typedef struct bufs {
     void *cs;                    /* reduce-scatter: this rank's rows of the sum (mb x N) */
     void *out;                   /* the overlapped result (all-gather M x N, reduce-scatter mb x N) */
     int chunks, partial_type;    /* the variant: desc.chunks, desc.partial_type */
+    const char *kernel;          /* desc.kernel (--kernel) */
     tk_status st;                /* the last overlapped call's */
 } bufs;
 
@@ -195,6 +199,7 @@ static int overlapped(bctx *b, void *arg)
                                    u->K, u->out, u->N, TK_BF16 };
     g.gathered = ag ? u->g : NULL;
     g.chunks = u->chunks;
+    g.kernel = u->kernel;
     g.partial_type = ag ? TK_F32 : u->partial_type;
     tk_status st = ag ? tk_dist_all_gather_gemm(b->d, &g, b->s) : tk_dist_gemm_reduce_scatter(b->d, &g, b->s);
     u->st = st;
@@ -260,7 +265,7 @@ static int verify(bctx *b, bufs *u, double *sim)
 static int run_shape(bctx *b, const opts *o, int si, result *rows, int *nrows)
 {
     const shape *sh = &o->shapes[si];
-    bufs u = { .sh = sh, .M = sh->tokens, .mb = sh->tokens / b->R, .N = sh->n, .K = sh->k };
+    bufs u = { .sh = sh, .M = sh->tokens, .mb = sh->tokens / b->R, .N = sh->n, .K = sh->k, .kernel = o->kernel };
     const int ag = sh->op == TK_DIST_ALL_GATHER_GEMM;
     const size_t bf = 2;
     int bad = cudaMalloc(&u.a, (size_t)((ag ? u.mb : u.M) * u.K) * bf) || cudaMalloc(&u.w, (size_t)(u.N * u.K) * bf) ||
@@ -311,6 +316,7 @@ static int run_shape(bctx *b, const opts *o, int si, result *rows, int *nrows)
                                                u.w, u.K, u.out, u.N, TK_BF16 };
                 g.gathered = ag ? u.g : NULL;
                 g.chunks = u.chunks;
+                g.kernel = u.kernel;
                 g.partial_type = u.partial_type;
                 if (tk_dist_plan(b->d, sh->op, &g, &pi) == TK_SUCCESS) {
                     res->chunks = pi.chunks;
@@ -511,12 +517,15 @@ int main(int argc, char **argv)
             o.samples = atoi(v);
         else if (!strcmp(argv[i], "--json") && v)
             o.json = v;
+        else if (!strcmp(argv[i], "--kernel") && v)
+            o.kernel = v;
         else if (!strcmp(argv[i], "--probe")) {
             o.probe = 1;
             continue;
         } else {
             fprintf(stderr, "usage: %s [--ranks 2] [--ops qkv,o,gate_up,down] [--tokens 2048,...] [--chunks 0,1,2,4,8] "
-                    "[--partial f32,bf16] [--transport p2p,ce] [--comm-sms N] [--samples 15] [--probe] [--json FILE]\n", argv[0]);
+                    "[--partial f32,bf16] [--transport p2p,ce] [--comm-sms N] [--samples 15] [--kernel NAME] [--probe] "
+                    "[--json FILE]\n", argv[0]);
             return 2;
         }
         i++;
@@ -603,8 +612,8 @@ int main(int argc, char **argv)
     char tlist[32];
     snprintf(tlist, sizeof tlist, "%s", transport ? transport : "p2p,ce");
     printf("Llama-3-70B projections on %d ranks (NCCL %d), comm SMs %d, chunks asked %s (0: planned), partials %s, "
-           "transports %s; times in us, the slowest rank's median of %d\n", R, o.out->nccl_version, o.comm_sms, chunks,
-           partial, tlist, o.samples);
+           "transports %s, overlapped GEMMs on %s; times in us, the slowest rank's median of %d\n", R, o.out->nccl_version,
+           o.comm_sms, chunks, partial, tlist, o.kernel ? o.kernel : "auto", o.samples);
     if (o.out->ce_skip[0])
         printf("note: the ce lines are left out: %s\n", o.out->ce_skip);
     printf("%-8s %-15s %6s %5s %5s %6s %4s %10s %10s %12s %12s %8s %7s %9s %s\n", "proj", "op", "tokens", "trans",
@@ -616,8 +625,9 @@ int main(int argc, char **argv)
     FILE *js = o.json ? fopen(o.json, "w") : NULL;
     if (js)
         fprintf(js, "{\"ranks\": %d, \"nccl_version\": %d, \"comm_sms\": %d, \"chunks\": \"%s\", \"partial\": \"%s\", "
-                "\"transports\": \"%s\", \"ce_skipped\": \"%s\", \"samples\": %d, \"shapes\": [", R, o.out->nccl_version,
-                o.comm_sms, chunks, partial, tlist, o.out->ce_skip, o.samples);
+                "\"transports\": \"%s\", \"kernel\": \"%s\", \"ce_skipped\": \"%s\", \"samples\": %d, \"shapes\": [", R,
+                o.out->nccl_version, o.comm_sms, chunks, partial, tlist, o.kernel ? o.kernel : "auto", o.out->ce_skip,
+                o.samples);
     int nline = 0;
     for (int i = 0; i < o.out->nrows; i++) {
         const result *r = &o.out->res[i];

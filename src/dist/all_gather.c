@@ -19,6 +19,19 @@
 #include <string.h>
 #include "dist.h"
 
+
+/* rows of width bytes from src (pitch spitch) to dst (pitch dpitch): one
+ * plain copy where both are packed. A packed 2-D copy ran far slower on the
+ * copy engines (16 MB beside a GEMM, 2 x H200: 108 us against 9.5 us; qkv
+ * 8192 920 -> 884 us, 32768 3773 -> 3605; docs/NOTES.md session 33). */
+static cudaError_t copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                             enum cudaMemcpyKind kind, cudaStream_t s)
+{
+    if (dpitch == width && spitch == width)
+        return cudaMemcpyAsync(dst, src, width * rows, kind, s);
+    return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, s);
+}
+
 /* The caller's problem restricted to rows row0 .. row0 + rows - 1 of op(A)
  * and C, op(A)'s first such row at a (leading dimension lda). */
 static tk_gemm_problem rows_problem(const tk_gemm_problem *pb, const void *a, int64_t lda, int64_t row0,
@@ -75,9 +88,9 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
     const int contiguous = pb->lda == K;
     char *own_in_g = G + (size_t)r * mb * row_bytes;
     if (K > 0 && !contiguous && (R > 1 || p->desc.gathered) &&
-        (e = cudaMemcpy2DAsync(own_in_g, row_bytes, A, (size_t)pb->lda * 2, row_bytes, (size_t)mb,
+        (e = copy_rows(own_in_g, row_bytes, A, (size_t)pb->lda * 2, row_bytes, (size_t)mb,
                                cudaMemcpyDeviceToDevice, d->cs)))
-        return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
+        return tkd_cuda_fail(d, e, "cudaMemcpy(2D)Async (the own rows into the gathered A)");
     for (int s = 1; s < R && K > 0; s++) {
         const int sb = (r - s + 1 + R) % R, rb = (r - s + R) % R;
         for (int i = 0; i < c; i++) {
@@ -94,7 +107,7 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
     }
     if (K > 0 && contiguous && p->desc.gathered &&
         (e = cudaMemcpyAsync(own_in_g, A, (size_t)mb * row_bytes, cudaMemcpyDeviceToDevice, d->cs)))
-        return tkd_cuda_fail(d, e, "cudaMemcpyAsync (the own rows into the gathered A)");
+        return tkd_cuda_fail(d, e, "cudaMemcpy(2D)Async (the own rows into the gathered A)");
     if ((e = cudaEventRecord(d->cs_end, d->cs)))
         return tkd_cuda_fail(d, e, "cudaEventRecord (the exchange's end)");
 
@@ -125,7 +138,7 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
  * stream first the own block's product (it needs nothing from the peers),
  * so that it starts before the host has enqueued the rest. On cs: a
  * barrier (every rank has finished with its window: the last call's
- * products and copies out of it), then per chunk one cudaMemcpy2DAsync per
+ * products and copies out of it), then per chunk one copy (copy_rows) per
  * peer from A's rows straight into slot r of the peer's window (its address here: peers.cu; the copy
  * engines, no SM, beside the product) and a barrier (every rank's chunk
  * has landed), then the chunk's event. The barriers are one-word
@@ -160,10 +173,10 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
         const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
         for (int s = 1; s < R; s++) {
             const int j = (r + s) % R;
-            if ((e = cudaMemcpy2DAsync((char *)d->peer[0][j] + tkd_ce_slot(p->bounds, R, i, r, row_bytes), row_bytes,
+            if ((e = copy_rows((char *)d->peer[0][j] + tkd_ce_slot(p->bounds, R, i, r, row_bytes), row_bytes,
                                        A + (size_t)b0 * lda_bytes, lda_bytes, row_bytes, (size_t)rows, cudaMemcpyDefault,
                                        d->cs)))
-                return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (a chunk of the own rows into a peer's window, copy "
+                return tkd_cuda_fail(d, e, "cudaMemcpy(2D)Async (a chunk of the own rows into a peer's window, copy "
                                      "engines)");
         }
         if ((st = tkd_barrier(d, "the all-gather (copy engines): every rank's chunk landed")))
@@ -172,9 +185,9 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
             return tkd_cuda_fail(d, e, "cudaEventRecord (a chunk's arrival)");
     }
     /* the gathered A asked for: the own rows from A, the peers' from the window */
-    if (G && K > 0 && (e = cudaMemcpy2DAsync(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes,
+    if (G && K > 0 && (e = copy_rows(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes,
                                              (size_t)mb, cudaMemcpyDeviceToDevice, d->cs)))
-        return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
+        return tkd_cuda_fail(d, e, "cudaMemcpy(2D)Async (the own rows into the gathered A)");
     for (int i = 0; i < c && G && K > 0; i++)
         for (int j = 0; j < R; j++) {
             const int64_t b0 = p->bounds[i], rows = p->bounds[i + 1] - b0;
