@@ -561,7 +561,8 @@ static int grouped_all(const char *label, const gcase *g, int *calls)
  * pairing, fp32 and bf16 C, beta 0 (C NaN-poisoned) and 0.5, default and
  * padded scale strides, K = 45 (k01_naive alone), 208 (K % 128 != 0: the
  * last k-tile's tail zero-filled), 128 and 384 (block scales); groups of
- * 64-333 rows (auto: 128-row tiles); bad offsets (the last group past M:
+ * 64-333 rows (auto: 128-row tiles); K 16 and 112 (below one k-tile);
+ * bad offsets (the last group past M:
  * skipped, group_error set); on auto, k01_naive and k43's FP8 instances
  * (grouped_all); k31_wgmma_cluster's FP8 instance and k43_grouped_64x128
  * (no FP8 instance) must refuse with C untouched. */
@@ -597,6 +598,17 @@ static void grouped(void)
                          tk_lab_scale_mode_name(mode), (long long)g.k);
                 passed += grouped_all(label, &g, &calls);
             }
+    /* K below one FP8 k-tile (128): 16 and 112, the whole K a zero-filled tail (tensor and row scales; block
+     * scales need K % 128 == 0) */
+    for (int mode = TK_SCALE_TENSOR; mode <= TK_SCALE_ROW; mode++)
+        for (int q = 0; q < 2; q++) {
+            gcase g = { TK_GROUP_ROWS, mode, 7, moe, 7, 130, q ? 112 : 16, TK_LAB_E4M3, q ? TK_LAB_E5M2 : TK_LAB_E4M3,
+                        q ? TK_BF16 : TK_F32, q ? 0.5f : 0.0f, q ? 3 : 0, 0, 0, 7200u + (unsigned)(2 * mode + q) };
+            char label[96];
+            snprintf(label, sizeof label, "rows, %s, K %lld below one k-tile", tk_lab_scale_mode_name(mode),
+                     (long long)g.k);
+            passed += grouped_all(label, &g, &calls);
+        }
     gcase bad = { TK_GROUP_ROWS, TK_SCALE_ROW, 4, moe + 1, 0, 64, 128, TK_LAB_E4M3, TK_LAB_E4M3, TK_F32, 0.0f, 0,
                   0, 1, 7100u };
     passed += grouped_case("rows, bad last offset", &bad, "k01_naive", 0, NULL, 0);
