@@ -479,7 +479,8 @@ static void test_f8_data_make(void)
         check_scales(d.sb, d.nsb, f.exact, what);
         CHECK(!memcmp(d.a, again.a, d.na) && !memcmp(d.b, again.b, d.nb) && !memcmp(d.sa, again.sa, d.nsa * 4) &&
                   !memcmp(d.sb, again.sb, d.nsb * 4), "%s: not the same data twice", what);
-        CHECK(memcmp(d.a, d.b, 64), "%s: A and B from one stream", what);
+        CHECK(memcmp(d.a, d.b, 64) && memcmp(d.a + 1, d.b, 64) && memcmp(d.a, d.b + 1, 64),
+              "%s: A and B from one stream (or one shifted)", what);
         tk_gemm_desc g;
         const char *base = (const char *)(uintptr_t)0x10000;
         tk_lab_f8_desc(&f, &d, base, base + 4096, (void *)(base + 8192), (const float *)(base + 12288),
