@@ -687,8 +687,8 @@ int tk_lab_scale_mode_parse(const char *word);
  * format's range, never 0 (exact: integers in [-4, 4]), and the scales of
  * f->scale_mode in tk_gemm_desc version 4's layouts, in [2^-8, 2^-6) and
  * no power of two (exact: 2^-e, e in 0..4; block: ld_scale_a = M,
- * ld_scale_b = ceil(N / 128)); all drawn from c->seed's streams, on every
- * CPU for large operands. */
+ * ld_scale_b = ceil(N / 128)); all drawn from independent streams of
+ * c->seed, on every CPU for large operands. */
 typedef struct tk_lab_f8_data {
     tk_gemm_problem p;          /* the case's problem: its layout, ops, sizes, scalars, lda, ldb, ldc; pointers NULL */
     uint8_t *a, *b;             /* na, nb codes */

@@ -15,6 +15,14 @@
 
 static double fmax_of(tk_lab_fp8 f) { return f == TK_LAB_E4M3 ? 448.0 : 57344.0; }
 
+/* Element i of stream seed: splitmix64 over the mixed seed, so streams
+ * whose seeds are close (seed ^ 0xa, seed ^ 0xb) share no elements. Not
+ * mix64(seed + i): that made B's codes A's shifted by one element, and
+ * with A and B both stored K-outer at one ld (row-major TN, M and N of one
+ * padded ld) C(j + 1, j) was a sum of squares, one-signed, whose wgmma
+ * truncation error the FP8 tolerance does not allow for (lab_compare.c). */
+static uint64_t stream(uint64_t seed, size_t i) { return tk_lab_mix64(tk_lab_mix64(seed) + (i + 1) * 0x9e3779b97f4a7c15ull); }
+
 /* Codes i in [lo, hi) of a stream: uniform in [-fmax, fmax] (exact:
  * integers in [-4, 4]), never 0, rounded to the format. */
 typedef struct codes_job {
@@ -28,7 +36,7 @@ static void codes_range(void *ctx, size_t lo, size_t hi)
 {
     const codes_job *j = ctx;
     for (size_t i = lo; i < hi; i++) {
-        uint64_t r = tk_lab_mix64(j->seed + i);
+        uint64_t r = stream(j->seed, i);
         double x = j->exact ? (double)((int)(r % 8) - 4 + (r % 8 >= 4)) : ((double)(r >> 11) * 0x1p-53 * 2.0 - 1.0);
         if (!j->exact && fabs(x) < 1e-3)
             x = 1e-3;
@@ -52,7 +60,7 @@ static float *scales(size_t n, int exact, uint64_t seed)
 {
     float *s = malloc((n ? n : 1) * sizeof *s);
     for (size_t i = 0; s && i < n; i++) {
-        uint64_t r = tk_lab_mix64(seed + i);
+        uint64_t r = stream(seed, i);
         s[i] = exact ? ldexpf(1.0f, -(int)(r % 5)) : (float)(0x1p-8 * (1.0 + 3.0 * (double)(r >> 11) * 0x1p-53));
     }
     return s;
