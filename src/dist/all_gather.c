@@ -19,7 +19,6 @@
 #include <string.h>
 #include "dist.h"
 
-
 /* rows of width bytes from src (pitch spitch) to dst (pitch dpitch): one
  * plain copy where both are packed. A packed 2-D copy ran far slower on the
  * copy engines (16 MB beside a GEMM, 2 x H200: 108 us against 9.5 us; qkv
@@ -88,9 +87,9 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
     const int contiguous = pb->lda == K;
     char *own_in_g = G + (size_t)r * mb * row_bytes;
     if (K > 0 && !contiguous && (R > 1 || p->desc.gathered) &&
-        (e = copy_rows(own_in_g, row_bytes, A, (size_t)pb->lda * 2, row_bytes, (size_t)mb,
+        (e = cudaMemcpy2DAsync(own_in_g, row_bytes, A, (size_t)pb->lda * 2, row_bytes, (size_t)mb,
                                cudaMemcpyDeviceToDevice, d->cs)))
-        return tkd_cuda_fail(d, e, "cudaMemcpy(2D)Async (the own rows into the gathered A)");
+        return tkd_cuda_fail(d, e, "cudaMemcpy2DAsync (the own rows into the gathered A)");
     for (int s = 1; s < R && K > 0; s++) {
         const int sb = (r - s + 1 + R) % R, rb = (r - s + R) % R;
         for (int i = 0; i < c; i++) {
@@ -107,7 +106,7 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
     }
     if (K > 0 && contiguous && p->desc.gathered &&
         (e = cudaMemcpyAsync(own_in_g, A, (size_t)mb * row_bytes, cudaMemcpyDeviceToDevice, d->cs)))
-        return tkd_cuda_fail(d, e, "cudaMemcpy(2D)Async (the own rows into the gathered A)");
+        return tkd_cuda_fail(d, e, "cudaMemcpyAsync (the own rows into the gathered A)");
     if ((e = cudaEventRecord(d->cs_end, d->cs)))
         return tkd_cuda_fail(d, e, "cudaEventRecord (the exchange's end)");
 
@@ -139,11 +138,12 @@ static tk_status ag_p2p(tk_dist d, const tkd_prep *p, const char *kernel, cudaSt
  * so that it starts before the host has enqueued the rest. On cs: a
  * barrier (every rank has finished with its window: the last call's
  * products and copies out of it), then per chunk one copy (copy_rows) per
- * peer from A's rows straight into slot r of the peer's window (its address here: peers.cu; the copy
- * engines, no SM, beside the product) and a barrier (every rank's chunk
- * has landed), then the chunk's event. The barriers are one-word
- * all-reduces on the split communicator (one CTA), and the GEMMs leave it
- * an SM (tkd_run), so they do not wait for the GEMM either. Then per
+ * peer from A's rows straight into slot r of the peer's window (its
+ * address here: peers.cu; the copy engines, no SM, beside the product) and
+ * a barrier (every rank's chunk has landed), then the chunk's event. The
+ * barriers are one-word all-reduces on the split communicator (one CTA),
+ * and the GEMMs leave it an SM (tkd_run), so they do not wait for the GEMM
+ * either. Then per
  * chunk, once it landed, one GEMM per peer's slot in ring order: the same
  * GEMMs as P2P's (each peer chunk's rows, ld K), so the same bits. The
  * gathered A, where asked, is filled on cs after the last barrier, beside
@@ -174,8 +174,8 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
         for (int s = 1; s < R; s++) {
             const int j = (r + s) % R;
             if ((e = copy_rows((char *)d->peer[0][j] + tkd_ce_slot(p->bounds, R, i, r, row_bytes), row_bytes,
-                                       A + (size_t)b0 * lda_bytes, lda_bytes, row_bytes, (size_t)rows, cudaMemcpyDefault,
-                                       d->cs)))
+                               A + (size_t)b0 * lda_bytes, lda_bytes, row_bytes, (size_t)rows, cudaMemcpyDefault,
+                               d->cs)))
                 return tkd_cuda_fail(d, e, "cudaMemcpy(2D)Async (a chunk of the own rows into a peer's window, copy "
                                      "engines)");
         }
@@ -186,7 +186,7 @@ static tk_status ag_ce(tk_dist d, const tkd_prep *p, const char *kernel, cudaStr
     }
     /* the gathered A asked for: the own rows from A, the peers' from the window */
     if (G && K > 0 && (e = copy_rows(G + (size_t)r * mb * row_bytes, row_bytes, A, lda_bytes, row_bytes,
-                                             (size_t)mb, cudaMemcpyDeviceToDevice, d->cs)))
+                                     (size_t)mb, cudaMemcpyDeviceToDevice, d->cs)))
         return tkd_cuda_fail(d, e, "cudaMemcpy(2D)Async (the own rows into the gathered A)");
     for (int i = 0; i < c && G && K > 0; i++)
         for (int j = 0; j < R; j++) {
